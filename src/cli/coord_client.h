@@ -1,0 +1,56 @@
+// How commands (and `launch`/`restart`) find, start and talk to a coordinator.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "protocol/protocol.h"
+
+namespace stasis {
+
+struct CoordAddress {
+  std::string host = "127.0.0.1";
+  uint16_t port = STASIS_DEFAULT_PORT;
+  // "HOST:PORT" or "PORT"; throws stasis::Error with a clear message if malformed.
+  static CoordAddress parse(std::string_view text);
+  std::string str() const;
+};
+
+// --coord if given, else $STASIS_COORD, else 127.0.0.1:7781.
+CoordAddress coord_address_from(const std::string& option);
+
+// Where the coordinator at `addr` keeps its secret: an owner-only file
+// ${STASIS_RUNTIME_DIR:-$HOME/.stasis}/coordinator-HOST-PORT.secret (64 hex digits).
+std::string secret_path(const CoordAddress& addr);
+// $STASIS_SECRET if set, else the secret file's content; "" if neither exists.
+std::string find_secret(const CoordAddress& addr);
+
+// True if something accepts TCP connections at addr (does not authenticate).
+bool coordinator_answers(const CoordAddress& addr);
+
+struct CoordinatorOptions {
+  std::string ckpt_dir;  // absolute; "" = coordinator default
+  std::string compress;  // "" = default
+  double interval = 0;   // seconds; 0 = none
+};
+// If nothing answers at addr, starts `stasis coordinator --daemon --exit-when-idle` there and
+// waits until it listens. Returns the secret to hand to processes (hex). Throws stasis::Error.
+std::string ensure_coordinator(const CoordAddress& addr, const CoordinatorOptions& options);
+
+// An authenticated command connection.
+class CoordConnection {
+ public:
+  // Connects and authenticates as a command; throws stasis::Error with a one-line message
+  // ("no coordinator at 127.0.0.1:7781: start one with `stasis launch` ..." and the like).
+  explicit CoordConnection(const CoordAddress& addr);
+  ~CoordConnection();
+  CoordConnection(const CoordConnection&) = delete;
+  CoordConnection& operator=(const CoordConnection&) = delete;
+  // Sends one COMMAND and waits for its reply; returns the reply text; sets ok from header.arg.
+  std::string command(const StasisCommand& cmd, bool& ok);
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace stasis

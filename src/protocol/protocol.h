@@ -1,0 +1,139 @@
+// Wire protocol between the coordinator, the in-process runtime and the `stasis` commands.
+//
+// Every message is a fixed header followed by `payload_len` bytes. Payloads are fixed-size C
+// structs (so the runtime can build and parse them with no allocation) except where noted as
+// text. All integers are little-endian (x86-64 only for now).
+//
+// Connection sequence (both processes and commands):
+//   coordinator -> client  HELLO      payload: StasisHello (a fresh random nonce)
+//   client -> coordinator  AUTH       payload: StasisAuth  (HMAC-SHA256(secret, nonce || role))
+//   coordinator -> client  AUTH_OK    payload: StasisAuthOk  or AUTH_FAIL (text reason) then close
+// A process then receives BARRIER messages and answers each with BARRIER_DONE; a command sends
+// one COMMAND and reads one COMMAND_REPLY (text, usually JSON).
+#pragma once
+
+#include <stdint.h>
+
+#define STASIS_PROTOCOL_MAGIC 0x4d535453u /* "STSM" */
+#define STASIS_PROTOCOL_VERSION 1
+#define STASIS_DEFAULT_PORT 7781
+#define STASIS_NONCE_BYTES 32
+#define STASIS_MAC_BYTES 32
+#define STASIS_NAME_MAX 64
+#define STASIS_PATH_MAX 1024
+#define STASIS_MESSAGE_MAX 512
+#define STASIS_MAX_PAYLOAD (1u << 20)
+
+enum StasisMsgType : uint16_t {
+  STASIS_MSG_HELLO = 1,
+  STASIS_MSG_AUTH = 2,
+  STASIS_MSG_AUTH_OK = 3,
+  STASIS_MSG_AUTH_FAIL = 4,
+  // coordinator -> process: run the named barrier's action (see StasisBarrier).
+  STASIS_MSG_BARRIER = 10,
+  // process -> coordinator: the action is done (or failed: status != 0).
+  STASIS_MSG_BARRIER_DONE = 11,
+  // coordinator -> process: end now (exit status 137 like SIGKILL, after the last checkpoint).
+  STASIS_MSG_KILL = 12,
+  // process -> coordinator: the application asked for a checkpoint (stasis_checkpoint()).
+  STASIS_MSG_REQUEST_CHECKPOINT = 13,
+  // command -> coordinator, and its answer.
+  STASIS_MSG_COMMAND = 20,
+  STASIS_MSG_COMMAND_REPLY = 21,
+  // name service: publish a key/value, look one up (reply carries the value or status 1).
+  STASIS_MSG_NS_PUBLISH = 30,
+  STASIS_MSG_NS_LOOKUP = 31,
+  STASIS_MSG_NS_REPLY = 32,
+};
+
+enum StasisRole : uint32_t {
+  STASIS_ROLE_PROCESS = 1,
+  STASIS_ROLE_COMMAND = 2,
+};
+
+struct StasisMsgHeader {
+  uint32_t magic;        // STASIS_PROTOCOL_MAGIC
+  uint16_t version;      // STASIS_PROTOCOL_VERSION
+  uint16_t type;         // StasisMsgType
+  uint32_t payload_len;  // bytes following this header, <= STASIS_MAX_PAYLOAD
+  uint32_t reserved;
+  uint64_t arg;          // message specific (generation for barriers, request id for NS)
+};
+static_assert(sizeof(StasisMsgHeader) == 24, "wire layout");
+
+struct StasisHello {
+  uint8_t nonce[STASIS_NONCE_BYTES];
+  uint32_t coordinator_pid;
+  uint32_t reserved;
+};
+
+// Who a process is; sent inside AUTH by processes (zeroed by commands).
+struct StasisProcessInfo {
+  uint32_t pid;            // real pid now
+  uint32_t original_pid;   // pid at launch (differs after restart)
+  uint32_t restarted;      // 1 when this connection comes from a restarted process
+  uint32_t restart_process_count;  // restarted: how many processes the restart brings back
+  uint64_t restarted_generation;  // generation it was restarted from (0 if none)
+  char hostname[STASIS_NAME_MAX];
+  char program[STASIS_NAME_MAX];  // short name (comm / argv[0] basename)
+  char ckpt_dir[STASIS_PATH_MAX]; // the launch's --ckpt-dir / STASIS_CKPT_DIR, absolute; may be ""
+  char compress[16];              // "zstd" / "none" / "" (coordinator default)
+};
+
+struct StasisAuth {
+  uint32_t role;  // StasisRole
+  uint32_t reserved;
+  uint8_t mac[STASIS_MAC_BYTES];  // HMAC-SHA256(secret, nonce || role as 4 LE bytes)
+  StasisProcessInfo process;      // only for STASIS_ROLE_PROCESS
+};
+
+struct StasisAuthOk {
+  uint64_t client_id;  // the coordinator's id for this connection
+};
+
+// Barrier names (the coordinator runs them in this order for a checkpoint):
+//   "suspend"    stop every user thread
+//   "drain"      (later issues: drain channels)
+//   "checkpoint" write the image into `ckpt_dir` (a generation directory), durably
+//   "resume"     continue running (or "abort": checkpoint failed somewhere; continue running)
+// and after a restart: the process reports with restarted=1, then
+//   "restart"    every restarted process is connected; re-create shared state
+//   "resume"     continue running
+struct StasisBarrier {
+  char name[32];
+  char ckpt_dir[STASIS_PATH_MAX];  // for "checkpoint": the generation directory to write into
+  char compress[16];               // for "checkpoint": "zstd" or "none"
+  uint32_t kill_after;             // for "checkpoint": the computation ends after this checkpoint
+  uint32_t reserved;
+};
+
+struct StasisBarrierDone {
+  char name[32];
+  int32_t status;  // 0 = ok; otherwise errno-like
+  uint32_t reserved;
+  char message[STASIS_MESSAGE_MAX];    // on failure: one line saying what went wrong
+  char image_path[STASIS_PATH_MAX];    // for "checkpoint": the image file written
+  uint64_t image_bytes;                // for "checkpoint": bytes written
+  uint64_t memory_bytes;               // for "checkpoint": bytes of memory saved
+};
+
+// Commands: payload is StasisCommand; reply payload is text (JSON for status).
+enum StasisCommandVerb : uint32_t {
+  STASIS_CMD_CHECKPOINT = 1,
+  STASIS_CMD_STATUS = 2,
+  STASIS_CMD_KILL = 3,
+};
+
+struct StasisCommand {
+  uint32_t verb;        // StasisCommandVerb
+  uint32_t kill_after;  // checkpoint: end the computation after it
+  char compress[16];    // checkpoint: override compression ("" = coordinator default)
+};
+
+// COMMAND_REPLY: header.arg = 0 on success, non-zero on failure; payload = text.
+//   checkpoint success: JSON {"ok":true,"generation":N,"dir":"...","images":[...],"seconds":S,...}
+//   failure: JSON {"ok":false,"error":"one line"}
+//   status: JSON (see docs/user-guide.md)
+
+// Name service: NS_PUBLISH payload = key '\0' value; NS_LOOKUP payload = key;
+// NS_REPLY: header.arg echoes the request's arg, reserved = 0 found / 1 not found, payload = value.
