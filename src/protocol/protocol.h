@@ -16,10 +16,10 @@
 
 // The runtime's C sources include this header too: C has no enum base types and needs typedefs.
 #ifdef __cplusplus
-#define STASIS_ENUM_BASE(type) : type
+#define STASIS_PROTOCOL_ENUM_BASE(type) : type
 #else
 #include <assert.h>
-#define STASIS_ENUM_BASE(type)
+#define STASIS_PROTOCOL_ENUM_BASE(type)
 typedef struct StasisMsgHeader StasisMsgHeader;
 typedef struct StasisHello StasisHello;
 typedef struct StasisProcessInfo StasisProcessInfo;
@@ -40,7 +40,7 @@ typedef struct StasisCommand StasisCommand;
 #define STASIS_MESSAGE_MAX 512
 #define STASIS_MAX_PAYLOAD (1u << 20)
 
-enum StasisMsgType STASIS_ENUM_BASE(uint16_t) {
+enum StasisMsgType STASIS_PROTOCOL_ENUM_BASE(uint16_t) {
   STASIS_MSG_HELLO = 1,
   STASIS_MSG_AUTH = 2,
   STASIS_MSG_AUTH_OK = 3,
@@ -62,7 +62,7 @@ enum StasisMsgType STASIS_ENUM_BASE(uint16_t) {
   STASIS_MSG_NS_REPLY = 32,
 };
 
-enum StasisRole STASIS_ENUM_BASE(uint32_t) {
+enum StasisRole STASIS_PROTOCOL_ENUM_BASE(uint32_t) {
   STASIS_ROLE_PROCESS = 1,
   STASIS_ROLE_COMMAND = 2,
 };
@@ -134,7 +134,7 @@ struct StasisBarrierDone {
 };
 
 // Commands: payload is StasisCommand; reply payload is text (JSON for status).
-enum StasisCommandVerb STASIS_ENUM_BASE(uint32_t) {
+enum StasisCommandVerb STASIS_PROTOCOL_ENUM_BASE(uint32_t) {
   STASIS_CMD_CHECKPOINT = 1,
   STASIS_CMD_STATUS = 2,
   STASIS_CMD_KILL = 3,
