@@ -1,0 +1,66 @@
+/* unsupported: a program using something this version of Stasis does not checkpoint, so
+ * `stasis checkpoint` must refuse it with a one-line message and leave it running undisturbed.
+ *   fork    a child process that lives as long as the parent (a process tree)
+ *   pipe    a pipe between two descriptors of the process, used every step
+ *   socket  a socketpair(AF_UNIX), used every step
+ * usage: unsupported fork|pipe|socket [STEPS=40] [DELAY_MS=50] */
+#include "target_common.h" /* first: defines _GNU_SOURCE */
+
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+  line_buffered_stdout();
+  if (argc < 2) {
+    fprintf(stderr, "usage: unsupported fork|pipe|socket [STEPS] [DELAY_MS]\n");
+    return 2;
+  }
+  const char *mode = argv[1];
+  long steps = arg_long(argc, argv, 2, 40);
+  long delay = arg_long(argc, argv, 3, 50);
+  int fds[2] = {-1, -1};
+  pid_t child = -1;
+  if (strcmp(mode, "fork") == 0) {
+    int gate[2];
+    CHECK(pipe(gate) == 0);
+    child = fork();
+    CHECK(child >= 0);
+    if (child == 0) { /* lives until the parent closes the gate */
+      close(gate[1]);
+      char c;
+      while (read(gate[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      _exit(0);
+    }
+    close(gate[0]);
+    fds[1] = gate[1];
+  } else if (strcmp(mode, "pipe") == 0) {
+    CHECK(pipe(fds) == 0);
+  } else if (strcmp(mode, "socket") == 0) {
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+  } else {
+    fprintf(stderr, "unknown mode %s\n", mode);
+    return 2;
+  }
+  uint64_t seed = 5;
+  for (long step = 1; step <= steps; step++) {
+    uint64_t v = splitmix64(&seed), back = 0;
+    if (child < 0) {
+      CHECK(write(fds[1], &v, 8) == 8);
+      CHECK(read(fds[0], &back, 8) == 8);
+    } else {
+      back = v;
+    }
+    printf("step %ld value %llu echoed %d\n", step, (unsigned long long)(v % 100003), back == v);
+    sleep_ms(delay);
+  }
+  if (child > 0) {
+    close(fds[1]);
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child);
+    printf("child exited %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  printf("done %s\n", mode);
+  return 0;
+}
