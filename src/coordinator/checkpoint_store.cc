@@ -1,0 +1,187 @@
+#include "coordinator/checkpoint_store.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace fs = std::filesystem;
+
+namespace stasis::coordinator {
+namespace {
+
+bool all_digits(const std::string& name) {
+  return !name.empty() &&
+         std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Generation numbers of the all-digit directories in ckpt_dir (unsorted).
+std::vector<uint64_t> generation_dirs(const std::string& ckpt_dir) {
+  std::vector<uint64_t> generations;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(ckpt_dir, error)) {
+    std::string name = entry.path().filename().string();
+    if (!all_digits(name) || name.size() > 18 || !entry.is_directory(error)) continue;
+    generations.push_back(std::stoull(name));
+  }
+  return generations;
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  fsync(fd);
+  close(fd);
+}
+
+std::string parent_dir(const std::string& path) {
+  std::string parent = fs::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+}  // namespace
+
+std::string resolve_ckpt_dir(const std::string& option) {
+  std::string dir = option;
+  if (dir.empty()) {
+    const char* env = std::getenv("STASIS_CKPT_DIR");
+    dir = env != nullptr && *env != '\0' ? env : "stasis-ckpt";
+  }
+  return fs::absolute(dir).lexically_normal().string();
+}
+
+void make_private_dirs(const std::string& path) {
+  fs::path absolute = fs::absolute(path);
+  fs::path current;
+  for (const auto& part : absolute) {
+    current /= part;
+    if (mkdir(current.c_str(), 0700) == 0 || errno == EEXIST) continue;
+    throw Error(fmt::format("cannot create directory {}: {}", current.string(), strerror(errno)));
+  }
+  if (!fs::is_directory(absolute)) throw Error(fmt::format("{} is not a directory", path));
+}
+
+std::string generation_name(uint64_t generation) { return fmt::format("{:06}", generation); }
+
+uint64_t next_generation(const std::string& ckpt_dir) {
+  std::vector<uint64_t> generations = generation_dirs(ckpt_dir);
+  if (generations.empty()) return 1;
+  return *std::max_element(generations.begin(), generations.end()) + 1;
+}
+
+void write_file_durably(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw Error(fmt::format("cannot create {}: {}", tmp, strerror(errno)));
+  size_t written = 0;
+  while (written < content.size()) {
+    ssize_t n = write(fd, content.data() + written, content.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int saved = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      throw Error(fmt::format("cannot write {}: {}", tmp, strerror(saved)));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    int saved = errno;
+    unlink(tmp.c_str());
+    throw Error(fmt::format("cannot write {}: {}", tmp, strerror(saved)));
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int saved = errno;
+    unlink(tmp.c_str());
+    throw Error(fmt::format("cannot rename {} to {}: {}", tmp, path, strerror(saved)));
+  }
+  fsync_dir(parent_dir(path));
+}
+
+nlohmann::json manifest_json(const Manifest& manifest) {
+  nlohmann::json processes = nlohmann::json::array();
+  for (const auto& p : manifest.processes) {
+    processes.push_back({{"pid", p.pid},
+                         {"original_pid", p.original_pid},
+                         {"host", p.host},
+                         {"program", p.program},
+                         {"image", p.image},
+                         {"image_bytes", p.image_bytes},
+                         {"memory_bytes", p.memory_bytes}});
+  }
+  return {
+      {"format", "stasis-checkpoint"},
+      {"version", 1},
+      {"generation", manifest.generation},
+      {"complete", true},
+      {"unix_time", manifest.unix_time},
+      {"seconds", manifest.seconds},
+      {"coordinator", {{"host", manifest.coordinator_host}, {"port", manifest.coordinator_port}}},
+      {"processes", processes}};
+}
+
+void write_manifest(const std::string& ckpt_dir, const Manifest& manifest) {
+  std::string path =
+      fmt::format("{}/{}/MANIFEST.json", ckpt_dir, generation_name(manifest.generation));
+  write_file_durably(path, manifest_json(manifest).dump(2) + "\n");
+}
+
+void point_latest(const std::string& ckpt_dir, uint64_t generation) {
+  std::string latest = ckpt_dir + "/latest";
+  std::string tmp = ckpt_dir + "/.latest.tmp";
+  unlink(tmp.c_str());
+  if (symlink(generation_name(generation).c_str(), tmp.c_str()) != 0) {
+    throw Error(fmt::format("cannot create {}: {}", tmp, strerror(errno)));
+  }
+  if (rename(tmp.c_str(), latest.c_str()) != 0) {
+    int saved = errno;
+    unlink(tmp.c_str());
+    throw Error(fmt::format("cannot update {}: {}", latest, strerror(saved)));
+  }
+  fsync_dir(ckpt_dir);
+}
+
+bool remove_tree(const std::string& path) {
+  std::error_code error;
+  fs::remove_all(path, error);
+  return !error;
+}
+
+std::vector<uint64_t> prune_generations(const std::string& ckpt_dir, unsigned keep) {
+  std::vector<uint64_t> removed;
+  if (keep == 0) return removed;
+  std::vector<uint64_t> complete;
+  for (uint64_t generation : generation_dirs(ckpt_dir)) {
+    std::error_code error;
+    std::string manifest =
+        fmt::format("{}/{}/MANIFEST.json", ckpt_dir, generation_name(generation));
+    if (fs::exists(manifest, error)) complete.push_back(generation);
+  }
+  std::sort(complete.begin(), complete.end(), std::greater<>());
+  for (size_t i = keep; i < complete.size(); i++) {
+    if (remove_tree(fmt::format("{}/{}", ckpt_dir, generation_name(complete[i])))) {
+      removed.push_back(complete[i]);
+    }
+  }
+  return removed;
+}
+
+std::optional<nlohmann::json> read_latest_manifest(const std::string& ckpt_dir) {
+  std::ifstream in(ckpt_dir + "/latest/MANIFEST.json");
+  if (!in) return std::nullopt;
+  nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_discarded() || !manifest.is_object()) return std::nullopt;
+  return manifest;
+}
+
+}  // namespace stasis::coordinator

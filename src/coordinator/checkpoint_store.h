@@ -1,0 +1,65 @@
+// The on-disk layout of checkpoints: D/<generation>/ directories, D/<generation>/MANIFEST.json
+// marking one complete, and D/latest pointing at the newest complete one.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stasis::coordinator {
+
+// --ckpt-dir if given, else $STASIS_CKPT_DIR, else ./stasis-ckpt; made absolute.
+std::string resolve_ckpt_dir(const std::string& option);
+
+// mkdir -p; directories it creates get mode 0700. Throws stasis::Error.
+void make_private_dirs(const std::string& path);
+
+// "000003": the directory name of a generation.
+std::string generation_name(uint64_t generation);
+
+// 1 + the largest all-digit directory name in ckpt_dir (1 if there is none).
+uint64_t next_generation(const std::string& ckpt_dir);
+
+// Writes content to path so that a crash leaves either the old file or the whole new one:
+// temporary file, fsync, rename, fsync of the directory. Throws stasis::Error.
+void write_file_durably(const std::string& path, const std::string& content);
+
+struct ManifestProcess {
+  uint32_t pid = 0;
+  uint32_t original_pid = 0;
+  std::string host;
+  std::string program;
+  std::string image;  // file name inside the generation directory
+  uint64_t image_bytes = 0;
+  uint64_t memory_bytes = 0;
+};
+
+struct Manifest {
+  uint64_t generation = 0;
+  int64_t unix_time = 0;
+  double seconds = 0;
+  std::string coordinator_host;
+  uint16_t coordinator_port = 0;
+  std::vector<ManifestProcess> processes;
+};
+
+nlohmann::json manifest_json(const Manifest& manifest);
+
+// Writes <ckpt_dir>/<generation>/MANIFEST.json durably.
+void write_manifest(const std::string& ckpt_dir, const Manifest& manifest);
+
+// Atomically points <ckpt_dir>/latest at the generation's directory (a relative symlink).
+void point_latest(const std::string& ckpt_dir, uint64_t generation);
+
+// Removes a directory tree; returns false (and leaves what it could not remove) on failure.
+bool remove_tree(const std::string& path);
+
+// Keeps the newest `keep` complete generations and removes complete ones older than those.
+// keep == 0 keeps everything. Returns the generations removed.
+std::vector<uint64_t> prune_generations(const std::string& ckpt_dir, unsigned keep);
+
+// The manifest `latest` points at, if there is a readable one.
+std::optional<nlohmann::json> read_latest_manifest(const std::string& ckpt_dir);
+
+}  // namespace stasis::coordinator

@@ -1,0 +1,125 @@
+#include "coordinator/checkpoint_store.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "common/error.h"
+
+namespace fs = std::filesystem;
+using namespace stasis::coordinator;
+
+namespace {
+
+class CheckpointStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/stasis-store-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void make_generation(uint64_t generation, bool complete) {
+    fs::create_directory(dir_ + "/" + generation_name(generation));
+    if (complete) {
+      Manifest manifest;
+      manifest.generation = generation;
+      write_manifest(dir_, manifest);
+    }
+  }
+  std::string dir_;
+};
+
+TEST_F(CheckpointStore, GenerationNamesAndNumbering) {
+  EXPECT_EQ(generation_name(3), "000003");
+  EXPECT_EQ(generation_name(1234567), "1234567");
+  EXPECT_EQ(next_generation(dir_), 1u);
+  make_generation(2, true);
+  make_generation(9, false);
+  fs::create_directory(dir_ + "/notes");
+  std::ofstream(dir_ + "/000042");  // a file, not a generation
+  EXPECT_EQ(next_generation(dir_), 10u);
+}
+
+TEST_F(CheckpointStore, ManifestHasTheDocumentedShape) {
+  Manifest manifest;
+  manifest.generation = 7;
+  manifest.unix_time = 1700000000;
+  manifest.seconds = 1.5;
+  manifest.coordinator_host = "127.0.0.1";
+  manifest.coordinator_port = 7781;
+  manifest.processes.push_back({.pid = 11,
+                                .original_pid = 10,
+                                .host = "node1",
+                                .program = "worker",
+                                .image = "worker-10.img",
+                                .image_bytes = 100,
+                                .memory_bytes = 400});
+  fs::create_directory(dir_ + "/000007");
+  write_manifest(dir_, manifest);
+  std::ifstream in(dir_ + "/000007/MANIFEST.json");
+  nlohmann::json json = nlohmann::json::parse(in);
+  EXPECT_EQ(json["format"], "stasis-checkpoint");
+  EXPECT_EQ(json["version"], 1);
+  EXPECT_EQ(json["generation"], 7);
+  EXPECT_EQ(json["complete"], true);
+  EXPECT_EQ(json["unix_time"], 1700000000);
+  EXPECT_EQ(json["seconds"], 1.5);
+  EXPECT_EQ(json["coordinator"]["port"], 7781);
+  ASSERT_EQ(json["processes"].size(), 1u);
+  EXPECT_EQ(json["processes"][0]["original_pid"], 10);
+  EXPECT_EQ(json["processes"][0]["image"], "worker-10.img");
+  EXPECT_EQ(json["processes"][0]["memory_bytes"], 400);
+  EXPECT_FALSE(fs::exists(dir_ + "/000007/MANIFEST.json.tmp"));
+}
+
+TEST_F(CheckpointStore, LatestIsARelativeSymlinkReplacedAtomically) {
+  make_generation(1, true);
+  make_generation(2, true);
+  point_latest(dir_, 1);
+  EXPECT_EQ(fs::read_symlink(dir_ + "/latest"), "000001");
+  point_latest(dir_, 2);
+  EXPECT_EQ(fs::read_symlink(dir_ + "/latest"), "000002");
+  auto manifest = read_latest_manifest(dir_);
+  ASSERT_TRUE(manifest.has_value());
+  EXPECT_EQ((*manifest)["generation"], 2);
+  EXPECT_FALSE(fs::is_symlink(dir_ + "/.latest.tmp"));
+}
+
+TEST_F(CheckpointStore, NoLatestMeansNoManifest) { EXPECT_FALSE(read_latest_manifest(dir_)); }
+
+TEST_F(CheckpointStore, PruneKeepsTheNewestCompleteGenerations) {
+  make_generation(1, true);
+  make_generation(2, false);
+  make_generation(3, true);
+  make_generation(4, true);
+  EXPECT_TRUE(prune_generations(dir_, 0).empty()) << "0 keeps everything";
+  auto removed = prune_generations(dir_, 2);
+  EXPECT_EQ(removed, std::vector<uint64_t>{1});
+  EXPECT_FALSE(fs::exists(dir_ + "/000001"));
+  EXPECT_TRUE(fs::exists(dir_ + "/000002")) << "incomplete generations are not counted";
+  EXPECT_TRUE(fs::exists(dir_ + "/000003"));
+  EXPECT_TRUE(fs::exists(dir_ + "/000004"));
+}
+
+TEST_F(CheckpointStore, PrivateDirectoriesAndResolution) {
+  std::string nested = dir_ + "/a/b";
+  make_private_dirs(nested);
+  struct stat st;
+  ASSERT_EQ(stat(nested.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_THROW(make_private_dirs("/proc/stasis-cannot-exist/x"), stasis::Error);
+
+  EXPECT_EQ(resolve_ckpt_dir(nested), nested);
+  setenv("STASIS_CKPT_DIR", "/tmp/from-env", 1);
+  EXPECT_EQ(resolve_ckpt_dir(""), "/tmp/from-env");
+  unsetenv("STASIS_CKPT_DIR");
+  EXPECT_EQ(resolve_ckpt_dir(""), (fs::current_path() / "stasis-ckpt").string());
+  EXPECT_EQ(resolve_ckpt_dir("rel/../x"), (fs::current_path() / "x").string());
+}
+
+}  // namespace

@@ -1,0 +1,170 @@
+#include "protocol/wire.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "common/hmac.h"
+
+namespace {
+
+struct SocketPair {
+  int client = -1, server = -1;
+  SocketPair() {
+    int fds[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    client = fds[0];
+    server = fds[1];
+  }
+  ~SocketPair() {
+    if (client >= 0) close(client);
+    if (server >= 0) close(server);
+  }
+};
+
+TEST(Wire, MessageRoundTrip) {
+  SocketPair pair;
+  const char payload[] = "key\0value";
+  ASSERT_EQ(stasis_send_msg(pair.client, STASIS_MSG_NS_PUBLISH, 42, payload, sizeof payload), 0);
+  StasisMsgHeader header;
+  ASSERT_EQ(stasis_recv_header(pair.server, &header), 0);
+  EXPECT_EQ(header.type, STASIS_MSG_NS_PUBLISH);
+  EXPECT_EQ(header.arg, 42u);
+  ASSERT_EQ(header.payload_len, sizeof payload);
+  char got[sizeof payload];
+  ASSERT_EQ(stasis_recv_exact(pair.server, got, sizeof got), 0);
+  EXPECT_EQ(0, memcmp(got, payload, sizeof payload));
+}
+
+TEST(Wire, RejectsForeignHeaders) {
+  SocketPair pair;
+  StasisMsgHeader bogus{};
+  bogus.magic = 0x12345678;
+  bogus.version = STASIS_PROTOCOL_VERSION;
+  ASSERT_EQ(write(pair.client, &bogus, sizeof bogus), static_cast<ssize_t>(sizeof bogus));
+  StasisMsgHeader header;
+  EXPECT_EQ(stasis_recv_header(pair.server, &header), -1);
+  EXPECT_EQ(errno, EPROTO);
+
+  StasisMsgHeader too_big{};
+  too_big.magic = STASIS_PROTOCOL_MAGIC;
+  too_big.version = STASIS_PROTOCOL_VERSION;
+  too_big.payload_len = STASIS_MAX_PAYLOAD + 1;
+  ASSERT_EQ(write(pair.client, &too_big, sizeof too_big), static_cast<ssize_t>(sizeof too_big));
+  EXPECT_EQ(stasis_recv_header(pair.server, &header), -1);
+  EXPECT_EQ(errno, EPROTO);
+
+  EXPECT_EQ(stasis_send_msg(pair.client, 1, 0, "x", STASIS_MAX_PAYLOAD + 1), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+TEST(Wire, ClosedPeerAndTimeouts) {
+  SocketPair pair;
+  char buf[8];
+  EXPECT_EQ(stasis_recv_exact_timeout(pair.server, buf, sizeof buf, 50), -1);
+  EXPECT_EQ(errno, ETIMEDOUT);
+  ASSERT_EQ(write(pair.client, "abc", 3), 3);
+  close(pair.client);
+  pair.client = -1;
+  EXPECT_EQ(stasis_recv_exact(pair.server, buf, sizeof buf), -1);
+  EXPECT_EQ(errno, ECONNRESET);
+}
+
+// Plays the coordinator's side of the handshake, accepting only `secret`.
+void serve_handshake(int fd, const uint8_t* secret, size_t secret_len, StasisAuth* received) {
+  StasisHello hello{};
+  for (int i = 0; i < STASIS_NONCE_BYTES; i++) hello.nonce[i] = static_cast<uint8_t>(i * 7);
+  ASSERT_EQ(stasis_send_msg(fd, STASIS_MSG_HELLO, 0, &hello, sizeof hello), 0);
+  StasisMsgHeader header;
+  ASSERT_EQ(stasis_recv_header(fd, &header), 0);
+  ASSERT_EQ(header.type, STASIS_MSG_AUTH);
+  ASSERT_EQ(header.payload_len, sizeof(StasisAuth));
+  ASSERT_EQ(stasis_recv_exact(fd, received, sizeof *received), 0);
+  uint8_t expected[STASIS_MAC_BYTES];
+  stasis_auth_mac(secret, secret_len, hello.nonce, received->role, expected);
+  if (stasis_mac_equal(expected, received->mac, sizeof expected)) {
+    StasisAuthOk ok{77};
+    ASSERT_EQ(stasis_send_msg(fd, STASIS_MSG_AUTH_OK, 0, &ok, sizeof ok), 0);
+  } else {
+    const char reason[] = "bad secret\n";
+    ASSERT_EQ(stasis_send_msg(fd, STASIS_MSG_AUTH_FAIL, 0, reason, sizeof reason - 1), 0);
+  }
+}
+
+TEST(Wire, HandshakeAcceptsTheRightSecret) {
+  SocketPair pair;
+  const uint8_t secret[32] = {1, 2, 3};
+  StasisAuth received{};
+  std::thread coordinator(serve_handshake, pair.server, secret, sizeof secret, &received);
+  StasisProcessInfo info{};
+  info.pid = 1234;
+  strcpy(info.program, "worker");
+  uint64_t id = 0;
+  char reason[128] = "";
+  int rc = stasis_client_handshake(pair.client, secret, sizeof secret, STASIS_ROLE_PROCESS, &info,
+                                   &id, reason, sizeof reason);
+  coordinator.join();
+  ASSERT_EQ(rc, 0) << reason;
+  EXPECT_EQ(id, 77u);
+  EXPECT_EQ(received.role, STASIS_ROLE_PROCESS);
+  EXPECT_EQ(received.process.pid, 1234u);
+  EXPECT_STREQ(received.process.program, "worker");
+}
+
+TEST(Wire, HandshakeReportsTheRefusal) {
+  SocketPair pair;
+  const uint8_t secret[32] = {1, 2, 3};
+  const uint8_t wrong[32] = {1, 2, 4};
+  StasisAuth received{};
+  std::thread coordinator(serve_handshake, pair.server, secret, sizeof secret, &received);
+  char reason[128] = "";
+  int rc = stasis_client_handshake(pair.client, wrong, sizeof wrong, STASIS_ROLE_COMMAND, nullptr,
+                                   nullptr, reason, sizeof reason);
+  coordinator.join();
+  EXPECT_EQ(rc, -1);
+  EXPECT_STREQ(reason, "bad secret");
+  EXPECT_EQ(received.role, STASIS_ROLE_COMMAND);
+}
+
+TEST(Wire, HandshakeFailsWhenThePeerHangsUp) {
+  SocketPair pair;
+  close(pair.server);
+  pair.server = -1;
+  const uint8_t secret[32] = {};
+  char reason[128] = "";
+  EXPECT_EQ(stasis_client_handshake(pair.client, secret, sizeof secret, STASIS_ROLE_COMMAND,
+                                    nullptr, nullptr, reason, sizeof reason),
+            -1);
+  EXPECT_NE(std::string(reason).find("closed"), std::string::npos) << reason;
+}
+
+TEST(Wire, ConnectTcpNumericOnly) {
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  socklen_t len = sizeof address;
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &len), 0);
+  uint16_t port = ntohs(address.sin_port);
+
+  int fd = stasis_connect_tcp("127.0.0.1", port);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  close(fd);
+  EXPECT_EQ(stasis_connect_tcp("localhost", port), -1);
+  EXPECT_EQ(errno, EINVAL);
+  close(listener);
+  EXPECT_EQ(stasis_connect_tcp("127.0.0.1", port), -1);
+  EXPECT_EQ(errno, ECONNREFUSED);
+}
+
+}  // namespace
