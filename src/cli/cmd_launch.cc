@@ -1,15 +1,117 @@
-// Placeholder until the real implementation lands.
+// `stasis launch -- PROGRAM [ARGS...]`: become PROGRAM (same pid, same exit status) with the
+// runtime preloaded and a coordinator to talk to.
+#include <elf.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+
 #include "cli/command.h"
+#include "cli/coord_client.h"
 #include "common/error.h"
+
+extern char** environ;
+
 namespace stasis::cli {
 namespace {
+
+// PATH lookup as execvp does it, so we can inspect the file before exec'ing it.
+std::string resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  throw Error(fmt::format("{}: command not found", name));
+}
+
+// The runtime enters a program through LD_PRELOAD, which a statically linked ELF ignores.
+void refuse_static_binary(const std::string& program) {
+  int fd = open(program.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("cannot open {}: {}", program, std::strerror(errno)));
+  Elf64_Ehdr eh;
+  bool is_elf = pread(fd, &eh, sizeof eh, 0) == sizeof eh && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0;
+  bool has_interp = false;
+  if (is_elf) {
+    for (int i = 0; i < eh.e_phnum; i++) {
+      Elf64_Phdr ph;
+      if (pread(fd, &ph, sizeof ph, static_cast<off_t>(eh.e_phoff + i * sizeof ph)) != sizeof ph) break;
+      if (ph.p_type == PT_INTERP) has_interp = true;
+    }
+  }
+  close(fd);
+  if (is_elf && !has_interp)
+    throw Error(fmt::format("{} is statically linked; Stasis enters programs through the dynamic "
+                            "loader (LD_PRELOAD), so it can only run dynamically linked programs",
+                            program));
+}
+
 class LaunchCommand : public Command {
  public:
   const char* name() const override { return "launch"; }
-  const char* summary() const override { return "(not yet implemented)"; }
-  void configure(CLI::App&) override {}
-  int run() override { throw Error("launch is not implemented yet"); }
+  const char* summary() const override {
+    return "Run a program under checkpoint control (starts a coordinator if none answers)";
+  }
+  void configure(CLI::App& app) override {
+    app.add_option("--coord", coord_, "Coordinator HOST:PORT (default $STASIS_COORD or 127.0.0.1:7781)");
+    app.add_option("--ckpt-dir", ckpt_dir_, "Checkpoint directory (default $STASIS_CKPT_DIR or ./stasis-ckpt)");
+    app.add_option("--interval", interval_, "Checkpoint every S seconds (for a coordinator it starts)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--compress", compress_, "Image compression: zstd (default) or none")
+        ->check(CLI::IsMember({"zstd", "none"}));
+    app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
+    app.prefix_command(false);
+  }
+  int run() override {
+    CoordAddress addr = coord_address_from(coord_);
+    CoordinatorOptions options;
+    std::string dir = ckpt_dir_;
+    if (dir.empty() && getenv("STASIS_CKPT_DIR")) dir = getenv("STASIS_CKPT_DIR");
+    if (!dir.empty()) options.ckpt_dir = std::filesystem::absolute(dir).lexically_normal().string();
+    std::string compress = compress_;
+    if (compress.empty() && getenv("STASIS_COMPRESS")) compress = getenv("STASIS_COMPRESS");
+    if (!compress.empty() && compress != "zstd" && compress != "none")
+      throw Error(fmt::format("STASIS_COMPRESS={} is not zstd or none", compress));
+    options.compress = compress;
+    options.interval = interval_;
+    std::string program = resolve_program(argv_[0]);
+    refuse_static_binary(program);
+    std::string runtime = runtime_library_path();
+    std::string secret = ensure_coordinator(addr, options);
+
+    const char* preload = getenv("LD_PRELOAD");
+    std::string preload_value = runtime + (preload && *preload ? std::string(":") + preload : "");
+    setenv("LD_PRELOAD", preload_value.c_str(), 1);
+    setenv("STASIS_COORD", addr.str().c_str(), 1);
+    setenv("STASIS_SECRET", secret.c_str(), 1);
+    setenv("STASIS_LAUNCH_PID", std::to_string(getpid()).c_str(), 1);
+    if (!options.ckpt_dir.empty()) setenv("STASIS_CKPT_DIR", options.ckpt_dir.c_str(), 1);
+    if (!compress.empty()) setenv("STASIS_COMPRESS", compress.c_str(), 1);
+
+    std::vector<char*> args;
+    for (auto& a : argv_) args.push_back(a.data());
+    args.push_back(nullptr);
+    execv(program.c_str(), args.data());
+    throw Error(fmt::format("cannot execute {}: {}", program, std::strerror(errno)));
+  }
+
+ private:
+  std::string coord_, ckpt_dir_, compress_;
+  double interval_ = 0;
+  std::vector<std::string> argv_;
 };
+
 }  // namespace
+
 std::unique_ptr<Command> make_launch_command() { return std::make_unique<LaunchCommand>(); }
+
 }  // namespace stasis::cli

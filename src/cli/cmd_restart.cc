@@ -1,15 +1,395 @@
-// Placeholder until the real implementation lands.
+// `stasis restart [PATH]`: verify a checkpoint, rebuild the process's descriptors, cwd, umask and
+// limits in this process, then exec the restart loader (keeping this pid), which maps the memory
+// that a feeder process streams to it and resumes the saved threads.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <set>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "cli/command.h"
+#include "cli/coord_client.h"
 #include "common/error.h"
+#include "image/reader.h"
+#include "restart/loader_protocol.h"
+
+namespace fs = std::filesystem;
+
 namespace stasis::cli {
 namespace {
+
+constexpr int kCoordinatorFd = 1021;  // kept free for the runtime (src/runtime/rt.h)
+
+struct Checkpoint {
+  fs::path dir;
+  uint64_t generation = 0;
+  std::vector<fs::path> images;
+};
+
+bool is_generation_name(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), ::isdigit);
+}
+
+Checkpoint load_checkpoint(const fs::path& given) {
+  fs::path dir = given;
+  if (!fs::exists(dir)) throw Error(fmt::format("{} does not exist", given.string()));
+  if (fs::is_regular_file(dir) && dir.extension() == ".stasis")
+    throw Error(fmt::format("{} is an image; pass its checkpoint directory ({})", given.string(),
+                            dir.parent_path().string()));
+  if (!fs::exists(dir / "MANIFEST.json")) {
+    fs::path newest;
+    if (fs::exists(dir / "latest") && fs::exists(dir / "latest" / "MANIFEST.json")) {
+      newest = fs::canonical(dir / "latest");
+    } else {
+      uint64_t best = 0;
+      for (const auto& entry : fs::directory_iterator(dir)) {
+        std::string name = entry.path().filename().string();
+        if (!is_generation_name(name) || !fs::exists(entry.path() / "MANIFEST.json")) continue;
+        if (std::stoull(name) >= best) best = std::stoull(name), newest = entry.path();
+      }
+    }
+    if (newest.empty())
+      throw Error(fmt::format("no complete checkpoint in {} (no generation directory has a MANIFEST.json)",
+                              given.string()));
+    dir = newest;
+  }
+  Checkpoint ckpt;
+  ckpt.dir = fs::absolute(dir).lexically_normal();
+  nlohmann::json manifest;
+  try {
+    std::ifstream in(dir / "MANIFEST.json");
+    manifest = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}/MANIFEST.json is unreadable: {}", dir.string(), e.what()));
+  }
+  if (manifest.value("format", "") != "stasis-checkpoint" || !manifest.value("complete", false))
+    throw Error(fmt::format("{}/MANIFEST.json does not describe a complete Stasis checkpoint", dir.string()));
+  ckpt.generation = manifest.value("generation", 0ull);
+  for (const auto& process : manifest.at("processes"))
+    ckpt.images.push_back(ckpt.dir / process.at("image").get<std::string>());
+  return ckpt;
+}
+
+uint64_t current_xcr0() {
+  uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+std::string xsave_feature_names(uint64_t bits) {
+  static const char* const kNames[] = {"x87", "SSE", "AVX", "MPX-BNDREGS", "MPX-BNDCSR",
+                                       "AVX-512-opmask", "AVX-512-ZMM_Hi256", "AVX-512-Hi16_ZMM",
+                                       "PT", "PKRU", "PASID", "CET-U", "CET-S", "HDC", "UINTR",
+                                       "LBR", "HWP", "AMX-TILECFG", "AMX-TILEDATA"};
+  std::string out;
+  for (int i = 0; i < 64; i++)
+    if (bits & (1ull << i))
+      out += (out.empty() ? "" : ", ") + std::string(i < 19 ? kNames[i] : fmt::format("bit {}", i));
+  return out;
+}
+
+struct OwnVdso {
+  uint64_t vvar = 0, vvar_vclock = 0, vdso = 0;  // sizes
+  uint64_t vdso_checksum = 0;
+};
+
+OwnVdso own_vdso() {
+  OwnVdso v;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    uint64_t start = 0, end = 0;
+    if (sscanf(line.c_str(), "%lx-%lx", &start, &end) != 2) continue;
+    if (line.ends_with("[vvar]")) v.vvar = end - start;
+    if (line.ends_with("[vvar_vclock]")) v.vvar_vclock = end - start;
+    if (line.ends_with("[vdso]")) {
+      v.vdso = end - start;
+      v.vdso_checksum = XXH3_64bits(reinterpret_cast<void*>(start), end - start);
+    }
+  }
+  return v;
+}
+
+// Everything that would make the restart fail after this process has been replaced is checked
+// here, while a clear message is still possible.
+void check_restartable(const image::Image& img) {
+  const auto& hdr = img.header();
+  uint64_t missing = hdr.xcr0 & ~current_xcr0();
+  if (missing)
+    throw Error(fmt::format("{} needs CPU state this machine lacks ({}); restart it on a CPU with "
+                            "these features", img.path(), xsave_feature_names(missing)));
+  const auto& saved = img.process().vdso;
+  OwnVdso own = own_vdso();
+  if (saved.vdso_start && (saved.vdso_end - saved.vdso_start != own.vdso ||
+                           saved.vvar_end - saved.vvar_start != own.vvar ||
+                           saved.vvar_vclock_end - saved.vvar_vclock_start != own.vvar_vclock ||
+                           saved.vdso_checksum != own.vdso_checksum))
+    throw Error(fmt::format("{} was taken under a kernel with a different vdso; restart it on a "
+                            "machine running the same kernel", img.path()));
+  for (const auto& region : img.regions()) {
+    const auto& r = region.record;
+    if (r.start < STASIS_LOADER_LIMIT && r.end > STASIS_LOADER_BASE)
+      throw Error(fmt::format("the program had memory at {:#x}-{:#x}, where the restart loader must "
+                              "run; this image cannot be restarted by this build", r.start, r.end));
+    if (r.kind != STASIS_REGION_FILE_PRIVATE && r.kind != STASIS_REGION_FILE_SHARED) continue;
+    struct stat st;
+    if (stat(r.path, &st) != 0)
+      throw Error(fmt::format("{} was mapped by the program and is gone; restore it to restart", r.path));
+    int64_t mtime = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    if (r.kind == STASIS_REGION_FILE_PRIVATE &&
+        (st.st_ino != r.file_ino || static_cast<uint64_t>(st.st_size) != r.file_size || mtime != r.file_mtime_ns))
+      throw Error(fmt::format("{} changed since the checkpoint (the program mapped it); restart "
+                              "would run mismatched code or data", r.path));
+  }
+  if (!fs::is_directory(img.process().cwd))
+    throw Error(fmt::format("the program's working directory {} is gone", img.process().cwd));
+  for (const auto& fd : img.fds())
+    if ((fd.kind == STASIS_FD_REGULAR || fd.kind == STASIS_FD_DIRECTORY) && !fs::exists(fd.path))
+      throw Error(fmt::format("{} (descriptor {} of the program) is gone; restore it to restart",
+                              fd.path, fd.fd));
+}
+
+class PipeWriter {
+ public:
+  explicit PipeWriter(int fd) : fd_(fd) { buffer_.reserve(1 << 20); }
+  void put(const void* data, size_t len) {
+    const char* p = static_cast<const char*>(data);
+    if (buffer_.size() + len > (1 << 20)) flush();
+    if (len >= (1 << 19)) {
+      write_all(p, len);
+      return;
+    }
+    buffer_.insert(buffer_.end(), p, p + len);
+  }
+  void flush() {
+    write_all(buffer_.data(), buffer_.size());
+    buffer_.clear();
+  }
+
+ private:
+  void write_all(const char* p, size_t len) {
+    while (len) {
+      ssize_t n = ::write(fd_, p, len);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw Error("the restart loader stopped reading its feed");
+      p += n;
+      len -= static_cast<size_t>(n);
+    }
+  }
+  int fd_;
+  std::vector<char> buffer_;
+};
+
+// Runs in a grandchild of `stasis restart` (so the restarted program never sees it as a child).
+void feed_loader(const image::Image& img, const StasisRestartInfo& info, int out) {
+  PipeWriter pipe(out);
+  const auto& proc = img.process();
+  StasisLoaderPlan plan = {};
+  plan.magic = STASIS_LOADER_PLAN_MAGIC;
+  plan.region_count = static_cast<uint32_t>(img.regions().size());
+  plan.thread_count = static_cast<uint32_t>(img.threads().size());
+  plan.restore_mm = 1;
+  plan.vdso = proc.vdso;
+  plan.mm = proc.mm;
+  plan.restart_info_addr = proc.restart_info_addr;
+  plan.restart_info = info;
+  pipe.put(&plan, sizeof plan);
+  for (const auto& t : img.threads()) {
+    StasisLoaderThread lt = {};
+    lt.tid = t.tid;
+    lt.is_leader = t.is_leader;
+    lt.context = t.context;
+    lt.fs_base = t.fs_base;
+    lt.clear_child_tid = t.clear_child_tid;
+    lt.tcb_tid_addr = t.tcb_tid_addr;
+    pipe.put(&lt, sizeof lt);
+  }
+  uint64_t previous_end = 0;
+  uint64_t stack_limit = proc.rlimits[RLIMIT_STACK].cur;
+  if (stack_limit == RLIM_INFINITY || stack_limit > (64ull << 20)) stack_limit = 8ull << 20;
+  std::vector<char> scratch, data;
+  for (const auto& region : img.regions()) {
+    const auto& r = region.record;
+    StasisLoaderRegion lr = {};
+    lr.start = r.start;
+    lr.end = r.end;
+    // The main stack was a grow-down mapping; give the restored one room to grow the same way.
+    if (r.kind == STASIS_REGION_STACK && r.end - r.start < stack_limit) {
+      uint64_t low = r.end - stack_limit;
+      lr.start = std::max<uint64_t>(low, previous_end + (1ull << 20));
+      if (lr.start > r.start) lr.start = r.start;
+    }
+    lr.prot = r.prot;
+    lr.kind = r.kind;
+    lr.file_offset = r.file_offset;
+    lr.chunk_count = static_cast<uint32_t>(region.pages.size());
+    std::memcpy(lr.path, r.path, sizeof lr.path);
+    pipe.put(&lr, sizeof lr);
+    for (const auto& pages : region.pages) {
+      StasisLoaderChunk chunk = {pages.addr, pages.raw_size};
+      pipe.put(&chunk, sizeof chunk);
+      data.resize(pages.raw_size);
+      img.read_pages(pages, data.data(), scratch);
+      pipe.put(data.data(), data.size());
+    }
+    previous_end = r.end;
+  }
+  uint64_t end = STASIS_LOADER_END_MAGIC;
+  pipe.put(&end, sizeof end);
+  pipe.flush();
+}
+
+int lowest_free_number(const std::set<int>& taken) {
+  for (int n = 3;; n++)
+    if (!taken.count(n) && n != kCoordinatorFd) return n;
+}
+
+void close_all_except(const std::set<int>& keep) {
+  std::vector<int> open_fds;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    int fd = std::stoi(entry.path().filename().string());
+    open_fds.push_back(fd);
+  }
+  for (int fd : open_fds)
+    if (!keep.count(fd)) close(fd);
+}
+
+void reopen_descriptors(const image::Image& img, int feed_fd) {
+  std::set<int> saved;
+  for (const auto& f : img.fds()) saved.insert(f.fd);
+  for (int stdio = 0; stdio <= 2; stdio++)
+    if (!saved.count(stdio)) close(stdio);
+  for (const auto& f : img.fds()) {
+    if (f.kind == STASIS_FD_EXTERNAL) {
+      if (fcntl(f.fd, F_GETFD) < 0 || f.fd == feed_fd) {  // restart has nothing there: /dev/null
+        int null_fd = open("/dev/null", O_RDWR);
+        if (null_fd != f.fd) dup2(null_fd, f.fd), close(null_fd);
+      }
+      continue;
+    }
+    int flags = static_cast<int>(f.flags) & ~(O_CREAT | O_TRUNC | O_EXCL | O_NOCTTY);
+    if (f.kind == STASIS_FD_DIRECTORY) flags |= O_DIRECTORY;
+    int fd = open(f.path, flags);
+    if (fd < 0)
+      throw Error(fmt::format("cannot reopen {} as descriptor {}: {}", f.path, f.fd, std::strerror(errno)));
+    if (f.kind == STASIS_FD_REGULAR) {
+      struct stat st;
+      fstat(fd, &st);
+      int mode = f.flags & O_ACCMODE;
+      bool appending = (f.flags & O_APPEND) || static_cast<uint64_t>(f.offset) == f.size;
+      // Output the killed run wrote after the checkpoint is discarded, as the restarted program
+      // will write it again: the file ends up as an uninterrupted run leaves it.
+      if (mode != O_RDONLY && appending && static_cast<uint64_t>(st.st_size) > f.size)
+        if (ftruncate(fd, static_cast<off_t>(f.size)) != 0)
+          throw Error(fmt::format("cannot cut {} back to its size at the checkpoint", f.path));
+    }
+    if (f.kind == STASIS_FD_REGULAR || f.kind == STASIS_FD_DIRECTORY)
+      lseek(fd, f.offset, SEEK_SET);
+    if (fd != f.fd) {
+      if (dup2(fd, f.fd) < 0)
+        throw Error(fmt::format("cannot place {} at descriptor {}: {}", f.path, f.fd, std::strerror(errno)));
+      close(fd);
+    }
+  }
+  for (const auto& f : img.fds()) fcntl(f.fd, F_SETFD, f.cloexec ? FD_CLOEXEC : 0);
+}
+
 class RestartCommand : public Command {
  public:
   const char* name() const override { return "restart"; }
-  const char* summary() const override { return "(not yet implemented)"; }
-  void configure(CLI::App&) override {}
-  int run() override { throw Error("restart is not implemented yet"); }
+  const char* summary() const override {
+    return "Restart a computation from a checkpoint (the newest complete one by default)";
+  }
+  void configure(CLI::App& app) override {
+    app.add_option("--coord", coord_, "Coordinator HOST:PORT (default $STASIS_COORD or 127.0.0.1:7781)");
+    app.add_option("path", path_,
+                   "A checkpoint directory, or the checkpoint root (default $STASIS_CKPT_DIR or ./stasis-ckpt)");
+  }
+  int run() override {
+    fs::path given = path_;
+    if (given.empty()) given = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
+    Checkpoint ckpt = load_checkpoint(given);
+    if (ckpt.images.size() != 1)
+      throw Error(fmt::format("{} holds {} processes; this version restarts single-process "
+                              "computations only", ckpt.dir.string(), ckpt.images.size()));
+    image::Image img = image::Image::open(ckpt.images[0].string(), /*verify_payloads=*/true);
+    check_restartable(img);
+    std::string loader = restart_loader_path();
+
+    CoordAddress addr = coord_address_from(coord_);
+    CoordinatorOptions options;
+    options.ckpt_dir = ckpt.dir.parent_path().string();
+    std::string secret = ensure_coordinator(addr, options);
+
+    StasisRestartInfo info = {};
+    info.generation = ckpt.generation;
+    info.restart_process_count = 1;
+    info.coord_port = addr.port;
+    snprintf(info.coord_host, sizeof info.coord_host, "%s", addr.host.c_str());
+    snprintf(info.secret_hex, sizeof info.secret_hex, "%s", secret.c_str());
+
+    int feed[2];
+    if (pipe(feed) != 0) throw Error("cannot create the restart pipe");
+    fcntl(feed[0], F_SETPIPE_SZ, 1 << 20);
+    pid_t child = fork();
+    if (child < 0) throw Error("cannot fork the image feeder");
+    if (child == 0) {
+      if (fork() != 0) _exit(0);  // the grandchild feeds; init adopts it
+      close(feed[0]);
+      try {
+        feed_loader(img, info, feed[1]);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "stasis restart: {}\n", e.what());
+        _exit(1);
+      }
+      _exit(0);
+    }
+    close(feed[1]);
+    int status = 0;
+    waitpid(child, &status, 0);
+
+    // From here on this process becomes the restarted program.
+    const StasisProcessRecord& proc = img.process();
+    std::set<int> saved;
+    for (const auto& f : img.fds()) saved.insert(f.fd);
+    int feed_fd = lowest_free_number(saved);
+    std::set<int> keep = {0, 1, 2, feed[0]};
+    for (const auto& f : img.fds())
+      if (f.kind == STASIS_FD_EXTERNAL) keep.insert(f.fd);
+    close_all_except(keep);
+    if (feed[0] != feed_fd) {
+      if (dup2(feed[0], feed_fd) < 0) throw Error("cannot place the restart pipe");
+      close(feed[0]);
+    }
+    reopen_descriptors(img, feed_fd);
+    if (chdir(proc.cwd) != 0) throw Error(fmt::format("cannot enter {}", proc.cwd));
+    umask(proc.umask);
+    for (int r = 0; r < 16; r++) {
+      struct rlimit lim = {proc.rlimits[r].cur, proc.rlimits[r].max};
+      setrlimit(r, &lim);  // best effort: raising a hard limit needs privilege
+    }
+    std::string fd_text = std::to_string(feed_fd);
+    char* argv[] = {const_cast<char*>("stasis-loader"), fd_text.data(), nullptr};
+    char* envp[] = {nullptr};
+    execve(loader.c_str(), argv, envp);
+    throw Error(fmt::format("cannot execute the restart loader {}: {}", loader, std::strerror(errno)));
+  }
+
+ private:
+  std::string coord_, path_;
 };
+
 }  // namespace
+
 std::unique_ptr<Command> make_restart_command() { return std::make_unique<RestartCommand>(); }
+
 }  // namespace stasis::cli

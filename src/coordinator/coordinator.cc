@@ -1106,7 +1106,8 @@ void Coordinator::member_gone(const Client& client) {
   }
 }
 
-void Coordinator::finish_op(bool ok, const json& body) {
+void Coordinator::finish_op(bool ok, const json& body_ref) {
+  json body = body_ref;  // body_ref may live inside running_, which is reset below
   Operation finished = std::move(running_->op);
   running_.reset();
   for (uint64_t waiter : finished.waiters) reply(waiter, ok, body);

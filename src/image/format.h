@@ -1,0 +1,208 @@
+// The Stasis image format (one file per process per checkpoint).
+//
+//   StasisImageHeader
+//   StasisRecordHeader + payload      (repeated; order: PROCESS, THREAD*, FD*, (REGION, PAGES*)*, END)
+//
+// Every record header carries a checksum of itself and of its stored payload (XXH3-64), so a
+// reader detects a flipped bit anywhere; the END record carries the number of records and a
+// chained checksum of all record headers, so a truncated file is never taken for a complete one.
+// PAGES payloads are compressed independently (zstd or none) so they can be decoded in parallel.
+// The structs are plain C: the runtime writes them without allocating, and `stasis inspect`
+// decodes them (the format is documented by the code that reads it: src/image/reader.cc).
+#pragma once
+#include <stdint.h>
+
+// Plain C too (the restart loader is C): enums with a fixed base only in C++.
+#ifdef __cplusplus
+#define STASIS_ENUM_BASE : uint32_t
+#else
+#define STASIS_ENUM_BASE
+#endif
+
+typedef struct StasisImageHeader StasisImageHeader;
+typedef struct StasisRecordHeader StasisRecordHeader;
+typedef struct StasisKernelSigaction StasisKernelSigaction;
+typedef struct StasisItimer StasisItimer;
+typedef struct StasisRlimit StasisRlimit;
+typedef struct StasisVdsoLayout StasisVdsoLayout;
+typedef struct StasisMmLayout StasisMmLayout;
+typedef struct StasisProcessRecord StasisProcessRecord;
+typedef struct StasisCpuContext StasisCpuContext;
+typedef struct StasisThreadRecord StasisThreadRecord;
+typedef struct StasisRegionRecord StasisRegionRecord;
+typedef struct StasisFdRecord StasisFdRecord;
+typedef struct StasisEndRecord StasisEndRecord;
+
+#define STASIS_IMAGE_MAGIC "STASISIM"
+#define STASIS_IMAGE_VERSION 1
+#define STASIS_IMAGE_PATH_MAX 1024
+#define STASIS_MAX_THREADS 4096
+
+enum StasisCompression STASIS_ENUM_BASE {
+  STASIS_COMPRESS_NONE = 0,
+  STASIS_COMPRESS_ZSTD = 1,
+};
+
+enum StasisRecordType STASIS_ENUM_BASE {
+  STASIS_REC_PROCESS = 1,
+  STASIS_REC_THREAD = 2,
+  STASIS_REC_FD = 3,
+  STASIS_REC_REGION = 4,
+  STASIS_REC_PAGES = 5,  // arg = start address; raw_size = bytes of memory
+  STASIS_REC_END = 6,
+};
+
+struct StasisImageHeader {
+  char magic[8];            // STASIS_IMAGE_MAGIC, no NUL
+  uint32_t format_version;  // STASIS_IMAGE_VERSION
+  uint32_t header_size;     // sizeof(StasisImageHeader)
+  char producer[64];        // "stasis 0.1.0"
+  char arch[16];            // "x86_64"
+  uint64_t created_unix_ns;
+  uint64_t xcr0;            // XSAVE features enabled on the CPU that wrote the image
+  uint32_t xsave_size;      // XSAVE area size (CPUID 0xD.0 EBX) on that CPU
+  uint32_t compression;     // default StasisCompression of PAGES records
+  uint64_t header_checksum; // XXH3-64 of this struct with this field zero
+};
+
+struct StasisRecordHeader {
+  uint32_t type;            // StasisRecordType
+  uint32_t compression;     // StasisCompression of the payload
+  uint64_t stored_size;     // bytes of payload in the file
+  uint64_t raw_size;        // bytes after decompression
+  uint64_t arg;             // record specific (PAGES: start address)
+  uint64_t payload_checksum;  // XXH3-64 of the stored payload
+  uint64_t header_checksum;   // XXH3-64 of the fields above
+};
+
+// Kernel `struct sigaction` as rt_sigaction(2) sees it on x86-64.
+struct StasisKernelSigaction {
+  uint64_t handler;
+  uint64_t flags;
+  uint64_t restorer;
+  uint64_t mask;
+};
+
+struct StasisItimer {
+  int64_t interval_sec, interval_usec, value_sec, value_usec;
+};
+
+struct StasisRlimit {
+  uint64_t cur, max;
+};
+
+// Where the kernel's vvar/vdso pages sat (0 = absent). Restart moves the new ones here.
+struct StasisVdsoLayout {
+  uint64_t vvar_start, vvar_end;
+  uint64_t vvar_vclock_start, vvar_vclock_end;
+  uint64_t vdso_start, vdso_end;
+  uint64_t vdso_checksum;  // XXH3-64 of the vdso text: the restart kernel's must match
+};
+
+// The mm fields prctl(PR_SET_MM_MAP) restores (heap break, /proc/PID/cmdline bounds...).
+struct StasisMmLayout {
+  uint64_t start_code, end_code, start_data, end_data, start_brk, brk, start_stack;
+  uint64_t arg_start, arg_end, env_start, env_end;
+  uint64_t auxv[64];
+  uint32_t auxv_words;
+  uint32_t reserved;
+};
+
+struct StasisProcessRecord {
+  uint32_t pid;             // real pid when written
+  uint32_t original_pid;    // pid at launch
+  uint32_t ppid;
+  uint32_t uid, gid;
+  uint32_t umask;
+  uint32_t thread_count;
+  uint32_t checkpoint_signal;    // the signal the runtime suspends threads with
+  uint64_t generation;
+  uint64_t restart_info_addr;    // where the loader writes StasisRestartInfo
+  uint64_t shared_pending;       // process-wide pending signals (bit n-1 = signal n)
+  char comm[16];
+  char hostname[64];
+  char cwd[STASIS_IMAGE_PATH_MAX];
+  char exe[STASIS_IMAGE_PATH_MAX];
+  StasisKernelSigaction sigactions[64];  // index n-1 = signal n
+  StasisItimer itimers[3];               // ITIMER_REAL, VIRTUAL, PROF
+  StasisRlimit rlimits[16];
+  StasisVdsoLayout vdso;
+  StasisMmLayout mm;
+};
+
+// Callee-saved register context captured inside the runtime (setjmp-like, no pointer mangling).
+struct StasisCpuContext {
+  uint64_t rsp, rip, rbx, rbp, r12, r13, r14, r15;
+  uint32_t mxcsr;
+  uint16_t fpu_cw;
+  uint16_t reserved;
+};
+
+struct StasisThreadRecord {
+  uint32_t tid;             // tid when written
+  uint32_t is_leader;       // the thread-group leader (tid == pid)
+  uint32_t is_checkpoint_thread;
+  int32_t blocked_syscall;  // syscall the thread was blocked in when suspended, or -1
+  StasisCpuContext context; // where the loader resumes the thread (inside the runtime)
+  uint64_t fs_base, gs_base;
+  uint64_t clear_child_tid;  // set_tid_address / CLONE_CHILD_CLEARTID
+  uint64_t tcb_tid_addr;     // glibc's cached tid (struct pthread::tid), 0 if unknown
+  uint64_t robust_list, robust_list_len;
+  uint64_t altstack_sp, altstack_size;
+  int32_t altstack_flags;
+  uint32_t rseq_len;
+  uint64_t rseq_addr;        // 0 if the thread had no rseq area
+  uint32_t rseq_sig;
+  uint32_t reserved;
+  uint64_t sigmask;          // mask in effect when it was interrupted
+  uint64_t pending;          // thread-directed pending signals
+  char name[16];
+};
+
+enum StasisRegionKind STASIS_ENUM_BASE {
+  STASIS_REGION_ANON = 1,          // private anonymous (incl. thread stacks)
+  STASIS_REGION_HEAP = 2,          // [heap]
+  STASIS_REGION_STACK = 3,         // [stack] of the main thread
+  STASIS_REGION_FILE_PRIVATE = 4,  // private file mapping; PAGES hold pages modified in memory
+  STASIS_REGION_FILE_SHARED = 5,   // shared file mapping; the file holds the data
+  STASIS_REGION_SHARED_ANON = 6,   // MAP_SHARED|MAP_ANONYMOUS; PAGES hold the data
+};
+
+struct StasisRegionRecord {
+  uint64_t start, end;
+  uint32_t prot;       // PROT_* bits
+  uint32_t kind;       // StasisRegionKind
+  uint64_t file_offset;
+  uint64_t file_dev, file_ino, file_size;
+  int64_t file_mtime_ns;
+  uint64_t saved_bytes;  // bytes of memory in this region's PAGES records
+  char path[STASIS_IMAGE_PATH_MAX];
+};
+
+enum StasisFdKind STASIS_ENUM_BASE {
+  STASIS_FD_REGULAR = 1,
+  STASIS_FD_CHARDEV = 2,     // /dev/null, /dev/zero, /dev/urandom...: reopened by path
+  STASIS_FD_DIRECTORY = 3,
+  // A terminal, pipe or socket the program inherited from outside the computation when it was
+  // launched (its standard streams, typically). Restart connects the same descriptor number of
+  // `stasis restart` (or /dev/null if restart has none there).
+  STASIS_FD_EXTERNAL = 4,
+};
+
+struct StasisFdRecord {
+  int32_t fd;
+  uint32_t kind;       // StasisFdKind
+  uint32_t flags;      // F_GETFL
+  uint32_t cloexec;
+  int64_t offset;
+  uint64_t size;       // file size when written (regular files)
+  uint64_t dev, ino;
+  int64_t mtime_ns;
+  char path[STASIS_IMAGE_PATH_MAX];
+};
+
+struct StasisEndRecord {
+  uint64_t record_count;        // records before END
+  uint64_t headers_checksum;    // XXH3-64 chain over every preceding record header
+  uint64_t memory_bytes;        // total raw bytes of PAGES
+};

@@ -1,0 +1,207 @@
+#include "image/reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cstring>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+namespace stasis::image {
+namespace {
+
+void pread_exact(int fd, void* buf, uint64_t len, uint64_t offset, const std::string& path) {
+  auto* p = static_cast<char*>(buf);
+  while (len) {
+    ssize_t n = ::pread(fd, p, len, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(fmt::format("{}: read failed at byte {}", path, offset));
+    p += n;
+    len -= static_cast<uint64_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+template <typename T>
+T payload_as(const std::vector<char>& payload, const StasisRecordHeader& h, const std::string& path,
+             const char* what) {
+  if (h.stored_size != sizeof(T) || h.compression != STASIS_COMPRESS_NONE)
+    throw Error(fmt::format("{} is corrupt: its {} record has {} bytes, expected {}", path, what,
+                            h.stored_size, sizeof(T)));
+  T value;
+  std::memcpy(&value, payload.data(), sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+Image::Image(Image&& other) noexcept { *this = std::move(other); }
+Image& Image::operator=(Image&& other) noexcept {
+  std::swap(path_, other.path_);
+  std::swap(fd_, other.fd_);
+  file_size_ = other.file_size_;
+  header_ = other.header_;
+  process_ = other.process_;
+  threads_ = std::move(other.threads_);
+  fds_ = std::move(other.fds_);
+  regions_ = std::move(other.regions_);
+  end_ = other.end_;
+  return *this;
+}
+Image::~Image() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Image Image::open(const std::string& path, bool verify_payloads) {
+  Image image;
+  image.path_ = path;
+  image.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (image.fd_ < 0)
+    throw Error(fmt::format("cannot open the image {}: {}", path, std::strerror(errno)));
+  struct stat st;
+  fstat(image.fd_, &st);
+  image.file_size_ = static_cast<uint64_t>(st.st_size);
+  if (image.file_size_ < sizeof(StasisImageHeader))
+    throw Error(fmt::format("{} is not a Stasis image (too short: {} bytes)", path, image.file_size_));
+  StasisImageHeader& hdr = image.header_;
+  pread_exact(image.fd_, &hdr, sizeof hdr, 0, path);
+  if (std::memcmp(hdr.magic, STASIS_IMAGE_MAGIC, 8) != 0)
+    throw Error(fmt::format("{} is not a Stasis image (no STASISIM signature)", path));
+  if (hdr.format_version != STASIS_IMAGE_VERSION)
+    throw Error(fmt::format("{} has image format version {}; this stasis reads version {}", path,
+                            hdr.format_version, STASIS_IMAGE_VERSION));
+  StasisImageHeader copy = hdr;
+  copy.header_checksum = 0;
+  if (hdr.header_size != sizeof hdr || XXH3_64bits(&copy, sizeof copy) != hdr.header_checksum)
+    throw Error(fmt::format("{} is corrupt: the image header checksum does not match", path));
+
+  uint64_t offset = sizeof hdr, records = 0, chain = 0;
+  bool have_end = false, have_process = false;
+  std::vector<char> payload;
+  while (offset < image.file_size_) {
+    if (offset + sizeof(StasisRecordHeader) > image.file_size_) break;
+    StasisRecordHeader h;
+    pread_exact(image.fd_, &h, sizeof h, offset, path);
+    if (XXH3_64bits(&h, offsetof(StasisRecordHeader, header_checksum)) != h.header_checksum)
+      throw Error(fmt::format("{} is corrupt: record {} at byte {} has a bad header checksum", path,
+                              records, offset));
+    uint64_t payload_offset = offset + sizeof h;
+    if (payload_offset + h.stored_size > image.file_size_) break;  // truncated
+    bool small = h.type != STASIS_REC_PAGES;
+    if (small || verify_payloads) {
+      payload.resize(h.stored_size);
+      pread_exact(image.fd_, payload.data(), h.stored_size, payload_offset, path);
+      if (XXH3_64bits(payload.data(), h.stored_size) != h.payload_checksum)
+        throw Error(fmt::format("{} is corrupt: checksum mismatch in record {} ({}) at byte {}", path,
+                                records, h.type == STASIS_REC_PAGES ? "memory pages" : "metadata",
+                                offset));
+    }
+    switch (h.type) {
+      case STASIS_REC_END: {
+        image.end_ = payload_as<StasisEndRecord>(payload, h, path, "END");
+        if (image.end_.record_count != records || image.end_.headers_checksum != chain)
+          throw Error(fmt::format("{} is corrupt: its END record does not match the {} records before it",
+                                  path, records));
+        have_end = true;
+        break;
+      }
+      case STASIS_REC_PROCESS:
+        image.process_ = payload_as<StasisProcessRecord>(payload, h, path, "PROCESS");
+        have_process = true;
+        break;
+      case STASIS_REC_THREAD:
+        image.threads_.push_back(payload_as<StasisThreadRecord>(payload, h, path, "THREAD"));
+        break;
+      case STASIS_REC_FD:
+        image.fds_.push_back(payload_as<StasisFdRecord>(payload, h, path, "FD"));
+        break;
+      case STASIS_REC_REGION: {
+        Region region;
+        region.record = payload_as<StasisRegionRecord>(payload, h, path, "REGION");
+        region.record.path[sizeof region.record.path - 1] = 0;
+        image.regions_.push_back(region);
+        break;
+      }
+      case STASIS_REC_PAGES: {
+        if (image.regions_.empty())
+          throw Error(fmt::format("{} is corrupt: memory pages before any region", path));
+        Region& region = image.regions_.back();
+        if (h.arg < region.record.start || h.arg + h.raw_size > region.record.end)
+          throw Error(fmt::format("{} is corrupt: memory pages at {:#x} lie outside their region", path,
+                                  h.arg));
+        region.pages.push_back({h.arg, h.raw_size, h.stored_size, payload_offset, h.compression,
+                                h.payload_checksum});
+        break;
+      }
+      default:
+        throw Error(fmt::format("{} is corrupt: unknown record type {} at byte {}", path, h.type, offset));
+    }
+    if (h.type == STASIS_REC_END) {
+      offset = payload_offset + h.stored_size;
+      break;
+    }
+    chain = XXH3_64bits_withSeed(&h, sizeof h, chain);
+    records++;
+    offset = payload_offset + h.stored_size;
+  }
+  if (!have_end)
+    throw Error(fmt::format("{} is truncated: it ends at byte {} without its END record (the checkpoint "
+                            "that wrote it did not complete)",
+                            path, image.file_size_));
+  if (offset != image.file_size_)
+    throw Error(fmt::format("{} is corrupt: {} unexpected bytes after the END record", path,
+                            image.file_size_ - offset));
+  if (!have_process || image.threads_.empty())
+    throw Error(fmt::format("{} is corrupt: it has no process or thread records", path));
+  return image;
+}
+
+void Image::read_pages(const PagesRef& pages, void* out, std::vector<char>& scratch) const {
+  scratch.resize(pages.stored_size);
+  pread_exact(fd_, scratch.data(), pages.stored_size, pages.file_offset, path_);
+  if (XXH3_64bits(scratch.data(), pages.stored_size) != pages.checksum)
+    throw Error(fmt::format("{} is corrupt: checksum mismatch in the memory pages at {:#x}", path_,
+                            pages.addr));
+  if (pages.compression == STASIS_COMPRESS_NONE) {
+    if (pages.stored_size != pages.raw_size)
+      throw Error(fmt::format("{} is corrupt: pages at {:#x} have inconsistent sizes", path_, pages.addr));
+    std::memcpy(out, scratch.data(), pages.raw_size);
+    return;
+  }
+  size_t n = ZSTD_decompress(out, pages.raw_size, scratch.data(), pages.stored_size);
+  if (ZSTD_isError(n) || n != pages.raw_size)
+    throw Error(fmt::format("{} is corrupt: the memory pages at {:#x} do not decompress", path_, pages.addr));
+}
+
+const char* region_kind_name(uint32_t kind) {
+  switch (kind) {
+    case STASIS_REGION_ANON: return "anon";
+    case STASIS_REGION_HEAP: return "heap";
+    case STASIS_REGION_STACK: return "stack";
+    case STASIS_REGION_FILE_PRIVATE: return "file-private";
+    case STASIS_REGION_FILE_SHARED: return "file-shared";
+    case STASIS_REGION_SHARED_ANON: return "shared-anon";
+  }
+  return "unknown";
+}
+
+const char* fd_kind_name(uint32_t kind) {
+  switch (kind) {
+    case STASIS_FD_REGULAR: return "file";
+    case STASIS_FD_CHARDEV: return "chardev";
+    case STASIS_FD_DIRECTORY: return "directory";
+    case STASIS_FD_EXTERNAL: return "external";
+  }
+  return "unknown";
+}
+
+const char* compression_name(uint32_t compression) {
+  return compression == STASIS_COMPRESS_ZSTD ? "zstd" : "none";
+}
+
+}  // namespace stasis::image

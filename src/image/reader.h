@@ -1,0 +1,65 @@
+// Reads and verifies an image file (see format.h). Every inconsistency is refused with a
+// stasis::Error whose message names the file and what is wrong with it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "image/format.h"
+
+namespace stasis::image {
+
+struct PagesRef {
+  uint64_t addr = 0;
+  uint64_t raw_size = 0;
+  uint64_t stored_size = 0;
+  uint64_t file_offset = 0;  // of the payload
+  uint32_t compression = 0;
+  uint64_t checksum = 0;
+};
+
+struct Region {
+  StasisRegionRecord record{};
+  std::vector<PagesRef> pages;
+};
+
+class Image {
+ public:
+  // Parses the whole file. With verify_payloads, also reads every payload and checks its
+  // checksum (what `inspect` and `restart` do before trusting an image).
+  static Image open(const std::string& path, bool verify_payloads);
+  Image(Image&&) noexcept;
+  Image& operator=(Image&&) noexcept;
+  ~Image();
+
+  const std::string& path() const { return path_; }
+  uint64_t file_size() const { return file_size_; }
+  const StasisImageHeader& header() const { return header_; }
+  const StasisProcessRecord& process() const { return process_; }
+  const std::vector<StasisThreadRecord>& threads() const { return threads_; }
+  const std::vector<StasisFdRecord>& fds() const { return fds_; }
+  const std::vector<Region>& regions() const { return regions_; }
+  const StasisEndRecord& end() const { return end_; }
+
+  // Reads one PAGES payload, checks its checksum and decompresses it into out (raw_size bytes).
+  // `scratch` is reused between calls to avoid reallocating.
+  void read_pages(const PagesRef& pages, void* out, std::vector<char>& scratch) const;
+
+ private:
+  Image() = default;
+  std::string path_;
+  int fd_ = -1;
+  uint64_t file_size_ = 0;
+  StasisImageHeader header_{};
+  StasisProcessRecord process_{};
+  std::vector<StasisThreadRecord> threads_;
+  std::vector<StasisFdRecord> fds_;
+  std::vector<Region> regions_;
+  StasisEndRecord end_{};
+};
+
+const char* region_kind_name(uint32_t kind);
+const char* fd_kind_name(uint32_t kind);
+const char* compression_name(uint32_t compression);
+
+}  // namespace stasis::image

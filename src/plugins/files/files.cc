@@ -1,0 +1,129 @@
+// Files: open descriptors. Regular files and directories are reopened by path at their saved
+// offset; character devices like /dev/null by path; standard streams connected to something
+// outside the computation (terminal, pipe, socket) are reconnected to those of `stasis restart`.
+// Everything else is refused with a message naming the descriptor (later issues add pipes,
+// sockets, ptys and event descriptors).
+#include "plugins/files/files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+namespace stasis::rt {
+namespace {
+
+const char* kind_of_link(const char* link) {
+  if (str_starts(link, "pipe:")) return "a pipe";
+  if (str_starts(link, "socket:")) return "a socket";
+  if (str_starts(link, "anon_inode:[eventfd")) return "an eventfd";
+  if (str_starts(link, "anon_inode:[eventpoll")) return "an epoll instance";
+  if (str_starts(link, "anon_inode:[signalfd")) return "a signalfd";
+  if (str_starts(link, "anon_inode:[timerfd")) return "a timerfd";
+  if (str_starts(link, "anon_inode:inotify")) return "an inotify instance";
+  if (str_starts(link, "anon_inode:")) return "an anonymous-inode descriptor";
+  if (str_starts(link, "/memfd:")) return "a memfd";
+  if (str_starts(link, "/dev/pts/") || str_starts(link, "/dev/tty") || str_eq(link, "/dev/ptmx"))
+    return "a terminal";
+  return "an unsupported kind of file";
+}
+
+bool restorable_chardev(const char* path) {
+  static const char* const kDevices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+                                         "/dev/urandom"};
+  for (const char* d : kDevices)
+    if (str_eq(path, d)) return true;
+  return false;
+}
+
+constexpr int kMaxInherited = 1024;
+uint64_t g_inherited_ino[kMaxInherited];  // inode of each descriptor present at launch, 0 = none
+
+bool inherited_unchanged(int fd, const struct stat& st) {
+  return fd < kMaxInherited && g_inherited_ino[fd] != 0 && g_inherited_ino[fd] == st.st_ino;
+}
+
+}  // namespace
+
+void note_inherited_fds() {
+  for (int fd = 0; fd < kMaxInherited; fd++) {
+    struct stat st;
+    if (STASIS_SYS2(SYS_fstat, fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+      g_inherited_ino[fd] = st.st_ino ? st.st_ino : 1;
+  }
+}
+
+bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, LogLine& error) {
+  long dir = STASIS_SYS3(SYS_open, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dir < 0) {
+    error << "cannot list /proc/self/fd";
+    return false;
+  }
+  constexpr uint32_t kMax = 65536;
+  auto* recs = static_cast<StasisFdRecord*>(arena.alloc(sizeof(StasisFdRecord) * 64));
+  uint32_t cap = 64, n = 0;
+  alignas(8) char buf[4096];
+  bool ok = true;
+  for (;;) {
+    long got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf);
+    if (got <= 0) break;
+    for (long off = 0; off < got && ok; ) {
+      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      int fd = 0;
+      for (const char* p = d->d_name; *p; p++) fd = fd * 10 + (*p - '0');
+      if (fd == dir || fd == kCoordinatorFd) continue;
+      if (n == cap) {  // grow: the arena only bumps, so copy into a bigger block
+        if (cap >= kMax) break;
+        auto* bigger = static_cast<StasisFdRecord*>(arena.alloc(sizeof(StasisFdRecord) * cap * 2));
+        if (!bigger) { error << "too many descriptors"; ok = false; break; }
+        __builtin_memcpy(bigger, recs, sizeof(StasisFdRecord) * cap);
+        recs = bigger;
+        cap *= 2;
+      }
+      StasisFdRecord& r = recs[n];
+      r = {};
+      r.fd = fd;
+      char proc_path[48] = "/proc/self/fd/";
+      format_uint(proc_path + 14, static_cast<unsigned long>(fd));
+      long len = STASIS_SYS3(SYS_readlink, proc_path, r.path, sizeof r.path - 1);
+      if (len < 0) continue;  // closed meanwhile
+      r.path[len] = 0;
+      struct stat st;
+      if (STASIS_SYS2(SYS_fstat, fd, &st) != 0) continue;
+      r.flags = static_cast<uint32_t>(STASIS_SYS2(SYS_fcntl, fd, F_GETFL));
+      r.cloexec = (STASIS_SYS2(SYS_fcntl, fd, F_GETFD) & FD_CLOEXEC) ? 1 : 0;
+      r.dev = st.st_dev;
+      r.ino = st.st_ino;
+      r.size = static_cast<uint64_t>(st.st_size);
+      r.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+      bool deleted = str_ends(r.path, " (deleted)");
+      if (S_ISREG(st.st_mode) && !deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:")) {
+        r.kind = STASIS_FD_REGULAR;
+        r.offset = STASIS_SYS3(SYS_lseek, fd, 0, SEEK_CUR);
+      } else if (S_ISDIR(st.st_mode) && !deleted) {
+        r.kind = STASIS_FD_DIRECTORY;
+        r.offset = STASIS_SYS3(SYS_lseek, fd, 0, SEEK_CUR);
+      } else if (S_ISCHR(st.st_mode) && restorable_chardev(r.path)) {
+        r.kind = STASIS_FD_CHARDEV;
+      } else if (inherited_unchanged(fd, st)) {
+        r.kind = STASIS_FD_EXTERNAL;
+      } else {
+        error << "descriptor " << fd << " is "
+              << (deleted ? "a file deleted while open" : kind_of_link(r.path)) << " (" << r.path
+              << "), which this version of Stasis cannot restore; not checkpointing";
+        ok = false;
+        break;
+      }
+      n++;
+    }
+    if (!ok) break;
+  }
+  STASIS_SYS1(SYS_close, dir);
+  *out = recs;
+  *count = n;
+  return ok;
+}
+
+}  // namespace stasis::rt

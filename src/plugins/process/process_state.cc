@@ -1,0 +1,140 @@
+#include "plugins/process/process_state.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/utsname.h>
+
+namespace stasis::rt {
+namespace {
+
+// /proc/self/stat fields after the comm's closing parenthesis, 1-based as in proc(5).
+uint64_t stat_field(const char* text, int field) {
+  const char* p = text;
+  for (const char* q = text; *q; q++)
+    if (*q == ')') p = q;  // comm may contain ')': the last one ends it
+  int current = 2;
+  while (*p && current < field) {
+    if (*p == ' ') current++;
+    p++;
+  }
+  uint64_t v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + static_cast<uint64_t>(*p++ - '0');
+  return v;
+}
+
+}  // namespace
+
+void capture_process_record(StasisProcessRecord* rec) {
+  rec->pid = static_cast<uint32_t>(sys_getpid());
+  rec->original_pid = g_config.original_pid;
+  rec->ppid = static_cast<uint32_t>(STASIS_SYS0(SYS_getppid));
+  rec->uid = static_cast<uint32_t>(STASIS_SYS0(SYS_getuid));
+  rec->gid = static_cast<uint32_t>(STASIS_SYS0(SYS_getgid));
+  rec->checkpoint_signal = static_cast<uint32_t>(g_config.checkpoint_signal);
+  rec->generation = g_generation.load();
+  rec->restart_info_addr = reinterpret_cast<uint64_t>(&g_restart_info);
+
+  static char text[8192];
+  if (read_small_file("/proc/self/status", text, sizeof text) > 0) {
+    rec->shared_pending = parse_status_hex(text, "ShdPnd");
+    // Umask is octal ("0022"); parse_status_hex reads it digit by digit in base 16, so convert.
+    uint64_t as_hex = parse_status_hex(text, "Umask");
+    rec->umask = static_cast<uint32_t>(((as_hex >> 8) & 7) * 64 + ((as_hex >> 4) & 7) * 8 + (as_hex & 7));
+  }
+  if (read_small_file("/proc/self/comm", text, sizeof text) > 0) {
+    size_t n = str_len(text);
+    if (n && text[n - 1] == '\n') text[n - 1] = 0;
+    str_copy(rec->comm, text, sizeof rec->comm);
+  }
+  struct utsname uts;
+  if (STASIS_SYS1(SYS_uname, &uts) == 0) str_copy(rec->hostname, uts.nodename, sizeof rec->hostname);
+  long n = STASIS_SYS3(SYS_readlink, "/proc/self/cwd", rec->cwd, sizeof rec->cwd - 1);
+  rec->cwd[n > 0 ? n : 0] = 0;
+  n = STASIS_SYS3(SYS_readlink, "/proc/self/exe", rec->exe, sizeof rec->exe - 1);
+  rec->exe[n > 0 ? n : 0] = 0;
+
+  for (int sig = 1; sig <= 64; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      STASIS_SYS4(SYS_rt_sigaction, sig, nullptr, &rec->sigactions[sig - 1], 8);
+  for (int which = 0; which < 3; which++) {
+    struct itimerval it;
+    if (STASIS_SYS2(SYS_getitimer, which, &it) == 0)
+      rec->itimers[which] = {it.it_interval.tv_sec, it.it_interval.tv_usec, it.it_value.tv_sec,
+                             it.it_value.tv_usec};
+  }
+  for (int r = 0; r < 16; r++) {
+    struct rlimit lim;
+    if (STASIS_SYS4(SYS_prlimit64, 0, r, nullptr, &lim) == 0)
+      rec->rlimits[r] = {lim.rlim_cur, lim.rlim_max};
+  }
+
+  StasisMmLayout& mm = rec->mm;
+  if (read_small_file("/proc/self/stat", text, sizeof text) > 0) {
+    mm.start_code = stat_field(text, 26);
+    mm.end_code = stat_field(text, 27);
+    mm.start_stack = stat_field(text, 28);
+    mm.start_data = stat_field(text, 45);
+    mm.end_data = stat_field(text, 46);
+    mm.start_brk = stat_field(text, 47);
+    mm.arg_start = stat_field(text, 48);
+    mm.arg_end = stat_field(text, 49);
+    mm.env_start = stat_field(text, 50);
+    mm.env_end = stat_field(text, 51);
+  }
+  mm.brk = static_cast<uint64_t>(STASIS_SYS1(SYS_brk, 0));
+  long fd = STASIS_SYS3(SYS_open, "/proc/self/auxv", O_RDONLY | O_CLOEXEC, 0);
+  if (fd >= 0) {
+    long got = STASIS_SYS3(SYS_read, fd, mm.auxv, sizeof mm.auxv);
+    mm.auxv_words = got > 0 ? static_cast<uint32_t>(got / 8) : 0;
+    STASIS_SYS1(SYS_close, fd);
+  }
+}
+
+void restore_process_record(const StasisProcessRecord* rec) {
+  for (int sig = 1; sig <= 64; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      STASIS_SYS4(SYS_rt_sigaction, sig, &rec->sigactions[sig - 1], nullptr, 8);
+  for (int which = 0; which < 3; which++) {
+    const StasisItimer& t = rec->itimers[which];
+    if (!t.value_sec && !t.value_usec) continue;
+    struct itimerval it = {{t.interval_sec, t.interval_usec}, {t.value_sec, t.value_usec}};
+    STASIS_SYS3(SYS_setitimer, which, &it, nullptr);
+  }
+  const long pid = sys_getpid();
+  for (int sig = 1; sig <= 64; sig++)
+    if ((rec->shared_pending & (1ull << (sig - 1))) && sig != g_config.checkpoint_signal)
+      STASIS_SYS2(SYS_kill, pid, sig);
+}
+
+bool refuse_if_children(LogLine& error) {
+  long dir = STASIS_SYS3(SYS_open, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dir < 0) return true;
+  alignas(8) char buf[4096];
+  static char children[4096];
+  bool ok = true;
+  for (long got; ok && (got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+    for (long off = 0; off < got; ) {
+      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      char path[64] = "/proc/self/task/";
+      str_copy(path + str_len(path), d->d_name, 24);
+      str_copy(path + str_len(path), "/children", 16);
+      if (read_small_file(path, children, sizeof children) > 0 && children[0] >= '0') {
+        size_t n = str_len(children);
+        while (n && (children[n - 1] == ' ' || children[n - 1] == '\n')) children[--n] = 0;
+        error << "the process has child processes (pids " << children
+              << "); checkpointing process trees is not supported by this version";
+        ok = false;
+        break;
+      }
+    }
+  }
+  STASIS_SYS1(SYS_close, dir);
+  return ok;
+}
+
+}  // namespace stasis::rt

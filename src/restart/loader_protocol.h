@@ -1,0 +1,78 @@
+// What `stasis restart` hands to the restart loader, and what the loader hands to the restarted
+// runtime. The loader uses no libc, so both are fixed-size C structs.
+//
+// Feed stream (a pipe from the feeder process to the loader; the loader reads it sequentially
+// and writes every byte of memory straight to its final address):
+//   StasisLoaderPlan
+//   StasisLoaderThread[plan.thread_count]
+//   per region: StasisLoaderRegion, then region.chunk_count times { StasisLoaderChunk, bytes }
+//   uint64_t STASIS_LOADER_END_MAGIC
+#pragma once
+#include <stdint.h>
+
+#include "image/format.h"
+
+typedef struct StasisRestartInfo StasisRestartInfo;
+typedef struct StasisLoaderPlan StasisLoaderPlan;
+typedef struct StasisLoaderThread StasisLoaderThread;
+typedef struct StasisLoaderRegion StasisLoaderRegion;
+typedef struct StasisLoaderChunk StasisLoaderChunk;
+
+#define STASIS_LOADER_PLAN_MAGIC 0x4e414c5053495453ull /* "STISPLAN" */
+#define STASIS_LOADER_END_MAGIC 0x444e4553495453ull
+#define STASIS_RESTART_INFO_MAGIC 0x4f464e4952545453ull
+
+// Fixed addresses of the loader (linked there; see src/restart/CMakeLists.txt). `stasis restart`
+// refuses an image with a mapping inside [STASIS_LOADER_BASE, STASIS_LOADER_LIMIT).
+#define STASIS_LOADER_BASE 0x3a5100000000ull
+#define STASIS_LOADER_SCRATCH 0x3a5180000000ull  // where vdso/vvar wait while memory is mapped
+#define STASIS_LOADER_LIMIT 0x3a5200000000ull
+
+// Written by the loader into the restarted runtime's memory (at the address the image records).
+struct StasisRestartInfo {
+  uint64_t magic;  // STASIS_RESTART_INFO_MAGIC once the loader has filled it in
+  uint64_t generation;
+  uint32_t restart_process_count;
+  uint16_t coord_port;
+  uint16_t reserved;
+  char coord_host[64];
+  char secret_hex[72];
+  uint64_t loader_start, loader_end;  // the runtime unmaps these once every thread left them
+  int32_t mm_restore_status;  // prctl(PR_SET_MM_MAP) result (0 or -errno)
+  int32_t reserved2[3];
+};
+
+struct StasisLoaderPlan {
+  uint64_t magic;
+  uint32_t region_count;
+  uint32_t thread_count;
+  uint32_t restore_mm;  // 1: try prctl(PR_SET_MM_MAP)
+  uint32_t reserved;
+  StasisVdsoLayout vdso;
+  StasisMmLayout mm;
+  uint64_t restart_info_addr;
+  StasisRestartInfo restart_info;
+};
+
+struct StasisLoaderThread {
+  uint32_t tid;
+  uint32_t is_leader;
+  StasisCpuContext context;
+  uint64_t fs_base;
+  uint64_t clear_child_tid;
+  uint64_t tcb_tid_addr;
+};
+
+struct StasisLoaderRegion {
+  uint64_t start, end;
+  uint32_t prot;
+  uint32_t kind;  // StasisRegionKind
+  uint64_t file_offset;
+  uint32_t chunk_count;
+  uint32_t reserved;
+  char path[STASIS_IMAGE_PATH_MAX];
+};
+
+struct StasisLoaderChunk {
+  uint64_t addr, len;
+};

@@ -1,0 +1,183 @@
+#include "runtime/image_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#define ZSTD_STATIC_LINKING_ONLY
+#include <zstd.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace stasis::rt {
+namespace {
+constexpr uint64_t kBufferBytes = 4u << 20;
+constexpr uint64_t kChunkBytes = 1u << 20;  // raw bytes per PAGES record
+
+Arena* g_zstd_arena = nullptr;
+void* arena_zstd_alloc(void*, size_t size) { return g_zstd_arena->alloc(size); }
+void arena_zstd_free(void*, void*) {}
+}  // namespace
+
+bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, LogLine& error) {
+  compression_ = compression;
+  buffer_ = static_cast<char*>(arena.alloc(kBufferBytes));
+  chunk_in_ = static_cast<char*>(arena.alloc(kChunkBytes));
+  chunk_out_cap_ = ZSTD_compressBound(kChunkBytes);
+  chunk_out_ = static_cast<char*>(arena.alloc(chunk_out_cap_));
+  if (!buffer_ || !chunk_in_ || !chunk_out_) {
+    error << "out of checkpoint scratch memory";
+    return false;
+  }
+  if (compression_ == STASIS_COMPRESS_ZSTD) {
+    g_zstd_arena = &arena;
+    ZSTD_customMem mem = {arena_zstd_alloc, arena_zstd_free, nullptr};
+    zstd_ = ZSTD_createCCtx_advanced(mem);
+    if (!zstd_) {
+      error << "cannot create a zstd context in checkpoint scratch memory";
+      return false;
+    }
+    ZSTD_CCtx_setParameter(zstd_, ZSTD_c_compressionLevel, 1);
+    ZSTD_CCtx_setParameter(zstd_, ZSTD_c_checksumFlag, 0);
+  }
+  long fd = STASIS_SYS3(SYS_open, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    error << "cannot create " << path << " (errno " << -fd << ")";
+    return false;
+  }
+  fd_ = static_cast<int>(fd);
+  StasisImageHeader header = {};
+  __builtin_memcpy(header.magic, STASIS_IMAGE_MAGIC, 8);
+  header.format_version = STASIS_IMAGE_VERSION;
+  header.header_size = sizeof header;
+  str_copy(header.producer, "stasis " STASIS_VERSION, sizeof header.producer);
+  str_copy(header.arch, "x86_64", sizeof header.arch);
+  struct timespec now;
+  STASIS_SYS2(SYS_clock_gettime, CLOCK_REALTIME, &now);
+  header.created_unix_ns = static_cast<uint64_t>(now.tv_sec) * 1000000000ull + now.tv_nsec;
+  uint32_t eax, edx;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  header.xcr0 = (static_cast<uint64_t>(edx) << 32) | eax;
+  uint32_t a = 0xd, b, c = 0, d;
+  __asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+  header.xsave_size = b;
+  header.compression = compression_;
+  header.header_checksum = XXH3_64bits(&header, sizeof header);
+  return write_out(&header, sizeof header);
+}
+
+bool ImageWriter::flush() {
+  for (uint64_t done = 0; done < buffer_used_;) {
+    long n = STASIS_SYS3(SYS_write, fd_, buffer_ + done, buffer_used_ - done);
+    if (n == -EINTR) continue;
+    if (n <= 0) {
+      failure_ = n == -ENOSPC ? "no space left on the checkpoint device" : "write failed";
+      return false;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  buffer_used_ = 0;
+  return true;
+}
+
+bool ImageWriter::write_out(const void* data, uint64_t size) {
+  if (failure_) return false;
+  const char* p = static_cast<const char*>(data);
+  if (size >= kBufferBytes / 2) {  // large payloads go straight from memory to the file
+    if (!flush()) return false;
+    for (uint64_t done = 0; done < size;) {
+      long n = STASIS_SYS3(SYS_write, fd_, p + done, size - done);
+      if (n == -EINTR) continue;
+      if (n <= 0) {
+        failure_ = n == -ENOSPC ? "no space left on the checkpoint device" : "write failed";
+        return false;
+      }
+      done += static_cast<uint64_t>(n);
+    }
+  } else {
+    if (buffer_used_ + size > kBufferBytes && !flush()) return false;
+    __builtin_memcpy(buffer_ + buffer_used_, p, size);
+    buffer_used_ += size;
+  }
+  file_offset_ += size;
+  return true;
+}
+
+bool ImageWriter::put_record(uint32_t type, uint32_t compression, uint64_t arg,
+                             const void* payload, uint64_t stored, uint64_t raw) {
+  StasisRecordHeader h = {};
+  h.type = type;
+  h.compression = compression;
+  h.stored_size = stored;
+  h.raw_size = raw;
+  h.arg = arg;
+  h.payload_checksum = XXH3_64bits(payload, stored);
+  h.header_checksum = XXH3_64bits(&h, offsetof(StasisRecordHeader, header_checksum));
+  headers_checksum_ = XXH3_64bits_withSeed(&h, sizeof h, headers_checksum_);
+  record_count_++;
+  return write_out(&h, sizeof h) && write_out(payload, stored);
+}
+
+bool ImageWriter::add_record(uint32_t type, uint64_t arg, const void* payload, uint64_t size) {
+  return put_record(type, STASIS_COMPRESS_NONE, arg, payload, size, size);
+}
+
+bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem) {
+  if (via_proc_mem && proc_mem_fd_ < 0) {
+    long fd = STASIS_SYS3(SYS_open, "/proc/self/mem", O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) {
+      failure_ = "cannot open /proc/self/mem to save an unreadable region";
+      return false;
+    }
+    proc_mem_fd_ = static_cast<int>(fd);
+  }
+  for (uint64_t off = 0; off < len; off += kChunkBytes) {
+    uint64_t n = len - off < kChunkBytes ? len - off : kChunkBytes;
+    const char* src = reinterpret_cast<const char*>(addr + off);
+    if (via_proc_mem) {
+      long got = STASIS_SYS4(SYS_pread64, proc_mem_fd_, chunk_in_, n, addr + off);
+      if (got != static_cast<long>(n)) {
+        failure_ = "reading an unreadable region through /proc/self/mem failed";
+        return false;
+      }
+      src = chunk_in_;
+    }
+    memory_bytes_ += n;
+    if (compression_ == STASIS_COMPRESS_ZSTD) {
+      size_t c = ZSTD_compress2(zstd_, chunk_out_, chunk_out_cap_, src, n);
+      if (ZSTD_isError(c)) {
+        failure_ = "zstd compression failed";
+        return false;
+      }
+      if (c < n) {
+        if (!put_record(STASIS_REC_PAGES, STASIS_COMPRESS_ZSTD, addr + off, chunk_out_, c, n))
+          return false;
+        continue;
+      }
+    }
+    if (!put_record(STASIS_REC_PAGES, STASIS_COMPRESS_NONE, addr + off, src, n, n)) return false;
+  }
+  return true;
+}
+
+bool ImageWriter::finish() {
+  StasisEndRecord end = {record_count_, headers_checksum_, memory_bytes_};
+  StasisRecordHeader h = {};
+  h.type = STASIS_REC_END;
+  h.stored_size = h.raw_size = sizeof end;
+  h.payload_checksum = XXH3_64bits(&end, sizeof end);
+  h.header_checksum = XXH3_64bits(&h, offsetof(StasisRecordHeader, header_checksum));
+  bool ok = write_out(&h, sizeof h) && write_out(&end, sizeof end) && flush();
+  if (ok && STASIS_SYS1(SYS_fsync, fd_) != 0) {
+    failure_ = "fsync of the image failed";
+    ok = false;
+  }
+  abandon();
+  return ok;
+}
+
+void ImageWriter::abandon() {
+  if (fd_ >= 0) STASIS_SYS1(SYS_close, fd_);
+  if (proc_mem_fd_ >= 0) STASIS_SYS1(SYS_close, proc_mem_fd_);
+  fd_ = proc_mem_fd_ = -1;
+}
+
+}  // namespace stasis::rt

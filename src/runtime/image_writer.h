@@ -1,0 +1,47 @@
+// Writes one image file on the checkpoint path: buffered, checksummed records, PAGES compressed
+// with zstd (allocating only from the checkpoint Arena) or stored as is.
+#pragma once
+#include "runtime/rt.h"
+
+struct ZSTD_CCtx_s;
+
+namespace stasis::rt {
+
+class ImageWriter {
+ public:
+  // Opens `path` (created 0600, truncated). Returns false with `error` set.
+  bool open(const char* path, uint32_t compression, Arena& arena, LogLine& error);
+  bool add_record(uint32_t type, uint64_t arg, const void* payload, uint64_t size);
+  // Writes [addr, addr+len) of this process's memory as PAGES records (split into chunks).
+  // `via_proc_mem`: read through /proc/self/mem (for regions without PROT_READ).
+  bool add_pages(uint64_t addr, uint64_t len, bool via_proc_mem);
+  // Writes END, fsyncs and closes. The caller renames the file into place.
+  bool finish();
+  void abandon();
+  uint64_t bytes_written() const { return file_offset_; }
+  uint64_t memory_bytes() const { return memory_bytes_; }
+  const char* failure() const { return failure_; }
+
+ private:
+  bool write_out(const void* data, uint64_t size);
+  bool flush();
+  bool put_record(uint32_t type, uint32_t compression, uint64_t arg, const void* payload,
+                  uint64_t stored, uint64_t raw);
+
+  int fd_ = -1;
+  int proc_mem_fd_ = -1;
+  uint32_t compression_ = STASIS_COMPRESS_NONE;
+  char* buffer_ = nullptr;
+  uint64_t buffer_used_ = 0;
+  char* chunk_in_ = nullptr;   // staging for /proc/self/mem reads
+  char* chunk_out_ = nullptr;  // compressed chunk
+  uint64_t chunk_out_cap_ = 0;
+  ZSTD_CCtx_s* zstd_ = nullptr;
+  uint64_t file_offset_ = 0;
+  uint64_t record_count_ = 0;
+  uint64_t headers_checksum_ = 0;
+  uint64_t memory_bytes_ = 0;
+  const char* failure_ = nullptr;
+};
+
+}  // namespace stasis::rt

@@ -1,0 +1,134 @@
+// Internal interface of the preloaded runtime (libstasis_runtime.so).
+//
+// Everything reachable from the checkpoint path (suspend, write, resume, restart) obeys the
+// hostile-territory rule: user threads are stopped at arbitrary points and may hold libc locks,
+// so no malloc, no stdio, no locks user code can hold. Memory comes from the Arena (raw mmap),
+// system calls from raw_syscall.h, text output from LogLine.
+#pragma once
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+
+#include <atomic>
+
+#include "common/raw_syscall.h"
+#include "image/format.h"
+#include "protocol/protocol.h"
+#include "restart/loader_protocol.h"
+
+namespace stasis::rt {
+
+// The coordinator connection lives at this fixed descriptor number (kept across restart).
+constexpr int kCoordinatorFd = 1021;
+
+struct Config {
+  bool active = false;
+  char coord_host[64] = {};
+  uint16_t coord_port = 0;
+  uint8_t secret[32] = {};
+  char secret_hex[72] = {};
+  char ckpt_dir[STASIS_IMAGE_PATH_MAX] = {};
+  char compress[16] = {};
+  int checkpoint_signal = 0;
+  uint32_t original_pid = 0;
+  int tcb_tid_offset = -1;  // offset of glibc's cached tid in struct pthread, -1 if unknown
+};
+extern Config g_config;
+extern StasisRestartInfo g_restart_info;  // filled in by the restart loader
+extern std::atomic<uint64_t> g_generation;
+
+// ---- text output without stdio --------------------------------------------------------------
+class LogLine {
+ public:
+  LogLine& operator<<(const char* s);
+  LogLine& operator<<(long v);
+  LogLine& operator<<(int v) { return *this << static_cast<long>(v); }
+  LogLine& operator<<(unsigned v) { return *this << static_cast<long>(v); }
+  LogLine& operator<<(unsigned long v);
+  LogLine& hex(unsigned long v);
+  const char* c_str();
+  size_t size() const { return len_; }
+  void clear() { len_ = 0; }
+  // Writes "stasis[pid]: <line>\n" to stderr.
+  void emit();
+
+ private:
+  char buf_[1024];
+  size_t len_ = 0;
+};
+
+// ---- memory for the checkpoint path ----------------------------------------------------------
+// A bump allocator over one private mapping made when a checkpoint starts and unmapped when it
+// ends. The image skips it (it is scratch, not program state).
+class Arena {
+ public:
+  bool create(size_t bytes);
+  void destroy();
+  void* alloc(size_t bytes);  // 64-byte aligned; nullptr when exhausted
+  uint64_t start() const { return reinterpret_cast<uint64_t>(base_); }
+  uint64_t end() const { return reinterpret_cast<uint64_t>(base_) + size_; }
+
+ private:
+  char* base_ = nullptr;
+  size_t size_ = 0;
+  size_t used_ = 0;
+};
+
+// ---- small helpers (raw syscalls) ------------------------------------------------------------
+inline long sys_gettid() { return STASIS_SYS0(SYS_gettid); }
+inline long sys_getpid() { return STASIS_SYS0(SYS_getpid); }
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns = -1);
+void futex_wake_all(std::atomic<uint32_t>* word);
+void sleep_ns(long ns);
+size_t str_len(const char* s);
+void str_copy(char* dst, const char* src, size_t cap);
+bool str_starts(const char* s, const char* prefix);
+bool str_ends(const char* s, const char* suffix);
+bool str_eq(const char* a, const char* b);
+// Reads a whole small file (/proc/...) into buf (NUL-terminated); returns length or -errno.
+long read_small_file(const char* path, char* buf, size_t cap);
+// Parses "Name:\t<hex>" from a /proc status text.
+uint64_t parse_status_hex(const char* text, const char* field);
+void format_uint(char* out, unsigned long v);
+
+// ---- threads (suspend.cc) --------------------------------------------------------------------
+void install_suspend_handler();
+// Stops every thread but the calling one; fills `error` and returns false on failure.
+bool suspend_user_threads(LogLine& error);
+// Called by the checkpoint thread: fill records of the suspended threads (slot order).
+uint32_t suspended_thread_records(StasisThreadRecord* out, uint32_t cap);
+void capture_own_thread_state(StasisThreadRecord* rec);
+void restore_own_thread_state(const StasisThreadRecord* rec);
+void resume_user_threads();
+// After restart: waits until every restored user thread re-registered its kernel state.
+void wait_for_restored_threads();
+bool threads_are_suspended();
+
+// ---- checkpoint writing (checkpoint.cc) ------------------------------------------------------
+struct CheckpointResult {
+  char image_path[STASIS_IMAGE_PATH_MAX];
+  uint64_t image_bytes;
+  uint64_t memory_bytes;
+};
+// Returns 0 after writing the image, 1 when execution continues here after a restart,
+// or -1 with `error` set.
+int write_checkpoint(const char* dir, const char* compress, CheckpointResult* result,
+                     LogLine& error);
+// Re-creates process-wide kernel state from the saved process record (after restart).
+void restore_process_state();
+
+// ---- coordinator link (runtime.cc) -----------------------------------------------------------
+bool connect_to_coordinator(bool restarted, LogLine& error);
+
+// ---- application API state -------------------------------------------------------------------
+extern std::atomic<uint32_t> g_checkpoints_done;  // futex word bumped after each checkpoint
+extern std::atomic<uint32_t> g_restarts_done;
+extern std::atomic<uint32_t> g_suspend_requested;
+extern std::atomic<uint32_t> g_delay_depth;
+
+}  // namespace stasis::rt
+
+extern "C" int stasis_context_save(StasisCpuContext* ctx);
+// libc's sigaction, bypassing the runtime's own wrapper (wrappers.cc).
+int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old);

@@ -1,0 +1,320 @@
+// The preloaded runtime: joins the coordinator when the program starts, then runs one checkpoint
+// thread that executes the coordinator's barriers (suspend, drain, checkpoint, resume; after a
+// restart: restart, resume). See docs/architecture.md for the whole sequence.
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/hmac.h"
+#include "plugins/files/files.h"
+#include "protocol/wire.h"
+#include "runtime/rt.h"
+
+namespace stasis::rt {
+
+Config g_config;
+StasisRestartInfo g_restart_info;
+std::atomic<uint64_t> g_generation{0};
+std::atomic<uint32_t> g_checkpoints_done{0};
+std::atomic<uint32_t> g_restarts_done{0};
+std::atomic<uint32_t> g_suspend_requested{0};
+std::atomic<uint32_t> g_delay_depth{0};
+std::atomic<uint32_t> g_send_lock{0};
+
+namespace {
+
+bool g_connected = false;
+
+void lock_send() {
+  uint32_t expected = 0;
+  while (!g_send_lock.compare_exchange_weak(expected, 1)) {
+    expected = 0;
+    sleep_ns(100000);
+  }
+}
+void unlock_send() { g_send_lock.store(0); }
+
+bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint32_t len) {
+  lock_send();
+  bool ok = stasis_send_msg(kCoordinatorFd, type, arg, payload, len) == 0;
+  unlock_send();
+  return ok;
+}
+
+bool parse_coord(const char* text, char* host, size_t host_cap, uint16_t* port) {
+  const char* colon = nullptr;
+  for (const char* p = text; *p; p++)
+    if (*p == ':') colon = p;
+  if (!colon) return false;
+  size_t hl = static_cast<size_t>(colon - text);
+  if (hl == 0 || hl >= host_cap) return false;
+  __builtin_memcpy(host, text, hl);
+  host[hl] = 0;
+  long v = 0;
+  for (const char* p = colon + 1; *p; p++) {
+    if (*p < '0' || *p > '9') return false;
+    v = v * 10 + (*p - '0');
+  }
+  if (v <= 0 || v > 65535) return false;
+  *port = static_cast<uint16_t>(v);
+  return true;
+}
+
+// Where glibc caches each thread's tid inside struct pthread: searched, not hard-coded, so a
+// different glibc build is detected rather than silently corrupted. Verified again in the
+// checkpoint thread (whose tid differs from the pid).
+int find_tcb_tid_offset(long tid) {
+  auto* tcb = reinterpret_cast<const int32_t*>(pthread_self());
+  for (int i = 4; i < 2048 / 4; i++)
+    if (tcb[i] == tid) return i * 4;
+  return -1;
+}
+
+void report_barrier(const char* name, int status, const char* message,
+                    const CheckpointResult* result) {
+  static StasisBarrierDone done;
+  done = {};
+  str_copy(done.name, name, sizeof done.name);
+  done.status = status;
+  if (message) str_copy(done.message, message, sizeof done.message);
+  if (result) {
+    str_copy(done.image_path, result->image_path, sizeof done.image_path);
+    done.image_bytes = result->image_bytes;
+    done.memory_bytes = result->memory_bytes;
+  }
+  send_to_coordinator(STASIS_MSG_BARRIER_DONE, g_generation.load(), &done, sizeof done);
+}
+
+// Critical sections (stasis_delay_checkpoints) end before threads are stopped.
+void wait_for_critical_sections() {
+  g_suspend_requested.store(1);
+  while (g_delay_depth.load() != 0) sleep_ns(1000000);
+}
+
+void after_restart() {
+  wait_for_restored_threads();
+  if (g_restart_info.loader_end > g_restart_info.loader_start)
+    STASIS_SYS2(SYS_munmap, g_restart_info.loader_start,
+                g_restart_info.loader_end - g_restart_info.loader_start);
+  restore_process_state();
+  str_copy(g_config.coord_host, g_restart_info.coord_host, sizeof g_config.coord_host);
+  g_config.coord_port = g_restart_info.coord_port;
+  str_copy(g_config.secret_hex, g_restart_info.secret_hex, sizeof g_config.secret_hex);
+  stasis_hex_decode(g_config.secret_hex, g_config.secret, sizeof g_config.secret);
+  g_generation.store(g_restart_info.generation);
+  LogLine error;
+  if (!connect_to_coordinator(true, error)) {
+    error.emit();
+    // Without a coordinator nobody will send "resume": continue on our own.
+    resume_user_threads();
+  }
+  g_restarts_done.fetch_add(1);
+  futex_wake_all(&g_restarts_done);
+}
+
+void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
+  const char* name = barrier.name;
+  if (str_eq(name, "suspend")) {
+    wait_for_critical_sections();
+    LogLine error;
+    if (!threads_are_suspended() && !suspend_user_threads(error)) {
+      report_barrier(name, 1, error.c_str(), nullptr);
+      return;
+    }
+    report_barrier(name, 0, nullptr, nullptr);
+  } else if (str_eq(name, "checkpoint")) {
+    g_generation.store(generation);
+    static CheckpointResult result;
+    LogLine error;
+    int r = write_checkpoint(barrier.ckpt_dir, barrier.compress, &result, error);
+    if (r == 1) {
+      after_restart();
+      return;
+    }
+    report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), &result);
+  } else if (str_eq(name, "resume")) {
+    if (threads_are_suspended()) resume_user_threads();
+    g_suspend_requested.store(0);
+    futex_wake_all(&g_suspend_requested);
+    g_checkpoints_done.fetch_add(1);
+    futex_wake_all(&g_checkpoints_done);
+    report_barrier(name, 0, nullptr, nullptr);
+  } else {
+    report_barrier(name, 0, nullptr, nullptr);  // "drain", "restart", plugin barriers
+  }
+}
+
+void* checkpoint_thread_main(void*) {
+  if (g_config.tcb_tid_offset >= 0 && find_tcb_tid_offset(sys_gettid()) != g_config.tcb_tid_offset) {
+    LogLine line;
+    (line << "warning: cannot locate glibc's cached thread id; pthread_kill after restart may fail")
+        .emit();
+    g_config.tcb_tid_offset = -1;
+  }
+  for (;;) {
+    StasisMsgHeader header;
+    if (stasis_recv_header(kCoordinatorFd, &header) != 0) {
+      LogLine line;
+      (line << "lost the connection to the coordinator at " << g_config.coord_host << ":"
+            << static_cast<unsigned>(g_config.coord_port) << "; no further checkpoints")
+          .emit();
+      if (threads_are_suspended()) resume_user_threads();
+      return nullptr;
+    }
+    static char payload[sizeof(StasisBarrier) + 4096];
+    uint32_t len = header.payload_len;
+    if (len > sizeof payload) len = sizeof payload;  // larger messages are not for processes
+    if (stasis_recv_exact(kCoordinatorFd, payload, len) != 0) continue;
+    if (header.type == STASIS_MSG_BARRIER && len >= sizeof(StasisBarrier)) {
+      StasisBarrier barrier;
+      __builtin_memcpy(&barrier, payload, sizeof barrier);
+      barrier.name[sizeof barrier.name - 1] = 0;
+      barrier.ckpt_dir[sizeof barrier.ckpt_dir - 1] = 0;
+      barrier.compress[sizeof barrier.compress - 1] = 0;
+      handle_barrier(barrier, header.arg);
+    } else if (header.type == STASIS_MSG_KILL) {
+      STASIS_SYS2(SYS_kill, sys_getpid(), SIGKILL);
+    }
+  }
+}
+
+void atfork_child() {
+  // A forked child is not part of the computation in this version: it keeps running without
+  // checkpoints. Its copy of the coordinator connection must not be used.
+  if (!g_config.active) return;
+  g_config.active = false;
+  g_config.checkpoint_signal = 0;
+  STASIS_SYS1(SYS_close, kCoordinatorFd);
+}
+
+__attribute__((constructor)) void stasis_runtime_init() {
+  const char* coord = getenv("STASIS_COORD");
+  const char* launch_pid = getenv("STASIS_LAUNCH_PID");
+  if (!coord || !launch_pid) return;
+  if (atol(launch_pid) != getpid()) return;  // a descendant: process trees come later
+  LogLine error;
+  const char* secret = getenv("STASIS_SECRET");
+  if (!parse_coord(coord, g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port) ||
+      !secret || stasis_hex_decode(secret, g_config.secret, sizeof g_config.secret) != 0) {
+    (error << "STASIS_COORD or STASIS_SECRET is malformed; running without checkpoints").emit();
+    return;
+  }
+  str_copy(g_config.secret_hex, secret, sizeof g_config.secret_hex);
+  if (const char* dir = getenv("STASIS_CKPT_DIR")) str_copy(g_config.ckpt_dir, dir, sizeof g_config.ckpt_dir);
+  const char* compress = getenv("STASIS_COMPRESS");
+  str_copy(g_config.compress, compress ? compress : "zstd", sizeof g_config.compress);
+  const char* sig = getenv("STASIS_SIGNAL");
+  g_config.checkpoint_signal = sig ? atoi(sig) : SIGRTMAX - 2;
+  if (g_config.checkpoint_signal <= 0 || g_config.checkpoint_signal > SIGRTMAX ||
+      g_config.checkpoint_signal == SIGKILL || g_config.checkpoint_signal == SIGSTOP) {
+    (error << "STASIS_SIGNAL=" << sig << " is not a usable signal; running without checkpoints").emit();
+    g_config.checkpoint_signal = 0;
+    return;
+  }
+  g_config.original_pid = static_cast<uint32_t>(getpid());
+  note_inherited_fds();
+  g_config.tcb_tid_offset = find_tcb_tid_offset(sys_gettid());
+  if (!connect_to_coordinator(false, error)) {
+    (error << "; running without checkpoints").emit();
+    g_config.checkpoint_signal = 0;
+    return;
+  }
+  install_suspend_handler();
+  pthread_atfork(nullptr, nullptr, atfork_child);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the checkpoint thread inherits: it takes no signals
+  pthread_t thread;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int rc = pthread_create(&thread, &attr, checkpoint_thread_main, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    (error << "cannot start the checkpoint thread; running without checkpoints").emit();
+    return;
+  }
+  g_config.active = true;
+}
+
+}  // namespace
+
+bool connect_to_coordinator(bool restarted, LogLine& error) {
+  int fd = stasis_connect_tcp(g_config.coord_host, g_config.coord_port);
+  if (fd < 0) {
+    error << "cannot reach the coordinator at " << g_config.coord_host << ":"
+          << static_cast<unsigned>(g_config.coord_port);
+    return false;
+  }
+  if (fd != kCoordinatorFd) {
+    STASIS_SYS3(SYS_dup3, fd, kCoordinatorFd, O_CLOEXEC);
+    STASIS_SYS1(SYS_close, fd);
+  }
+  static StasisProcessInfo info;
+  info = {};
+  info.pid = static_cast<uint32_t>(sys_getpid());
+  info.original_pid = g_config.original_pid;
+  info.restarted = restarted ? 1 : 0;
+  info.restarted_generation = restarted ? g_restart_info.generation : 0;
+  info.restart_process_count = restarted ? g_restart_info.restart_process_count : 0;
+  struct utsname_like { char s[6][65]; } uts;
+  if (STASIS_SYS1(SYS_uname, &uts) == 0) str_copy(info.hostname, uts.s[1], sizeof info.hostname);
+  char comm[32];
+  if (read_small_file("/proc/self/comm", comm, sizeof comm) > 0) {
+    size_t n = str_len(comm);
+    if (n && comm[n - 1] == '\n') comm[n - 1] = 0;
+    str_copy(info.program, comm, sizeof info.program);
+  }
+  str_copy(info.ckpt_dir, g_config.ckpt_dir, sizeof info.ckpt_dir);
+  str_copy(info.compress, g_config.compress, sizeof info.compress);
+  uint64_t client_id = 0;
+  char reason[256] = {};
+  if (stasis_client_handshake(kCoordinatorFd, g_config.secret, sizeof g_config.secret,
+                              STASIS_ROLE_PROCESS, &info, &client_id, reason, sizeof reason) != 0) {
+    STASIS_SYS1(SYS_close, kCoordinatorFd);
+    error << "the coordinator at " << g_config.coord_host << ":"
+          << static_cast<unsigned>(g_config.coord_port) << " refused this process: " << reason;
+    return false;
+  }
+  g_connected = true;
+  return true;
+}
+
+}  // namespace stasis::rt
+
+// ---- application API (include/stasis/stasis.h) -----------------------------------------------
+using namespace stasis::rt;
+
+extern "C" __attribute__((visibility("default"))) int stasis_runtime_is_enabled() {
+  return g_config.active ? 1 : 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int stasis_runtime_checkpoint() {
+  if (!g_config.active) return -1;
+  uint32_t checkpoints = g_checkpoints_done.load(), restarts = g_restarts_done.load();
+  g_delay_depth.fetch_add(1);  // no suspension while this thread holds the send lock
+  bool sent = send_to_coordinator(STASIS_MSG_REQUEST_CHECKPOINT, 0, nullptr, 0);
+  g_delay_depth.fetch_sub(1);
+  if (!sent) return -1;
+  while (g_checkpoints_done.load() == checkpoints && g_restarts_done.load() == restarts)
+    futex_wait(&g_checkpoints_done, checkpoints, 10 * 1000000L);
+  return g_restarts_done.load() != restarts ? 2 : 1;
+}
+
+extern "C" __attribute__((visibility("default"))) void stasis_runtime_delay_checkpoints() {
+  for (;;) {
+    while (g_suspend_requested.load() != 0) futex_wait(&g_suspend_requested, 1, 10 * 1000000L);
+    g_delay_depth.fetch_add(1);
+    if (g_suspend_requested.load() == 0) return;
+    g_delay_depth.fetch_sub(1);
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) void stasis_runtime_allow_checkpoints() {
+  g_delay_depth.fetch_sub(1);
+}

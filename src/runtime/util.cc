@@ -1,0 +1,174 @@
+// Lock-free, allocation-free helpers for the checkpoint path (see rt.h).
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "runtime/rt.h"
+
+namespace stasis::rt {
+
+size_t str_len(const char* s) {
+  size_t n = 0;
+  while (s[n]) n++;
+  return n;
+}
+
+void str_copy(char* dst, const char* src, size_t cap) {
+  size_t i = 0;
+  for (; i + 1 < cap && src[i]; i++) dst[i] = src[i];
+  if (cap) dst[i] = 0;
+}
+
+bool str_starts(const char* s, const char* prefix) {
+  while (*prefix)
+    if (*s++ != *prefix++) return false;
+  return true;
+}
+
+bool str_ends(const char* s, const char* suffix) {
+  size_t a = str_len(s), b = str_len(suffix);
+  return a >= b && str_eq(s + a - b, suffix);
+}
+
+bool str_eq(const char* a, const char* b) {
+  while (*a && *a == *b) a++, b++;
+  return *a == *b;
+}
+
+void format_uint(char* out, unsigned long v) {
+  char tmp[24];
+  int n = 0;
+  do {
+    tmp[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v);
+  for (int i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+  out[n] = 0;
+}
+
+LogLine& LogLine::operator<<(const char* s) {
+  while (s && *s && len_ < sizeof(buf_) - 2) buf_[len_++] = *s++;
+  return *this;
+}
+
+LogLine& LogLine::operator<<(long v) {
+  if (v < 0) {
+    *this << "-";
+    return *this << static_cast<unsigned long>(-v);
+  }
+  return *this << static_cast<unsigned long>(v);
+}
+
+LogLine& LogLine::operator<<(unsigned long v) {
+  char tmp[24];
+  format_uint(tmp, v);
+  return *this << tmp;
+}
+
+LogLine& LogLine::hex(unsigned long v) {
+  char tmp[19] = "0x";
+  int n = 0;
+  char digits[16];
+  do {
+    digits[n++] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v);
+  for (int i = 0; i < n; i++) tmp[2 + i] = digits[n - 1 - i];
+  tmp[2 + n] = 0;
+  return *this << tmp;
+}
+
+const char* LogLine::c_str() {
+  buf_[len_] = 0;
+  return buf_;
+}
+
+void LogLine::emit() {
+  char prefix[48] = "stasis[";
+  format_uint(prefix + 7, static_cast<unsigned long>(sys_getpid()));
+  size_t p = str_len(prefix);
+  prefix[p++] = ']';
+  prefix[p++] = ':';
+  prefix[p++] = ' ';
+  STASIS_SYS3(SYS_write, 2, prefix, p);
+  buf_[len_] = '\n';
+  STASIS_SYS3(SYS_write, 2, buf_, len_ + 1);
+  len_ = 0;
+}
+
+bool Arena::create(size_t bytes) {
+  long addr = STASIS_SYS6(SYS_mmap, 0, bytes, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (addr < 0 && addr > -4096) return false;
+  base_ = reinterpret_cast<char*>(addr);
+  size_ = bytes;
+  used_ = 0;
+  return true;
+}
+
+void Arena::destroy() {
+  if (base_) STASIS_SYS2(SYS_munmap, base_, size_);
+  base_ = nullptr;
+  size_ = used_ = 0;
+}
+
+void* Arena::alloc(size_t bytes) {
+  size_t start = (used_ + 63) & ~size_t(63);
+  if (start + bytes > size_) return nullptr;
+  used_ = start + bytes;
+  return base_ + start;
+}
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns) {
+  struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
+  STASIS_SYS4(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, timeout_ns < 0 ? nullptr : &ts);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  STASIS_SYS3(SYS_futex, word, FUTEX_WAKE_PRIVATE, 0x7fffffff);
+}
+
+void sleep_ns(long ns) {
+  struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+  STASIS_SYS2(SYS_nanosleep, &ts, nullptr);
+}
+
+long read_small_file(const char* path, char* buf, size_t cap) {
+  long fd = STASIS_SYS3(SYS_open, path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return fd;
+  size_t len = 0;
+  while (len + 1 < cap) {
+    long n = STASIS_SYS3(SYS_read, fd, buf + len, cap - 1 - len);
+    if (n == -EINTR) continue;
+    if (n <= 0) break;
+    len += static_cast<size_t>(n);
+  }
+  STASIS_SYS1(SYS_close, fd);
+  buf[len] = 0;
+  return static_cast<long>(len);
+}
+
+uint64_t parse_status_hex(const char* text, const char* field) {
+  size_t flen = str_len(field);
+  for (const char* line = text; *line;) {
+    if (str_starts(line, field) && line[flen] == ':') {
+      const char* p = line + flen + 1;
+      while (*p == ' ' || *p == '\t') p++;
+      uint64_t v = 0;
+      for (;; p++) {
+        int d;
+        if (*p >= '0' && *p <= '9') d = *p - '0';
+        else if (*p >= 'a' && *p <= 'f') d = *p - 'a' + 10;
+        else break;
+        v = (v << 4) | static_cast<uint64_t>(d);
+      }
+      return v;
+    }
+    while (*line && *line != '\n') line++;
+    if (*line) line++;
+  }
+  return 0;
+}
+
+}  // namespace stasis::rt
