@@ -946,6 +946,11 @@ def parse_args(argv=None):
         a.program = a.program[1:]
     if not a.selftest and not a.program:
         ap.error("no program given")
+    # the programs run in other directories: make relative paths absolute
+    if a.program and "/" in a.program[0] and os.path.exists(a.program[0]):
+        a.program[0] = os.path.abspath(a.program[0])
+    if a.stasis and "/" in a.stasis:
+        a.stasis = os.path.abspath(a.stasis)
     if not a.selftest and not a.plain and not a.stasis:
         ap.error("--stasis is required")
     return a

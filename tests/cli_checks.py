@@ -241,6 +241,7 @@ def main() -> int:
     names = sorted(n[len("check_"):] for n in dir(Checks) if n.startswith("check_"))
     ap.add_argument("check", choices=names)
     a = ap.parse_args()
+    a.stasis, a.counter, a.threads = (os.path.abspath(x) if "/" in x else x for x in (a.stasis, a.counter, a.threads))
     if not os.access(a.stasis, os.X_OK):
         print(f"FAIL cli.{a.check}: stasis binary {a.stasis} is missing or not executable (not built yet?)")
         return 1
