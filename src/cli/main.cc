@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/command.h"
@@ -58,6 +60,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // CLI11 says "a subcommand is required" for a misspelt one; name the culprit instead.
+    bool known = std::any_of(entries.begin(), entries.end(), [&](const Entry& entry) {
+      return argc > 1 && entry.command->name() == std::string_view(argv[1]);
+    });
+    if (argc > 1 && argv[1][0] != '-' && !known) {
+      return fail("stasis", fmt::format("unknown subcommand '{}' (see --help)", argv[1]));
+    }
     return fail(where(), std::string(e.what()) + " (see --help)");
   }
 

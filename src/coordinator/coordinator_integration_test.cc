@@ -1,1 +1,742 @@
+// The coordinator end to end: the real `stasis` binary, real TCP connections, real files.
+// Only the checkpointed processes are stand-ins (threads speaking the wire protocol through
+// wire.h, as the runtime does), so every barrier outcome can be chosen by the test.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/hmac.h"
+#include "protocol/wire.h"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+template <typename Predicate>
+bool eventually(Predicate done, std::chrono::milliseconds timeout = 10s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+struct Output {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// A `stasis` child process; its stdout and stderr go to files read once it exits.
+class StasisRun {
+ public:
+  StasisRun(const fs::path& dir, const std::vector<std::string>& args) {
+    static std::atomic<int> counter{0};
+    int n = counter++;
+    out_path_ = dir / ("run-" + std::to_string(n) + ".out");
+    err_path_ = dir / ("run-" + std::to_string(n) + ".err");
+    pid_ = fork();
+    if (pid_ == 0) {
+      int out = open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      dup2(out, STDOUT_FILENO);
+      dup2(err, STDERR_FILENO);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(STASIS_BINARY));
+      for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+      argv.push_back(nullptr);
+      execv(STASIS_BINARY, argv.data());
+      _exit(127);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  bool exited_within(std::chrono::milliseconds timeout) {
+    return eventually(
+        [&] {
+          if (status_ >= 0) return true;
+          int status;
+          if (waitpid(pid_, &status, WNOHANG) != pid_) return false;
+          status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+          return true;
+        },
+        timeout);
+  }
+  Output wait() {
+    if (!exited_within(120s)) {
+      kill(pid_, SIGKILL);
+      exited_within(5s);
+    }
+    return Output{status_, read_text(out_path_), read_text(err_path_)};
+  }
+  ~StasisRun() {
+    if (status_ < 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int status_ = -1;
+  fs::path out_path_, err_path_;
+};
+
+// A stand-in for a process running under the runtime: answers barriers like the runtime would
+// (writing a small image file at "checkpoint"), unless the test says otherwise.
+class FakeProcess {
+ public:
+  // Called for each barrier with the answer already filled in as a healthy process would; may
+  // change it (fail, delay, inspect the disk). Returning false disconnects instead of answering.
+  using Hook = std::function<bool(const StasisBarrier&, StasisBarrierDone&)>;
+
+  FakeProcess(uint16_t port, const std::string& secret_hex, uint32_t pid, std::string program,
+              uint32_t restarted_generation = 0)
+      : program_(std::move(program)) {
+    fd_ = stasis_connect_tcp("127.0.0.1", port);
+    EXPECT_GE(fd_, 0) << "cannot connect to the coordinator: " << strerror(errno);
+    uint8_t secret[32];
+    EXPECT_EQ(stasis_hex_decode(secret_hex.c_str(), secret, sizeof secret), 0);
+    StasisProcessInfo info{};
+    info.pid = pid;
+    info.original_pid = restarted_generation ? pid - 1 : pid;
+    info.restarted = restarted_generation ? 1 : 0;
+    info.restarted_generation = restarted_generation;
+    info.restart_process_count = restarted_generation ? 1 : 0;
+    strcpy(info.hostname, "testhost");
+    strncpy(info.program, program_.c_str(), sizeof info.program - 1);
+    char reason[256] = "";
+    connected_ = stasis_client_handshake(fd_, secret, sizeof secret, STASIS_ROLE_PROCESS, &info,
+                                         &client_id_, reason, sizeof reason) == 0;
+    EXPECT_TRUE(connected_) << reason;
+    if (connected_) reader_ = std::thread([this] { serve(); });
+  }
+
+  ~FakeProcess() { disconnect(); }
+
+  void set_hook(Hook hook) {
+    std::lock_guard lock(mutex_);
+    hook_ = std::move(hook);
+  }
+
+  void disconnect() {
+    if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
+    if (reader_.joinable()) reader_.join();
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+  // Barrier names received so far, plus "KILL" for a kill message.
+  std::vector<std::string> received() const {
+    std::lock_guard lock(mutex_);
+    return received_;
+  }
+  size_t count(const std::string& name) const {
+    auto all = received();
+    return static_cast<size_t>(std::count(all.begin(), all.end(), name));
+  }
+  StasisBarrier last_checkpoint_barrier() const {
+    std::lock_guard lock(mutex_);
+    return last_checkpoint_barrier_;
+  }
+  bool gone() const { return gone_; }
+  bool connected() const { return connected_; }
+
+ private:
+  void serve() {
+    for (;;) {
+      StasisMsgHeader header;
+      if (stasis_recv_header(fd_, &header) != 0) break;
+      if (header.type == STASIS_MSG_KILL) {
+        record("KILL");
+        break;
+      }
+      if (header.type != STASIS_MSG_BARRIER || header.payload_len != sizeof(StasisBarrier)) {
+        if (stasis_discard(fd_, header.payload_len) != 0) break;
+        continue;
+      }
+      StasisBarrier barrier;
+      if (stasis_recv_exact(fd_, &barrier, sizeof barrier) != 0) break;
+      std::string name = barrier.name;
+      record(name);
+      StasisBarrierDone done{};
+      memcpy(done.name, barrier.name, sizeof done.name - 1);
+      if (name == "checkpoint") {
+        std::lock_guard lock(mutex_);
+        last_checkpoint_barrier_ = barrier;
+        std::string image = std::string(barrier.ckpt_dir) + "/" + program_ + ".stasis";
+        std::ofstream(image) << "image of " << program_;
+        strncpy(done.image_path, image.c_str(), sizeof done.image_path - 1);
+        done.image_bytes = 9 + program_.size();
+        done.memory_bytes = 4096;
+      }
+      Hook hook;
+      {
+        std::lock_guard lock(mutex_);
+        hook = hook_;
+      }
+      if (hook && !hook(barrier, done)) break;
+      if (stasis_send_msg(fd_, STASIS_MSG_BARRIER_DONE, header.arg, &done, sizeof done) != 0) {
+        break;
+      }
+    }
+    gone_ = true;
+    shutdown(fd_, SHUT_RDWR);
+  }
+
+  void record(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    received_.push_back(name);
+  }
+
+  std::string program_;
+  int fd_ = -1;
+  uint64_t client_id_ = 0;
+  bool connected_ = false;
+  std::atomic<bool> gone_{false};
+  std::thread reader_;
+  mutable std::mutex mutex_;
+  Hook hook_;
+  std::vector<std::string> received_;
+  StasisBarrier last_checkpoint_barrier_{};
+};
+
+class CoordinatorIntegration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/stasis-coord-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    tmp_ = pattern;
+    runtime_dir_ = tmp_ / "runtime";
+    ckpt_dir_ = tmp_ / "ckpt";
+    // Children inherit this environment: nothing may touch $HOME or a developer's settings.
+    setenv("STASIS_RUNTIME_DIR", runtime_dir_.c_str(), 1);
+    for (const char* name :
+         {"STASIS_SECRET", "STASIS_COORD", "STASIS_CKPT_DIR", "STASIS_COMPRESS"}) {
+      unsetenv(name);
+    }
+  }
+
+  void TearDown() override {
+    stop_coordinator();
+    if (!HasFailure())
+      fs::remove_all(tmp_);
+    else
+      fprintf(stderr, "kept %s; coordinator log:\n%s\n", tmp_.c_str(), log().c_str());
+  }
+
+  // Starts `stasis coordinator --port 0 --port-file F --ckpt-dir D ARGS` in the foreground,
+  // logging to a file, and waits for the port file.
+  void start_coordinator(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {
+        "coordinator", "--port",          "0", "--port-file", (tmp_ / "port").string(),
+        "--ckpt-dir",  ckpt_dir_.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    coordinator_ = std::make_unique<StasisRun>(tmp_, args);
+    ASSERT_TRUE(eventually([&] { return fs::exists(tmp_ / "port"); }))
+        << "no port file; log: " << log();
+    port_ = static_cast<uint16_t>(std::stoi(read_text(tmp_ / "port")));
+    ASSERT_GT(port_, 0);
+    coord_ = "127.0.0.1:" + std::to_string(port_);
+  }
+
+  int stop_coordinator() {
+    if (!coordinator_) return -1;
+    kill(coordinator_->pid(), SIGTERM);
+    int status = coordinator_->wait().status;
+    coordinator_.reset();
+    return status;
+  }
+
+  fs::path secret_file() const {
+    return runtime_dir_ / ("coordinator-127.0.0.1-" + std::to_string(port_) + ".secret");
+  }
+  std::string secret() const { return trimmed(read_text(secret_file())); }
+  // The foreground coordinator's stderr: its log.
+  std::string log() const {
+    std::string all;
+    for (const auto& entry : fs::directory_iterator(tmp_)) {
+      if (entry.path().extension() == ".err") all += read_text(entry.path());
+    }
+    return all;
+  }
+
+  // The handshake completes only once the coordinator has registered the process, so a
+  // command sent after this returns already sees it.
+  std::unique_ptr<FakeProcess> fake(uint32_t pid, const std::string& program,
+                                    uint32_t restarted_generation = 0) {
+    return std::make_unique<FakeProcess>(port_, secret(), pid, program, restarted_generation);
+  }
+
+  Output stasis(std::vector<std::string> args) { return StasisRun(tmp_, args).wait(); }
+  Output stasis_with_coord(std::vector<std::string> args) {
+    args.insert(args.begin() + 1, {"--coord", coord_});
+    return stasis(args);
+  }
+  json status_json() {
+    Output result = stasis_with_coord({"status", "--json"});
+    if (result.status != 0) return json{{"processes", json::array()}, {"error", result.err}};
+    return json::parse(result.out);
+  }
+
+  fs::path tmp_, runtime_dir_, ckpt_dir_;
+  std::unique_ptr<StasisRun> coordinator_;
+  uint16_t port_ = 0;
+  std::string coord_;
+};
+
+const std::vector<std::string> kHealthyCycle = {"suspend", "drain", "checkpoint", "resume"};
+
+TEST_F(CoordinatorIntegration, ListensOnAPickedPortWithAPrivateSecret) {
+  start_coordinator();
+  struct stat st;
+  ASSERT_EQ(stat(secret_file().c_str(), &st), 0) << "no secret file " << secret_file();
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat(runtime_dir_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  std::string hex = secret();
+  EXPECT_EQ(hex.size(), 64u);
+  EXPECT_EQ(hex.find_first_not_of("0123456789abcdef"), std::string::npos);
+
+  json status = status_json();
+  EXPECT_EQ(status["state"], "idle");
+  EXPECT_EQ(status["coordinator"]["port"], port_);
+  EXPECT_EQ(status["coordinator"]["ckpt_dir"], ckpt_dir_.string());
+  EXPECT_TRUE(status["last_checkpoint"].is_null());
+
+  EXPECT_EQ(stop_coordinator(), 0);
+  EXPECT_FALSE(fs::exists(secret_file())) << "the secret must go when the coordinator does";
+}
+
+TEST_F(CoordinatorIntegration, SecretFromTheEnvironment) {
+  std::string chosen(64, 'a');
+  setenv("STASIS_SECRET", chosen.c_str(), 1);
+  start_coordinator();
+  EXPECT_EQ(secret(), chosen);
+  json status = status_json();  // the command authenticates with $STASIS_SECRET
+  EXPECT_EQ(status["state"], "idle") << status.dump();
+  unsetenv("STASIS_SECRET");
+}
+
+TEST_F(CoordinatorIntegration, CheckpointIsRecordedOnlyAfterEveryProcessIsDone) {
+  start_coordinator();
+  auto fast = fake(1001, "fast");
+  auto slow = fake(1002, "slow");
+  std::atomic<bool> recorded_too_early{false};
+  slow->set_hook([&](const StasisBarrier& barrier, StasisBarrierDone&) {
+    if (std::string(barrier.name) == "checkpoint") {
+      std::this_thread::sleep_for(300ms);  // "fast" has long answered by now
+      if (fs::exists(fs::path(barrier.ckpt_dir) / "MANIFEST.json") ||
+          fs::exists(ckpt_dir_ / "latest")) {
+        recorded_too_early = true;
+      }
+    }
+    return true;
+  });
+
+  Output result = stasis_with_coord({"checkpoint"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  fs::path generation = ckpt_dir_ / "000001";
+  EXPECT_EQ(trimmed(result.out), generation.string());
+  EXPECT_FALSE(recorded_too_early);
+  EXPECT_EQ(fast->received(), kHealthyCycle);
+  EXPECT_EQ(slow->received(), kHealthyCycle);
+  EXPECT_EQ(std::string(fast->last_checkpoint_barrier().ckpt_dir), generation.string());
+
+  json manifest = json::parse(read_text(generation / "MANIFEST.json"));
+  EXPECT_EQ(manifest["format"], "stasis-checkpoint");
+  EXPECT_EQ(manifest["generation"], 1);
+  EXPECT_EQ(manifest["complete"], true);
+  EXPECT_EQ(manifest["coordinator"]["port"], port_);
+  ASSERT_EQ(manifest["processes"].size(), 2u);
+  EXPECT_EQ(manifest["processes"][0]["program"], "fast");
+  EXPECT_EQ(manifest["processes"][0]["image"], "fast.stasis");
+  EXPECT_EQ(manifest["processes"][1]["pid"], 1002);
+  EXPECT_EQ(manifest["processes"][1]["host"], "testhost");
+  EXPECT_EQ(fs::read_symlink(ckpt_dir_ / "latest"), "000001");
+  struct stat st;
+  ASSERT_EQ(stat(generation.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  result = stasis_with_coord({"checkpoint"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(trimmed(result.out), (ckpt_dir_ / "000002").string());
+  EXPECT_EQ(fs::read_symlink(ckpt_dir_ / "latest"), "000002");
+
+  json status = status_json();
+  EXPECT_EQ(status["checkpoints_done"], 2);
+  EXPECT_EQ(status["last_checkpoint"]["generation"], 2);
+  EXPECT_EQ(status["state"], "running");
+  ASSERT_EQ(status["processes"].size(), 2u);
+  EXPECT_EQ(status["processes"][1]["program"], "slow");
+  EXPECT_EQ(status["processes"][1]["state"], "running");
+  EXPECT_NE(log().find("checkpoint 2 complete"), std::string::npos) << log();
+
+  Output human = stasis_with_coord({"status"});
+  EXPECT_EQ(human.status, 0);
+  EXPECT_NE(human.out.find("1002"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("generation 2"), std::string::npos) << human.out;
+}
+
+TEST_F(CoordinatorIntegration, FailingProcessLeavesNoCheckpointAndTheComputationRuns) {
+  start_coordinator();
+  auto healthy = fake(2001, "healthy");
+  auto broken = fake(2002, "broken");
+  ASSERT_EQ(stasis_with_coord({"checkpoint"}).status, 0);
+
+  broken->set_hook([](const StasisBarrier& barrier, StasisBarrierDone& done) {
+    if (std::string(barrier.name) == "checkpoint") {
+      done.status = 28;
+      strcpy(done.message, "disk on fire");
+    }
+    return true;
+  });
+  Output result = stasis_with_coord({"checkpoint"});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_EQ(result.err.rfind("stasis checkpoint: ", 0), 0u) << result.err;
+  EXPECT_NE(result.err.find("disk on fire"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("2002"), std::string::npos) << "which process failed: " << result.err;
+  EXPECT_FALSE(fs::exists(ckpt_dir_ / "000002")) << "the incomplete generation must go";
+  EXPECT_EQ(fs::read_symlink(ckpt_dir_ / "latest"), "000001");
+  EXPECT_EQ(healthy->received().back(), "resume");
+  EXPECT_EQ(broken->received().back(), "resume");
+  EXPECT_EQ(status_json()["processes"][0]["state"], "running");
+
+  broken->set_hook(nullptr);
+  result = stasis_with_coord({"checkpoint"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(trimmed(result.out), (ckpt_dir_ / "000002").string());
+}
+
+TEST_F(CoordinatorIntegration, DisconnectDuringCheckpointFailsIt) {
+  start_coordinator();
+  auto stays = fake(3001, "stays");
+  auto leaves = fake(3002, "leaves");
+  leaves->set_hook([](const StasisBarrier& barrier, StasisBarrierDone&) {
+    return std::string(barrier.name) != "drain";
+  });
+  Output result = stasis_with_coord({"checkpoint"});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.err.find("disconnected"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(ckpt_dir_ / "000001"));
+  EXPECT_FALSE(fs::exists(ckpt_dir_ / "latest"));
+  EXPECT_EQ(stays->received(), (std::vector<std::string>{"suspend", "drain", "resume"}));
+  EXPECT_TRUE(eventually([&] { return status_json()["processes"].size() == 1; }));
+}
+
+TEST_F(CoordinatorIntegration, BarrierTimeoutFailsTheCheckpoint) {
+  start_coordinator({"--barrier-timeout", "1"});
+  auto prompt = fake(4001, "prompt");
+  auto stuck = fake(4002, "stuck");
+  stuck->set_hook([](const StasisBarrier& barrier, StasisBarrierDone&) {
+    if (std::string(barrier.name) == "checkpoint") std::this_thread::sleep_for(2s);
+    return true;  // the late answer must be ignored
+  });
+  auto started = std::chrono::steady_clock::now();
+  Output result = stasis_with_coord({"checkpoint"});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.err.find("timed out"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("4002"), std::string::npos) << result.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
+  EXPECT_FALSE(fs::exists(ckpt_dir_ / "latest"));
+  EXPECT_TRUE(eventually([&] { return stuck->count("resume") == 1; }));
+  EXPECT_EQ(prompt->received().back(), "resume");
+}
+
+TEST_F(CoordinatorIntegration, RefusesWrongSecretsGarbageAndStalls) {
+  start_coordinator();
+  int fd = stasis_connect_tcp("127.0.0.1", port_);
+  ASSERT_GE(fd, 0);
+  uint8_t wrong[32] = {};
+  char reason[128] = "";
+  EXPECT_EQ(stasis_client_handshake(fd, wrong, sizeof wrong, STASIS_ROLE_PROCESS, nullptr, nullptr,
+                                    reason, sizeof reason),
+            -1);
+  EXPECT_STREQ(reason, "bad secret");
+  close(fd);
+  EXPECT_TRUE(eventually([&] {
+    return log().find("refused connection from 127.0.0.1:") != std::string::npos &&
+           log().find(": bad secret") != std::string::npos;
+  })) << log();
+
+  setenv("STASIS_SECRET", std::string(64, 'f').c_str(), 1);
+  Output result = stasis_with_coord({"status"});
+  unsetenv("STASIS_SECRET");
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.err.find("bad secret"), std::string::npos) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+
+  // Someone speaking HTTP is shown the door at once.
+  fd = stasis_connect_tcp("127.0.0.1", port_);
+  ASSERT_GE(fd, 0);
+  const char http[] = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(write(fd, http, sizeof http - 1), static_cast<ssize_t>(sizeof http - 1));
+  char sink[4096];
+  EXPECT_EQ(stasis_recv_exact_timeout(fd, sink, sizeof sink, 3000), -1);
+  EXPECT_EQ(errno, ECONNRESET) << "the coordinator should close the connection";
+  close(fd);
+  EXPECT_NE(log().find("not speaking the stasis protocol"), std::string::npos) << log();
+
+  // Someone who never authenticates is dropped after the handshake timeout (5 s).
+  fd = stasis_connect_tcp("127.0.0.1", port_);
+  ASSERT_GE(fd, 0);
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(stasis_recv_exact_timeout(fd, sink, sizeof sink, 10000), -1);
+  EXPECT_EQ(errno, ECONNRESET);
+  auto waited = std::chrono::steady_clock::now() - started;
+  EXPECT_GT(waited, 4s);
+  EXPECT_LT(waited, 8s);
+  close(fd);
+  EXPECT_NE(log().find("no authentication within"), std::string::npos) << log();
+
+  // None of it disturbed the coordinator.
+  EXPECT_EQ(status_json()["state"], "idle");
+}
+
+TEST_F(CoordinatorIntegration, IntervalCheckpoints) {
+  start_coordinator({"--interval", "0.3"});
+  auto worker = fake(5001, "worker");
+  EXPECT_TRUE(eventually([&] { return fs::exists(ckpt_dir_ / "000002" / "MANIFEST.json"); }))
+      << log();
+  EXPECT_TRUE(eventually([&] { return worker->count("resume") >= 2; }));
+  EXPECT_GE(worker->count("checkpoint"), 2u);
+  EXPECT_EQ(status_json()["coordinator"]["interval"], 0.3);
+}
+
+TEST_F(CoordinatorIntegration, ExitsWhenIdleOnlyAfterItsProcessesLeave) {
+  start_coordinator({"--exit-when-idle"});
+  std::this_thread::sleep_for(500ms);
+  EXPECT_FALSE(coordinator_->exited_within(0ms)) << "no process has come yet: keep waiting";
+  auto worker = fake(6001, "worker");
+  EXPECT_FALSE(coordinator_->exited_within(300ms));
+  worker->disconnect();
+  ASSERT_TRUE(coordinator_->exited_within(5s)) << log();
+  EXPECT_EQ(coordinator_->wait().status, 0);
+  EXPECT_FALSE(fs::exists(secret_file()));
+  coordinator_.reset();
+}
+
+TEST_F(CoordinatorIntegration, KillEndsEveryProcess) {
+  start_coordinator();
+  Output none = stasis_with_coord({"kill"});
+  EXPECT_EQ(none.status, 1);
+  EXPECT_NE(none.err.find("no processes are connected"), std::string::npos) << none.err;
+
+  auto one = fake(7001, "one");
+  auto two = fake(7002, "two");
+  Output result = stasis_with_coord({"kill"});
+  EXPECT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(result.out, "ended 2 processes\n");
+  EXPECT_EQ(one->received(), std::vector<std::string>{"KILL"});
+  EXPECT_EQ(two->received(), std::vector<std::string>{"KILL"});
+  EXPECT_TRUE(status_json()["processes"].empty());
+}
+
+TEST_F(CoordinatorIntegration, CheckpointThenKill) {
+  start_coordinator({"--compress", "zstd"});
+  auto worker = fake(8001, "worker");
+  Output result = stasis_with_coord({"checkpoint", "--kill", "--compress", "none"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  EXPECT_EQ(worker->received(),
+            (std::vector<std::string>{"suspend", "drain", "checkpoint", "KILL"}));
+  EXPECT_EQ(worker->last_checkpoint_barrier().kill_after, 1u);
+  EXPECT_STREQ(worker->last_checkpoint_barrier().compress, "none");
+  EXPECT_TRUE(fs::exists(ckpt_dir_ / "000001" / "MANIFEST.json"));
+  EXPECT_TRUE(eventually([&] { return worker->gone(); }));
+}
+
+TEST_F(CoordinatorIntegration, CompressionDefaultsAndValidation) {
+  start_coordinator({"--compress", "zstd"});
+  auto worker = fake(8101, "worker");
+  ASSERT_EQ(stasis_with_coord({"checkpoint"}).status, 0);
+  EXPECT_STREQ(worker->last_checkpoint_barrier().compress, "zstd");
+  EXPECT_EQ(worker->last_checkpoint_barrier().kill_after, 0u);
+
+  Output bad = stasis_with_coord({"checkpoint", "--compress", "gzip"});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_EQ(bad.err.rfind("stasis checkpoint: ", 0), 0u) << bad.err;
+  EXPECT_NE(bad.err.find("gzip"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  EXPECT_EQ(worker->count("checkpoint"), 1u);
+}
+
+TEST_F(CoordinatorIntegration, NoProcessesNoCheckpoint) {
+  start_coordinator();
+  Output result = stasis_with_coord({"checkpoint"});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_EQ(result.err, "stasis checkpoint: no processes are connected to this coordinator\n");
+  EXPECT_FALSE(fs::exists(ckpt_dir_ / "000001"));
+}
+
+TEST_F(CoordinatorIntegration, NoCoordinatorIsOneClearLine) {
+  Output result = stasis({"status", "--coord", "127.0.0.1:1"});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_EQ(result.err,
+            "stasis status: no coordinator answers at 127.0.0.1:1 (is the computation running? "
+            "set STASIS_COORD or --coord)\n");
+}
+
+TEST_F(CoordinatorIntegration, LateJoinerWaitsForTheNextCheckpoint) {
+  start_coordinator();
+  auto early = fake(9001, "early");
+  std::atomic<bool> in_checkpoint{false};
+  std::atomic<bool> release{false};
+  early->set_hook([&](const StasisBarrier& barrier, StasisBarrierDone&) {
+    if (std::string(barrier.name) == "checkpoint") {
+      in_checkpoint = true;
+      while (!release) std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  });
+  StasisRun checkpoint(tmp_, {"checkpoint", "--coord", coord_});
+  ASSERT_TRUE(eventually([&] { return in_checkpoint.load(); }));
+  auto late = std::make_unique<FakeProcess>(port_, secret(), 9002, "late");
+  std::this_thread::sleep_for(200ms);
+  release = true;
+  Output result = checkpoint.wait();
+  ASSERT_EQ(result.status, 0) << result.err;
+  json manifest = json::parse(read_text(ckpt_dir_ / "000001" / "MANIFEST.json"));
+  EXPECT_EQ(manifest["processes"].size(), 1u);
+  EXPECT_TRUE(late->received().empty()) << "a process that joined mid-checkpoint is left alone";
+
+  early->set_hook(nullptr);
+  ASSERT_EQ(stasis_with_coord({"checkpoint"}).status, 0);
+  EXPECT_EQ(late->received(), kHealthyCycle);
+}
+
+TEST_F(CoordinatorIntegration, ConcurrentRequestsAreAllAnswered) {
+  start_coordinator();
+  auto worker = fake(9101, "worker");
+  worker->set_hook([](const StasisBarrier&, StasisBarrierDone&) {
+    std::this_thread::sleep_for(50ms);
+    return true;
+  });
+  std::vector<std::unique_ptr<StasisRun>> runs;
+  for (int i = 0; i < 3; i++) {
+    runs.push_back(std::make_unique<StasisRun>(
+        tmp_, std::vector<std::string>{"checkpoint", "--coord", coord_}));
+  }
+  for (auto& run : runs) {
+    Output result = run->wait();
+    EXPECT_EQ(result.status, 0) << result.err;
+  }
+  EXPECT_GE(worker->count("checkpoint"), 2u) << "the first one runs, later ones queue";
+  EXPECT_LE(worker->count("checkpoint"), 3u);
+  EXPECT_EQ(worker->received().back(), "resume");
+}
+
+TEST_F(CoordinatorIntegration, RestartedProcessGetsRestartThenResume) {
+  start_coordinator();
+  auto restarted = fake(9201, "phoenix", /*restarted_generation=*/4);
+  EXPECT_TRUE(eventually([&] { return restarted->count("resume") == 1; }));
+  EXPECT_EQ(restarted->received(), (std::vector<std::string>{"restart", "resume"}));
+  json status = status_json();
+  ASSERT_EQ(status["processes"].size(), 1u);
+  EXPECT_EQ(status["processes"][0]["restarted"], true);
+  EXPECT_EQ(status["processes"][0]["original_pid"], 9200);
+  EXPECT_EQ(status["processes"][0]["state"], "running");
+  // Once restarted it is part of the computation like any other.
+  ASSERT_EQ(stasis_with_coord({"checkpoint"}).status, 0);
+  EXPECT_EQ(restarted->count("checkpoint"), 1u);
+}
+
+TEST_F(CoordinatorIntegration, NameService) {
+  start_coordinator();
+  uint8_t key[32];
+  ASSERT_EQ(stasis_hex_decode(secret().c_str(), key, sizeof key), 0);
+  int fd = stasis_connect_tcp("127.0.0.1", port_);
+  ASSERT_GE(fd, 0);
+  StasisProcessInfo info{};
+  info.pid = 9301;
+  char reason[128];
+  ASSERT_EQ(stasis_client_handshake(fd, key, sizeof key, STASIS_ROLE_PROCESS, &info, nullptr,
+                                    reason, sizeof reason),
+            0)
+      << reason;
+  const char publish[] = "rank0\0tcp://10.0.0.1:5000";
+  ASSERT_EQ(stasis_send_msg(fd, STASIS_MSG_NS_PUBLISH, 1, publish, sizeof publish - 1), 0);
+  for (auto [name, found] : {std::pair{"rank0", true}, std::pair{"rank1", false}}) {
+    ASSERT_EQ(stasis_send_msg(fd, STASIS_MSG_NS_LOOKUP, 77, name, strlen(name)), 0);
+    StasisMsgHeader header;
+    ASSERT_EQ(stasis_recv_header(fd, &header), 0);
+    EXPECT_EQ(header.type, STASIS_MSG_NS_REPLY);
+    EXPECT_EQ(header.arg, 77u);
+    EXPECT_EQ(header.reserved, found ? 0u : 1u) << name;
+    std::string value(header.payload_len, '\0');
+    ASSERT_EQ(stasis_recv_exact(fd, value.data(), value.size()), 0);
+    EXPECT_EQ(value, found ? "tcp://10.0.0.1:5000" : "");
+  }
+  close(fd);
+}
+
+TEST_F(CoordinatorIntegration, DaemonReturnsOnceListening) {
+  fs::path port_file = tmp_ / "daemon.port";
+  Output result = stasis({"coordinator", "--daemon", "--port", "0", "--port-file",
+                          port_file.string(), "--ckpt-dir", ckpt_dir_.string()});
+  ASSERT_EQ(result.status, 0) << result.err;
+  ASSERT_TRUE(fs::exists(port_file)) << "the port file must exist when --daemon returns";
+  port_ = static_cast<uint16_t>(std::stoi(read_text(port_file)));
+  coord_ = "127.0.0.1:" + std::to_string(port_);
+  json status = status_json();
+  ASSERT_TRUE(status.contains("coordinator")) << status.dump();
+  pid_t daemon = status["coordinator"]["pid"];
+  EXPECT_TRUE(fs::exists(ckpt_dir_ / "coordinator.log"));
+  EXPECT_NE(read_text(ckpt_dir_ / "coordinator.log").find("listening on"), std::string::npos);
+  ASSERT_EQ(kill(daemon, SIGTERM), 0);
+  EXPECT_TRUE(eventually([&] { return !fs::exists(secret_file()); }));
+
+  // A second daemon on a taken port reports why, in one line, from the foreground.
+  start_coordinator();
+  result = stasis({"coordinator", "--daemon", "--port", std::to_string(port_), "--ckpt-dir",
+                   ckpt_dir_.string()});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.err.find("in use"), std::string::npos) << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+}
+
+TEST_F(CoordinatorIntegration, KeepPrunesOldGenerations) {
+  start_coordinator({"--keep", "2"});
+  auto worker = fake(9401, "worker");
+  for (int i = 0; i < 4; i++) ASSERT_EQ(stasis_with_coord({"checkpoint"}).status, 0);
+  EXPECT_FALSE(fs::exists(ckpt_dir_ / "000001"));
+  EXPECT_FALSE(fs::exists(ckpt_dir_ / "000002"));
+  EXPECT_TRUE(fs::exists(ckpt_dir_ / "000003" / "MANIFEST.json"));
+  EXPECT_TRUE(fs::exists(ckpt_dir_ / "000004" / "MANIFEST.json"));
+  EXPECT_EQ(fs::read_symlink(ckpt_dir_ / "latest"), "000004");
+}
+
+}  // namespace
