@@ -318,7 +318,7 @@ class Coordinator {
   void commit_checkpoint();
   void kill_members();
   void member_gone(const Client& client);
-  void finish_op(bool ok, const json& body);
+  void finish_op(bool ok, json body);
   void check_deadlines();
   int next_timeout_ms() const;
   bool idle_after_work() const;
@@ -1106,8 +1106,8 @@ void Coordinator::member_gone(const Client& client) {
   }
 }
 
-void Coordinator::finish_op(bool ok, const json& body_ref) {
-  json body = body_ref;  // body_ref may live inside running_, which is reset below
+// `body` is taken by value: callers pass parts of running_, which is reset here.
+void Coordinator::finish_op(bool ok, json body) {
   Operation finished = std::move(running_->op);
   running_.reset();
   for (uint64_t waiter : finished.waiters) reply(waiter, ok, body);
