@@ -81,7 +81,7 @@ bool ImageWriter::flush() {
 bool ImageWriter::write_out(const void* data, uint64_t size) {
   if (failure_) return false;
   const char* p = static_cast<const char*>(data);
-  if (size >= kBufferBytes / 2) {  // large payloads go straight from memory to the file
+  if (size >= kChunkBytes) {  // whole chunks go straight to the file
     if (!flush()) return false;
     for (uint64_t done = 0; done < size;) {
       long n = STASIS_SYS3(SYS_write, fd_, p + done, size - done);
@@ -131,14 +131,18 @@ bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem) {
   }
   for (uint64_t off = 0; off < len; off += kChunkBytes) {
     uint64_t n = len - off < kChunkBytes ? len - off : kChunkBytes;
-    const char* src = reinterpret_cast<const char*>(addr + off);
+    // Every chunk is first copied, because the checkpoint thread's own stack is among the memory
+    // being saved and changes under the compressor (zstd would encode matches against bytes that
+    // no longer hold): the copy is one consistent snapshot, checksummed and compressed as is.
+    const char* src = chunk_in_;
     if (via_proc_mem) {
       long got = STASIS_SYS4(SYS_pread64, proc_mem_fd_, chunk_in_, n, addr + off);
       if (got != static_cast<long>(n)) {
         failure_ = "reading an unreadable region through /proc/self/mem failed";
         return false;
       }
-      src = chunk_in_;
+    } else {
+      __builtin_memcpy(chunk_in_, reinterpret_cast<const char*>(addr + off), n);
     }
     memory_bytes_ += n;
     if (compression_ == STASIS_COMPRESS_ZSTD) {

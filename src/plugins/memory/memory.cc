@@ -160,8 +160,22 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
   *vdso = {};
   bool ok = true;
   for (uint32_t i = 0; i < count && ok; i++) {
-    const Mapping& m = maps[i];
-    if (m.start < arena.end() && m.end > arena.start()) continue;  // checkpoint scratch
+    Mapping m = maps[i];
+    // The scratch arena is not program state, but the kernel may have merged it with an
+    // adjacent anonymous mapping of the program: save what lies outside it.
+    if (m.start < arena.end() && m.end > arena.start()) {
+      if (m.start < arena.start()) {
+        Mapping below = m;
+        below.end = arena.start();
+        maps[i].start = arena.end();  // revisit the part above, if any, next
+        if (maps[i].start < maps[i].end) i--;
+        m = below;
+      } else if (m.end > arena.end()) {
+        m.start = arena.end();
+      } else {
+        continue;
+      }
+    }
     StasisRegionRecord r = {};
     r.start = m.start;
     r.end = m.end;
