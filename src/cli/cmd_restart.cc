@@ -165,6 +165,7 @@ class PipeWriter {
     const char* p = static_cast<const char*>(data);
     if (buffer_.size() + len > (1 << 20)) flush();
     if (len >= (1 << 19)) {
+      flush();
       write_all(p, len);
       return;
     }
@@ -300,7 +301,7 @@ void reopen_descriptors(const image::Image& img, int feed_fd) {
       close(fd);
     }
   }
-  for (const auto& f : img.fds()) fcntl(f.fd, F_SETFD, f.cloexec ? FD_CLOEXEC : 0);
+  for (const auto& f : img.fds()) fcntl(f.fd, F_SETFD, 0);  // see cloexec_fds
 }
 
 class RestartCommand : public Command {
@@ -336,6 +337,8 @@ class RestartCommand : public Command {
     info.coord_port = addr.port;
     snprintf(info.coord_host, sizeof info.coord_host, "%s", addr.host.c_str());
     snprintf(info.secret_hex, sizeof info.secret_hex, "%s", secret.c_str());
+    for (const auto& f : img.fds())
+      if (f.cloexec && f.fd >= 0 && f.fd < 1024) info.cloexec_fds[f.fd / 64] |= 1ull << (f.fd % 64);
 
     int feed[2];
     if (pipe(feed) != 0) throw Error("cannot create the restart pipe");

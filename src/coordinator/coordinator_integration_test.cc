@@ -259,7 +259,8 @@ class CoordinatorIntegration : public ::testing::Test {
   }
 
   void TearDown() override {
-    stop_coordinator();
+    // A coordinator that cannot exit cleanly (or that a sanitizer stopped) fails the test.
+    if (coordinator_) EXPECT_EQ(stop_coordinator(), 0) << log();
     if (!HasFailure())
       fs::remove_all(tmp_);
     else

@@ -40,6 +40,9 @@ struct StasisRestartInfo {
   uint64_t loader_start, loader_end;  // the runtime unmaps these once every thread left them
   int32_t mm_restore_status;  // prctl(PR_SET_MM_MAP) result (0 or -errno)
   int32_t reserved2[3];
+  // Descriptors (< 1024) that had FD_CLOEXEC: restart opens them without it, or exec'ing the
+  // loader would close them; the runtime sets the flag again.
+  uint64_t cloexec_fds[16];
 };
 
 struct StasisLoaderPlan {

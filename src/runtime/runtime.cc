@@ -102,6 +102,9 @@ void after_restart() {
     STASIS_SYS2(SYS_munmap, g_restart_info.loader_start,
                 g_restart_info.loader_end - g_restart_info.loader_start);
   restore_process_state();
+  for (int fd = 0; fd < 1024; fd++)
+    if (g_restart_info.cloexec_fds[fd / 64] & (1ull << (fd % 64)))
+      STASIS_SYS3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
   str_copy(g_config.coord_host, g_restart_info.coord_host, sizeof g_config.coord_host);
   g_config.coord_port = g_restart_info.coord_port;
   str_copy(g_config.secret_hex, g_restart_info.secret_hex, sizeof g_config.secret_hex);
