@@ -260,11 +260,14 @@ class CoordinatorIntegration : public ::testing::Test {
 
   void TearDown() override {
     // A coordinator that cannot exit cleanly (or that a sanitizer stopped) fails the test.
-    if (coordinator_) EXPECT_EQ(stop_coordinator(), 0) << log();
-    if (!HasFailure())
-      fs::remove_all(tmp_);
-    else
+    if (coordinator_) {
+      EXPECT_EQ(stop_coordinator(), 0) << log();
+    }
+    if (HasFailure()) {
       fprintf(stderr, "kept %s; coordinator log:\n%s\n", tmp_.c_str(), log().c_str());
+    } else {
+      fs::remove_all(tmp_);
+    }
   }
 
   // Starts `stasis coordinator --port 0 --port-file F --ckpt-dir D ARGS` in the foreground,
