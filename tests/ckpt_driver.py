@@ -606,7 +606,7 @@ class Scenario:
     def kill_segment(self, proc: Proc, use_ckpt_kill: bool) -> tuple[Path, int]:
         """Takes the checkpoint(s) for this segment and ends the process; returns the generation
         to restart from and the number of lines printed before that checkpoint began."""
-        if self.a.interval:
+        if self.a.interval or self.a.coordinator_interval:
             return self.interval_wait_and_kill(proc)
         gen = before = None
         for i in range(self.a.checkpoints):
@@ -632,8 +632,9 @@ class Scenario:
                       and (p / "MANIFEST.json").is_file())
 
     def interval_wait_and_kill(self, proc: Proc) -> tuple[Path, int | None]:
-        self.wait_until(proc, lambda: len(self.complete_generations()) >= 2,
-                        f"two complete generations from `launch --interval {self.a.interval}`")
+        how = (f"`launch --interval {self.a.interval}`" if self.a.interval
+               else f"`coordinator --interval {self.a.coordinator_interval}`")
+        self.wait_until(proc, lambda: len(self.complete_generations()) >= 2, f"two complete generations from {how}")
         proc.kill()
         gens = self.complete_generations()
         newest = gens[-1]
@@ -752,7 +753,7 @@ class Scenario:
     def run(self) -> None:
         a = self.a
         self.run_reference()
-        self.env.start_coordinator()
+        self.env.start_coordinator(["--interval", str(a.coordinator_interval)] if a.coordinator_interval else [])
         launch_argv = [a.stasis, "launch"]
         if a.compress:
             launch_argv += ["--compress", a.compress]
@@ -925,6 +926,8 @@ def parse_args(argv=None):
                     help="restart PATH: the generation dir, the root, no PATH with $STASIS_CKPT_DIR, no PATH in the root's parent")
     ap.add_argument("--restart-cwd", choices=["same", "other"], default="same", help="cwd of `stasis restart`")
     ap.add_argument("--interval", type=float, default=0, help="launch --interval S; wait for 2 generations instead of checkpointing")
+    ap.add_argument("--coordinator-interval", type=float, default=0,
+                    help="coordinator --interval S; like --interval, wait for 2 generations instead of checkpointing")
     ap.add_argument("--compress", choices=["zstd", "none"], help="launch --compress")
     ap.add_argument("--checkpoint-compress", choices=["zstd", "none"], help="checkpoint --compress")
     ap.add_argument("--stdin-after", help="regex: once output matches, write --stdin-data to the program's stdin and close it")
@@ -935,9 +938,9 @@ def parse_args(argv=None):
                     help="before restarting, check inspect/restart refuse a damaged copy of the image")
     ap.add_argument("--expect-refusal", metavar="REGEX",
                     help="the checkpoint must be refused (non-zero, one line matching REGEX) and the program run on unharmed")
-    ap.add_argument("--timeout", type=float, default=60, help="limit for a whole program run")
+    ap.add_argument("--timeout", type=float, default=40, help="limit for a whole program run")
     ap.add_argument("--step-timeout", type=float, default=30, help="limit for each wait")
-    ap.add_argument("--ckpt-timeout", type=float, default=60, help="limit for `stasis checkpoint`")
+    ap.add_argument("--ckpt-timeout", type=float, default=40, help="limit for `stasis checkpoint`")
     ap.add_argument("--plain", action="store_true", help="no stasis: run the program twice and compare")
     ap.add_argument("--selftest", action="store_true", help="check the comparison logic and exit")
     ap.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS ({dir} = the run's work dir)")
