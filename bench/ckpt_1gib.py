@@ -156,6 +156,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dir", default="/var/tmp", help="where checkpoints and dd files go (a real disk)")
     args = ap.parse_args()
+    args.stasis, args.big_memory = os.path.abspath(args.stasis), os.path.abspath(args.big_memory)
     for p in (args.stasis, args.big_memory):
         if not os.access(p, os.X_OK):
             sys.exit(f"{p} not found: build first (cmake --build build)")
