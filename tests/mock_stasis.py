@@ -103,7 +103,7 @@ def run_tracked(argv, cwd, skip_lines: int, stdout_file, offset: int, ckpt_dir: 
     brk = os.environ.get("MOCK_STASIS_BREAK", "")
     for line in child.stdout:
         lines += 1
-        if lines > skip_lines or (brk == "repeat" and lines > skip_lines - 2):
+        if lines > skip_lines or (brk == "repeat" and lines > skip_lines - 6):
             if not (brk == "skip" and lines == skip_lines + 2):
                 target.write(line)
                 pos += len(line)
