@@ -277,6 +277,11 @@ void reopen_descriptors(const image::Image& img, int feed_fd) {
       }
       continue;
     }
+    if (f.same_description_as >= 0 && f.kind != STASIS_FD_EXTERNAL) {
+      if (dup2(f.same_description_as, f.fd) < 0)
+        throw Error(fmt::format("cannot duplicate descriptor {} as {}", f.same_description_as, f.fd));
+      continue;
+    }
     int flags = static_cast<int>(f.flags) & ~(O_CREAT | O_TRUNC | O_EXCL | O_NOCTTY);
     if (f.kind == STASIS_FD_DIRECTORY) flags |= O_DIRECTORY;
     int fd = open(f.path, flags);

@@ -24,6 +24,7 @@ typedef struct StasisRecordHeader StasisRecordHeader;
 typedef struct StasisKernelSigaction StasisKernelSigaction;
 typedef struct StasisItimer StasisItimer;
 typedef struct StasisRlimit StasisRlimit;
+typedef struct StasisQueuedSignal StasisQueuedSignal;
 typedef struct StasisVdsoLayout StasisVdsoLayout;
 typedef struct StasisMmLayout StasisMmLayout;
 typedef struct StasisProcessRecord StasisProcessRecord;
@@ -87,6 +88,14 @@ struct StasisItimer {
   int64_t interval_sec, interval_usec, value_sec, value_usec;
 };
 
+// A queued signal with its kernel siginfo (128 bytes), so queued real-time signals keep their
+// count, order and values.
+struct StasisQueuedSignal {
+  uint8_t siginfo[128];
+};
+#define STASIS_MAX_QUEUED_SHARED 64
+#define STASIS_MAX_QUEUED_THREAD 8
+
 struct StasisRlimit {
   uint64_t cur, max;
 };
@@ -128,6 +137,9 @@ struct StasisProcessRecord {
   StasisRlimit rlimits[16];
   StasisVdsoLayout vdso;
   StasisMmLayout mm;
+  uint32_t queued_count;  // process-directed signals pending at the checkpoint
+  uint32_t reserved2;
+  StasisQueuedSignal queued[STASIS_MAX_QUEUED_SHARED];
 };
 
 // Callee-saved register context captured inside the runtime (setjmp-like, no pointer mangling).
@@ -157,6 +169,9 @@ struct StasisThreadRecord {
   uint64_t sigmask;          // mask in effect when it was interrupted
   uint64_t pending;          // thread-directed pending signals
   char name[16];
+  uint32_t queued_count;     // thread-directed signals pending at the checkpoint
+  uint32_t reserved2;
+  StasisQueuedSignal queued[STASIS_MAX_QUEUED_THREAD];
 };
 
 enum StasisRegionKind STASIS_ENUM_BASE {
@@ -194,6 +209,10 @@ struct StasisFdRecord {
   uint32_t kind;       // StasisFdKind
   uint32_t flags;      // F_GETFL
   uint32_t cloexec;
+  // A lower descriptor sharing this one's open file description (dup, fcntl F_DUPFD), so the
+  // two keep one offset after restart; -1 if none.
+  int32_t same_description_as;
+  uint32_t reserved;
   int64_t offset;
   uint64_t size;       // file size when written (regular files)
   uint64_t dev, ino;

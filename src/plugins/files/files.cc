@@ -98,6 +98,14 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, LogLine& e
       r.ino = st.st_ino;
       r.size = static_cast<uint64_t>(st.st_size);
       r.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+      r.same_description_as = -1;
+      const long pid = sys_getpid();
+      for (uint32_t j = 0; j < n; j++)
+        if (recs[j].ino == r.ino && recs[j].dev == r.dev &&
+            STASIS_SYS5(SYS_kcmp, pid, pid, 0 /* KCMP_FILE */, recs[j].fd, fd) == 0) {
+          r.same_description_as = recs[j].fd;
+          break;
+        }
       bool deleted = str_ends(r.path, " (deleted)");
       if (S_ISREG(st.st_mode) && !deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:")) {
         r.kind = STASIS_FD_REGULAR;

@@ -59,6 +59,10 @@ void capture_process_record(StasisProcessRecord* rec) {
   for (int sig = 1; sig <= 64; sig++)
     if (sig != SIGKILL && sig != SIGSTOP)
       STASIS_SYS4(SYS_rt_sigaction, sig, nullptr, &rec->sigactions[sig - 1], 8);
+  // Process-directed pending signals: the checkpoint thread blocks every signal, so its
+  // sigtimedwait reaches only the process-wide queue.
+  uint64_t shared = rec->shared_pending & ~(1ull << (g_config.checkpoint_signal - 1));
+  rec->queued_count = collect_pending_signals(shared, false, rec->queued, STASIS_MAX_QUEUED_SHARED);
   for (int which = 0; which < 3; which++) {
     struct itimerval it;
     if (STASIS_SYS2(SYS_getitimer, which, &it) == 0)
@@ -103,10 +107,50 @@ void restore_process_record(const StasisProcessRecord* rec) {
     struct itimerval it = {{t.interval_sec, t.interval_usec}, {t.value_sec, t.value_usec}};
     STASIS_SYS3(SYS_setitimer, which, &it, nullptr);
   }
+  requeue_signals(rec->queued, rec->queued_count, 0);
+}
+
+uint32_t collect_pending_signals(uint64_t mask, bool thread_only, StasisQueuedSignal* out,
+                                 uint32_t cap) {
+  mask &= ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
+  if (mask == 0) return 0;
+  const long pid = sys_getpid(), tid = sys_gettid();
+  struct timespec zero = {0, 0};
+  uint32_t n = 0;
+  static char status[4096];
+  while (n < cap) {
+    if (thread_only) {
+      if (read_small_file("/proc/thread-self/status", status, sizeof status) <= 0) break;
+      if ((parse_status_hex(status, "SigPnd") & mask) == 0) break;
+    }
+    long sig = STASIS_SYS4(SYS_rt_sigtimedwait, &mask, out[n].siginfo, &zero, 8);
+    if (sig <= 0) break;
+    n++;
+  }
+  if (n == cap) {
+    LogLine line;
+    (line << "warning: more than " << cap << " signals are queued; the rest are not saved").emit();
+  }
+  // Back in the queue, in the same order, so the running program is unaffected.
+  (void)pid;
+  requeue_signals(out, n, thread_only ? tid : 0);
+  return n;
+}
+
+void requeue_signals(const StasisQueuedSignal* signals, uint32_t count, long tid) {
   const long pid = sys_getpid();
-  for (int sig = 1; sig <= 64; sig++)
-    if ((rec->shared_pending & (1ull << (sig - 1))) && sig != g_config.checkpoint_signal)
-      STASIS_SYS2(SYS_kill, pid, sig);
+  for (uint32_t i = 0; i < count; i++) {
+    const auto* info = reinterpret_cast<const siginfo_t*>(signals[i].siginfo);
+    // The kernel lets only the main thread queue a siginfo that claims to come from the kernel or
+    // from kill/tgkill (si_code >= 0, SI_TKILL); for those the plain signal is what matters.
+    bool sendable = info->si_code < 0 && info->si_code != SI_TKILL;
+    if (tid)
+      sendable ? STASIS_SYS4(SYS_rt_tgsigqueueinfo, pid, tid, info->si_signo, info)
+               : STASIS_SYS3(SYS_tgkill, pid, tid, info->si_signo);
+    else
+      sendable ? STASIS_SYS3(SYS_rt_sigqueueinfo, pid, info->si_signo, info)
+               : STASIS_SYS2(SYS_kill, pid, info->si_signo);
+  }
 }
 
 bool refuse_if_children(LogLine& error) {

@@ -10,4 +10,12 @@ void capture_process_record(StasisProcessRecord* rec);
 void restore_process_record(const StasisProcessRecord* rec);
 // Child processes (process trees come in a later version): fills `error` and returns false.
 bool refuse_if_children(LogLine& error);
+
+// Pending signals are read by taking them off the calling thread's queue (sigtimedwait) and
+// putting them straight back (rt_tgsigqueueinfo), which keeps their siginfo. `thread_only`:
+// stop once the thread's own queue is empty instead of reaching into the process-wide one.
+uint32_t collect_pending_signals(uint64_t mask, bool thread_only, StasisQueuedSignal* out,
+                                 uint32_t cap);
+// Queues saved signals again: to thread `tid` of this process, or to the process if tid is 0.
+void requeue_signals(const StasisQueuedSignal* signals, uint32_t count, long tid);
 }  // namespace stasis::rt

@@ -14,6 +14,7 @@
 #include <sys/prctl.h>
 #include <ucontext.h>
 
+#include "plugins/process/process_state.h"
 #include "runtime/rt.h"
 
 extern "C" {
@@ -178,6 +179,9 @@ void suspend_signal_handler(int, siginfo_t*, void* ucontext_void) {
   rec->blocked_syscall = slot->blocked_syscall;
   rec->sigmask = *reinterpret_cast<uint64_t*>(&uc->uc_sigmask);
   rec->is_checkpoint_thread = 0;
+  rec->queued_count = collect_pending_signals(
+      rec->pending & ~(1ull << (g_config.checkpoint_signal - 1)), true, rec->queued,
+      STASIS_MAX_QUEUED_THREAD);
 
   if (stasis_context_save(&rec->context) == 0) {
     slot->state.store(kSuspended);
@@ -189,9 +193,7 @@ void suspend_signal_handler(int, siginfo_t*, void* ucontext_void) {
     auto& gregs = uc->uc_mcontext.gregs;
     if (gregs[REG_RAX] == SYS_restart_syscall && rec->blocked_syscall >= 0)
       gregs[REG_RAX] = rec->blocked_syscall;
-    for (int sig = 1; sig <= 64; sig++)
-      if (rec->pending & (1ull << (sig - 1)))
-        STASIS_SYS3(SYS_tgkill, sys_getpid(), sys_gettid(), sig);
+    requeue_signals(rec->queued, rec->queued_count, sys_gettid());
     slot->tid.store(static_cast<int32_t>(sys_gettid()));
     slot->state.store(kRestored);
     g_restored_count.fetch_add(1);
