@@ -96,6 +96,7 @@ class LaunchCommand : public Command {
     setenv("STASIS_LAUNCH_PID", std::to_string(getpid()).c_str(), 1);
     if (!options.ckpt_dir.empty()) setenv("STASIS_CKPT_DIR", options.ckpt_dir.c_str(), 1);
     if (!compress.empty()) setenv("STASIS_COMPRESS", compress.c_str(), 1);
+    if (interval_ > 0) setenv("STASIS_INTERVAL", fmt::format("{}", interval_).c_str(), 1);
 
     std::vector<char*> args;
     for (auto& a : argv_) args.push_back(a.data());

@@ -729,6 +729,12 @@ void Coordinator::process_joined(Client& client) {
                     "them to {}",
                     client.describe(), info.ckpt_dir, options_.ckpt_dir));
   }
+  if (options_.interval <= 0 && info.interval_seconds > 0) {
+    options_.interval = info.interval_seconds;
+    next_interval_ = after_seconds(options_.interval);
+    log_.line(fmt::format("checkpointing every {} s, as {} asked", options_.interval,
+                          client.describe()));
+  }
   if (!info.restarted) {
     client.in_computation = true;
     client.state = "running";

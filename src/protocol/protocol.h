@@ -94,6 +94,7 @@ struct StasisProcessInfo {
   char program[STASIS_NAME_MAX];  // short name (comm / argv[0] basename)
   char ckpt_dir[STASIS_PATH_MAX]; // the launch's --ckpt-dir / STASIS_CKPT_DIR, absolute; may be ""
   char compress[16];              // "zstd" / "none" / "" (coordinator default)
+  double interval_seconds;        // launch --interval: adopted by a coordinator that has none
 };
 
 struct StasisAuth {

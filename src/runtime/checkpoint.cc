@@ -48,7 +48,7 @@ uint32_t compression_from(const char* name) {
 
 int write_checkpoint(const char* dir, const char* compress, CheckpointResult* result,
                      LogLine& error) {
-  if (!refuse_if_children(error)) return -1;
+  if (!refuse_if_children(error) || !refuse_if_posix_timers(error)) return -1;
   if (!g_arena.create(kArenaBytes)) {
     error << "cannot map checkpoint scratch memory";
     return -1;

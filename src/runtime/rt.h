@@ -31,6 +31,7 @@ struct Config {
   char ckpt_dir[STASIS_IMAGE_PATH_MAX] = {};
   char compress[16] = {};
   int checkpoint_signal = 0;
+  double interval_seconds = 0;  // STASIS_INTERVAL (launch --interval)
   uint32_t original_pid = 0;
   int tcb_tid_offset = -1;  // offset of glibc's cached tid in struct pthread, -1 if unknown
 };

@@ -212,6 +212,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
   if (const char* dir = getenv("STASIS_CKPT_DIR")) str_copy(g_config.ckpt_dir, dir, sizeof g_config.ckpt_dir);
   const char* compress = getenv("STASIS_COMPRESS");
   str_copy(g_config.compress, compress ? compress : "zstd", sizeof g_config.compress);
+  if (const char* interval = getenv("STASIS_INTERVAL")) g_config.interval_seconds = atof(interval);
   const char* sig = getenv("STASIS_SIGNAL");
   g_config.checkpoint_signal = sig ? atoi(sig) : SIGRTMAX - 2;
   if (g_config.checkpoint_signal <= 0 || g_config.checkpoint_signal > SIGRTMAX ||
@@ -276,6 +277,7 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
   }
   str_copy(info.ckpt_dir, g_config.ckpt_dir, sizeof info.ckpt_dir);
   str_copy(info.compress, g_config.compress, sizeof info.compress);
+  info.interval_seconds = g_config.interval_seconds;
   uint64_t client_id = 0;
   char reason[256] = {};
   if (stasis_client_handshake(kCoordinatorFd, g_config.secret, sizeof g_config.secret,

@@ -153,6 +153,19 @@ void requeue_signals(const StasisQueuedSignal* signals, uint32_t count, long tid
   }
 }
 
+bool refuse_if_posix_timers(LogLine& error) {
+  static char text[4096];
+  if (read_small_file("/proc/self/timers", text, sizeof text) <= 0) return true;
+  long timers = 0;
+  for (const char* p = text; *p; p++)
+    if (str_starts(p, "ID:")) timers++;
+  if (timers == 0) return true;
+  error << "the process has " << timers
+        << " POSIX timer(s) (timer_create), which this version of Stasis cannot restore; "
+           "not checkpointing";
+  return false;
+}
+
 bool refuse_if_children(LogLine& error) {
   long dir = STASIS_SYS3(SYS_open, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (dir < 0) return true;

@@ -10,6 +10,7 @@ void capture_process_record(StasisProcessRecord* rec);
 void restore_process_record(const StasisProcessRecord* rec);
 // Child processes (process trees come in a later version): fills `error` and returns false.
 bool refuse_if_children(LogLine& error);
+bool refuse_if_posix_timers(LogLine& error);
 
 // Pending signals are read by taking them off the calling thread's queue (sigtimedwait) and
 // putting them straight back (rt_tgsigqueueinfo), which keeps their siginfo. `thread_only`:
