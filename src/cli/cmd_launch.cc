@@ -68,6 +68,8 @@ class LaunchCommand : public Command {
         ->check(CLI::NonNegativeNumber);
     app.add_option("--compress", compress_, "Image compression: zstd (default) or none")
         ->check(CLI::IsMember({"zstd", "none"}));
+    app.add_option("--plugin", plugins_, "Load a Stasis plugin (a shared library) into the program; repeatable")
+        ->check(CLI::ExistingFile);
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
     app.prefix_command(false);
   }
@@ -96,6 +98,12 @@ class LaunchCommand : public Command {
     setenv("STASIS_LAUNCH_PID", std::to_string(getpid()).c_str(), 1);
     if (!options.ckpt_dir.empty()) setenv("STASIS_CKPT_DIR", options.ckpt_dir.c_str(), 1);
     if (!compress.empty()) setenv("STASIS_COMPRESS", compress.c_str(), 1);
+    if (!plugins_.empty()) {
+      std::string list = getenv("STASIS_PLUGINS") ? getenv("STASIS_PLUGINS") : "";
+      for (const auto& plugin : plugins_)
+        list += (list.empty() ? "" : ":") + std::filesystem::absolute(plugin).string();
+      setenv("STASIS_PLUGINS", list.c_str(), 1);
+    }
     if (interval_ > 0) setenv("STASIS_INTERVAL", fmt::format("{}", interval_).c_str(), 1);
 
     std::vector<char*> args;
@@ -108,7 +116,7 @@ class LaunchCommand : public Command {
  private:
   std::string coord_, ckpt_dir_, compress_;
   double interval_ = 0;
-  std::vector<std::string> argv_;
+  std::vector<std::string> argv_, plugins_;
 };
 
 }  // namespace

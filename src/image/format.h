@@ -169,8 +169,8 @@ struct StasisThreadRecord {
   uint64_t sigmask;          // mask in effect when it was interrupted
   uint64_t pending;          // thread-directed pending signals
   char name[16];
+  int32_t nice;              // scheduling priority (per thread on Linux)
   uint32_t queued_count;     // thread-directed signals pending at the checkpoint
-  uint32_t reserved2;
   StasisQueuedSignal queued[STASIS_MAX_QUEUED_THREAD];
 };
 

@@ -16,6 +16,7 @@
 #include "image/format.h"
 #include "protocol/protocol.h"
 #include "restart/loader_protocol.h"
+#include "stasis/plugin.h"
 
 namespace stasis::rt {
 
@@ -121,6 +122,11 @@ void restore_process_state();
 
 // ---- coordinator link (runtime.cc) -----------------------------------------------------------
 bool connect_to_coordinator(bool restarted, LogLine& error);
+
+// ---- external plugins (plugins.cc) -----------------------------------------------------------
+void load_plugins_from_env();
+// Calls every plugin; returns 0, or the first failure with `error` naming the plugin.
+int plugins_event(stasis_event_t event, const stasis_event_data_t* data, LogLine& error);
 
 // ---- application API state -------------------------------------------------------------------
 extern std::atomic<uint32_t> g_checkpoints_done;  // futex word bumped after each checkpoint

@@ -112,6 +112,8 @@ void after_restart() {
   stasis_hex_decode(g_config.secret_hex, g_config.secret, sizeof g_config.secret);
   g_generation.store(g_restart_info.generation);
   LogLine error;
+  stasis_event_data_t event = {g_restart_info.generation, nullptr, 1};
+  if (plugins_event(STASIS_EVENT_RESTART, &event, error) != 0) error.emit();
   if (!connect_to_coordinator(true, error)) {
     error.emit();
     // Without a coordinator nobody will send "resume": continue on our own.
@@ -121,27 +123,44 @@ void after_restart() {
   futex_wake_all(&g_restarts_done);
 }
 
+bool g_last_checkpoint_ok = false;
+
 void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
   const char* name = barrier.name;
+  stasis_event_data_t event = {generation, barrier.ckpt_dir, 0};
+  LogLine error;
   if (str_eq(name, "suspend")) {
+    g_last_checkpoint_ok = false;
+    if (plugins_event(STASIS_EVENT_PRE_SUSPEND, &event, error) != 0) {
+      report_barrier(name, 1, error.c_str(), nullptr);
+      return;
+    }
     wait_for_critical_sections();
-    LogLine error;
     if (!threads_are_suspended() && !suspend_user_threads(error)) {
       report_barrier(name, 1, error.c_str(), nullptr);
       return;
     }
     report_barrier(name, 0, nullptr, nullptr);
+  } else if (str_eq(name, "drain")) {
+    int rc = plugins_event(STASIS_EVENT_DRAIN, &event, error);
+    report_barrier(name, rc, rc ? error.c_str() : nullptr, nullptr);
   } else if (str_eq(name, "checkpoint")) {
     g_generation.store(generation);
     static CheckpointResult result;
-    LogLine error;
+    if (plugins_event(STASIS_EVENT_PRE_CHECKPOINT, &event, error) != 0) {
+      report_barrier(name, 1, error.c_str(), nullptr);
+      return;
+    }
     int r = write_checkpoint(barrier.ckpt_dir, barrier.compress, &result, error);
     if (r == 1) {
       after_restart();
       return;
     }
+    g_last_checkpoint_ok = r == 0;
     report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), &result);
   } else if (str_eq(name, "resume")) {
+    event.checkpoint_ok = g_last_checkpoint_ok ? 1 : 0;
+    plugins_event(STASIS_EVENT_RESUME, &event, error);
     if (threads_are_suspended()) resume_user_threads();
     g_suspend_requested.store(0);
     futex_wake_all(&g_suspend_requested);
@@ -194,6 +213,16 @@ void atfork_child() {
   g_config.active = false;
   g_config.checkpoint_signal = 0;
   STASIS_SYS1(SYS_close, kCoordinatorFd);
+  LogLine error;
+  stasis_event_data_t event = {g_generation.load(), nullptr, 0};
+  plugins_event(STASIS_EVENT_ATFORK_CHILD, &event, error);
+}
+
+void at_exit() {
+  if (!g_config.active) return;
+  LogLine error;
+  stasis_event_data_t event = {g_generation.load(), nullptr, 0};
+  plugins_event(STASIS_EVENT_EXIT, &event, error);
 }
 
 __attribute__((constructor)) void stasis_runtime_init() {
@@ -231,6 +260,8 @@ __attribute__((constructor)) void stasis_runtime_init() {
   }
   install_suspend_handler();
   pthread_atfork(nullptr, nullptr, atfork_child);
+  atexit(at_exit);
+  load_plugins_from_env();
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the checkpoint thread inherits: it takes no signals
@@ -245,6 +276,8 @@ __attribute__((constructor)) void stasis_runtime_init() {
     return;
   }
   g_config.active = true;
+  stasis_event_data_t event = {0, nullptr, 0};
+  if (plugins_event(STASIS_EVENT_INIT, &event, error) != 0) error.emit();
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/prctl.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/utsname.h>
@@ -98,6 +99,24 @@ void capture_process_record(StasisProcessRecord* rec) {
 }
 
 void restore_process_record(const StasisProcessRecord* rec) {
+  // /proc/self/exe names the loader until this succeeds (the loader could not: its own file was
+  // still mapped). Changing it needs CAP_CHECKPOINT_RESTORE, so an unprivileged restart keeps
+  // the loader there; everything else of the mm layout was already restored by the loader.
+  long exe = STASIS_SYS3(SYS_open, rec->exe, O_RDONLY | O_CLOEXEC, 0);
+  if (exe >= 0) {
+    const StasisMmLayout& mm = rec->mm;
+    struct prctl_mm_map map = {};
+    map.start_code = mm.start_code, map.end_code = mm.end_code;
+    map.start_data = mm.start_data, map.end_data = mm.end_data;
+    map.start_brk = mm.start_brk, map.brk = static_cast<uint64_t>(STASIS_SYS1(SYS_brk, 0));
+    map.start_stack = mm.start_stack, map.arg_start = mm.arg_start, map.arg_end = mm.arg_end;
+    map.env_start = mm.env_start, map.env_end = mm.env_end;
+    map.auxv = const_cast<__u64*>(reinterpret_cast<const __u64*>(mm.auxv));
+    map.auxv_size = mm.auxv_words * 8;
+    map.exe_fd = static_cast<uint32_t>(exe);
+    STASIS_SYS5(SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, &map, sizeof map, 0);
+    STASIS_SYS1(SYS_close, exe);
+  }
   for (int sig = 1; sig <= 64; sig++)
     if (sig != SIGKILL && sig != SIGSTOP)
       STASIS_SYS4(SYS_rt_sigaction, sig, &rec->sigactions[sig - 1], nullptr, 8);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <ucontext.h>
 
 #include "plugins/process/process_state.h"
@@ -162,6 +163,7 @@ void capture_thread_state(StasisThreadRecord* rec, int32_t tid) {
     }
   }
   STASIS_SYS2(SYS_prctl, PR_GET_NAME, rec->name);
+  rec->nice = 20 - static_cast<int32_t>(STASIS_SYS2(SYS_getpriority, PRIO_PROCESS, 0));
 }
 
 void suspend_signal_handler(int, siginfo_t*, void* ucontext_void) {
@@ -232,6 +234,7 @@ void restore_own_thread_state(const StasisThreadRecord* rec) {
     }
   }
   STASIS_SYS2(SYS_prctl, PR_SET_NAME, rec->name);
+  STASIS_SYS3(SYS_setpriority, PRIO_PROCESS, 0, rec->nice);  // lowering it needs privilege
   (void)kArchSetFs;
 }
 
