@@ -210,7 +210,7 @@ class Proc:
     and stdin to /dev/null or a pipe we write once its output matches a regex."""
 
     def __init__(self, name, argv, cwd, env, stdout_file: Path | None,
-                 stdin_feed: tuple[re.Pattern, bytes] | None = None):
+                 stdin_feed: tuple[re.Pattern, bytes] | None = None, tty: bool = False):
         self.name = name
         self.argv = [str(a) for a in argv]
         self.stdout_file = stdout_file
@@ -224,7 +224,14 @@ class Proc:
         self._lock = threading.Lock()
         self.started = time.monotonic()
         self.ended: float | None = None
-        out_target = open(stdout_file, "wb") if stdout_file is not None else subprocess.PIPE
+        self.tty_master = None
+        if stdout_file is not None:
+            out_target = open(stdout_file, "wb")
+        elif tty:
+            # stdout on a pseudo-terminal, as in an interactive shell; we read the master side
+            self.tty_master, out_target = os.openpty()
+        else:
+            out_target = subprocess.PIPE
         try:
             self.popen = subprocess.Popen(
                 self.argv, cwd=str(cwd), env=env,
@@ -235,11 +242,31 @@ class Proc:
         finally:
             if stdout_file is not None:
                 out_target.close()
+            elif tty:
+                os.close(out_target)
         self.pid = self.popen.pid
         self._threads = []
-        if stdout_file is None:
+        if self.tty_master is not None:
+            self._threads.append(self._drain_fd(self.tty_master, self._out))
+        elif stdout_file is None:
             self._threads.append(self._drain(self.popen.stdout, self._out))
         self._threads.append(self._drain(self.popen.stderr, self._err))
+
+    def _drain_fd(self, fd, buf):
+        def run():
+            while True:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:  # EIO: every slave side is closed
+                    chunk = b""
+                if not chunk:
+                    break
+                with self._lock:
+                    buf.extend(chunk)
+            os.close(fd)
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t
 
     def _drain(self, stream, buf):
         def run():
@@ -386,8 +413,8 @@ class Env:
         e.update({k: v for k, v in extra.items() if v is not None})
         return e
 
-    def start(self, name, argv, cwd, env, stdout_file=None, stdin_feed=None) -> Proc:
-        p = Proc(name, argv, cwd, env, stdout_file, stdin_feed)
+    def start(self, name, argv, cwd, env, stdout_file=None, stdin_feed=None, tty=False) -> Proc:
+        p = Proc(name, argv, cwd, env, stdout_file, stdin_feed, tty)
         self.procs.append(p)
         return p
 
@@ -549,7 +576,8 @@ class Scenario:
     # -- steps -----------------------------------------------------------------------------
     def run_reference(self) -> None:
         p = self.env.start("reference", self.prog_argv(self.env.ref_dir), self.env.ref_dir,
-                           self.env.env(), self.stdout_path(self.env.ref_dir, "reference"), self.stdin_feed)
+                           self.env.env(), self.stdout_path(self.env.ref_dir, "reference"), self.stdin_feed,
+                           tty=self.a.mode == "tty")
         rc = p.wait(self.a.timeout, "reference run without stasis")
         self.reference = p.stdout_bytes()
         self.reference_rc = rc
@@ -670,7 +698,7 @@ class Scenario:
                                   f"{os.readlink(latest) if latest.is_symlink() else '(missing)'}")
         name = f"restart{index}"
         p = self.env.start(name, argv, cwd, self.env.env(ckpt_env=ckpt_env),
-                           self.stdout_path(self.env.tmp, name), self.stdin_feed)
+                           self.stdout_path(self.env.tmp, name), self.stdin_feed, tty=self.a.mode == "tty")
         if self.a.mode == "file":
             p.watch_file = self.env.run_dir / "launch.stdout"
         log(f"started `stasis restart{'' if len(argv) == 2 else ' ' + str(argv[2])}` in {cwd} as pid {p.pid}")
@@ -763,7 +791,7 @@ class Scenario:
             launch_argv += ["--interval", str(a.interval)]
         launch_argv += ["--", *self.prog_argv(self.env.run_dir)]
         proc = self.env.start("launch", launch_argv, self.env.run_dir, self.env.env(),
-                              self.stdout_path(self.env.run_dir, "launch"), self.stdin_feed)
+                              self.stdout_path(self.env.run_dir, "launch"), self.stdin_feed, tty=self.a.mode == "tty")
         self.seg_procs.append(proc)
         log(f"launched pid {proc.pid}: {' '.join(launch_argv[1:])}")
         self.wait_progress(proc, a.wait_lines)
@@ -773,6 +801,11 @@ class Scenario:
         gen, before = self.kill_segment(proc, use_ckpt_kill)
         self.segments.append(Segment("launch", proc.stdout_bytes(), before))
 
+        if a.max_image_mb is not None:
+            size = sum(f.stat().st_size for f in gen.glob("*.stasis")) / 2**20
+            if size > a.max_image_mb:
+                raise TestFailure(f"generation {gen.name} holds {size:.1f} MiB of images, more than {a.max_image_mb} MiB")
+            log(f"images of {gen.name}: {size:.1f} MiB (limit {a.max_image_mb} MiB)")
         if a.bad_image:
             self.bad_image_checks(gen)
 
@@ -790,6 +823,25 @@ class Scenario:
                 self.segments.append(Segment(p.name, p.stdout_bytes()))
                 self.final_rc = rc
         self.compare()
+        if a.restart_twice:
+            self.restart_again(gen)
+
+    def restart_again(self, gen: Path) -> None:
+        """Restarting a second time from the same generation gives the same continuation."""
+        # (file mode: the second run rewrites the same bytes from the saved offset, so the whole
+        # file must still equal the reference)
+        first_segment = self.segments[-1]
+        p = self.restart(gen, len(self.seg_procs))
+        self.seg_procs.append(p)
+        rc = p.wait(self.a.timeout, "second restart from the same generation")
+        self.segments[-1] = Segment(p.name, p.stdout_bytes())
+        self.final_rc = rc
+        if self.a.mode != "file" and self.segments[-1].lines != first_segment.lines:
+            self.actual_final = None
+            raise TestFailure(f"restarting generation {gen.name} a second time printed something else:\n"
+                              + unified_diff(first_segment.lines, self.segments[-1].lines))
+        self.compare()
+        log("second restart from the same generation: same output")
 
     def refusal(self, proc: Proc) -> None:
         """The program uses something unsupported: `stasis checkpoint` must fail with one line that
@@ -816,7 +868,7 @@ class Scenario:
     def compare(self) -> None:
         a = self.a
         problems = []
-        if a.mode == "pipe":
+        if a.mode in ("pipe", "tty"):
             ok, combined, why = merge_segments(self.reference, self.segments)
             self.actual_final = b"".join(combined)
         else:
@@ -886,7 +938,7 @@ def plain(args) -> int:
         s.run_reference()
         first, first_rc = s.reference, s.reference_rc
         p = env.start("second", s.prog_argv(env.run_dir), env.run_dir, env.env(),
-                      s.stdout_path(env.run_dir, "second"), s.stdin_feed)
+                      s.stdout_path(env.run_dir, "second"), s.stdin_feed, tty=args.mode == "tty")
         rc = p.wait(args.timeout)
         second = p.stdout_bytes()
         problems = []
@@ -916,7 +968,11 @@ def parse_args(argv=None):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stasis", help="path of the stasis binary")
     ap.add_argument("--name", default="ckpt", help="test name (for messages and temp dir)")
-    ap.add_argument("--mode", choices=["file", "pipe"], default="pipe", help="program stdout: regular file or pipe")
+    ap.add_argument("--mode", choices=["file", "pipe", "tty"], default="pipe",
+                    help="program stdout: a regular file, a pipe, or a pseudo-terminal (compared like a pipe)")
+    ap.add_argument("--restart-twice", action="store_true",
+                    help="after the final restart, restart from the same generation again: same result (images are not consumed)")
+    ap.add_argument("--max-image-mb", type=float, help="the generation restarted from holds at most this many MiB of images")
     ap.add_argument("--progress-regex", default=r"^step ", help="what a progress line looks like")
     ap.add_argument("--wait-lines", type=int, default=10, help="progress lines before the first checkpoint")
     ap.add_argument("--wait-regex", help="instead of --wait-lines: output that must appear before the first checkpoint")

@@ -1,0 +1,135 @@
+#!/usr/bin/python3
+"""End-to-end tests of the application API and the plugin API: launch, checkpoint, kill -9,
+restart, and compare with an uninterrupted run.
+
+  api_tests.py app_api STASIS APP_API_BINARY
+  api_tests.py plugin  STASIS PLUGIN_SO COUNTER_BINARY
+"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def fail(message):
+    print(f"FAIL: {message}", flush=True)
+    sys.exit(1)
+
+
+def wait_for(predicate, what, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    fail(f"timed out waiting for {what}")
+
+
+class Computation:
+    def __init__(self, stasis, tmp):
+        self.stasis, self.tmp = stasis, Path(tmp)
+        self.ckpt = self.tmp / "ckpt"
+        self.env = dict(os.environ, STASIS_RUNTIME_DIR=str(self.tmp / "run"))
+        port_file = self.tmp / "port"
+        subprocess.run([stasis, "coordinator", "--port", "0", "--port-file", str(port_file),
+                        "--ckpt-dir", str(self.ckpt), "--daemon", "--exit-when-idle"],
+                       env=self.env, check=True)
+        self.env["STASIS_COORD"] = f"127.0.0.1:{port_file.read_text().strip()}"
+
+    def run(self, *args, **kw):
+        return subprocess.run([self.stasis, *args], env=self.env, capture_output=True, text=True, **kw)
+
+    def popen(self, args, stdout, stderr):
+        return subprocess.Popen([self.stasis, *args], env=self.env, stdout=stdout, stderr=stderr)
+
+    def cleanup(self):
+        self.run("kill")
+
+
+def lines(path):
+    return Path(path).read_text().splitlines() if Path(path).exists() else []
+
+
+def app_api(stasis, program):
+    with tempfile.TemporaryDirectory() as tmp:
+        reference = subprocess.run([program, "40", "10"], capture_output=True, text=True, check=True)
+        if "enabled 0" not in reference.stderr or "checkpoint returned -1" not in reference.stderr:
+            fail(f"without Stasis the API should report disabled: {reference.stderr!r}")
+        comp = Computation(stasis, tmp)
+        out, err1, err2 = Path(tmp, "out"), Path(tmp, "err1"), Path(tmp, "err2")
+        try:
+            with open(out, "w") as o, open(err1, "w") as e:
+                proc = comp.popen(["launch", "--", program, "40", "10"], o, e)
+            wait_for(lambda: (comp.ckpt / "latest" / "MANIFEST.json").exists(),
+                     "the checkpoint the program asked for")
+            wait_for(lambda: len(lines(out)) >= 15, "15 lines of output")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            if "enabled 1" not in err1.read_text() or "checkpoint returned 1" not in err1.read_text():
+                fail(f"under Stasis the API should report enabled and a checkpoint: {err1.read_text()!r}")
+            with open(err2, "w") as e:
+                restarted = subprocess.run([stasis, "restart", str(comp.ckpt)], env=comp.env,
+                                           stderr=e, timeout=60)
+            if restarted.returncode != 0:
+                fail(f"restart exited {restarted.returncode}: {err2.read_text()}")
+            # stderr was a regular file: the restarted process writes on at its saved offset.
+            if err1.read_text() != "enabled 1\ncheckpoint returned 2\n":
+                fail(f"stasis_checkpoint() should return STASIS_AFTER_RESTART after restart: {err1.read_text()!r}")
+            if out.read_text() != reference.stdout:
+                fail("the output after restart differs from an uninterrupted run")
+        finally:
+            comp.cleanup()
+    print("PASS app_api")
+
+
+def plugin(stasis, plugin_so, counter):
+    with tempfile.TemporaryDirectory() as tmp:
+        reference = subprocess.run([counter, "40", "50"], capture_output=True, text=True, check=True)
+        comp = Computation(stasis, tmp)
+        log = Path(tmp, "plugin.log")
+        comp.env["STASIS_EXAMPLE_LOG"] = str(log)
+        out = Path(tmp, "out")
+        try:
+            with open(out, "w") as o:
+                proc = comp.popen(["launch", "--plugin", plugin_so, "--", counter, "40", "50"], o, None)
+            wait_for(lambda: len(lines(out)) >= 5, "5 lines of output")
+            for _ in range(2):
+                r = comp.run("checkpoint", timeout=60)
+                if r.returncode != 0:
+                    fail(f"checkpoint failed: {r.stderr}")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            restarted = subprocess.run([stasis, "restart", str(comp.ckpt)], env=comp.env, timeout=60)
+            if restarted.returncode != reference.returncode:
+                fail(f"restart exited {restarted.returncode}, an uninterrupted run {reference.returncode}")
+            if out.read_text() != reference.stdout:
+                fail("the output after restart differs from an uninterrupted run")
+            events = [" ".join(l.split()[:3]) for l in lines(log)]
+            expected = ["init generation 0",
+                        "pre-suspend generation 1", "drain generation 1", "pre-checkpoint generation 1",
+                        "resume generation 1",
+                        "pre-suspend generation 2", "drain generation 2", "pre-checkpoint generation 2",
+                        "resume generation 2",
+                        "restart generation 2", "resume generation 2", "exit generation 2"]
+            if events != expected:
+                fail(f"plugin events {events} != {expected}")
+            counts = [int(l.split()[-1]) for l in lines(log)]
+            # The counter is plugin memory: after the restart it is what the image saved (1: the
+            # second checkpoint's resume had not run yet when memory was written).
+            if counts[4] != 1 or counts[8] != 2 or counts[9] != 1:
+                fail(f"plugin state did not survive as saved: {lines(log)}")
+        finally:
+            comp.cleanup()
+    print("PASS plugin")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "app_api":
+        app_api(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "plugin":
+        plugin(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        fail(f"unknown case {sys.argv[1]}")
