@@ -90,6 +90,8 @@ bool str_ends(const char* s, const char* suffix);
 bool str_eq(const char* a, const char* b);
 // Reads a whole small file (/proc/...) into buf (NUL-terminated); returns length or -errno.
 long read_small_file(const char* path, char* buf, size_t cap);
+// Parses lowercase hex digits at p, advancing p past them.
+uint64_t parse_hex(const char*& p);
 // Parses "Name:\t<hex>" from a /proc status text.
 uint64_t parse_status_hex(const char* text, const char* field);
 void format_uint(char* out, unsigned long v);

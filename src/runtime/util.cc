@@ -149,21 +149,25 @@ long read_small_file(const char* path, char* buf, size_t cap) {
   return static_cast<long>(len);
 }
 
+uint64_t parse_hex(const char*& p) {
+  uint64_t v = 0;
+  for (;; p++) {
+    int d;
+    if (*p >= '0' && *p <= '9') d = *p - '0';
+    else if (*p >= 'a' && *p <= 'f') d = *p - 'a' + 10;
+    else break;
+    v = (v << 4) | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
 uint64_t parse_status_hex(const char* text, const char* field) {
   size_t flen = str_len(field);
   for (const char* line = text; *line;) {
     if (str_starts(line, field) && line[flen] == ':') {
       const char* p = line + flen + 1;
       while (*p == ' ' || *p == '\t') p++;
-      uint64_t v = 0;
-      for (;; p++) {
-        int d;
-        if (*p >= '0' && *p <= '9') d = *p - '0';
-        else if (*p >= 'a' && *p <= 'f') d = *p - 'a' + 10;
-        else break;
-        v = (v << 4) | static_cast<uint64_t>(d);
-      }
-      return v;
+      return parse_hex(p);
     }
     while (*line && *line != '\n') line++;
     if (*line) line++;

@@ -24,18 +24,6 @@ struct Mapping {
   const char* path;  // NUL-terminated, inside the maps text; "" for anonymous
 };
 
-uint64_t parse_hex(const char*& p) {
-  uint64_t v = 0;
-  for (;; p++) {
-    int d;
-    if (*p >= '0' && *p <= '9') d = *p - '0';
-    else if (*p >= 'a' && *p <= 'f') d = *p - 'a' + 10;
-    else break;
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  return v;
-}
-
 // Reads /proc/self/maps into the arena and splits it into mappings (paths are cut in place).
 uint32_t read_mappings(Arena& arena, Mapping** out, LogLine& error) {
   constexpr size_t kCap = 8u << 20;

@@ -133,7 +133,7 @@ uint32_t collect_pending_signals(uint64_t mask, bool thread_only, StasisQueuedSi
                                  uint32_t cap) {
   mask &= ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
   if (mask == 0) return 0;
-  const long pid = sys_getpid(), tid = sys_gettid();
+  const long tid = sys_gettid();
   struct timespec zero = {0, 0};
   uint32_t n = 0;
   static char status[4096];
@@ -151,7 +151,6 @@ uint32_t collect_pending_signals(uint64_t mask, bool thread_only, StasisQueuedSi
     (line << "warning: more than " << cap << " signals are queued; the rest are not saved").emit();
   }
   // Back in the queue, in the same order, so the running program is unaffected.
-  (void)pid;
   requeue_signals(out, n, thread_only ? tid : 0);
   return n;
 }

@@ -28,7 +28,7 @@ namespace stasis::rt {
 namespace {
 
 constexpr uint32_t kRseqSignature = 0x53053053;  // glibc's RSEQ_SIG on x86
-constexpr int kArchSetGs = 0x1001, kArchSetFs = 0x1002, kArchGetFs = 0x1003, kArchGetGs = 0x1004;
+constexpr int kArchSetGs = 0x1001, kArchGetFs = 0x1003, kArchGetGs = 0x1004;
 
 enum SlotState : uint32_t { kFree = 0, kSignalled = 1, kSuspended = 2, kRestored = 3 };
 
@@ -235,7 +235,6 @@ void restore_own_thread_state(const StasisThreadRecord* rec) {
   }
   STASIS_SYS2(SYS_prctl, PR_SET_NAME, rec->name);
   STASIS_SYS3(SYS_setpriority, PRIO_PROCESS, 0, rec->nice);  // lowering it needs privilege
-  (void)kArchSetFs;
 }
 
 void install_suspend_handler() {
