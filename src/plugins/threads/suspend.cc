@@ -40,7 +40,8 @@ struct ThreadSlot {
   StasisThreadRecord record;
 };
 
-ThreadSlot g_slots[STASIS_MAX_THREADS];
+// constinit: no start-up loop may touch (and so populate) these megabytes in every program.
+constinit ThreadSlot g_slots[STASIS_MAX_THREADS];
 std::atomic<uint32_t> g_slot_high{0};         // slots [0, high) may be in use
 std::atomic<uint32_t> g_suspended_count{0};   // futex: threads parked in the handler
 std::atomic<uint32_t> g_restored_count{0};    // futex: threads that re-registered after restart
