@@ -35,12 +35,15 @@ typedef enum stasis_event {
   STASIS_EVENT_RESTART = 6,      /* in the restarted process, before user threads run again */
   STASIS_EVENT_EXIT = 7,         /* the process is exiting normally */
   STASIS_EVENT_ATFORK_CHILD = 8, /* in a child after fork() */
+  STASIS_EVENT_BARRIER = 9,      /* user threads stopped: a barrier a plugin added (data->barrier);
+                                    every process of the computation runs it before any goes on */
 } stasis_event_t;
 
 typedef struct stasis_event_data {
   uint64_t generation;   /* the checkpoint's generation (RESTART: the one restarted from) */
   const char* ckpt_dir;  /* PRE_CHECKPOINT: the generation directory the image goes to */
   int checkpoint_ok;     /* RESUME: 1 if this process wrote its image */
+  const char* barrier;   /* BARRIER: its name */
 } stasis_event_data_t;
 
 typedef struct stasis_plugin {
@@ -50,6 +53,12 @@ typedef struct stasis_plugin {
    * (the computation keeps running and the previous checkpoint stays the newest). */
   int (*event)(stasis_event_t event, const stasis_event_data_t* data, void* state);
   void* state; /* passed back to event() */
+  /* Optional, NULL-terminated: barriers this plugin adds to every checkpoint. The coordinator
+   * runs them, in order, after "drain" and before "checkpoint", across all processes: a plugin
+   * that needs its peers in other processes to reach a step first (a coordinated drain) gets
+   * STASIS_EVENT_BARRIER for each only when every process is at it. Names are at most 31
+   * characters of [a-z0-9_-]. */
+  const char* const* barriers;
 } stasis_plugin_t;
 
 /* Registers a plugin (the struct must stay valid for the process's lifetime). Returns 0, or -1

@@ -28,6 +28,7 @@
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <set>
 #include <vector>
 
 #include "cli/coord_client.h"
@@ -300,6 +301,7 @@ class Coordinator {
   void handle_message(Client& client, const StasisMsgHeader& header, const uint8_t* payload);
   void handle_auth(Client& client, const StasisMsgHeader& header, const uint8_t* payload);
   void process_joined(Client& client);
+  void learn_plugin_barriers(Client& client);
   void handle_command(Client& client, const StasisCommand& command);
   void handle_name_service(Client& client, const StasisMsgHeader& header, const uint8_t* payload);
   void reply(uint64_t command_client, bool ok, const json& body);
@@ -348,6 +350,7 @@ class Coordinator {
   std::map<uint64_t, std::vector<uint64_t>> restart_groups_;  // generation -> waiting processes
   std::unordered_map<std::string, std::string> names_;
   std::optional<Clock::time_point> next_interval_;
+  std::vector<std::string> plugin_barriers_;  // run between "drain" and "checkpoint"
   json last_checkpoint_ = nullptr;
   uint64_t checkpoints_done_ = 0;
 };
@@ -717,6 +720,33 @@ void Coordinator::handle_auth(Client& client, const StasisMsgHeader&, const uint
   process_joined(client);
 }
 
+// Plugins add barriers to the checkpoint sequence; names that clash with the built-in ones, or
+// are not plain words, are ignored (and logged) rather than trusted.
+void Coordinator::learn_plugin_barriers(Client& client) {
+  client.info.plugin_barriers[sizeof client.info.plugin_barriers - 1] = '\0';
+  std::string list = client.info.plugin_barriers;
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string name = list.substr(start, end - start);
+    start = end + 1;
+    static const std::set<std::string> kBuiltIn = {"suspend", "drain", "checkpoint", "resume", "restart"};
+    bool plain = !name.empty() && name.size() < 32 &&
+                 std::all_of(name.begin(), name.end(), [](char c) {
+                   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+                 });
+    if (!plain || kBuiltIn.count(name)) {
+      log_.line(fmt::format("ignoring plugin barrier '{}' from {}", name, client.describe()));
+      continue;
+    }
+    if (std::find(plugin_barriers_.begin(), plugin_barriers_.end(), name) == plugin_barriers_.end()) {
+      plugin_barriers_.push_back(name);
+      log_.line(fmt::format("checkpoints now include the plugin barrier '{}'", name));
+    }
+  }
+}
+
 void Coordinator::process_joined(Client& client) {
   process_count_++;
   seen_process_ = true;
@@ -729,6 +759,7 @@ void Coordinator::process_joined(Client& client) {
                     "them to {}",
                     client.describe(), info.ckpt_dir, options_.ckpt_dir));
   }
+  learn_plugin_barriers(client);
   if (options_.interval <= 0 && info.interval_seconds > 0) {
     options_.interval = info.interval_seconds;
     next_interval_ = after_seconds(options_.interval);
@@ -995,10 +1026,13 @@ void Coordinator::barrier_complete() {
   }
   if (finished == "suspend") {
     start_barrier("drain", op.generation);
-  } else if (finished == "drain") {
-    start_barrier("checkpoint", op.generation);
-  } else {
+  } else if (finished == "checkpoint") {
     commit_checkpoint();
+  } else {
+    // "drain", then the barriers plugins added (in the order processes declared them).
+    auto at = std::find(plugin_barriers_.begin(), plugin_barriers_.end(), finished);
+    auto next = finished == "drain" ? plugin_barriers_.begin() : at + (at != plugin_barriers_.end());
+    start_barrier(next == plugin_barriers_.end() ? "checkpoint" : *next, op.generation);
   }
 }
 

@@ -95,6 +95,9 @@ struct StasisProcessInfo {
   char ckpt_dir[STASIS_PATH_MAX]; // the launch's --ckpt-dir / STASIS_CKPT_DIR, absolute; may be ""
   char compress[16];              // "zstd" / "none" / "" (coordinator default)
   double interval_seconds;        // launch --interval: adopted by a coordinator that has none
+  // Barriers the process's plugins add to every checkpoint, run in this order between "drain"
+  // and "checkpoint": comma-separated names, "" if none.
+  char plugin_barriers[256];
 };
 
 struct StasisAuth {

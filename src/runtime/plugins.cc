@@ -45,6 +45,22 @@ int plugins_event(stasis_event_t event, const stasis_event_data_t* data, LogLine
   return 0;
 }
 
+void plugin_barrier_names(char* out, size_t cap) {
+  size_t n = 0;
+  out[0] = 0;
+  int count = g_plugin_count.load();
+  for (int i = 0; i < count; i++) {
+    for (const char* const* b = g_plugins[i]->barriers; b && *b; b++) {
+      size_t len = str_len(*b);
+      if (len == 0 || len > 31 || n + len + 2 > cap) continue;
+      if (n) out[n++] = ',';
+      __builtin_memcpy(out + n, *b, len);
+      n += len;
+      out[n] = 0;
+    }
+  }
+}
+
 }  // namespace stasis::rt
 
 using namespace stasis::rt;

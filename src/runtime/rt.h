@@ -129,6 +129,8 @@ bool connect_to_coordinator(bool restarted, LogLine& error);
 void load_plugins_from_env();
 // Calls every plugin; returns 0, or the first failure with `error` naming the plugin.
 int plugins_event(stasis_event_t event, const stasis_event_data_t* data, LogLine& error);
+// The barriers plugins add, comma-separated, for the coordinator.
+void plugin_barrier_names(char* out, size_t cap);
 
 // ---- application API state -------------------------------------------------------------------
 extern std::atomic<uint32_t> g_checkpoints_done;  // futex word bumped after each checkpoint

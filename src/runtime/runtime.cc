@@ -112,7 +112,7 @@ void after_restart() {
   stasis_hex_decode(g_config.secret_hex, g_config.secret, sizeof g_config.secret);
   g_generation.store(g_restart_info.generation);
   LogLine error;
-  stasis_event_data_t event = {g_restart_info.generation, nullptr, 1};
+  stasis_event_data_t event = {g_restart_info.generation, nullptr, 1, nullptr};
   if (plugins_event(STASIS_EVENT_RESTART, &event, error) != 0) error.emit();
   if (!connect_to_coordinator(true, error)) {
     error.emit();
@@ -127,7 +127,7 @@ bool g_last_checkpoint_ok = false;
 
 void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
   const char* name = barrier.name;
-  stasis_event_data_t event = {generation, barrier.ckpt_dir, 0};
+  stasis_event_data_t event = {generation, barrier.ckpt_dir, 0, name};
   LogLine error;
   if (str_eq(name, "suspend")) {
     g_last_checkpoint_ok = false;
@@ -167,8 +167,11 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     g_checkpoints_done.fetch_add(1);
     futex_wake_all(&g_checkpoints_done);
     report_barrier(name, 0, nullptr, nullptr);
+  } else if (str_eq(name, "restart")) {
+    report_barrier(name, 0, nullptr, nullptr);
   } else {
-    report_barrier(name, 0, nullptr, nullptr);  // "drain", "restart", plugin barriers
+    int rc = plugins_event(STASIS_EVENT_BARRIER, &event, error);
+    report_barrier(name, rc, rc ? error.c_str() : nullptr, nullptr);
   }
 }
 
@@ -214,14 +217,14 @@ void atfork_child() {
   g_config.checkpoint_signal = 0;
   STASIS_SYS1(SYS_close, kCoordinatorFd);
   LogLine error;
-  stasis_event_data_t event = {g_generation.load(), nullptr, 0};
+  stasis_event_data_t event = {g_generation.load(), nullptr, 0, nullptr};
   plugins_event(STASIS_EVENT_ATFORK_CHILD, &event, error);
 }
 
 void at_exit() {
   if (!g_config.active) return;
   LogLine error;
-  stasis_event_data_t event = {g_generation.load(), nullptr, 0};
+  stasis_event_data_t event = {g_generation.load(), nullptr, 0, nullptr};
   plugins_event(STASIS_EVENT_EXIT, &event, error);
 }
 
@@ -253,6 +256,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
   g_config.original_pid = static_cast<uint32_t>(getpid());
   note_inherited_fds();
   g_config.tcb_tid_offset = find_tcb_tid_offset(sys_gettid());
+  load_plugins_from_env();  // before joining: the coordinator learns the barriers they add
   if (!connect_to_coordinator(false, error)) {
     (error << "; running without checkpoints").emit();
     g_config.checkpoint_signal = 0;
@@ -261,7 +265,6 @@ __attribute__((constructor)) void stasis_runtime_init() {
   install_suspend_handler();
   pthread_atfork(nullptr, nullptr, atfork_child);
   atexit(at_exit);
-  load_plugins_from_env();
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the checkpoint thread inherits: it takes no signals
@@ -276,7 +279,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
     return;
   }
   g_config.active = true;
-  stasis_event_data_t event = {0, nullptr, 0};
+  stasis_event_data_t event = {0, nullptr, 0, nullptr};
   if (plugins_event(STASIS_EVENT_INIT, &event, error) != 0) error.emit();
 }
 
@@ -311,6 +314,7 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
   str_copy(info.ckpt_dir, g_config.ckpt_dir, sizeof info.ckpt_dir);
   str_copy(info.compress, g_config.compress, sizeof info.compress);
   info.interval_seconds = g_config.interval_seconds;
+  plugin_barrier_names(info.plugin_barriers, sizeof info.plugin_barriers);
   uint64_t client_id = 0;
   char reason[256] = {};
   if (stasis_client_handshake(kCoordinatorFd, g_config.secret, sizeof g_config.secret,

@@ -108,18 +108,19 @@ def plugin(stasis, plugin_so, counter):
             if out.read_text() != reference.stdout:
                 fail("the output after restart differs from an uninterrupted run")
             events = [" ".join(l.split()[:3]) for l in lines(log)]
+            # "barrier": the example-quiesce barrier the plugin adds between drain and checkpoint.
             expected = ["init generation 0",
-                        "pre-suspend generation 1", "drain generation 1", "pre-checkpoint generation 1",
-                        "resume generation 1",
-                        "pre-suspend generation 2", "drain generation 2", "pre-checkpoint generation 2",
-                        "resume generation 2",
+                        "pre-suspend generation 1", "drain generation 1", "barrier generation 1",
+                        "pre-checkpoint generation 1", "resume generation 1",
+                        "pre-suspend generation 2", "drain generation 2", "barrier generation 2",
+                        "pre-checkpoint generation 2", "resume generation 2",
                         "restart generation 2", "resume generation 2", "exit generation 2"]
             if events != expected:
                 fail(f"plugin events {events} != {expected}")
             counts = [int(l.split()[-1]) for l in lines(log)]
             # The counter is plugin memory: after the restart it is what the image saved (1: the
             # second checkpoint's resume had not run yet when memory was written).
-            if counts[4] != 1 or counts[8] != 2 or counts[9] != 1:
+            if counts[5] != 1 or counts[10] != 2 or counts[11] != 1:
                 fail(f"plugin state did not survive as saved: {lines(log)}")
         finally:
             comp.cleanup()

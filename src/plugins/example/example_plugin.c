@@ -23,6 +23,7 @@ static const char* event_name(stasis_event_t event) {
     case STASIS_EVENT_RESTART: return "restart";
     case STASIS_EVENT_EXIT: return "exit";
     case STASIS_EVENT_ATFORK_CHILD: return "atfork-child";
+    case STASIS_EVENT_BARRIER: return "barrier";
   }
   return "unknown";
 }
@@ -59,7 +60,8 @@ static int on_event(stasis_event_t event, const stasis_event_data_t* data, void*
   return 0;
 }
 
-static stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "example", on_event, NULL};
+static const char* const g_barriers[] = {"example-quiesce", NULL};
+static stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "example", on_event, NULL, g_barriers};
 
 __attribute__((constructor)) static void register_example_plugin(void) {
   const char* path = getenv("STASIS_EXAMPLE_LOG");
