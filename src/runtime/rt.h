@@ -143,3 +143,4 @@ extern std::atomic<uint32_t> g_delay_depth;
 extern "C" int stasis_context_save(StasisCpuContext* ctx);
 // libc's sigaction, bypassing the runtime's own wrapper (wrappers.cc).
 int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
+void resolve_wrapped_functions();

@@ -229,6 +229,7 @@ void at_exit() {
 }
 
 __attribute__((constructor)) void stasis_runtime_init() {
+  resolve_wrapped_functions();
   const char* coord = getenv("STASIS_COORD");
   const char* launch_pid = getenv("STASIS_LAUNCH_PID");
   if (!coord || !launch_pid) return;

@@ -8,9 +8,22 @@
 using stasis::rt::g_config;
 
 namespace {
+// libc's functions behind each wrapper. Resolved by resolve_wrapped_functions() from the
+// runtime's constructor (dlsym is not async-signal-safe, and a wrapper may first run inside a
+// signal handler); a call that comes before it resolves on the spot.
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+using SignalFn = sighandler_t (*)(int, sighandler_t);
+using MaskFn = int (*)(int, const sigset_t*, sigset_t*);
+using SuspendFn = int (*)(const sigset_t*);
+SigactionFn g_sigaction;
+SignalFn g_signal, g_sigset, g_bsd_signal, g_sysv_signal;
+MaskFn g_sigprocmask, g_pthread_sigmask;
+SuspendFn g_sigsuspend;
+
 template <typename Fn>
-Fn next(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+Fn resolve(Fn& slot, const char* name) {
+  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  return slot;
 }
 
 bool is_checkpoint_signal(int sig) { return sig != 0 && sig == g_config.checkpoint_signal; }
@@ -25,10 +38,19 @@ const sigset_t* without_checkpoint_signal(const sigset_t* set, sigset_t* copy) {
 }
 }  // namespace
 
+void resolve_wrapped_functions() {
+  resolve(g_sigaction, "sigaction");
+  resolve(g_signal, "signal");
+  resolve(g_sigset, "sigset");
+  resolve(g_bsd_signal, "bsd_signal");
+  resolve(g_sysv_signal, "sysv_signal");
+  resolve(g_sigprocmask, "sigprocmask");
+  resolve(g_pthread_sigmask, "pthread_sigmask");
+  resolve(g_sigsuspend, "sigsuspend");
+}
+
 int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  using Fn = int (*)(int, const struct sigaction*, struct sigaction*);
-  static Fn fn = next<Fn>("sigaction");
-  return fn(sig, act, old);
+  return resolve(g_sigaction, "sigaction")(sig, act, old);
 }
 
 extern "C" {
@@ -46,50 +68,36 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 }
 
 __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
-  using Fn = sighandler_t (*)(int, sighandler_t);
-  static Fn fn = next<Fn>("signal");
-  return is_checkpoint_signal(sig) ? SIG_DFL : fn(sig, handler);
+  return is_checkpoint_signal(sig) ? SIG_DFL : resolve(g_signal, "signal")(sig, handler);
 }
 
 __attribute__((visibility("default"))) sighandler_t sigset(int sig, sighandler_t handler) {
-  using Fn = sighandler_t (*)(int, sighandler_t);
-  static Fn fn = next<Fn>("sigset");
-  return is_checkpoint_signal(sig) ? SIG_DFL : fn(sig, handler);
+  return is_checkpoint_signal(sig) ? SIG_DFL : resolve(g_sigset, "sigset")(sig, handler);
 }
 
 __attribute__((visibility("default"))) sighandler_t bsd_signal(int sig, sighandler_t handler) {
-  using Fn = sighandler_t (*)(int, sighandler_t);
-  static Fn fn = next<Fn>("bsd_signal");
-  return is_checkpoint_signal(sig) ? SIG_DFL : fn(sig, handler);
+  return is_checkpoint_signal(sig) ? SIG_DFL : resolve(g_bsd_signal, "bsd_signal")(sig, handler);
 }
 
 __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighandler_t handler) {
-  using Fn = sighandler_t (*)(int, sighandler_t);
-  static Fn fn = next<Fn>("sysv_signal");
-  return is_checkpoint_signal(sig) ? SIG_DFL : fn(sig, handler);
+  return is_checkpoint_signal(sig) ? SIG_DFL : resolve(g_sysv_signal, "sysv_signal")(sig, handler);
 }
 
 __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t* set,
                                                        sigset_t* old) {
-  using Fn = int (*)(int, const sigset_t*, sigset_t*);
-  static Fn fn = next<Fn>("sigprocmask");
   sigset_t copy;
-  return fn(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
+  return resolve(g_sigprocmask, "sigprocmask")(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
 }
 
 __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset_t* set,
                                                            sigset_t* old) {
-  using Fn = int (*)(int, const sigset_t*, sigset_t*);
-  static Fn fn = next<Fn>("pthread_sigmask");
   sigset_t copy;
-  return fn(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
+  return resolve(g_pthread_sigmask, "pthread_sigmask")(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
 }
 
 __attribute__((visibility("default"))) int sigsuspend(const sigset_t* mask) {
-  using Fn = int (*)(const sigset_t*);
-  static Fn fn = next<Fn>("sigsuspend");
   sigset_t copy;
-  return fn(without_checkpoint_signal(mask, &copy));
+  return resolve(g_sigsuspend, "sigsuspend")(without_checkpoint_signal(mask, &copy));
 }
 
 }  // extern "C"

@@ -136,7 +136,7 @@ uint32_t collect_pending_signals(uint64_t mask, bool thread_only, StasisQueuedSi
   const long tid = sys_gettid();
   struct timespec zero = {0, 0};
   uint32_t n = 0;
-  static char status[4096];
+  char status[2048];  // on the stack: several threads run this at once, in their handlers
   while (n < cap) {
     if (thread_only) {
       if (read_small_file("/proc/thread-self/status", status, sizeof status) <= 0) break;
