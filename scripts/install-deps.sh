@@ -2,7 +2,8 @@
 # Installs what building and testing Stasis needs (Debian 12). Used by .ci/run and scripts/demo.sh.
 set -euo pipefail
 PACKAGES=(build-essential cmake ninja-build pkg-config libzstd-dev libxxhash-dev libcli11-dev
-          nlohmann-json3-dev libfmt-dev libgtest-dev python3 perl zstd bash coreutils procps)
+          nlohmann-json3-dev libfmt-dev libgtest-dev python3 perl zstd bash coreutils procps
+          ibverbs-utils libibverbs-dev iproute2)
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else

@@ -95,10 +95,11 @@ int wait_connected(int fd, int timeout_ms) {
 }  // namespace
 
 const std::string& fabric_dir() {
-  static const std::string dir = [] {
+  // Never destroyed: the exit hook that withdraws queue pairs runs after static destructors.
+  static const std::string& dir = *[] {
     const char* env = getenv("SOFTIB_FABRIC_DIR");
-    std::string d = env && *env ? env : "/dev/shm/softib-" + std::to_string(getuid());
-    mkdir(d.c_str(), 0700);
+    auto* d = new std::string(env && *env ? env : "/dev/shm/softib-" + std::to_string(getuid()));
+    mkdir(d->c_str(), 0700);
     return d;
   }();
   return dir;
@@ -170,10 +171,14 @@ bool publish_qp(uint16_t lid, uint32_t qpn, const Endpoint& ep) {
   for (const auto& ip : ep.ipv4) ips += (ips.empty() ? "" : ",") + ip;
   std::string text = "unix=" + ep.unix_path + "\ntcp=" + std::to_string(ep.tcp_port) +
                      "\nips=" + ips + "\nlid=" + std::to_string(lid) + "\n";
+  if (getenv("SOFTIB_TRACE")) fprintf(stderr, "softib[%d]: publish %u-%u\n", getpid(), lid, qpn);
   return write_file_atomically(qp_record_path(lid, qpn), text);
 }
 
-void withdraw_qp(uint16_t lid, uint32_t qpn) { unlink(qp_record_path(lid, qpn).c_str()); }
+void withdraw_qp(uint16_t lid, uint32_t qpn) {
+  if (getenv("SOFTIB_TRACE")) fprintf(stderr, "softib[%d]: withdraw %u-%u\n", getpid(), lid, qpn);
+  unlink(qp_record_path(lid, qpn).c_str());
+}
 
 bool lookup_qp(uint16_t lid, uint32_t qpn, Endpoint* ep) {
   std::string text;

@@ -32,7 +32,7 @@ void set_watch(Context* c, Conn* k, bool want_out) {
 
 void read_conn(Context* c, Conn* k) {
   for (;;) {
-    if (k->in.size() - k->in_used < 64 * 1024) k->in.resize(std::max(k->in.size() * 2, kInitialInBuffer));
+    if (k->in.size() - k->in_used < 64 * 1024) k->in.resize(std::max<size_t>(k->in.size() * 2, kInitialInBuffer));
     ssize_t n = recv(k->fd, k->in.data() + k->in_used, k->in.size() - k->in_used, 0);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       conn_failed(c, k);
