@@ -24,7 +24,7 @@ constexpr size_t kInitialInBuffer = 256 * 1024;
 
 void set_watch(Context* c, Conn* k, bool want_out) {
   epoll_event ev{};
-  ev.events = EPOLLIN | (want_out ? EPOLLOUT : 0);
+  ev.events = EPOLLIN | (want_out ? uint32_t{EPOLLOUT} : 0u);
   ev.data.fd = k->fd;
   epoll_ctl(c->epoll_fd, EPOLL_CTL_MOD, k->fd, &ev);
   k->watching_out = want_out;
