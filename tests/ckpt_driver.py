@@ -63,6 +63,18 @@ def tail_text(data: bytes | str, n: int = 15) -> str:
     return prefix + "\n".join("    | " + l for l in lines[-n:]) if lines else "    (empty)"
 
 
+def status_text(rc) -> str:
+    """Exit status as Python reports it, with the signal name for deaths by signal."""
+    if rc is None:
+        return "still running"
+    if rc < 0:
+        try:
+            return f"{rc} (killed by {signal.Signals(-rc).name})"
+        except ValueError:
+            return f"{rc} (killed by signal {-rc})"
+    return str(rc)
+
+
 def split_lines(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
@@ -557,7 +569,7 @@ class Scenario:
                 proc.join_output()
                 if cond():
                     return
-                raise TestFailure(f"{proc.name} (pid {proc.pid}) exited with status {rc} before {what}")
+                raise TestFailure(f"{proc.name} (pid {proc.pid}) exited with status {status_text(rc)} before {what}")
             if time.monotonic() > deadline:
                 raise TestFailure(f"timed out after {timeout:.0f} s waiting for {what} from {proc.name}")
             time.sleep(0.02)
@@ -878,7 +890,8 @@ class Scenario:
         if not ok:
             problems.append(why)
         if self.final_rc != self.reference_rc:
-            problems.append(f"restarted program exited with status {self.final_rc}, reference exited {self.reference_rc}")
+            problems.append(f"restarted program exited with status {status_text(self.final_rc)}, "
+                            f"reference exited {status_text(self.reference_rc)}")
         for rel in a.compare_file:
             ref_f, run_f = self.env.ref_dir / rel, self.env.run_dir / rel
             rb = ref_f.read_bytes() if ref_f.exists() else None
@@ -913,7 +926,7 @@ class Scenario:
         for p in self.env.procs:
             if p.name == "reference":
                 continue
-            print(f"--- {p.name} (pid {p.pid}, status {p.poll()}) stdout tail:")
+            print(f"--- {p.name} (pid {p.pid}, status {status_text(p.poll())}) stdout tail:")
             print(tail_text(p.stdout_bytes()))
             err = p.stderr_bytes()
             if err:
