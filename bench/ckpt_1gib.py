@@ -4,6 +4,7 @@
 For each memory size (default 256 and 1024 MiB) and compression (none, zstd), runs the
 big_memory test program under Stasis and measures, median of --runs runs:
   checkpoint  wall time of `stasis checkpoint` (until the checkpoint is durable)
+  paused      how long the program itself was stopped (from the coordinator's log, if it says)
   image       bytes of *.stasis files in the checkpoint directory
   restart     from starting `stasis restart` until the program prints its next progress line
               (the page cache is dropped first when permitted, so the image is read from disk)
@@ -17,6 +18,7 @@ usage: bench/ckpt_1gib.py [--stasis build/bin/stasis] [--big-memory build/tests/
 """
 import argparse
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -105,6 +107,10 @@ def run_once(args, mib, compress, workroot):
             raise RuntimeError(f"checkpoint failed: {cp.stderr.decode().strip()}")
         gen = Path(cp.stdout.decode().strip().splitlines()[-1])
         image = sum(f.stat().st_size for f in gen.glob("*.stasis"))
+        # how long the program itself was stopped, if the coordinator logs it
+        m = re.search(r"paused ([0-9.]+) s", (ckpt / "coordinator.log").read_text(errors="replace")) \
+            if (ckpt / "coordinator.log").exists() else None
+        paused = float(m.group(1)) if m else float("nan")
         launch.send_signal(signal.SIGKILL)
         launch.wait()
         last_step = int([l for _, l in r.lines if l and l.startswith("step ")][-1].split()[1])
@@ -116,7 +122,7 @@ def run_once(args, mib, compress, workroot):
         r2 = Reader(rs.stdout)
         t1, _ = r2.wait_for(lambda l: l.startswith("step "), 600)
         restart_s = t1 - t0
-        return ckpt_s, image, restart_s, dropped
+        return ckpt_s, image, restart_s, dropped, paused
     finally:
         for p in procs:
             if p.poll() is None:
@@ -177,27 +183,28 @@ def main():
                     continue
                 results.append(res)
                 caches_dropped &= res[3]
-                print(f"[{mib} MiB {comp}] run {i + 1}: checkpoint {res[0]:.2f} s, image {res[1] / 2**20:.1f} MiB, "
-                      f"restart {res[2]:.2f} s", flush=True)
+                print(f"[{mib} MiB {comp}] run {i + 1}: checkpoint {res[0]:.2f} s (program paused {res[4]:.3f} s), "
+                      f"image {res[1] / 2**20:.1f} MiB, restart {res[2]:.2f} s", flush=True)
             if results:
                 ck = statistics.median(r[0] for r in results)
                 im = statistics.median(r[1] for r in results)
                 rs = statistics.median(r[2] for r in results)
-                rows.append((mib, comp, len(results), ck, im, rs, ddw, ddr))
+                pa = statistics.median(r[4] for r in results)
+                rows.append((mib, comp, len(results), ck, pa, im, rs, ddw, ddr))
             else:
-                rows.append((mib, comp, 0, None, None, None, ddw, ddr))
+                rows.append((mib, comp, 0, None, None, None, None, ddw, ddr))
     print()
     print(f"median of {args.runs} runs; page cache {'dropped' if caches_dropped else 'NOT dropped (no permission)'} "
           "before reads and restarts")
-    hdr = f"{'MiB':>5} {'compress':>8} {'runs':>4} {'ckpt s':>7} {'image MiB':>9} {'restart s':>9} " \
+    hdr = f"{'MiB':>5} {'compress':>8} {'runs':>4} {'ckpt s':>7} {'paused s':>8} {'image MiB':>9} {'restart s':>9} " \
           f"{'dd wr s':>7} {'dd rd s':>7} {'ckpt/ddwr':>9} {'rst/ddrd':>8}"
     print(hdr)
     print("-" * len(hdr))
-    for mib, comp, n, ck, im, rs, ddw, ddr in rows:
+    for mib, comp, n, ck, pa, im, rs, ddw, ddr in rows:
         if n == 0:
             print(f"{mib:>5} {comp:>8} {0:>4}   (all runs failed)")
             continue
-        print(f"{mib:>5} {comp:>8} {n:>4} {ck:>7.2f} {im / 2**20:>9.1f} {rs:>9.2f} {ddw:>7.2f} {ddr:>7.2f} "
+        print(f"{mib:>5} {comp:>8} {n:>4} {ck:>7.2f} {pa:>8.3f} {im / 2**20:>9.1f} {rs:>9.2f} {ddw:>7.2f} {ddr:>7.2f} "
               f"{ck / ddw:>9.2f} {rs / ddr:>8.2f}")
 
 
