@@ -44,6 +44,7 @@ import uuid
 from pathlib import Path
 
 MARKER_VAR = "STASIS_TEST_MARKER"
+CONTROLLED_VARS = {"STASIS_COORD", "STASIS_CKPT_DIR", "STASIS_RUNTIME_DIR", "STASIS_SECRET", "STASIS_COMPRESS"}
 GEN_RE = re.compile(r"^\d{6}$")
 
 
@@ -409,7 +410,9 @@ class Env:
             d.mkdir()
         self.port: int | None = None
         self.procs: list[Proc] = []
-        base = {k: v for k, v in os.environ.items() if not k.startswith("STASIS_") and k != "LD_PRELOAD"}
+        # The variables this driver decides are dropped from the caller's environment; others
+        # (e.g. STASIS_FORKED_CHECKPOINT set by a test's ENVIRONMENT property) pass through.
+        base = {k: v for k, v in os.environ.items() if k not in CONTROLLED_VARS and k != "LD_PRELOAD"}
         base[MARKER_VAR] = self.marker
         base["STASIS_RUNTIME_DIR"] = str(self.runtime_dir)
         base.setdefault("LC_ALL", "C")
