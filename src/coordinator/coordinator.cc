@@ -180,6 +180,8 @@ struct RunningOp {
   uint64_t generation = 0;
   std::string generation_dir;
   bool committed = false;  // MANIFEST.json and latest written
+  bool resumed = false;    // "resume" done: the computation runs again
+  double pause_seconds = 0;  // from sending "suspend" until "resume" was done everywhere
   std::unordered_map<uint64_t, ImageResult> images;
   Clock::time_point started;
   json success;  // the reply once committed
@@ -191,6 +193,7 @@ std::string state_during(const std::string& barrier) {
   if (barrier == "drain") return "draining";
   if (barrier == "checkpoint") return "checkpointing";
   if (barrier == "resume") return "resuming";
+  if (barrier == "commit") return "committing";
   if (barrier == "restart") return "restarting";
   return barrier;
 }
@@ -198,7 +201,7 @@ std::string state_during(const std::string& barrier) {
 std::string state_after(const std::string& barrier) {
   if (barrier == "suspend" || barrier == "drain") return "suspended";
   if (barrier == "checkpoint") return "checkpointed";
-  if (barrier == "resume") return "running";
+  if (barrier == "resume" || barrier == "commit") return "running";
   if (barrier == "restart") return "restarted";
   return barrier;
 }
@@ -302,6 +305,7 @@ class Coordinator {
   void handle_auth(Client& client, const StasisMsgHeader& header, const uint8_t* payload);
   void process_joined(Client& client);
   void learn_plugin_barriers(Client& client);
+  void remove_incomplete_generation();
   void handle_command(Client& client, const StasisCommand& command);
   void handle_name_service(Client& client, const StasisMsgHeader& header, const uint8_t* payload);
   void reply(uint64_t command_client, bool ok, const json& body);
@@ -731,7 +735,8 @@ void Coordinator::learn_plugin_barriers(Client& client) {
     if (end == std::string::npos) end = list.size();
     std::string name = list.substr(start, end - start);
     start = end + 1;
-    static const std::set<std::string> kBuiltIn = {"suspend", "drain", "checkpoint", "resume", "restart"};
+    static const std::set<std::string> kBuiltIn = {"suspend", "drain", "checkpoint", "resume",
+                                                   "commit", "restart"};
     bool plain = !name.empty() && name.size() < 32 &&
                  std::all_of(name.begin(), name.end(), [](char c) {
                    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
@@ -978,7 +983,9 @@ void Coordinator::barrier_done(Client& client, const StasisBarrierDone& done) {
     fail(fmt::format("process {} failed to {}: {}", client.describe(), name, message));
   } else {
     client.state = state_after(name);
-    if (name == "checkpoint") {
+    // The image is named at "checkpoint" (written in place) or at "commit" (a forked writer
+    // finished it); the later answer wins.
+    if ((name == "checkpoint" || name == "commit") && done.image_path[0] != '\0') {
       op.images[client.id] = ImageResult{bounded(done.image_path, sizeof done.image_path),
                                          done.image_bytes, done.memory_bytes};
     }
@@ -1011,12 +1018,17 @@ void Coordinator::barrier_complete() {
     return;
   }
 
-  // A checkpoint.
+  // A checkpoint: suspend, drain, plugin barriers, checkpoint (each process has its snapshot:
+  // written, or being written by a forked writer), resume, commit (every image is durable),
+  // then MANIFEST.json and `latest`. With --kill: checkpoint, commit, KILL (no resume).
   if (finished == "resume") {
-    if (op.failure.empty()) {
-      finish_op(true, op.success);
-    } else {
+    op.resumed = true;
+    op.pause_seconds = round_ms(seconds_since(op.started));
+    if (!op.failure.empty()) {
+      remove_incomplete_generation();
       finish_op(false, {{"ok", false}, {"error", op.failure}});
+    } else {
+      start_barrier("commit", op.generation);
     }
     return;
   }
@@ -1027,6 +1039,8 @@ void Coordinator::barrier_complete() {
   if (finished == "suspend") {
     start_barrier("drain", op.generation);
   } else if (finished == "checkpoint") {
+    start_barrier(op.op.kill_after ? "commit" : "resume", op.generation);
+  } else if (finished == "commit") {
     commit_checkpoint();
   } else {
     // "drain", then the barriers plugins added (in the order processes declared them).
@@ -1039,12 +1053,21 @@ void Coordinator::barrier_complete() {
 // The computation keeps running; the partial generation disappears.
 void Coordinator::abandon_checkpoint() {
   RunningOp& op = *running_;
-  if (!remove_tree(op.generation_dir)) {
-    log_.line(fmt::format("could not remove the incomplete checkpoint {}", op.generation_dir));
+  remove_incomplete_generation();
+  if (op.resumed) {
+    finish_op(false, {{"ok", false}, {"error", op.failure}});
+    return;
   }
   log_.line(fmt::format("checkpoint {} failed after {:.3f} s; resuming", op.generation,
                         seconds_since(op.started)));
   start_barrier("resume", op.generation);
+}
+
+void Coordinator::remove_incomplete_generation() {
+  RunningOp& op = *running_;
+  if (!remove_tree(op.generation_dir)) {
+    log_.line(fmt::format("could not remove the incomplete checkpoint {}", op.generation_dir));
+  }
 }
 
 void Coordinator::commit_checkpoint() {
@@ -1095,11 +1118,12 @@ void Coordinator::commit_checkpoint() {
                 {"images", images},
                 {"seconds", manifest.seconds},
                 {"image_bytes", image_bytes},
-                {"memory_bytes", memory_bytes}};
+                {"memory_bytes", memory_bytes},
+                {"pause_seconds", op.pause_seconds}};
   log_.line(
-      fmt::format("checkpoint {} complete in {:.3f} s: {} image{}, {} bytes written, {} "
-                  "bytes of memory",
-                  op.generation, manifest.seconds, op.members.size(),
+      fmt::format("checkpoint {} complete in {:.3f} s (computation paused {:.3f} s): {} image{}, "
+                  "{} bytes written, {} bytes of memory",
+                  op.generation, manifest.seconds, op.pause_seconds, op.members.size(),
                   op.members.size() == 1 ? "" : "s", image_bytes, memory_bytes));
   for (uint64_t removed : prune_generations(options_.ckpt_dir, options_.keep)) {
     log_.line(fmt::format("removed generation {} (--keep {})", removed, options_.keep));
@@ -1107,7 +1131,7 @@ void Coordinator::commit_checkpoint() {
   if (op.op.kill_after) {
     kill_members();
   } else {
-    start_barrier("resume", op.generation);
+    finish_op(true, op.success);
   }
 }
 
@@ -1137,7 +1161,7 @@ void Coordinator::member_gone(const Client& client) {
     }
     return;
   }
-  if (op.op.kind == OpKind::Checkpoint && !op.committed && op.barrier != "resume") {
+  if (op.op.kind == OpKind::Checkpoint && !op.committed) {
     fail(fmt::format("process {} disconnected during checkpoint {}", client.describe(),
                      op.generation));
   }
@@ -1174,7 +1198,7 @@ void Coordinator::check_deadlines() {
       if (late.size() > 1) who += fmt::format(" and {} more", late.size() - 1);
       std::string why = fmt::format("the \"{}\" barrier timed out after {} s waiting for {}",
                                     op.barrier, options_.barrier_timeout, who);
-      if (op.op.kind == OpKind::Checkpoint && !op.committed && op.barrier != "resume") {
+      if (op.op.kind == OpKind::Checkpoint && !op.committed) {
         fail(why);
       } else {
         log_.line(why);

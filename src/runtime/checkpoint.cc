@@ -8,6 +8,8 @@
 //   fsync, rename to DIR/<comm>-<pid>.stasis, fsync DIR
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "plugins/files/files.h"
 #include "plugins/memory/memory.h"
@@ -46,7 +48,61 @@ uint32_t compression_from(const char* name) {
 }
 }  // namespace
 
-int write_checkpoint(const char* dir, const char* compress, CheckpointResult* result,
+namespace {
+
+// Writes the image of the memory as it is now (in place, or in a forked writer whose memory is
+// the snapshot). Fills result or error; returns 0 or -1.
+int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint32_t fd_count,
+                CheckpointResult* result, LogLine& error) {
+  const uint32_t n = g_own_thread_index;
+  char tmp_path[STASIS_IMAGE_PATH_MAX], final_path[STASIS_IMAGE_PATH_MAX];
+  build_image_path(final_path, sizeof final_path, dir, g_process.comm, g_process.pid, ".stasis");
+  build_image_path(tmp_path, sizeof tmp_path, dir, g_process.comm, g_process.pid, ".stasis.tmp");
+  ImageWriter writer;
+  const char* compression_name = compress && compress[0] ? compress : g_config.compress;
+  bool ok = writer.open(tmp_path, compression_from(compression_name), g_arena, error);
+  for (uint32_t i = 0; ok && i <= n; i++)
+    ok = writer.add_record(STASIS_REC_THREAD, g_threads[i].tid, &g_threads[i], sizeof g_threads[i]);
+  for (uint32_t i = 0; ok && i < fd_count; i++)
+    ok = writer.add_record(STASIS_REC_FD, static_cast<uint64_t>(fds[i].fd), &fds[i], sizeof fds[i]);
+  ok = ok && write_memory(writer, g_arena, &g_process.vdso, error);
+  ok = ok && writer.add_record(STASIS_REC_PROCESS, g_process.pid, &g_process, sizeof g_process);
+  ok = ok && writer.finish();
+  if (!ok) {
+    if (error.size() == 0) error << "writing " << tmp_path << " failed: " << writer.failure();
+    writer.abandon();
+    STASIS_SYS1(SYS_unlink, tmp_path);
+    return -1;
+  }
+  long renamed = STASIS_SYS2(SYS_rename, tmp_path, final_path);
+  long dir_fd = STASIS_SYS3(SYS_open, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dir_fd >= 0) {
+    STASIS_SYS1(SYS_fsync, dir_fd);
+    STASIS_SYS1(SYS_close, dir_fd);
+  }
+  if (renamed != 0) {
+    error << "cannot rename the image into place (errno " << -renamed << ")";
+    return -1;
+  }
+  str_copy(result->image_path, final_path, sizeof result->image_path);
+  result->image_bytes = writer.bytes_written();
+  result->memory_bytes = writer.memory_bytes();
+  return 0;
+}
+
+// What a forked writer hands back to the process, through the (shared) arena: the writer cannot
+// reply on the coordinator connection, which belongs to the checkpoint thread.
+struct WriterOutcome {
+  int32_t status;  // 0 written, 1 failed
+  char message[STASIS_MESSAGE_MAX];
+  CheckpointResult result;
+};
+long g_writer_pid = 0;
+WriterOutcome* g_writer_outcome = nullptr;
+
+}  // namespace
+
+int write_checkpoint(const char* dir, const char* compress, bool forked, CheckpointResult* result,
                      LogLine& error) {
   if (!refuse_if_children(error) || !refuse_if_posix_timers(error)) return -1;
   if (!g_arena.create(kArenaBytes)) {
@@ -68,47 +124,60 @@ int write_checkpoint(const char* dir, const char* compress, CheckpointResult* re
   capture_own_thread_state(own);
   g_process.thread_count = n + 1;
 
+  WriterOutcome* outcome =
+      forked ? static_cast<WriterOutcome*>(g_arena.alloc(sizeof(WriterOutcome))) : nullptr;
+
   if (stasis_context_save(&own->context) != 0) {
     // Restarted: this is a new kernel thread made by the loader; memory is as written below.
     restore_own_thread_state(&g_threads[g_own_thread_index]);
     return 1;
   }
 
-  char tmp_path[STASIS_IMAGE_PATH_MAX], final_path[STASIS_IMAGE_PATH_MAX];
-  build_image_path(final_path, sizeof final_path, dir, g_process.comm, g_process.pid, ".stasis");
-  build_image_path(tmp_path, sizeof tmp_path, dir, g_process.comm, g_process.pid, ".stasis.tmp");
-  ImageWriter writer;
-  const char* compression_name = compress && compress[0] ? compress : g_config.compress;
-  bool ok = writer.open(tmp_path, compression_from(compression_name), g_arena, error);
-  for (uint32_t i = 0; ok && i <= n; i++)
-    ok = writer.add_record(STASIS_REC_THREAD, g_threads[i].tid, &g_threads[i], sizeof g_threads[i]);
-  for (uint32_t i = 0; ok && i < fd_count; i++)
-    ok = writer.add_record(STASIS_REC_FD, static_cast<uint64_t>(fds[i].fd), &fds[i], sizeof fds[i]);
-  ok = ok && write_memory(writer, g_arena, &g_process.vdso, error);
-  ok = ok && writer.add_record(STASIS_REC_PROCESS, g_process.pid, &g_process, sizeof g_process);
-  ok = ok && writer.finish();
-  if (!ok) {
-    if (error.size() == 0) error << "writing " << tmp_path << " failed: " << writer.failure();
-    writer.abandon();
-    STASIS_SYS1(SYS_unlink, tmp_path);
-    g_arena.destroy();
-    return -1;
+  if (outcome) {
+    // A forked writer: its memory is the snapshot, so the program may run on as soon as it
+    // exists. exit signal 0: the program gets no SIGCHLD and its wait() never sees the writer.
+    long pid = STASIS_SYS5(SYS_clone, 0, 0, 0, 0, 0);
+    if (pid == 0) {
+      LogLine writer_error;
+      int r = write_image(dir, compress, fds, fd_count, &outcome->result, writer_error);
+      outcome->status = r == 0 ? 0 : 1;
+      str_copy(outcome->message, writer_error.c_str(), sizeof outcome->message);
+      STASIS_SYS1(SYS_exit_group, outcome->status);
+    }
+    if (pid > 0) {
+      g_writer_pid = pid;
+      g_writer_outcome = outcome;  // the arena stays mapped until wait_for_writer()
+      *result = {};
+      return 0;
+    }
+    // No fork: write in place.
   }
-  long renamed = STASIS_SYS2(SYS_rename, tmp_path, final_path);
-  long dir_fd = STASIS_SYS3(SYS_open, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (dir_fd >= 0) {
-    STASIS_SYS1(SYS_fsync, dir_fd);
-    STASIS_SYS1(SYS_close, dir_fd);
+  int r = write_image(dir, compress, fds, fd_count, result, error);
+  g_arena.destroy();
+  return r;
+}
+
+bool writer_pending() { return g_writer_pid > 0; }
+
+int wait_for_writer(CheckpointResult* result, LogLine& error) {
+  int status = 0;
+  long r;
+  do r = STASIS_SYS4(SYS_wait4, g_writer_pid, &status, __WALL, nullptr);
+  while (r == -EINTR);
+  int rc = 0;
+  if (r != g_writer_pid || !WIFEXITED(status)) {
+    error << "the image writer (pid " << g_writer_pid << ") died before finishing";
+    rc = -1;
+  } else if (g_writer_outcome->status != 0) {
+    error << g_writer_outcome->message;
+    rc = -1;
+  } else {
+    *result = g_writer_outcome->result;
   }
   g_arena.destroy();
-  if (renamed != 0) {
-    error << "cannot rename the image into place (errno " << -renamed << ")";
-    return -1;
-  }
-  str_copy(result->image_path, final_path, sizeof result->image_path);
-  result->image_bytes = writer.bytes_written();
-  result->memory_bytes = writer.memory_bytes();
-  return 0;
+  g_writer_pid = 0;
+  g_writer_outcome = nullptr;
+  return rc;
 }
 
 void restore_process_state() { restore_process_record(&g_process); }

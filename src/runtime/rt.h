@@ -33,6 +33,7 @@ struct Config {
   char compress[16] = {};
   int checkpoint_signal = 0;
   double interval_seconds = 0;  // STASIS_INTERVAL (launch --interval)
+  bool forked_checkpoints = true;  // STASIS_FORKED_CHECKPOINT=0 writes images in place
   uint32_t original_pid = 0;
   int tcb_tid_offset = -1;  // offset of glibc's cached tid in struct pthread, -1 if unknown
 };
@@ -115,10 +116,13 @@ struct CheckpointResult {
   uint64_t image_bytes;
   uint64_t memory_bytes;
 };
-// Returns 0 after writing the image, 1 when execution continues here after a restart,
-// or -1 with `error` set.
-int write_checkpoint(const char* dir, const char* compress, CheckpointResult* result,
+// Returns 0 after writing the image (forked: after starting a writer process, whose result
+// wait_for_writer() collects), 1 when execution continues here after a restart, or -1 with
+// `error` set.
+int write_checkpoint(const char* dir, const char* compress, bool forked, CheckpointResult* result,
                      LogLine& error);
+bool writer_pending();
+int wait_for_writer(CheckpointResult* result, LogLine& error);
 // Re-creates process-wide kernel state from the saved process record (after restart).
 void restore_process_state();
 

@@ -29,6 +29,9 @@ std::atomic<uint32_t> g_send_lock{0};
 namespace {
 
 bool g_connected = false;
+// Bumped when "commit" has been answered or the coordinator is gone: exit waits on it.
+std::atomic<uint32_t> g_commit_sequence{0};
+std::atomic<bool> g_connection_lost{false};
 
 void lock_send() {
   uint32_t expected = 0;
@@ -151,13 +154,22 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
       report_barrier(name, 1, error.c_str(), nullptr);
       return;
     }
-    int r = write_checkpoint(barrier.ckpt_dir, barrier.compress, &result, error);
+    // Forked unless the computation ends right after (no reason to copy it) or it is disabled.
+    bool forked = g_config.forked_checkpoints && !barrier.kill_after;
+    int r = write_checkpoint(barrier.ckpt_dir, barrier.compress, forked, &result, error);
     if (r == 1) {
       after_restart();
       return;
     }
     g_last_checkpoint_ok = r == 0;
     report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), &result);
+  } else if (str_eq(name, "commit")) {
+    // The image is durable: written in place at "checkpoint", or now, by the forked writer.
+    static CheckpointResult result;
+    int r = writer_pending() ? wait_for_writer(&result, error) : 0;
+    report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), r == 0 ? &result : nullptr);
+    g_commit_sequence.fetch_add(1);
+    futex_wake_all(&g_commit_sequence);
   } else if (str_eq(name, "resume")) {
     event.checkpoint_ok = g_last_checkpoint_ok ? 1 : 0;
     plugins_event(STASIS_EVENT_RESUME, &event, error);
@@ -190,6 +202,9 @@ void* checkpoint_thread_main(void*) {
             << static_cast<unsigned>(g_config.coord_port) << "; no further checkpoints")
           .emit();
       if (threads_are_suspended()) resume_user_threads();
+      g_connection_lost.store(true);
+      g_commit_sequence.fetch_add(1);
+      futex_wake_all(&g_commit_sequence);
       return nullptr;
     }
     static char payload[sizeof(StasisBarrier) + 4096];
@@ -223,6 +238,13 @@ void atfork_child() {
 
 void at_exit() {
   if (!g_config.active) return;
+  // A program that ends right after a checkpoint must not take the image being written by its
+  // forked writer down with it: exit waits until the coordinator has the image committed.
+  while (writer_pending() && !g_connection_lost.load()) {
+    uint32_t seen = g_commit_sequence.load();
+    if (!writer_pending()) break;
+    futex_wait(&g_commit_sequence, seen, 100 * 1000000L);
+  }
   LogLine error;
   stasis_event_data_t event = {g_generation.load(), nullptr, 0, nullptr};
   plugins_event(STASIS_EVENT_EXIT, &event, error);
@@ -246,6 +268,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
   const char* compress = getenv("STASIS_COMPRESS");
   str_copy(g_config.compress, compress ? compress : "zstd", sizeof g_config.compress);
   if (const char* interval = getenv("STASIS_INTERVAL")) g_config.interval_seconds = atof(interval);
+  if (const char* forked = getenv("STASIS_FORKED_CHECKPOINT")) g_config.forked_checkpoints = atoi(forked) != 0;
   const char* sig = getenv("STASIS_SIGNAL");
   g_config.checkpoint_signal = sig ? atoi(sig) : SIGRTMAX - 2;
   if (g_config.checkpoint_signal <= 0 || g_config.checkpoint_signal > SIGRTMAX ||

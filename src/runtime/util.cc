@@ -98,8 +98,10 @@ void LogLine::emit() {
 }
 
 bool Arena::create(size_t bytes) {
+  // Shared, so a forked image writer and the process see the same scratch (the writer's
+  // outcome travels back through it); a shared mapping also never merges with the program's.
   long addr = STASIS_SYS6(SYS_mmap, 0, bytes, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                          MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (addr < 0 && addr > -4096) return false;
   base_ = reinterpret_cast<char*>(addr);
   size_ = bytes;
