@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing Stasis needs (Debian 12). Used by .ci/run and scripts/demo.sh.
 set -euo pipefail
-PACKAGES=(build-essential cmake ninja-build pkg-config libzstd-dev libxxhash-dev libcli11-dev
+PACKAGES=(build-essential cmake ninja-build pkg-config libzstd-dev liblz4-dev libxxhash-dev libcli11-dev
           nlohmann-json3-dev libfmt-dev libgtest-dev python3 perl zstd bash coreutils procps
           ibverbs-utils libibverbs-dev iproute2)
 SUDO=()

@@ -1002,8 +1002,8 @@ def parse_args(argv=None):
     ap.add_argument("--interval", type=float, default=0, help="launch --interval S; wait for 2 generations instead of checkpointing")
     ap.add_argument("--coordinator-interval", type=float, default=0,
                     help="coordinator --interval S; like --interval, wait for 2 generations instead of checkpointing")
-    ap.add_argument("--compress", choices=["zstd", "none"], help="launch --compress")
-    ap.add_argument("--checkpoint-compress", choices=["zstd", "none"], help="checkpoint --compress")
+    ap.add_argument("--compress", choices=["zstd", "lz4", "none"], help="launch --compress")
+    ap.add_argument("--checkpoint-compress", choices=["zstd", "lz4", "none"], help="checkpoint --compress")
     ap.add_argument("--stdin-after", help="regex: once output matches, write --stdin-data to the program's stdin and close it")
     ap.add_argument("--stdin-data", default="hello stasis\\n", help="data for --stdin-after (backslash escapes allowed)")
     ap.add_argument("--compare-file", action="append", default=[], help="file (relative to the run dir) that must equal the reference run's")

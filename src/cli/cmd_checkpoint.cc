@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "image/compression.h"
 #include "cli/coord_client.h"
 #include "common/error.h"
 
@@ -23,7 +24,7 @@ class CheckpointCommand : public Command {
                    "Coordinator HOST:PORT (default: $STASIS_COORD or 127.0.0.1:7781)");
     app.add_flag("--kill", kill_, "End the computation once the checkpoint is complete");
     app.add_option("--compress", compress_, "Image compression for this checkpoint")
-        ->check(CLI::IsMember({"zstd", "none"}));
+        ->check(CLI::IsMember(image::compression_names()));
   }
 
   int run() override {

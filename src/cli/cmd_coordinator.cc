@@ -1,5 +1,6 @@
 // `stasis coordinator`: runs the coordinator of one computation (see src/coordinator).
 #include "cli/command.h"
+#include "image/compression.h"
 #include "coordinator/coordinator.h"
 
 namespace stasis::cli {
@@ -24,7 +25,7 @@ class CoordinatorCommand : public Command {
         ->check(CLI::NonNegativeNumber);
     app.add_option("--compress", options_.compress,
                    "Image compression (default: $STASIS_COMPRESS or the processes' own)")
-        ->check(CLI::IsMember({"zstd", "none"}));
+        ->check(CLI::IsMember(image::compression_names()));
     app.add_option("--keep", options_.keep,
                    "Keep only the newest N complete checkpoints (0 keeps all)");
     app.add_option("--barrier-timeout", options_.barrier_timeout,

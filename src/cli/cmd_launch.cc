@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "image/compression.h"
 #include "cli/coord_client.h"
 #include "common/error.h"
 
@@ -67,7 +68,7 @@ class LaunchCommand : public Command {
     app.add_option("--interval", interval_, "Checkpoint every S seconds (for a coordinator it starts)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--compress", compress_, "Image compression: zstd (default) or none")
-        ->check(CLI::IsMember({"zstd", "none"}));
+        ->check(CLI::IsMember(image::compression_names()));
     app.add_option("--plugin", plugins_, "Load a Stasis plugin (a shared library) into the program; repeatable")
         ->check(CLI::ExistingFile);
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
@@ -81,8 +82,8 @@ class LaunchCommand : public Command {
     if (!dir.empty()) options.ckpt_dir = std::filesystem::absolute(dir).lexically_normal().string();
     std::string compress = compress_;
     if (compress.empty() && getenv("STASIS_COMPRESS")) compress = getenv("STASIS_COMPRESS");
-    if (!compress.empty() && compress != "zstd" && compress != "none")
-      throw Error(fmt::format("STASIS_COMPRESS={} is not zstd or none", compress));
+    if (!compress.empty() && !image::is_compression_name(compress))
+      throw Error(fmt::format("STASIS_COMPRESS={} is not {}", compress, image::kCompressionChoices));
     options.compress = compress;
     options.interval = interval_;
     std::string program = resolve_program(argv_[0]);

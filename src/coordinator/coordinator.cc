@@ -1,4 +1,5 @@
 #include "coordinator/coordinator.h"
+#include "image/compression.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -378,8 +379,8 @@ void Coordinator::start() {
     const char* env = std::getenv("STASIS_COMPRESS");
     if (env != nullptr) compress_ = env;
   }
-  if (!compress_.empty() && compress_ != "zstd" && compress_ != "none") {
-    throw Error(fmt::format("compression must be zstd or none, not '{}'", compress_));
+  if (!compress_.empty() && !image::is_compression_name(compress_)) {
+    throw Error(fmt::format("compression must be {}, not '{}'", image::kCompressionChoices, compress_));
   }
 
   make_private_dirs(options_.ckpt_dir);
@@ -799,10 +800,11 @@ void Coordinator::handle_command(Client& client, const StasisCommand& command) {
       return;
     case STASIS_CMD_CHECKPOINT: {
       std::string compress = bounded(command.compress, sizeof command.compress);
-      if (!compress.empty() && compress != "zstd" && compress != "none") {
+      if (!compress.empty() && !image::is_compression_name(compress)) {
         reply(client.id, false,
               {{"ok", false},
-               {"error", fmt::format("compression must be zstd or none, not '{}'", compress)}});
+               {"error", fmt::format("compression must be {}, not '{}'", image::kCompressionChoices,
+                                     compress)}});
         return;
       }
       log_.line(fmt::format("checkpoint{} requested by a command from {}",

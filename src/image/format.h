@@ -6,7 +6,7 @@
 // Every record header carries a checksum of itself and of its stored payload (XXH3-64), so a
 // reader detects a flipped bit anywhere; the END record carries the number of records and a
 // chained checksum of all record headers, so a truncated file is never taken for a complete one.
-// PAGES payloads are compressed independently (zstd or none) so they can be decoded in parallel.
+// PAGES payloads are compressed independently (zstd, lz4 or none) so they can be decoded in parallel.
 // The structs are plain C: the runtime writes them without allocating, and `stasis inspect`
 // decodes them (the format is documented by the code that reads it: src/image/reader.cc).
 #pragma once
@@ -42,6 +42,7 @@ typedef struct StasisEndRecord StasisEndRecord;
 enum StasisCompression STASIS_ENUM_BASE {
   STASIS_COMPRESS_NONE = 0,
   STASIS_COMPRESS_ZSTD = 1,
+  STASIS_COMPRESS_LZ4 = 2,
 };
 
 enum StasisRecordType STASIS_ENUM_BASE {

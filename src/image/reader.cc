@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <lz4.h>
 #include <zstd.h>
 
 #include <cstring>
@@ -173,6 +174,16 @@ void Image::read_pages(const PagesRef& pages, void* out, std::vector<char>& scra
     std::memcpy(out, scratch.data(), pages.raw_size);
     return;
   }
+  if (pages.compression == STASIS_COMPRESS_LZ4) {
+    int n = LZ4_decompress_safe(scratch.data(), static_cast<char*>(out),
+                                static_cast<int>(pages.stored_size), static_cast<int>(pages.raw_size));
+    if (n < 0 || static_cast<uint64_t>(n) != pages.raw_size)
+      throw Error(fmt::format("{} is corrupt: the memory pages at {:#x} do not decompress", path_, pages.addr));
+    return;
+  }
+  if (pages.compression != STASIS_COMPRESS_ZSTD)
+    throw Error(fmt::format("{} is corrupt: unknown compression {} at {:#x}", path_, pages.compression,
+                            pages.addr));
   size_t n = ZSTD_decompress(out, pages.raw_size, scratch.data(), pages.stored_size);
   if (ZSTD_isError(n) || n != pages.raw_size)
     throw Error(fmt::format("{} is corrupt: the memory pages at {:#x} do not decompress", path_, pages.addr));
@@ -201,7 +212,11 @@ const char* fd_kind_name(uint32_t kind) {
 }
 
 const char* compression_name(uint32_t compression) {
-  return compression == STASIS_COMPRESS_ZSTD ? "zstd" : "none";
+  switch (compression) {
+    case STASIS_COMPRESS_ZSTD: return "zstd";
+    case STASIS_COMPRESS_LZ4: return "lz4";
+  }
+  return "none";
 }
 
 }  // namespace stasis::image

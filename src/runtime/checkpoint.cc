@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "plugins/files/files.h"
@@ -44,6 +45,7 @@ void build_image_path(char* out, size_t cap, const char* dir, const char* comm, 
 
 uint32_t compression_from(const char* name) {
   if (str_eq(name, "none")) return STASIS_COMPRESS_NONE;
+  if (str_eq(name, "lz4")) return STASIS_COMPRESS_LZ4;
   return STASIS_COMPRESS_ZSTD;
 }
 }  // namespace
@@ -138,6 +140,7 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, Checkpo
     // exists. exit signal 0: the program gets no SIGCHLD and its wait() never sees the writer.
     long pid = STASIS_SYS5(SYS_clone, 0, 0, 0, 0, 0);
     if (pid == 0) {
+      STASIS_SYS2(SYS_prctl, PR_SET_NAME, "stasis-writer");  // how `ps` tells it apart
       LogLine writer_error;
       int r = write_image(dir, compress, fds, fd_count, &outcome->result, writer_error);
       outcome->status = r == 0 ? 0 : 1;

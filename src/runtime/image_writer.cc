@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
+#include <lz4.h>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -22,6 +23,8 @@ bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, Log
   buffer_ = static_cast<char*>(arena.alloc(kBufferBytes));
   chunk_in_ = static_cast<char*>(arena.alloc(kChunkBytes));
   chunk_out_cap_ = ZSTD_compressBound(kChunkBytes);
+  if (static_cast<uint64_t>(LZ4_compressBound(kChunkBytes)) > chunk_out_cap_)
+    chunk_out_cap_ = static_cast<uint64_t>(LZ4_compressBound(kChunkBytes));
   chunk_out_ = static_cast<char*>(arena.alloc(chunk_out_cap_));
   if (!buffer_ || !chunk_in_ || !chunk_out_) {
     error << "out of checkpoint scratch memory";
@@ -37,6 +40,12 @@ bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, Log
     }
     ZSTD_CCtx_setParameter(zstd_, ZSTD_c_compressionLevel, 1);
     ZSTD_CCtx_setParameter(zstd_, ZSTD_c_checksumFlag, 0);
+  } else if (compression_ == STASIS_COMPRESS_LZ4) {
+    lz4_state_ = arena.alloc(static_cast<size_t>(LZ4_sizeofState()));
+    if (!lz4_state_) {
+      error << "out of checkpoint scratch memory for lz4";
+      return false;
+    }
   }
   long fd = STASIS_SYS3(SYS_open, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -145,17 +154,26 @@ bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem) {
       __builtin_memcpy(chunk_in_, reinterpret_cast<const char*>(addr + off), n);
     }
     memory_bytes_ += n;
+    size_t compressed = 0;
     if (compression_ == STASIS_COMPRESS_ZSTD) {
-      size_t c = ZSTD_compress2(zstd_, chunk_out_, chunk_out_cap_, src, n);
-      if (ZSTD_isError(c)) {
+      compressed = ZSTD_compress2(zstd_, chunk_out_, chunk_out_cap_, src, n);
+      if (ZSTD_isError(compressed)) {
         failure_ = "zstd compression failed";
         return false;
       }
-      if (c < n) {
-        if (!put_record(STASIS_REC_PAGES, STASIS_COMPRESS_ZSTD, addr + off, chunk_out_, c, n))
-          return false;
-        continue;
+    } else if (compression_ == STASIS_COMPRESS_LZ4) {
+      int c = LZ4_compress_fast_extState(lz4_state_, src, chunk_out_, static_cast<int>(n),
+                                         static_cast<int>(chunk_out_cap_), 1);
+      if (c <= 0) {
+        failure_ = "lz4 compression failed";
+        return false;
       }
+      compressed = static_cast<size_t>(c);
+    }
+    if (compressed > 0 && compressed < n) {  // incompressible chunks are stored as they are
+      if (!put_record(STASIS_REC_PAGES, compression_, addr + off, chunk_out_, compressed, n))
+        return false;
+      continue;
     }
     if (!put_record(STASIS_REC_PAGES, STASIS_COMPRESS_NONE, addr + off, src, n, n)) return false;
   }

@@ -37,6 +37,7 @@ class ImageWriter {
   char* chunk_out_ = nullptr;  // compressed chunk
   uint64_t chunk_out_cap_ = 0;
   ZSTD_CCtx_s* zstd_ = nullptr;
+  void* lz4_state_ = nullptr;
   uint64_t file_offset_ = 0;
   uint64_t record_count_ = 0;
   uint64_t headers_checksum_ = 0;
