@@ -129,7 +129,16 @@ bool ImageWriter::add_record(uint32_t type, uint64_t arg, const void* payload, u
   return put_record(type, STASIS_COMPRESS_NONE, arg, payload, size, size);
 }
 
-bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem) {
+namespace {
+bool page_is_zero(const char* page) {
+  const uint64_t* words = reinterpret_cast<const uint64_t*>(page);
+  uint64_t any = 0;
+  for (size_t i = 0; i < 4096 / 8; i++) any |= words[i];
+  return any == 0;
+}
+}  // namespace
+
+bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool skip_zero_pages) {
   if (via_proc_mem && proc_mem_fd_ < 0) {
     long fd = STASIS_SYS3(SYS_open, "/proc/self/mem", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) {
@@ -143,7 +152,6 @@ bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem) {
     // Every chunk is first copied, because the checkpoint thread's own stack is among the memory
     // being saved and changes under the compressor (zstd would encode matches against bytes that
     // no longer hold): the copy is one consistent snapshot, checksummed and compressed as is.
-    const char* src = chunk_in_;
     if (via_proc_mem) {
       long got = STASIS_SYS4(SYS_pread64, proc_mem_fd_, chunk_in_, n, addr + off);
       if (got != static_cast<long>(n)) {
@@ -154,30 +162,41 @@ bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem) {
       __builtin_memcpy(chunk_in_, reinterpret_cast<const char*>(addr + off), n);
     }
     memory_bytes_ += n;
-    size_t compressed = 0;
-    if (compression_ == STASIS_COMPRESS_ZSTD) {
-      compressed = ZSTD_compress2(zstd_, chunk_out_, chunk_out_cap_, src, n);
-      if (ZSTD_isError(compressed)) {
-        failure_ = "zstd compression failed";
-        return false;
-      }
-    } else if (compression_ == STASIS_COMPRESS_LZ4) {
-      int c = LZ4_compress_fast_extState(lz4_state_, src, chunk_out_, static_cast<int>(n),
-                                         static_cast<int>(chunk_out_cap_), 1);
-      if (c <= 0) {
-        failure_ = "lz4 compression failed";
-        return false;
-      }
-      compressed = static_cast<size_t>(c);
-    }
-    if (compressed > 0 && compressed < n) {  // incompressible chunks are stored as they are
-      if (!put_record(STASIS_REC_PAGES, compression_, addr + off, chunk_out_, compressed, n))
-        return false;
+    if (!skip_zero_pages) {
+      if (!add_chunk(addr + off, chunk_in_, n)) return false;
       continue;
     }
-    if (!put_record(STASIS_REC_PAGES, STASIS_COMPRESS_NONE, addr + off, src, n, n)) return false;
+    // All-zero pages are left out: restart maps these regions zero-filled.
+    for (uint64_t page = 0; page < n;) {
+      while (page < n && page_is_zero(chunk_in_ + page)) page += 4096;
+      uint64_t run = page;
+      while (page < n && !page_is_zero(chunk_in_ + page)) page += 4096;
+      if (page > run && !add_chunk(addr + off + run, chunk_in_ + run, page - run)) return false;
+    }
   }
   return true;
+}
+
+bool ImageWriter::add_chunk(uint64_t addr, const char* src, uint64_t n) {
+  size_t compressed = 0;
+  if (compression_ == STASIS_COMPRESS_ZSTD) {
+    compressed = ZSTD_compress2(zstd_, chunk_out_, chunk_out_cap_, src, n);
+    if (ZSTD_isError(compressed)) {
+      failure_ = "zstd compression failed";
+      return false;
+    }
+  } else if (compression_ == STASIS_COMPRESS_LZ4) {
+    int c = LZ4_compress_fast_extState(lz4_state_, src, chunk_out_, static_cast<int>(n),
+                                       static_cast<int>(chunk_out_cap_), 1);
+    if (c <= 0) {
+      failure_ = "lz4 compression failed";
+      return false;
+    }
+    compressed = static_cast<size_t>(c);
+  }
+  if (compressed > 0 && compressed < n)  // incompressible chunks are stored as they are
+    return put_record(STASIS_REC_PAGES, compression_, addr, chunk_out_, compressed, n);
+  return put_record(STASIS_REC_PAGES, STASIS_COMPRESS_NONE, addr, src, n, n);
 }
 
 bool ImageWriter::finish() {

@@ -14,7 +14,9 @@ class ImageWriter {
   bool add_record(uint32_t type, uint64_t arg, const void* payload, uint64_t size);
   // Writes [addr, addr+len) of this process's memory as PAGES records (split into chunks).
   // `via_proc_mem`: read through /proc/self/mem (for regions without PROT_READ).
-  bool add_pages(uint64_t addr, uint64_t len, bool via_proc_mem);
+  // `skip_zero_pages`: leave out pages that are all zero (only where restart maps zero-filled
+  // memory: not over a file, whose content would show through).
+  bool add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool skip_zero_pages);
   // Writes END, fsyncs and closes. The caller renames the file into place.
   bool finish();
   void abandon();
@@ -23,6 +25,7 @@ class ImageWriter {
   const char* failure() const { return failure_; }
 
  private:
+  bool add_chunk(uint64_t addr, const char* src, uint64_t n);
   bool write_out(const void* data, uint64_t size);
   bool flush();
   bool put_record(uint32_t type, uint32_t compression, uint64_t arg, const void* payload,

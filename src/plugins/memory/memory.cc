@@ -205,8 +205,9 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
     ok = ok && writer.add_record(STASIS_REC_REGION, r.start, &r, sizeof r);
     if (ok && r.saved_bytes) {
       bool unreadable = !(m.prot & PROT_READ);
+      bool zero_filled_at_restart = r.kind != STASIS_REGION_FILE_PRIVATE;
       ok = scanner.runs(m.start, m.end, r.kind, [&](uint64_t start, uint64_t len) {
-        return writer.add_pages(start, len, unreadable);
+        return writer.add_pages(start, len, unreadable, zero_filled_at_restart);
       });
     }
     if (!ok && error.size() == 0) {
