@@ -182,6 +182,7 @@ struct RunningOp {
   std::string generation_dir;
   bool committed = false;  // MANIFEST.json and latest written
   bool resumed = false;    // "resume" done: the computation runs again
+  bool aborting = false;   // failed before "resume": "commit" (abort=1) then ends it
   double pause_seconds = 0;  // from sending "suspend" until "resume" was done everywhere
   std::unordered_map<uint64_t, ImageResult> images;
   Clock::time_point started;
@@ -959,6 +960,7 @@ void Coordinator::start_barrier(const std::string& name, uint64_t arg) {
     copy_field(barrier.compress, op.op.compress.empty() ? compress_ : op.op.compress);
     barrier.kill_after = op.op.kill_after ? 1 : 0;
   }
+  if (name == "commit") barrier.abort = op.failure.empty() ? 0 : 1;
   for (uint64_t id : op.members) {
     if (op.alive.count(id) == 0) continue;
     Client& client = clients_.at(id);
@@ -1026,11 +1028,17 @@ void Coordinator::barrier_complete() {
   if (finished == "resume") {
     op.resumed = true;
     op.pause_seconds = round_ms(seconds_since(op.started));
-    if (!op.failure.empty()) {
-      remove_incomplete_generation();
+    // After a failure too: "commit" then carries abort=1, so forked writers are stopped and
+    // reaped and nobody waits for an image that will not count.
+    start_barrier("commit", op.generation);
+    return;
+  }
+  if (finished == "commit" && (op.aborting || !op.failure.empty())) {
+    remove_incomplete_generation();
+    if (op.resumed) {
       finish_op(false, {{"ok", false}, {"error", op.failure}});
     } else {
-      start_barrier("commit", op.generation);
+      start_barrier("resume", op.generation);  // --kill whose commit failed: keep running
     }
     return;
   }
@@ -1056,12 +1064,13 @@ void Coordinator::barrier_complete() {
 void Coordinator::abandon_checkpoint() {
   RunningOp& op = *running_;
   remove_incomplete_generation();
-  if (op.resumed) {
+  if (op.resumed) {  // only "commit" can fail after "resume": nothing is left to run
     finish_op(false, {{"ok", false}, {"error", op.failure}});
     return;
   }
   log_.line(fmt::format("checkpoint {} failed after {:.3f} s; resuming", op.generation,
                         seconds_since(op.started)));
+  op.aborting = true;
   start_barrier("resume", op.generation);
 }
 

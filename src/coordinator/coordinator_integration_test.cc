@@ -173,6 +173,10 @@ class FakeProcess {
     auto all = received();
     return static_cast<size_t>(std::count(all.begin(), all.end(), name));
   }
+  StasisBarrier last_commit_barrier() const {
+    std::lock_guard lock(mutex_);
+    return last_commit_barrier_;
+  }
   StasisBarrier last_checkpoint_barrier() const {
     std::lock_guard lock(mutex_);
     return last_checkpoint_barrier_;
@@ -204,6 +208,10 @@ class FakeProcess {
       record(name);
       StasisBarrierDone done{};
       memcpy(done.name, barrier.name, sizeof done.name - 1);
+      if (name == "commit") {
+        std::lock_guard lock(mutex_);
+        last_commit_barrier_ = barrier;
+      }
       if (name == "checkpoint") {
         std::lock_guard lock(mutex_);
         last_checkpoint_barrier_ = barrier;
@@ -244,6 +252,7 @@ class FakeProcess {
   Hook hook_;
   std::vector<std::string> received_;
   StasisBarrier last_checkpoint_barrier_{};
+  StasisBarrier last_commit_barrier_{};
 };
 
 class CoordinatorIntegration : public ::testing::Test {
@@ -452,14 +461,19 @@ TEST_F(CoordinatorIntegration, FailingProcessLeavesNoCheckpointAndTheComputation
   EXPECT_NE(result.err.find("2002"), std::string::npos) << "which process failed: " << result.err;
   EXPECT_FALSE(fs::exists(ckpt_dir_ / "000002")) << "the incomplete generation must go";
   EXPECT_EQ(fs::read_symlink(ckpt_dir_ / "latest"), "000001");
-  EXPECT_EQ(healthy->received().back(), "resume");
-  EXPECT_EQ(broken->received().back(), "resume");
+  // The computation resumes; "commit" with abort=1 then tells forked writers to stop.
+  EXPECT_EQ(healthy->received(), (std::vector<std::string>{"suspend", "drain", "checkpoint", "resume",
+                                                           "commit", "suspend", "drain", "checkpoint",
+                                                           "resume", "commit"}));
+  EXPECT_EQ(broken->received().back(), "commit");
+  EXPECT_EQ(broken->last_commit_barrier().abort, 1u) << "the failed checkpoint's images are discarded";
   EXPECT_EQ(status_json()["processes"][0]["state"], "running");
 
   broken->set_hook(nullptr);
   result = stasis_with_coord({"checkpoint"});
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_EQ(trimmed(result.out), (ckpt_dir_ / "000002").string());
+  EXPECT_EQ(broken->last_commit_barrier().abort, 0u);
 }
 
 TEST_F(CoordinatorIntegration, DisconnectDuringCheckpointFailsIt) {
@@ -474,7 +488,7 @@ TEST_F(CoordinatorIntegration, DisconnectDuringCheckpointFailsIt) {
   EXPECT_NE(result.err.find("disconnected"), std::string::npos) << result.err;
   EXPECT_FALSE(fs::exists(ckpt_dir_ / "000001"));
   EXPECT_FALSE(fs::exists(ckpt_dir_ / "latest"));
-  EXPECT_EQ(stays->received(), (std::vector<std::string>{"suspend", "drain", "resume"}));
+  EXPECT_EQ(stays->received(), (std::vector<std::string>{"suspend", "drain", "resume", "commit"}));
   EXPECT_TRUE(eventually([&] { return status_json()["processes"].size() == 1; }));
 }
 
@@ -494,7 +508,7 @@ TEST_F(CoordinatorIntegration, BarrierTimeoutFailsTheCheckpoint) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
   EXPECT_FALSE(fs::exists(ckpt_dir_ / "latest"));
   EXPECT_TRUE(eventually([&] { return stuck->count("resume") == 1; }));
-  EXPECT_EQ(prompt->received().back(), "resume");
+  EXPECT_EQ(prompt->received().back(), "commit");
 }
 
 TEST_F(CoordinatorIntegration, RefusesWrongSecretsGarbageAndStalls) {

@@ -115,7 +115,9 @@ struct StasisAuthOk {
 //   "suspend"    stop every user thread
 //   "drain"      (later issues: drain channels)
 //   "checkpoint" write the image into `ckpt_dir` (a generation directory), durably
-//   "resume"     continue running (or "abort": checkpoint failed somewhere; continue running)
+//   "resume"     continue running (also after a failure: the computation keeps running)
+//   "commit"     the image is durable (a forked writer has finished), or, with abort=1 after a
+//                failure, is discarded
 // and after a restart: the process reports with restarted=1, then
 //   "restart"    every restarted process is connected; re-create shared state
 //   "resume"     continue running
@@ -124,7 +126,7 @@ struct StasisBarrier {
   char ckpt_dir[STASIS_PATH_MAX];  // for "checkpoint": the generation directory to write into
   char compress[16];               // for "checkpoint": "zstd" or "none"
   uint32_t kill_after;             // for "checkpoint": the computation ends after this checkpoint
-  uint32_t reserved;
+  uint32_t abort;                  // for "commit": the checkpoint failed; discard this image
 };
 
 struct StasisBarrierDone {

@@ -162,6 +162,10 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, Checkpo
 
 bool writer_pending() { return g_writer_pid > 0; }
 
+void stop_writer() {
+  if (g_writer_pid > 0) STASIS_SYS2(SYS_kill, g_writer_pid, SIGKILL);
+}
+
 int wait_for_writer(CheckpointResult* result, LogLine& error) {
   int status = 0;
   long r;

@@ -122,6 +122,7 @@ struct CheckpointResult {
 int write_checkpoint(const char* dir, const char* compress, bool forked, CheckpointResult* result,
                      LogLine& error);
 bool writer_pending();
+void stop_writer();  // the checkpoint failed elsewhere: wait_for_writer() then reports failure
 int wait_for_writer(CheckpointResult* result, LogLine& error);
 // Re-creates process-wide kernel state from the saved process record (after restart).
 void restore_process_state();

@@ -127,6 +127,7 @@ void after_restart() {
 }
 
 bool g_last_checkpoint_ok = false;
+std::atomic<bool> g_last_commit_ok{false};
 
 void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
   const char* name = barrier.name;
@@ -165,9 +166,14 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), &result);
   } else if (str_eq(name, "commit")) {
     // The image is durable: written in place at "checkpoint", or now, by the forked writer.
+    // With abort the checkpoint failed elsewhere: stop the writer rather than wait for it.
     static CheckpointResult result;
+    if (barrier.abort) stop_writer();
     int r = writer_pending() ? wait_for_writer(&result, error) : 0;
     report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), r == 0 ? &result : nullptr);
+    g_last_commit_ok = r == 0 && !barrier.abort;
+    g_checkpoints_done.fetch_add(1);  // stasis_checkpoint() returns now
+    futex_wake_all(&g_checkpoints_done);
     g_commit_sequence.fetch_add(1);
     futex_wake_all(&g_commit_sequence);
   } else if (str_eq(name, "resume")) {
@@ -176,8 +182,6 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     if (threads_are_suspended()) resume_user_threads();
     g_suspend_requested.store(0);
     futex_wake_all(&g_suspend_requested);
-    g_checkpoints_done.fetch_add(1);
-    futex_wake_all(&g_checkpoints_done);
     report_barrier(name, 0, nullptr, nullptr);
   } else if (str_eq(name, "restart")) {
     report_barrier(name, 0, nullptr, nullptr);
@@ -370,7 +374,8 @@ extern "C" __attribute__((visibility("default"))) int stasis_runtime_checkpoint(
   if (!sent) return -1;
   while (g_checkpoints_done.load() == checkpoints && g_restarts_done.load() == restarts)
     futex_wait(&g_checkpoints_done, checkpoints, 10 * 1000000L);
-  return g_restarts_done.load() != restarts ? 2 : 1;
+  if (g_restarts_done.load() != restarts) return 2;
+  return g_last_commit_ok.load() ? 1 : -1;
 }
 
 extern "C" __attribute__((visibility("default"))) void stasis_runtime_delay_checkpoints() {
