@@ -126,6 +126,11 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, Checkpo
   capture_own_thread_state(own);
   g_process.thread_count = n + 1;
 
+  if (forked && !forked_copy_is_faithful(g_arena)) {
+    LogLine line;
+    (line << "memory marked MADV_WIPEONFORK/MADV_DONTFORK: writing this image in place").emit();
+    forked = false;
+  }
   WriterOutcome* outcome =
       forked ? static_cast<WriterOutcome*>(g_arena.alloc(sizeof(WriterOutcome))) : nullptr;
 
