@@ -191,7 +191,17 @@ class PipeWriter {
 };
 
 // Runs in a grandchild of `stasis restart` (so the restarted program never sees it as a child).
-void feed_loader(const image::Image& img, const StasisRestartInfo& info, int out) {
+// Uncompressed page-aligned payloads of at least this size are mapped from the image instead of
+// copied (smaller ones would cost more in VMAs than they save).
+constexpr uint64_t kMinMappedChunk = 64 * 1024;
+
+bool can_map(const image::PagesRef& pages, uint32_t region_kind) {
+  return pages.compression == STASIS_COMPRESS_NONE && pages.file_offset % 4096 == 0 &&
+         pages.raw_size % 4096 == 0 && pages.raw_size >= kMinMappedChunk &&
+         region_kind != STASIS_REGION_SHARED_ANON;  // a private mapping cannot stand in for it
+}
+
+void feed_loader(const image::Image& img, const StasisRestartInfo& info, int image_fd, int out) {
   PipeWriter pipe(out);
   const auto& proc = img.process();
   StasisLoaderPlan plan = {};
@@ -199,6 +209,7 @@ void feed_loader(const image::Image& img, const StasisRestartInfo& info, int out
   plan.region_count = static_cast<uint32_t>(img.regions().size());
   plan.thread_count = static_cast<uint32_t>(img.threads().size());
   plan.restore_mm = 1;
+  plan.image_fd = image_fd;
   plan.vdso = proc.vdso;
   plan.mm = proc.mm;
   plan.restart_info_addr = proc.restart_info_addr;
@@ -236,7 +247,13 @@ void feed_loader(const image::Image& img, const StasisRestartInfo& info, int out
     std::memcpy(lr.path, r.path, sizeof lr.path);
     pipe.put(&lr, sizeof lr);
     for (const auto& pages : region.pages) {
-      StasisLoaderChunk chunk = {pages.addr, pages.raw_size};
+      StasisLoaderChunk chunk = {pages.addr, pages.raw_size, 0, 0, 0};
+      if (can_map(pages, r.kind)) {  // verified before the feed started
+        chunk.file_offset = pages.file_offset;
+        chunk.mapped = 1;
+        pipe.put(&chunk, sizeof chunk);
+        continue;
+      }
       pipe.put(&chunk, sizeof chunk);
       data.resize(pages.raw_size);
       img.read_pages(pages, data.data(), scratch);
@@ -252,6 +269,16 @@ void feed_loader(const image::Image& img, const StasisRestartInfo& info, int out
 int lowest_free_number(const std::set<int>& taken) {
   for (int n = 3;; n++)
     if (!taken.count(n) && n != kCoordinatorFd) return n;
+}
+
+// Moves `fd` to number `target` (which nothing else holds), without close-on-exec: the loader
+// inherits it.
+void place_descriptor(int fd, int target) {
+  if (fd != target) {
+    if (dup2(fd, target) < 0) throw Error(fmt::format("cannot place a restart descriptor at {}", target));
+    close(fd);
+  }
+  fcntl(target, F_SETFD, 0);
 }
 
 void close_all_except(const std::set<int>& keep) {
@@ -345,6 +372,15 @@ class RestartCommand : public Command {
     for (const auto& f : img.fds())
       if (f.cloexec && f.fd >= 0 && f.fd < 1024) info.cloexec_fds[f.fd / 64] |= 1ull << (f.fd % 64);
 
+    // Descriptor numbers the loader will find its feed and the image at: free in the program.
+    std::set<int> saved;
+    for (const auto& f : img.fds()) saved.insert(f.fd);
+    const int feed_fd = lowest_free_number(saved);
+    saved.insert(feed_fd);
+    const int image_fd = lowest_free_number(saved);
+    int image = open(img.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (image < 0) throw Error(fmt::format("cannot open {}: {}", img.path(), std::strerror(errno)));
+
     int feed[2];
     if (pipe(feed) != 0) throw Error("cannot create the restart pipe");
     fcntl(feed[0], F_SETPIPE_SZ, 1 << 20);
@@ -354,7 +390,7 @@ class RestartCommand : public Command {
       if (fork() != 0) _exit(0);  // the grandchild feeds; init adopts it
       close(feed[0]);
       try {
-        feed_loader(img, info, feed[1]);
+        feed_loader(img, info, image_fd, feed[1]);
       } catch (const std::exception& e) {
         fmt::print(stderr, "stasis restart: {}\n", e.what());
         _exit(1);
@@ -367,17 +403,17 @@ class RestartCommand : public Command {
 
     // From here on this process becomes the restarted program.
     const StasisProcessRecord& proc = img.process();
-    std::set<int> saved;
-    for (const auto& f : img.fds()) saved.insert(f.fd);
-    int feed_fd = lowest_free_number(saved);
-    std::set<int> keep = {0, 1, 2, feed[0]};
+    // Out of the way of every number they may have to move to, then into place.
+    int feed_out_of_way = fcntl(feed[0], F_DUPFD, 600), image_out_of_way = fcntl(image, F_DUPFD, 600);
+    if (feed_out_of_way < 0 || image_out_of_way < 0 || feed_out_of_way == image_fd ||
+        image_out_of_way == feed_fd)
+      throw Error("cannot set up the restart descriptors");
+    std::set<int> keep = {0, 1, 2, feed_out_of_way, image_out_of_way};
     for (const auto& f : img.fds())
       if (f.kind == STASIS_FD_EXTERNAL) keep.insert(f.fd);
     close_all_except(keep);
-    if (feed[0] != feed_fd) {
-      if (dup2(feed[0], feed_fd) < 0) throw Error("cannot place the restart pipe");
-      close(feed[0]);
-    }
+    place_descriptor(feed_out_of_way, feed_fd);
+    place_descriptor(image_out_of_way, image_fd);
     reopen_descriptors(img, feed_fd);
     if (chdir(proc.cwd) != 0) throw Error(fmt::format("cannot enter {}", proc.cwd));
     umask(proc.umask);

@@ -52,6 +52,9 @@ enum StasisRecordType STASIS_ENUM_BASE {
   STASIS_REC_REGION = 4,
   STASIS_REC_PAGES = 5,  // arg = start address; raw_size = bytes of memory
   STASIS_REC_END = 6,
+  // Zero bytes that make the next PAGES payload start on a page boundary in the file, so that an
+  // uncompressed payload can be mapped straight into the restarted process.
+  STASIS_REC_PAD = 7,
 };
 
 struct StasisImageHeader {

@@ -121,6 +121,8 @@ Image Image::open(const std::string& path, bool verify_payloads) {
       case STASIS_REC_FD:
         image.fds_.push_back(payload_as<StasisFdRecord>(payload, h, path, "FD"));
         break;
+      case STASIS_REC_PAD:
+        break;
       case STASIS_REC_REGION: {
         Region region;
         region.record = payload_as<StasisRegionRecord>(payload, h, path, "REGION");

@@ -254,7 +254,13 @@ void loader_main(long* initial_sp) {
       read_exact(&chunk, sizeof chunk);
       if (chunk.addr < region.start || chunk.addr + chunk.len > region.end)
         die("the restart plan has a chunk outside its region", 0);
-      read_exact((void*)chunk.addr, chunk.len);
+      if (chunk.mapped) {
+        long got = STASIS_SYS6(SYS_mmap, chunk.addr, chunk.len, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_FIXED, g_plan.image_fd, chunk.file_offset);
+        if (is_error(got)) die("cannot map memory from the image", got);
+      } else {
+        read_exact((void*)chunk.addr, chunk.len);
+      }
     }
     if (region.kind != STASIS_REGION_FILE_SHARED) {
       long r = STASIS_SYS3(SYS_mprotect, region.start, len, region.prot);
@@ -265,6 +271,7 @@ void loader_main(long* initial_sp) {
   read_exact(&end_magic, sizeof end_magic);
   if (end_magic != STASIS_LOADER_END_MAGIC) die("the image feed is out of step", 0);
   STASIS_SYS1(SYS_close, g_feed);
+  if (g_plan.image_fd >= 0) STASIS_SYS1(SYS_close, g_plan.image_fd);
 
   // 4. vvar/vdso back to the addresses the program's code remembers.
   for (int s = 0; s < 3; s++) {

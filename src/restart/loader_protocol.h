@@ -50,7 +50,7 @@ struct StasisLoaderPlan {
   uint32_t region_count;
   uint32_t thread_count;
   uint32_t restore_mm;  // 1: try prctl(PR_SET_MM_MAP)
-  uint32_t reserved;
+  int32_t image_fd;     // the image, open read-only, for mapped chunks (-1: none)
   StasisVdsoLayout vdso;
   StasisMmLayout mm;
   uint64_t restart_info_addr;
@@ -78,4 +78,9 @@ struct StasisLoaderRegion {
 
 struct StasisLoaderChunk {
   uint64_t addr, len;
+  // mapped = 1: no bytes follow; map [file_offset, file_offset + len) of the image privately at
+  // addr (an uncompressed, page-aligned payload: pages load on demand, nothing is copied).
+  uint64_t file_offset;
+  uint32_t mapped;
+  uint32_t reserved;
 };

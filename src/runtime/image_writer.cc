@@ -196,6 +196,13 @@ bool ImageWriter::add_chunk(uint64_t addr, const char* src, uint64_t n) {
   }
   if (compressed > 0 && compressed < n)  // incompressible chunks are stored as they are
     return put_record(STASIS_REC_PAGES, compression_, addr, chunk_out_, compressed, n);
+  // Stored as is: start the payload on a page boundary so restart can map it from the file.
+  uint64_t payload_at = file_offset_ + 2 * sizeof(StasisRecordHeader);
+  if ((file_offset_ + sizeof(StasisRecordHeader)) % 4096 != 0 && n % 4096 == 0) {
+    static const char kZeros[4096] = {};
+    uint64_t pad = (4096 - payload_at % 4096) % 4096;
+    if (!put_record(STASIS_REC_PAD, STASIS_COMPRESS_NONE, 0, kZeros, pad, pad)) return false;
+  }
   return put_record(STASIS_REC_PAGES, STASIS_COMPRESS_NONE, addr, src, n, n);
 }
 

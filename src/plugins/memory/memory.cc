@@ -182,6 +182,7 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
       }
     }
     StasisRegionRecord r = {};
+    bool every_page = false;
     r.start = m.start;
     r.end = m.end;
     r.prot = m.prot;
@@ -204,14 +205,20 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
       else continue;  // [vsyscall], [uprobes]: the kernel's
     } else if (m.path[0] == 0) {
       r.kind = m.shared ? STASIS_REGION_SHARED_ANON : STASIS_REGION_ANON;
-    } else if (str_ends(m.path, " (deleted)") || str_starts(m.path, "/memfd:")) {
-      // Its file is gone (or never had a name): the data must come from the image.
+    } else if (str_ends(m.path, " (deleted)") || str_starts(m.path, "/memfd:") ||
+               str_ends(m.path, ".stasis")) {
+      // Its file is gone, never had a name, or is an image a restart mapped memory from (which
+      // may be deleted before the next restart): the data must come from this image. Privately
+      // mapped pages never touched are not "present" yet hold the file's data: save them all.
       r.kind = m.shared ? STASIS_REGION_SHARED_ANON : STASIS_REGION_ANON;
+      every_page = !m.shared;
     } else {
       r.kind = m.shared ? STASIS_REGION_FILE_SHARED : STASIS_REGION_FILE_PRIVATE;
       fill_file_identity(r);
     }
-    if (r.kind != STASIS_REGION_FILE_SHARED) {
+    if (every_page) {
+      r.saved_bytes = m.end - m.start;
+    } else if (r.kind != STASIS_REGION_FILE_SHARED) {
       uint64_t saved = 0;
       ok = scanner.runs(m.start, m.end, r.kind, [&](uint64_t, uint64_t len) {
         saved += len;
@@ -223,9 +230,12 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
     if (ok && r.saved_bytes) {
       bool unreadable = !(m.prot & PROT_READ);
       bool zero_filled_at_restart = r.kind != STASIS_REGION_FILE_PRIVATE;
-      ok = scanner.runs(m.start, m.end, r.kind, [&](uint64_t start, uint64_t len) {
-        return writer.add_pages(start, len, unreadable, zero_filled_at_restart);
-      });
+      if (every_page)
+        ok = writer.add_pages(m.start, m.end - m.start, unreadable, zero_filled_at_restart);
+      else
+        ok = scanner.runs(m.start, m.end, r.kind, [&](uint64_t start, uint64_t len) {
+          return writer.add_pages(start, len, unreadable, zero_filled_at_restart);
+        });
     }
     if (!ok && error.size() == 0) {
       error << "saving the region " ;
