@@ -69,6 +69,9 @@ class LaunchCommand : public Command {
         ->check(CLI::NonNegativeNumber);
     app.add_option("--compress", compress_, "Image compression: zstd (default) or none")
         ->check(CLI::IsMember(image::compression_names()));
+    app.add_option("--ib", ib_, "InfiniBand verbs: 'system' (the installed libibverbs) or 'soft' "
+                                "(softib, Stasis's user-space HCA; see docs/softib.md)")
+        ->check(CLI::IsMember({"system", "soft"}));
     app.add_option("--plugin", plugins_, "Load a Stasis plugin (a shared library) into the program; repeatable")
         ->check(CLI::ExistingFile);
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
@@ -105,6 +108,11 @@ class LaunchCommand : public Command {
         list += (list.empty() ? "" : ":") + std::filesystem::absolute(plugin).string();
       setenv("STASIS_PLUGINS", list.c_str(), 1);
     }
+    if (ib_ == "soft") {
+      const char* path = getenv("LD_LIBRARY_PATH");
+      std::string dir = softib_library_dir();
+      setenv("LD_LIBRARY_PATH", (dir + (path && *path ? ":" + std::string(path) : "")).c_str(), 1);
+    }
     if (interval_ > 0) setenv("STASIS_INTERVAL", fmt::format("{}", interval_).c_str(), 1);
 
     std::vector<char*> args;
@@ -115,7 +123,7 @@ class LaunchCommand : public Command {
   }
 
  private:
-  std::string coord_, ckpt_dir_, compress_;
+  std::string coord_, ckpt_dir_, compress_, ib_ = "system";
   double interval_ = 0;
   std::vector<std::string> argv_, plugins_;
 };

@@ -59,4 +59,14 @@ std::string runtime_library_path() { return installed_file("libstasis_runtime.so
 
 std::string restart_loader_path() { return installed_file("stasis-loader"); }
 
+std::string softib_library_dir() {
+  std::filesystem::path exe_dir = std::filesystem::path(self_executable()).parent_path();
+  std::filesystem::path dir = exe_dir / ".." / "lib" / "softib";
+  std::error_code error;
+  if (!std::filesystem::exists(dir / "libibverbs.so.1", error))
+    throw Error(fmt::format("--ib=soft: softib is not installed ({} is missing)",
+                            (dir / "libibverbs.so.1").lexically_normal().string()));
+  return std::filesystem::weakly_canonical(dir, error).string();
+}
+
 }  // namespace stasis::cli

@@ -28,5 +28,6 @@ const std::vector<CommandFactory>& all_commands();
 std::string self_executable();
 std::string runtime_library_path();  // libstasis_runtime.so
 std::string restart_loader_path();   // stasis-loader
+std::string softib_library_dir();    // the folder holding softib's libibverbs.so.1
 
 }  // namespace stasis::cli
