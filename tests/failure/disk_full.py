@@ -13,10 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def fail(message):
-    print(f"FAIL: {message}", flush=True)
-    sys.exit(1)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from e2e_common import Computation, fail  # noqa: E402
 
 
 def main(stasis, counter):
@@ -30,13 +28,11 @@ def main(stasis, counter):
         if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "stasis-test", str(ckpt)]).returncode:
             print("SKIP: cannot mount tmpfs")
             sys.exit(77)
-        env = dict(os.environ, STASIS_RUNTIME_DIR=str(Path(tmp, "run")))
         proc = None
+        comp = None
         try:
-            port_file = Path(tmp, "port")
-            subprocess.run([stasis, "coordinator", "--port", "0", "--port-file", str(port_file),
-                            "--ckpt-dir", str(ckpt), "--daemon", "--exit-when-idle"], env=env, check=True)
-            env["STASIS_COORD"] = f"127.0.0.1:{port_file.read_text().strip()}"
+            comp = Computation(stasis, tmp)
+            env = comp.env
             out = Path(tmp, "out")
             with open(out, "w") as o:
                 proc = subprocess.Popen([stasis, "launch", "--compress", "none", "--", counter, "60", "50"],
@@ -69,7 +65,8 @@ def main(stasis, counter):
         finally:
             if proc and proc.poll() is None:
                 proc.kill()
-            subprocess.run([stasis, "kill"], env=env, capture_output=True)
+            if comp:
+                comp.cleanup()
             time.sleep(0.2)
             subprocess.run(["umount", "-l", str(ckpt)])
     print("PASS disk_full")
