@@ -27,7 +27,6 @@ namespace fs = std::filesystem;
 namespace stasis::cli {
 namespace {
 
-constexpr int kCoordinatorFd = 1021;  // kept free for the runtime (src/runtime/rt.h)
 
 struct Checkpoint {
   fs::path dir;
@@ -268,7 +267,7 @@ void feed_loader(const image::Image& img, const StasisRestartInfo& info, int ima
 
 int lowest_free_number(const std::set<int>& taken) {
   for (int n = 3;; n++)
-    if (!taken.count(n) && n != kCoordinatorFd) return n;
+    if (!taken.count(n) && n != STASIS_COORDINATOR_FD) return n;
 }
 
 // Moves `fd` to number `target` (which nothing else holds), without close-on-exec: the loader
@@ -291,14 +290,14 @@ void close_all_except(const std::set<int>& keep) {
     if (!keep.count(fd)) close(fd);
 }
 
-void reopen_descriptors(const image::Image& img, int feed_fd) {
+void reopen_descriptors(const image::Image& img) {
   std::set<int> saved;
   for (const auto& f : img.fds()) saved.insert(f.fd);
   for (int stdio = 0; stdio <= 2; stdio++)
     if (!saved.count(stdio)) close(stdio);
   for (const auto& f : img.fds()) {
     if (f.kind == STASIS_FD_EXTERNAL) {
-      if (fcntl(f.fd, F_GETFD) < 0 || f.fd == feed_fd) {  // restart has nothing there: /dev/null
+      if (fcntl(f.fd, F_GETFD) < 0) {  // restart has nothing there: give it /dev/null
         int null_fd = open("/dev/null", O_RDWR);
         if (null_fd != f.fd) dup2(null_fd, f.fd), close(null_fd);
       }
@@ -414,7 +413,7 @@ class RestartCommand : public Command {
     close_all_except(keep);
     place_descriptor(feed_out_of_way, feed_fd);
     place_descriptor(image_out_of_way, image_fd);
-    reopen_descriptors(img, feed_fd);
+    reopen_descriptors(img);
     if (chdir(proc.cwd) != 0) throw Error(fmt::format("cannot enter {}", proc.cwd));
     umask(proc.umask);
     for (int r = 0; r < 16; r++) {

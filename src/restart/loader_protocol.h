@@ -22,6 +22,10 @@ typedef struct StasisLoaderChunk StasisLoaderChunk;
 #define STASIS_LOADER_END_MAGIC 0x444e4553495453ull
 #define STASIS_RESTART_INFO_MAGIC 0x4f464e4952545453ull
 
+// The runtime's coordinator connection lives at this descriptor number, in the launched process
+// and again after a restart: `stasis restart` keeps it free for it.
+#define STASIS_COORDINATOR_FD 1021
+
 // Fixed addresses of the loader (linked there; see src/restart/CMakeLists.txt). `stasis restart`
 // refuses an image with a mapping inside [STASIS_LOADER_BASE, STASIS_LOADER_LIMIT).
 #define STASIS_LOADER_BASE 0x3a5100000000ull

@@ -73,9 +73,9 @@ bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, Log
   return write_out(&header, sizeof header);
 }
 
-bool ImageWriter::flush() {
-  for (uint64_t done = 0; done < buffer_used_;) {
-    long n = STASIS_SYS3(SYS_write, fd_, buffer_ + done, buffer_used_ - done);
+bool ImageWriter::write_all(const char* data, uint64_t size) {
+  for (uint64_t done = 0; done < size;) {
+    long n = STASIS_SYS3(SYS_write, fd_, data + done, size - done);
     if (n == -EINTR) continue;
     if (n <= 0) {
       failure_ = n == -ENOSPC ? "no space left on the checkpoint device" : "write failed";
@@ -83,6 +83,11 @@ bool ImageWriter::flush() {
     }
     done += static_cast<uint64_t>(n);
   }
+  return true;
+}
+
+bool ImageWriter::flush() {
+  if (!write_all(buffer_, buffer_used_)) return false;
   buffer_used_ = 0;
   return true;
 }
@@ -91,16 +96,7 @@ bool ImageWriter::write_out(const void* data, uint64_t size) {
   if (failure_) return false;
   const char* p = static_cast<const char*>(data);
   if (size >= kChunkBytes) {  // whole chunks go straight to the file
-    if (!flush()) return false;
-    for (uint64_t done = 0; done < size;) {
-      long n = STASIS_SYS3(SYS_write, fd_, p + done, size - done);
-      if (n == -EINTR) continue;
-      if (n <= 0) {
-        failure_ = n == -ENOSPC ? "no space left on the checkpoint device" : "write failed";
-        return false;
-      }
-      done += static_cast<uint64_t>(n);
-    }
+    if (!flush() || !write_all(p, size)) return false;
   } else {
     if (buffer_used_ + size > kBufferBytes && !flush()) return false;
     __builtin_memcpy(buffer_ + buffer_used_, p, size);

@@ -27,6 +27,7 @@ class ImageWriter {
  private:
   bool add_chunk(uint64_t addr, const char* src, uint64_t n);
   bool write_out(const void* data, uint64_t size);
+  bool write_all(const char* data, uint64_t size);
   bool flush();
   bool put_record(uint32_t type, uint32_t compression, uint64_t arg, const void* payload,
                   uint64_t stored, uint64_t raw);

@@ -20,8 +20,7 @@
 
 namespace stasis::rt {
 
-// The coordinator connection lives at this fixed descriptor number (kept across restart).
-constexpr int kCoordinatorFd = 1021;
+constexpr int kCoordinatorFd = STASIS_COORDINATOR_FD;
 
 struct Config {
   bool active = false;

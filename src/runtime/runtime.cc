@@ -28,7 +28,6 @@ std::atomic<uint32_t> g_send_lock{0};
 
 namespace {
 
-bool g_connected = false;
 // Bumped when "commit" has been answered or the coordinator is gone: exit waits on it.
 std::atomic<uint32_t> g_commit_sequence{0};
 std::atomic<bool> g_connection_lost{false};
@@ -213,7 +212,10 @@ void* checkpoint_thread_main(void*) {
     }
     static char payload[sizeof(StasisBarrier) + 4096];
     uint32_t len = header.payload_len;
-    if (len > sizeof payload) len = sizeof payload;  // larger messages are not for processes
+    if (len > sizeof payload) {  // larger messages are not for processes: skip, stay in step
+      stasis_discard(kCoordinatorFd, len);
+      continue;
+    }
     if (stasis_recv_exact(kCoordinatorFd, payload, len) != 0) continue;
     if (header.type == STASIS_MSG_BARRIER && len >= sizeof(StasisBarrier)) {
       StasisBarrier barrier;
@@ -352,7 +354,6 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
           << static_cast<unsigned>(g_config.coord_port) << " refused this process: " << reason;
     return false;
   }
-  g_connected = true;
   return true;
 }
 

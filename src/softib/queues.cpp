@@ -178,6 +178,18 @@ bool has_recv(Qp* qp) { return srq_of(qp) ? !srq_of(qp)->wqes.empty() : !qp->rq.
 
 // Executes one RC request as the responder. Returns false when it must wait (no receive WQE yet,
 // or the QP has not reached RTR), so requests stay in order behind it.
+// Fills in what every receive completion carries about its sender (and the immediate data, if
+// the frame has some) and queues it on the QP's receive CQ.
+void complete_receive(Qp* qp, ibv_wc wc, const FrameHeader& h, bool with_imm) {
+  if (with_imm) {
+    wc.wc_flags |= IBV_WC_WITH_IMM;
+    wc.imm_data = h.imm;
+  }
+  wc.src_qp = h.src_qpn;
+  wc.slid = h.src_lid;
+  push_cqe(recv_cq(qp), wc, h.flags & kSolicited);
+}
+
 bool process_request(Context* c, Qp* qp, const FrameHeader& h, const char* payload, size_t len, Conn* from) {
   if (qp->ibv.state == IBV_QPS_ERR || qp->ibv.state == IBV_QPS_RESET) {
     send_response(c, from, h, FrameType::kAck, IBV_WC_RETRY_EXC_ERR, nullptr, 0);
@@ -199,12 +211,9 @@ bool process_request(Context* c, Qp* qp, const FrameHeader& h, const char* paylo
     if (with_imm) {
       RecvWqe r;
       take_recv(qp, &r);
-      ibv_wc wc = make_wc(qp, r.wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, static_cast<uint32_t>(len));
-      wc.wc_flags = IBV_WC_WITH_IMM;
-      wc.imm_data = h.imm;
-      wc.src_qp = h.src_qpn;
-      wc.slid = h.src_lid;
-      push_cqe(recv_cq(qp), wc, h.flags & kSolicited);
+      complete_receive(
+          qp, make_wc(qp, r.wr_id, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, static_cast<uint32_t>(len)),
+          h, true);
     }
     send_response(c, from, h, FrameType::kAck, IBV_WC_SUCCESS, nullptr, 0);
     return true;
@@ -230,14 +239,8 @@ bool process_request(Context* c, Qp* qp, const FrameHeader& h, const char* paylo
     enter_error(qp);
     return true;
   }
-  ibv_wc wc = make_wc(qp, r.wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, static_cast<uint32_t>(len));
-  if (with_imm) {
-    wc.wc_flags = IBV_WC_WITH_IMM;
-    wc.imm_data = h.imm;
-  }
-  wc.src_qp = h.src_qpn;
-  wc.slid = h.src_lid;
-  push_cqe(recv_cq(qp), wc, h.flags & kSolicited);
+  complete_receive(qp, make_wc(qp, r.wr_id, IBV_WC_SUCCESS, IBV_WC_RECV, static_cast<uint32_t>(len)), h,
+                   with_imm);
   send_response(c, from, h, FrameType::kAck, IBV_WC_SUCCESS, nullptr, 0);
   return true;
 }
@@ -281,13 +284,7 @@ void handle_ud(Context* c, Qp* qp, const FrameHeader& h, const char* payload, si
     push_cqe(recv_cq(qp), make_wc(qp, r.wr_id, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0), false);
     return;
   }
-  if (h.flags & kHasImm) {
-    wc.wc_flags |= IBV_WC_WITH_IMM;
-    wc.imm_data = h.imm;
-  }
-  wc.src_qp = h.src_qpn;
-  wc.slid = h.src_lid;
-  push_cqe(recv_cq(qp), wc, h.flags & kSolicited);
+  complete_receive(qp, wc, h, h.flags & kHasImm);
 }
 
 void handle_response(Context* c, Qp* qp, const FrameHeader& h, const char* payload, size_t len) {

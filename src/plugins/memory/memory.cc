@@ -165,21 +165,14 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
   *vdso = {};
   bool ok = true;
   for (uint32_t i = 0; i < count && ok; i++) {
-    Mapping m = maps[i];
-    // The scratch arena is not program state, but the kernel may have merged it with an
-    // adjacent anonymous mapping of the program: save what lies outside it.
+    const Mapping& m = maps[i];
+    // The scratch arena is not program state. It is a shared mapping, which the kernel never
+    // merges with a neighbour (a private arena once swallowed a glibc heap that way).
+    if (m.start == arena.start() && m.end == arena.end()) continue;
     if (m.start < arena.end() && m.end > arena.start()) {
-      if (m.start < arena.start()) {
-        Mapping below = m;
-        below.end = arena.start();
-        maps[i].start = arena.end();  // revisit the part above, if any, next
-        if (maps[i].start < maps[i].end) i--;
-        m = below;
-      } else if (m.end > arena.end()) {
-        m.start = arena.end();
-      } else {
-        continue;
-      }
+      error << "the checkpoint scratch memory shares a mapping with the program; not checkpointing";
+      ok = false;
+      break;
     }
     StasisRegionRecord r = {};
     bool every_page = false;
