@@ -20,6 +20,7 @@
 #include "cli/coord_client.h"
 #include "common/error.h"
 #include "image/reader.h"
+#include "plugins/files/restore.h"
 #include "restart/loader_protocol.h"
 
 namespace fs = std::filesystem;
@@ -151,10 +152,7 @@ void check_restartable(const image::Image& img) {
   }
   if (!fs::is_directory(img.process().cwd))
     throw Error(fmt::format("the program's working directory {} is gone", img.process().cwd));
-  for (const auto& fd : img.fds())
-    if ((fd.kind == STASIS_FD_REGULAR || fd.kind == STASIS_FD_DIRECTORY) && !fs::exists(fd.path))
-      throw Error(fmt::format("{} (descriptor {} of the program) is gone; restore it to restart",
-                              fd.path, fd.fd));
+  for (const auto& fd : img.fds()) restore::check_descriptor(img, fd);
 }
 
 class PipeWriter {
@@ -243,7 +241,8 @@ void feed_loader(const image::Image& img, const StasisRestartInfo& info, int ima
     lr.kind = r.kind;
     lr.file_offset = r.file_offset;
     lr.chunk_count = static_cast<uint32_t>(region.pages.size());
-    std::memcpy(lr.path, r.path, sizeof lr.path);
+    std::string mapped_path = restore::mapped_file_path(img, r);
+    snprintf(lr.path, sizeof lr.path, "%s", mapped_path.c_str());
     pipe.put(&lr, sizeof lr);
     for (const auto& pages : region.pages) {
       StasisLoaderChunk chunk = {pages.addr, pages.raw_size, 0, 0, 0};
@@ -290,51 +289,6 @@ void close_all_except(const std::set<int>& keep) {
     if (!keep.count(fd)) close(fd);
 }
 
-void reopen_descriptors(const image::Image& img) {
-  std::set<int> saved;
-  for (const auto& f : img.fds()) saved.insert(f.fd);
-  for (int stdio = 0; stdio <= 2; stdio++)
-    if (!saved.count(stdio)) close(stdio);
-  for (const auto& f : img.fds()) {
-    if (f.kind == STASIS_FD_EXTERNAL) {
-      if (fcntl(f.fd, F_GETFD) < 0) {  // restart has nothing there: give it /dev/null
-        int null_fd = open("/dev/null", O_RDWR);
-        if (null_fd != f.fd) dup2(null_fd, f.fd), close(null_fd);
-      }
-      continue;
-    }
-    if (f.same_description_as >= 0 && f.kind != STASIS_FD_EXTERNAL) {
-      if (dup2(f.same_description_as, f.fd) < 0)
-        throw Error(fmt::format("cannot duplicate descriptor {} as {}", f.same_description_as, f.fd));
-      continue;
-    }
-    int flags = static_cast<int>(f.flags) & ~(O_CREAT | O_TRUNC | O_EXCL | O_NOCTTY);
-    if (f.kind == STASIS_FD_DIRECTORY) flags |= O_DIRECTORY;
-    int fd = open(f.path, flags);
-    if (fd < 0)
-      throw Error(fmt::format("cannot reopen {} as descriptor {}: {}", f.path, f.fd, std::strerror(errno)));
-    if (f.kind == STASIS_FD_REGULAR) {
-      struct stat st;
-      fstat(fd, &st);
-      int mode = f.flags & O_ACCMODE;
-      bool appending = (f.flags & O_APPEND) || static_cast<uint64_t>(f.offset) == f.size;
-      // Output the killed run wrote after the checkpoint is discarded, as the restarted program
-      // will write it again: the file ends up as an uninterrupted run leaves it.
-      if (mode != O_RDONLY && appending && static_cast<uint64_t>(st.st_size) > f.size)
-        if (ftruncate(fd, static_cast<off_t>(f.size)) != 0)
-          throw Error(fmt::format("cannot cut {} back to its size at the checkpoint", f.path));
-    }
-    if (f.kind == STASIS_FD_REGULAR || f.kind == STASIS_FD_DIRECTORY)
-      lseek(fd, f.offset, SEEK_SET);
-    if (fd != f.fd) {
-      if (dup2(fd, f.fd) < 0)
-        throw Error(fmt::format("cannot place {} at descriptor {}: {}", f.path, f.fd, std::strerror(errno)));
-      close(fd);
-    }
-  }
-  for (const auto& f : img.fds()) fcntl(f.fd, F_SETFD, 0);  // see cloexec_fds
-}
-
 class RestartCommand : public Command {
  public:
   const char* name() const override { return "restart"; }
@@ -355,6 +309,7 @@ class RestartCommand : public Command {
                               "computations only", ckpt.dir.string(), ckpt.images.size()));
     image::Image img = image::Image::open(ckpt.images[0].string(), /*verify_payloads=*/true);
     check_restartable(img);
+    img.load_fd_data();
     std::string loader = restart_loader_path();
 
     CoordAddress addr = coord_address_from(coord_);
@@ -368,12 +323,16 @@ class RestartCommand : public Command {
     info.coord_port = addr.port;
     snprintf(info.coord_host, sizeof info.coord_host, "%s", addr.host.c_str());
     snprintf(info.secret_hex, sizeof info.secret_hex, "%s", secret.c_str());
-    for (const auto& f : img.fds())
-      if (f.cloexec && f.fd >= 0 && f.fd < 1024) info.cloexec_fds[f.fd / 64] |= 1ull << (f.fd % 64);
+    for (const auto& f : img.fds()) {
+      if (f.fd < 0 || f.fd >= 1024) continue;
+      if (f.cloexec) info.cloexec_fds[f.fd / 64] |= 1ull << (f.fd % 64);
+      if (f.kind == STASIS_FD_EXTERNAL) info.external_fds[f.fd / 64] |= 1ull << (f.fd % 64);
+    }
 
     // Descriptor numbers the loader will find its feed and the image at: free in the program.
     std::set<int> saved;
     for (const auto& f : img.fds()) saved.insert(f.fd);
+    restore::set_descriptor_floor(saved.empty() ? 3 : *saved.rbegin() + 1);
     const int feed_fd = lowest_free_number(saved);
     saved.insert(feed_fd);
     const int image_fd = lowest_free_number(saved);
@@ -413,7 +372,7 @@ class RestartCommand : public Command {
     close_all_except(keep);
     place_descriptor(feed_out_of_way, feed_fd);
     place_descriptor(image_out_of_way, image_fd);
-    reopen_descriptors(img);
+    restore::place_descriptors(img, {});
     if (chdir(proc.cwd) != 0) throw Error(fmt::format("cannot enter {}", proc.cwd));
     umask(proc.umask);
     for (int r = 0; r < 16; r++) {

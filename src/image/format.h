@@ -33,9 +33,11 @@ typedef struct StasisThreadRecord StasisThreadRecord;
 typedef struct StasisRegionRecord StasisRegionRecord;
 typedef struct StasisFdRecord StasisFdRecord;
 typedef struct StasisEndRecord StasisEndRecord;
+typedef struct StasisZombie StasisZombie;
+typedef struct StasisFdDataHeader StasisFdDataHeader;
 
 #define STASIS_IMAGE_MAGIC "STASISIM"
-#define STASIS_IMAGE_VERSION 1
+#define STASIS_IMAGE_VERSION 2
 #define STASIS_IMAGE_PATH_MAX 1024
 #define STASIS_MAX_THREADS 4096
 
@@ -55,6 +57,10 @@ enum StasisRecordType STASIS_ENUM_BASE {
   // Zero bytes that make the next PAGES payload start on a page boundary in the file, so that an
   // uncompressed payload can be mapped straight into the restarted process.
   STASIS_REC_PAD = 7,
+  // Variable-length state of one descriptor (pipe contents, an epoll interest list, a deleted
+  // file's bytes...): payload = StasisFdDataHeader + bytes. Long data is split into several
+  // records with increasing offsets; the reader joins them.
+  STASIS_REC_FD_DATA = 8,
 };
 
 struct StasisImageHeader {
@@ -121,10 +127,20 @@ struct StasisMmLayout {
   uint32_t reserved;
 };
 
+// A child that had exited but was not yet waited for: restart recreates it as a zombie.
+struct StasisZombie {
+  uint32_t vpid;
+  int32_t wait_status;  // as wait(2) reports it
+};
+#define STASIS_MAX_ZOMBIES 64
+
 struct StasisProcessRecord {
   uint32_t pid;             // real pid when written
-  uint32_t original_pid;    // pid at launch
-  uint32_t ppid;
+  uint32_t original_pid;    // virtual pid: the pid the program sees (its first real pid)
+  uint32_t ppid;            // virtual pid of the parent (a pid outside the computation as is)
+  uint32_t pgid, sid;       // virtual process group and session
+  uint32_t zombie_count;
+  StasisZombie zombies[STASIS_MAX_ZOMBIES];
   uint32_t uid, gid;
   uint32_t umask;
   uint32_t thread_count;
@@ -156,6 +172,7 @@ struct StasisCpuContext {
 
 struct StasisThreadRecord {
   uint32_t tid;             // tid when written
+  uint32_t vtid;            // virtual tid: the tid the program sees
   uint32_t is_leader;       // the thread-group leader (tid == pid)
   uint32_t is_checkpoint_thread;
   int32_t blocked_syscall;  // syscall the thread was blocked in when suspended, or -1
@@ -206,6 +223,30 @@ enum StasisFdKind STASIS_ENUM_BASE {
   // launched (its standard streams, typically). Restart connects the same descriptor number of
   // `stasis restart` (or /dev/null if restart has none there).
   STASIS_FD_EXTERNAL = 4,
+  STASIS_FD_PIPE = 5,        // kind_data[0] = pipe buffer size; contents in FD_DATA (PIPE_BYTES)
+  STASIS_FD_FIFO = 6,        // a named pipe: reopened by path; contents as for a pipe
+  STASIS_FD_EVENTFD = 7,
+  STASIS_FD_EPOLL = 8,
+  STASIS_FD_SIGNALFD = 9,
+  STASIS_FD_TIMERFD = 10,
+  STASIS_FD_INOTIFY = 11,
+  STASIS_FD_SAVED_FILE = 12,  // contents saved in the image (deleted while open, memfd, --save-files)
+  STASIS_FD_PTY_MASTER = 13,
+  STASIS_FD_PTY_SLAVE = 14,
+};
+
+// Tags of FD_DATA records.
+enum StasisFdDataTag STASIS_ENUM_BASE {
+  STASIS_FD_DATA_PIPE_BYTES = 1,    // bytes in flight in a pipe or FIFO
+  STASIS_FD_DATA_EPOLL = 2,         // epoll interest list
+  STASIS_FD_DATA_INOTIFY = 3,       // inotify watches
+  STASIS_FD_DATA_FILE_BYTES = 4,    // a saved file's contents
+};
+
+struct StasisFdDataHeader {
+  int32_t fd;
+  uint32_t tag;      // StasisFdDataTag
+  uint64_t offset;   // of these bytes within the descriptor's data
 };
 
 struct StasisFdRecord {
@@ -216,11 +257,16 @@ struct StasisFdRecord {
   // A lower descriptor sharing this one's open file description (dup, fcntl F_DUPFD), so the
   // two keep one offset after restart; -1 if none.
   int32_t same_description_as;
+  // The open file description may be shared with other processes of the computation (inherited
+  // across fork): every holder names the same owner, the lowest (virtual pid, descriptor) that
+  // holds it, so restart creates it once and hands it to each.
+  int32_t owner_pid, owner_fd;
   uint32_t reserved;
   int64_t offset;
   uint64_t size;       // file size when written (regular files)
   uint64_t dev, ino;
   int64_t mtime_ns;
+  uint64_t kind_data[8];  // kind-specific state (see StasisFdKind)
   char path[STASIS_IMAGE_PATH_MAX];
 };
 

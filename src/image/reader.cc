@@ -51,6 +51,8 @@ Image& Image::operator=(Image&& other) noexcept {
   threads_ = std::move(other.threads_);
   fds_ = std::move(other.fds_);
   regions_ = std::move(other.regions_);
+  fd_data_ = std::move(other.fd_data_);
+  fd_data_payloads_ = std::move(other.fd_data_payloads_);
   end_ = other.end_;
   return *this;
 }
@@ -93,7 +95,7 @@ Image Image::open(const std::string& path, bool verify_payloads) {
                               records, offset));
     uint64_t payload_offset = offset + sizeof h;
     if (payload_offset + h.stored_size > image.file_size_) break;  // truncated
-    bool small = h.type != STASIS_REC_PAGES;
+    bool small = h.type != STASIS_REC_PAGES && h.type != STASIS_REC_FD_DATA;
     if (small || verify_payloads) {
       payload.resize(h.stored_size);
       pread_exact(image.fd_, payload.data(), h.stored_size, payload_offset, path);
@@ -123,6 +125,24 @@ Image Image::open(const std::string& path, bool verify_payloads) {
         break;
       case STASIS_REC_PAD:
         break;
+      case STASIS_REC_FD_DATA: {
+        StasisFdDataHeader dh;
+        if (h.stored_size < sizeof dh || h.raw_size < sizeof dh)
+          throw Error(fmt::format("{} is corrupt: descriptor data record at byte {} is too short", path, offset));
+        pread_exact(image.fd_, &dh, sizeof dh, payload_offset, path);
+        FdDataRef ref;
+        ref.fd = dh.fd;
+        ref.tag = dh.tag;
+        ref.offset = dh.offset;
+        ref.raw_size = h.raw_size - sizeof dh;
+        ref.stored_size = h.stored_size - sizeof dh;
+        ref.file_offset = payload_offset + sizeof dh;
+        ref.compression = h.compression;
+        ref.checksum = h.payload_checksum;
+        ref.payload_offset = payload_offset;
+        image.fd_data_.push_back(ref);
+        break;
+      }
       case STASIS_REC_REGION: {
         Region region;
         region.record = payload_as<StasisRegionRecord>(payload, h, path, "REGION");
@@ -191,6 +211,59 @@ void Image::read_pages(const PagesRef& pages, void* out, std::vector<char>& scra
     throw Error(fmt::format("{} is corrupt: the memory pages at {:#x} do not decompress", path_, pages.addr));
 }
 
+bool Image::has_fd_data(int fd, uint32_t tag) const {
+  for (const auto& ref : fd_data_)
+    if (ref.fd == fd && ref.tag == tag) return true;
+  return false;
+}
+
+void Image::load_fd_data() {
+  fd_data_payloads_.resize(fd_data_.size());
+  for (size_t i = 0; i < fd_data_.size(); i++) {
+    fd_data_payloads_[i].resize(fd_data_[i].stored_size + sizeof(StasisFdDataHeader));
+    pread_exact(fd_, fd_data_payloads_[i].data(), fd_data_payloads_[i].size(),
+                fd_data_[i].payload_offset, path_);
+  }
+}
+
+std::vector<char> Image::fd_data(int fd, uint32_t tag) const {
+  std::vector<char> out, payload;
+  for (size_t i = 0; i < fd_data_.size(); i++) {
+    const FdDataRef& ref = fd_data_[i];
+    if (ref.fd != fd || ref.tag != tag) continue;
+    if (ref.offset != out.size())
+      throw Error(fmt::format("{} is corrupt: data of descriptor {} is not contiguous at byte {}", path_,
+                              fd, ref.offset));
+    if (i < fd_data_payloads_.size()) {
+      payload = fd_data_payloads_[i];
+    } else {
+      payload.resize(ref.stored_size + sizeof(StasisFdDataHeader));
+      pread_exact(fd_, payload.data(), payload.size(), ref.payload_offset, path_);
+    }
+    if (XXH3_64bits(payload.data(), payload.size()) != ref.checksum)
+      throw Error(fmt::format("{} is corrupt: checksum mismatch in the data of descriptor {}", path_, fd));
+    const char* stored = payload.data() + sizeof(StasisFdDataHeader);
+    size_t at = out.size();
+    out.resize(at + ref.raw_size);
+    if (ref.compression == STASIS_COMPRESS_NONE && ref.stored_size == ref.raw_size) {
+      std::memcpy(out.data() + at, stored, ref.raw_size);
+    } else if (ref.compression == STASIS_COMPRESS_ZSTD) {
+      size_t n = ZSTD_decompress(out.data() + at, ref.raw_size, stored, ref.stored_size);
+      if (ZSTD_isError(n) || n != ref.raw_size)
+        throw Error(fmt::format("{} is corrupt: the data of descriptor {} does not decompress", path_, fd));
+    } else if (ref.compression == STASIS_COMPRESS_LZ4) {
+      int n = LZ4_decompress_safe(stored, out.data() + at, static_cast<int>(ref.stored_size),
+                                  static_cast<int>(ref.raw_size));
+      if (n < 0 || static_cast<uint64_t>(n) != ref.raw_size)
+        throw Error(fmt::format("{} is corrupt: the data of descriptor {} does not decompress", path_, fd));
+    } else {
+      throw Error(fmt::format("{} is corrupt: the data of descriptor {} has unknown compression {}",
+                              path_, fd, ref.compression));
+    }
+  }
+  return out;
+}
+
 const char* region_kind_name(uint32_t kind) {
   switch (kind) {
     case STASIS_REGION_ANON: return "anon";
@@ -209,6 +282,16 @@ const char* fd_kind_name(uint32_t kind) {
     case STASIS_FD_CHARDEV: return "chardev";
     case STASIS_FD_DIRECTORY: return "directory";
     case STASIS_FD_EXTERNAL: return "external";
+    case STASIS_FD_PIPE: return "pipe";
+    case STASIS_FD_FIFO: return "fifo";
+    case STASIS_FD_EVENTFD: return "eventfd";
+    case STASIS_FD_EPOLL: return "epoll";
+    case STASIS_FD_SIGNALFD: return "signalfd";
+    case STASIS_FD_TIMERFD: return "timerfd";
+    case STASIS_FD_INOTIFY: return "inotify";
+    case STASIS_FD_SAVED_FILE: return "saved-file";
+    case STASIS_FD_PTY_MASTER: return "pty-master";
+    case STASIS_FD_PTY_SLAVE: return "pty-slave";
   }
   return "unknown";
 }

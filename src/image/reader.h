@@ -18,6 +18,19 @@ struct PagesRef {
   uint64_t checksum = 0;
 };
 
+// One FD_DATA record: part of a descriptor's variable-length state.
+struct FdDataRef {
+  int32_t fd = -1;
+  uint32_t tag = 0;
+  uint64_t offset = 0;        // within the descriptor's data
+  uint64_t raw_size = 0;      // bytes of data (after decompression)
+  uint64_t stored_size = 0;   // bytes of data in the file
+  uint64_t file_offset = 0;   // of the data (after the StasisFdDataHeader)
+  uint32_t compression = 0;
+  uint64_t checksum = 0;      // of the whole payload
+  uint64_t payload_offset = 0;
+};
+
 struct Region {
   StasisRegionRecord record{};
   std::vector<PagesRef> pages;
@@ -39,6 +52,14 @@ class Image {
   const std::vector<StasisThreadRecord>& threads() const { return threads_; }
   const std::vector<StasisFdRecord>& fds() const { return fds_; }
   const std::vector<Region>& regions() const { return regions_; }
+  const std::vector<FdDataRef>& fd_data_records() const { return fd_data_; }
+  // The whole variable-length state of descriptor `fd` with `tag` (StasisFdDataTag), joined from
+  // its FD_DATA records, verified and decompressed; empty if there is none.
+  std::vector<char> fd_data(int fd, uint32_t tag) const;
+  bool has_fd_data(int fd, uint32_t tag) const;
+  // Reads every FD_DATA payload into memory now, so fd_data() keeps working after the image's
+  // descriptor is closed (restart closes everything before it rebuilds the program's table).
+  void load_fd_data();
   const StasisEndRecord& end() const { return end_; }
 
   // Reads one PAGES payload, checks its checksum and decompresses it into out (raw_size bytes).
@@ -55,6 +76,8 @@ class Image {
   std::vector<StasisThreadRecord> threads_;
   std::vector<StasisFdRecord> fds_;
   std::vector<Region> regions_;
+  std::vector<FdDataRef> fd_data_;
+  std::vector<std::vector<char>> fd_data_payloads_;  // by index in fd_data_, after load_fd_data()
   StasisEndRecord end_{};
 };
 

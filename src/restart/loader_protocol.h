@@ -25,6 +25,9 @@ typedef struct StasisLoaderChunk StasisLoaderChunk;
 // The runtime's coordinator connection lives at this descriptor number, in the launched process
 // and again after a restart: `stasis restart` keeps it free for it.
 #define STASIS_COORDINATOR_FD 1021
+// After a restart, the computation's table of virtual pids (a memfd shared by all its processes
+// and inherited by every process they start).
+#define STASIS_PID_TABLE_FD 1020
 
 // Fixed addresses of the loader (linked there; see src/restart/CMakeLists.txt). `stasis restart`
 // refuses an image with a mapping inside [STASIS_LOADER_BASE, STASIS_LOADER_LIMIT).
@@ -47,6 +50,9 @@ struct StasisRestartInfo {
   // Descriptors (< 1024) that had FD_CLOEXEC: restart opens them without it, or exec'ing the
   // loader would close them; the runtime sets the flag again.
   uint64_t cloexec_fds[16];
+  // Descriptors (< 1024) connected to the world outside the computation (the saved EXTERNAL
+  // ones): the only ones the restarted runtime treats as inherited from outside.
+  uint64_t external_fds[16];
 };
 
 struct StasisLoaderPlan {

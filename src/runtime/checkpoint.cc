@@ -55,7 +55,7 @@ namespace {
 // Writes the image of the memory as it is now (in place, or in a forked writer whose memory is
 // the snapshot). Fills result or error; returns 0 or -1.
 int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint32_t fd_count,
-                CheckpointResult* result, LogLine& error) {
+                const FdDataList& fd_data, CheckpointResult* result, LogLine& error) {
   const uint32_t n = g_own_thread_index;
   char tmp_path[STASIS_IMAGE_PATH_MAX], final_path[STASIS_IMAGE_PATH_MAX];
   build_image_path(final_path, sizeof final_path, dir, g_process.comm, g_process.pid, ".stasis");
@@ -67,6 +67,9 @@ int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint
     ok = writer.add_record(STASIS_REC_THREAD, g_threads[i].tid, &g_threads[i], sizeof g_threads[i]);
   for (uint32_t i = 0; ok && i < fd_count; i++)
     ok = writer.add_record(STASIS_REC_FD, static_cast<uint64_t>(fds[i].fd), &fds[i], sizeof fds[i]);
+  for (uint32_t i = 0; ok && i < fd_data.count(); i++)
+    ok = writer.add_fd_data(fd_data[i].fd, fd_data[i].tag, fd_data[i].bytes, fd_data[i].len,
+                            fd_data[i].source_fd);
   ok = ok && write_memory(writer, g_arena, &g_process.vdso, error);
   ok = ok && writer.add_record(STASIS_REC_PROCESS, g_process.pid, &g_process, sizeof g_process);
   ok = ok && writer.finish();
@@ -113,7 +116,8 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, Checkpo
   }
   StasisFdRecord* fds = nullptr;
   uint32_t fd_count = 0;
-  if (!capture_fds(g_arena, &fds, &fd_count, error)) {
+  FdDataList* fd_data = static_cast<FdDataList*>(g_arena.alloc(sizeof(FdDataList)));
+  if (!fd_data || !fd_data->init(g_arena, 4096) || !capture_fds(g_arena, &fds, &fd_count, *fd_data, error)) {
     g_arena.destroy();
     return -1;
   }
@@ -147,7 +151,7 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, Checkpo
     if (pid == 0) {
       STASIS_SYS2(SYS_prctl, PR_SET_NAME, "stasis-writer");  // how `ps` tells it apart
       LogLine writer_error;
-      int r = write_image(dir, compress, fds, fd_count, &outcome->result, writer_error);
+      int r = write_image(dir, compress, fds, fd_count, *fd_data, &outcome->result, writer_error);
       outcome->status = r == 0 ? 0 : 1;
       str_copy(outcome->message, writer_error.c_str(), sizeof outcome->message);
       STASIS_SYS1(SYS_exit_group, outcome->status);
@@ -160,7 +164,7 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, Checkpo
     }
     // No fork: write in place.
   }
-  int r = write_image(dir, compress, fds, fd_count, result, error);
+  int r = write_image(dir, compress, fds, fd_count, *fd_data, result, error);
   g_arena.destroy();
   return r;
 }

@@ -25,7 +25,8 @@ bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, Log
   chunk_out_cap_ = ZSTD_compressBound(kChunkBytes);
   if (static_cast<uint64_t>(LZ4_compressBound(kChunkBytes)) > chunk_out_cap_)
     chunk_out_cap_ = static_cast<uint64_t>(LZ4_compressBound(kChunkBytes));
-  chunk_out_ = static_cast<char*>(arena.alloc(chunk_out_cap_));
+  // Room in front for a StasisFdDataHeader: FD_DATA payloads are built in place.
+  chunk_out_ = static_cast<char*>(arena.alloc(chunk_out_cap_ + sizeof(StasisFdDataHeader)));
   if (!buffer_ || !chunk_in_ || !chunk_out_) {
     error << "out of checkpoint scratch memory";
     return false;
@@ -200,6 +201,46 @@ bool ImageWriter::add_chunk(uint64_t addr, const char* src, uint64_t n) {
     if (!put_record(STASIS_REC_PAD, STASIS_COMPRESS_NONE, 0, kZeros, pad, pad)) return false;
   }
   return put_record(STASIS_REC_PAGES, STASIS_COMPRESS_NONE, addr, src, n, n);
+}
+
+bool ImageWriter::add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t len, int source_fd) {
+  for (uint64_t off = 0; off < len; off += kChunkBytes) {
+    uint64_t n = len - off < kChunkBytes ? len - off : kChunkBytes;
+    if (source_fd >= 0) {
+      for (uint64_t got = 0; got < n;) {
+        long r = STASIS_SYS4(SYS_pread64, source_fd, chunk_in_ + got, n - got, off + got);
+        if (r == -EINTR) continue;
+        if (r <= 0) {
+          failure_ = "reading a descriptor's contents for the image failed";
+          return false;
+        }
+        got += static_cast<uint64_t>(r);
+      }
+    } else {
+      __builtin_memcpy(chunk_in_, static_cast<const char*>(bytes) + off, n);
+    }
+    StasisFdDataHeader header = {fd, tag, off};
+    char* payload = chunk_out_;
+    __builtin_memcpy(payload, &header, sizeof header);
+    size_t compressed = 0;
+    if (compression_ == STASIS_COMPRESS_ZSTD) {
+      compressed = ZSTD_compress2(zstd_, payload + sizeof header, chunk_out_cap_, chunk_in_, n);
+      if (ZSTD_isError(compressed)) compressed = 0;
+    } else if (compression_ == STASIS_COMPRESS_LZ4) {
+      int c = LZ4_compress_fast_extState(lz4_state_, chunk_in_, payload + sizeof header,
+                                         static_cast<int>(n), static_cast<int>(chunk_out_cap_), 1);
+      compressed = c > 0 ? static_cast<size_t>(c) : 0;
+    }
+    uint32_t compression = compressed > 0 && compressed < n ? compression_ : STASIS_COMPRESS_NONE;
+    if (compression == STASIS_COMPRESS_NONE) {
+      __builtin_memcpy(payload + sizeof header, chunk_in_, n);
+      compressed = n;
+    }
+    if (!put_record(STASIS_REC_FD_DATA, compression, static_cast<uint64_t>(fd), payload,
+                    sizeof header + compressed, sizeof header + n))
+      return false;
+  }
+  return true;
 }
 
 bool ImageWriter::finish() {

@@ -17,6 +17,9 @@ class ImageWriter {
   // `skip_zero_pages`: leave out pages that are all zero (only where restart maps zero-filled
   // memory: not over a file, whose content would show through).
   bool add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool skip_zero_pages);
+  // Writes a descriptor's variable-length state as FD_DATA records (compressed like pages):
+  // `len` bytes from `bytes`, or, with source_fd >= 0, the first `len` bytes of that file.
+  bool add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t len, int source_fd);
   // Writes END, fsyncs and closes. The caller renames the file into place.
   bool finish();
   void abandon();

@@ -21,6 +21,8 @@
 namespace stasis::rt {
 
 constexpr int kCoordinatorFd = STASIS_COORDINATOR_FD;
+constexpr int kPidTableFd = STASIS_PID_TABLE_FD;
+inline bool is_runtime_fd(int fd) { return fd == kCoordinatorFd || fd == kPidTableFd; }
 
 struct Config {
   bool active = false;

@@ -104,7 +104,7 @@ void after_restart() {
     STASIS_SYS2(SYS_munmap, g_restart_info.loader_start,
                 g_restart_info.loader_end - g_restart_info.loader_start);
   restore_process_state();
-  note_inherited_fds();  // the outside world is now whatever `stasis restart` was connected to
+  note_inherited_fds(g_restart_info.external_fds);  // now whatever `stasis restart` had there
   for (int fd = 0; fd < 1024; fd++)
     if (g_restart_info.cloexec_fds[fd / 64] & (1ull << (fd % 64)))
       STASIS_SYS3(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);

@@ -1,8 +1,8 @@
 // Files: open descriptors. Regular files and directories are reopened by path at their saved
 // offset; character devices like /dev/null by path; standard streams connected to something
 // outside the computation (terminal, pipe, socket) are reconnected to those of `stasis restart`.
-// Everything else is refused with a message naming the descriptor (later issues add pipes,
-// sockets, ptys and event descriptors).
+// Other kinds go to their own capture function (files.h); what none takes is refused with a
+// message naming the descriptor and its kind.
 #include "plugins/files/files.h"
 
 #include <dirent.h>
@@ -45,15 +45,44 @@ bool inherited_unchanged(int fd, const struct stat& st) {
 
 }  // namespace
 
-void note_inherited_fds() {
+void note_inherited_fds(const uint64_t* only) {
   for (int fd = 0; fd < kMaxInherited; fd++) {
+    g_inherited_ino[fd] = 0;
+    if (only && !(only[fd / 64] & (1ull << (fd % 64)))) continue;
     struct stat st;
     if (STASIS_SYS2(SYS_fstat, fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
       g_inherited_ino[fd] = st.st_ino ? st.st_ino : 1;
   }
 }
 
-bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, LogLine& error) {
+bool FdDataList::init(Arena& arena, uint32_t cap) {
+  arena_ = &arena;
+  items_ = static_cast<FdDataItem*>(arena.alloc(sizeof(FdDataItem) * cap));
+  count_ = 0;
+  cap_ = items_ ? cap : 0;
+  return items_ != nullptr;
+}
+
+bool FdDataList::add_copy(int fd, uint32_t tag, const void* bytes, uint64_t len) {
+  void* copy = len ? arena_->alloc(len) : nullptr;
+  if (len && !copy) return false;
+  if (len) __builtin_memcpy(copy, bytes, len);
+  return add_ref(fd, tag, copy, len);
+}
+
+bool FdDataList::add_ref(int fd, uint32_t tag, const void* bytes, uint64_t len) {
+  if (count_ == cap_) return false;
+  items_[count_++] = {fd, tag, bytes, len, -1};
+  return true;
+}
+
+bool FdDataList::add_file(int fd, uint32_t tag, int source_fd, uint64_t len) {
+  if (count_ == cap_) return false;
+  items_[count_++] = {fd, tag, nullptr, len, source_fd};
+  return true;
+}
+
+bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, FdDataList& data, LogLine& error) {
   long dir = STASIS_SYS3(SYS_open, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   if (dir < 0) {
     error << "cannot list /proc/self/fd";
@@ -64,6 +93,7 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, LogLine& e
   uint32_t cap = 64, n = 0;
   alignas(8) char buf[4096];
   bool ok = true;
+  const long pid = sys_getpid();
   for (;;) {
     long got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf);
     if (got <= 0) break;
@@ -73,7 +103,7 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, LogLine& e
       if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
       int fd = 0;
       for (const char* p = d->d_name; *p; p++) fd = fd * 10 + (*p - '0');
-      if (fd == dir || fd == kCoordinatorFd) continue;
+      if (fd == dir || is_runtime_fd(fd)) continue;
       if (n == cap) {  // grow: the arena only bumps, so copy into a bigger block
         if (cap >= kMax) break;
         auto* bigger = static_cast<StasisFdRecord*>(arena.alloc(sizeof(StasisFdRecord) * cap * 2));
@@ -99,25 +129,49 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, LogLine& e
       r.size = static_cast<uint64_t>(st.st_size);
       r.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
       r.same_description_as = -1;
-      const long pid = sys_getpid();
       for (uint32_t j = 0; j < n; j++)
         if (recs[j].ino == r.ino && recs[j].dev == r.dev &&
             STASIS_SYS5(SYS_kcmp, pid, pid, 0 /* KCMP_FILE */, recs[j].fd, fd) == 0) {
           r.same_description_as = recs[j].fd;
           break;
         }
-      bool deleted = str_ends(r.path, " (deleted)");
+      r.owner_pid = static_cast<int32_t>(g_config.original_pid);
+      r.owner_fd = r.same_description_as >= 0 ? r.same_description_as : fd;
+      const bool deleted = str_ends(r.path, " (deleted)");
+      const FdProbe probe{fd, r.path, st, deleted};
+      int handled = 0;
       if (S_ISREG(st.st_mode) && !deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:")) {
         r.kind = STASIS_FD_REGULAR;
         r.offset = STASIS_SYS3(SYS_lseek, fd, 0, SEEK_CUR);
+        handled = 1;
       } else if (S_ISDIR(st.st_mode) && !deleted) {
         r.kind = STASIS_FD_DIRECTORY;
         r.offset = STASIS_SYS3(SYS_lseek, fd, 0, SEEK_CUR);
+        handled = 1;
       } else if (S_ISCHR(st.st_mode) && restorable_chardev(r.path)) {
         r.kind = STASIS_FD_CHARDEV;
+        handled = 1;
       } else if (inherited_unchanged(fd, st)) {
         r.kind = STASIS_FD_EXTERNAL;
-      } else {
+        handled = 1;
+      }
+      if (!handled && r.same_description_as >= 0) {  // the first holder captured it
+        for (uint32_t j = 0; j < n; j++)
+          if (recs[j].fd == r.same_description_as) {
+            r.kind = recs[j].kind;
+            r.offset = recs[j].offset;
+            __builtin_memcpy(r.kind_data, recs[j].kind_data, sizeof r.kind_data);
+          }
+        handled = 1;
+      }
+      if (!handled) handled = capture_pipe_fd(probe, r, data, error);
+      if (!handled) handled = capture_event_fd(probe, r, data, error);
+      if (!handled) handled = capture_saved_file_fd(probe, r, data, error);
+      if (handled < 0) {
+        ok = false;
+        break;
+      }
+      if (!handled) {
         error << "descriptor " << fd << " is "
               << (deleted ? "a file deleted while open" : kind_of_link(r.path)) << " (" << r.path
               << "), which this version of Stasis cannot restore; not checkpointing";

@@ -1,0 +1,44 @@
+// The files plugin, restart side (runs in `stasis restart`, before the restart loader). For each
+// process, every saved open file description is re-created once (open_description), put at its
+// descriptor numbers, then kinds that refer to other descriptors are finished (epoll interest
+// lists). One function per kind, each in its own restore_*.cc file beside its capture side.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+
+#include "image/reader.h"
+
+namespace stasis::restore {
+
+// Descriptors restart opens for its own use (pipes being rebuilt, descriptions waiting to be
+// placed) must not sit at a number the program will get: every kind moves what it opens above
+// this floor with lift_descriptor(). cmd_restart sets it above every saved descriptor number.
+void set_descriptor_floor(int floor);
+int lift_descriptor(int fd);  // returns the new number (close-on-exec); closes `fd`
+
+// Called before anything changes: throws stasis::Error saying what prevents restoring `rec`.
+void check_descriptor(const image::Image& img, const StasisFdRecord& rec);
+// Returns a new descriptor (any number, close-on-exec) holding a new open file description equal
+// to the saved one. Pipes: both ends of one pipe come from one pipe (see open_pipe_end).
+int open_description(const image::Image& img, const StasisFdRecord& rec);
+// Puts every saved descriptor of `img` at its number in the calling process. `shared` maps a
+// description owner (virtual pid, fd) to a descriptor already open here (created before the
+// process tree was forked); the rest are opened now.
+using DescriptionKey = std::pair<int32_t, int32_t>;
+void place_descriptors(const image::Image& img, const std::map<DescriptionKey, int>& shared);
+
+// Kinds (each in its own file).
+int open_regular_file(const image::Image& img, const StasisFdRecord& rec);   // restore_fds.cc
+int open_pipe_end(const image::Image& img, const StasisFdRecord& rec);       // restore_pipes.cc
+int open_event_fd(const image::Image& img, const StasisFdRecord& rec);       // restore_event_fds.cc
+void check_event_fd(const image::Image& img, const StasisFdRecord& rec);
+// After every descriptor is in place (epoll adds its interest list).
+void finish_event_fds(const image::Image& img);
+int open_saved_file(const image::Image& img, const StasisFdRecord& rec);     // restore_saved_files.cc
+void check_saved_file(const image::Image& img, const StasisFdRecord& rec);
+// The path the restart loader opens to map a file-backed region (a saved file may live elsewhere
+// at restart, e.g. a recreated memfd as /proc/self/fd/N).
+std::string mapped_file_path(const image::Image& img, const StasisRegionRecord& region);
+
+}  // namespace stasis::restore
