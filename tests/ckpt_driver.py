@@ -825,6 +825,8 @@ class Scenario:
             self.bad_image_checks(gen)
 
         for i in range(1, a.chain + 1):
+            if a.before_restart:
+                self.before_restart()
             p = self.restart(gen, i)
             self.seg_procs.append(p)
             if i < a.chain:
@@ -838,8 +840,23 @@ class Scenario:
                 self.segments.append(Segment(p.name, p.stdout_bytes()))
                 self.final_rc = rc
         self.compare()
+        if a.restart_stderr:
+            self.check_restart_stderr()
         if a.restart_twice:
             self.restart_again(gen)
+
+    def before_restart(self) -> None:
+        cmd = self.a.before_restart.replace("{dir}", str(self.env.run_dir))
+        rc, out, err, _ = run_cmd(["/bin/sh", "-c", cmd], self.env.env(), self.env.run_dir, self.a.step_timeout)
+        if rc != 0:
+            raise TestFailure(f"--before-restart `{cmd}` exited {rc}: {(err or out).strip()}")
+        log(f"before restart: ran `{cmd}`")
+
+    def check_restart_stderr(self) -> None:
+        err = b"".join(p.stderr_bytes() for p in self.seg_procs[1:]).decode("utf-8", "replace")
+        if not re.search(self.a.restart_stderr, err, re.M):
+            raise TestFailure(f"the restarts' stderr does not match /{self.a.restart_stderr}/:\n" + tail_text(err))
+        log(f"restart stderr matches /{self.a.restart_stderr}/")
 
     def restart_again(self, gen: Path) -> None:
         """Restarting a second time from the same generation gives the same continuation."""
@@ -1012,6 +1029,8 @@ def parse_args(argv=None):
                     help="before restarting, check inspect/restart refuse a damaged copy of the image")
     ap.add_argument("--expect-refusal", metavar="REGEX",
                     help="the checkpoint must be refused (non-zero, one line matching REGEX) and the program run on unharmed")
+    ap.add_argument("--before-restart", metavar="CMD", help="shell command run in the run dir after the kill, before each restart ({dir} = the run dir)")
+    ap.add_argument("--restart-stderr", metavar="REGEX", help="what the restarts' stderr must contain")
     ap.add_argument("--timeout", type=float, default=40, help="limit for a whole program run")
     ap.add_argument("--step-timeout", type=float, default=30, help="limit for each wait")
     ap.add_argument("--ckpt-timeout", type=float, default=40, help="limit for `stasis checkpoint`")

@@ -74,6 +74,11 @@ class LaunchCommand : public Command {
         ->check(CLI::IsMember({"system", "soft"}));
     app.add_option("--plugin", plugins_, "Load a Stasis plugin (a shared library) into the program; repeatable")
         ->check(CLI::ExistingFile);
+    app.add_flag("--save-files{*}", save_files_,
+                 "Also save the contents of the regular files the program has open (those whose path "
+                 "matches the glob PATTERN, all without one), so that restart can put back missing or "
+                 "changed ones (default $STASIS_SAVE_FILES)")
+        ->type_name("[=PATTERN]");
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
     app.prefix_command(false);
   }
@@ -113,6 +118,7 @@ class LaunchCommand : public Command {
       std::string dir = softib_library_dir();
       setenv("LD_LIBRARY_PATH", (dir + (path && *path ? ":" + std::string(path) : "")).c_str(), 1);
     }
+    if (!save_files_.empty()) setenv("STASIS_SAVE_FILES", save_files_.c_str(), 1);
     if (interval_ > 0) setenv("STASIS_INTERVAL", fmt::format("{}", interval_).c_str(), 1);
 
     std::vector<char*> args;
@@ -123,7 +129,7 @@ class LaunchCommand : public Command {
   }
 
  private:
-  std::string coord_, ckpt_dir_, compress_, ib_ = "system";
+  std::string coord_, ckpt_dir_, compress_, ib_ = "system", save_files_;
   double interval_ = 0;
   std::vector<std::string> argv_, plugins_;
 };

@@ -2,6 +2,7 @@
 // limits in this process, then exec the restart loader (keeping this pid), which maps the memory
 // that a feeder process streams to it and resumes the saved threads.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -21,6 +23,8 @@
 #include "common/error.h"
 #include "image/reader.h"
 #include "plugins/files/restore.h"
+#include "plugins/ipc/restore_ipc.h"
+#include "plugins/process/timers.h"
 #include "restart/loader_protocol.h"
 
 namespace fs = std::filesystem;
@@ -141,6 +145,7 @@ void check_restartable(const image::Image& img) {
       throw Error(fmt::format("the program had memory at {:#x}-{:#x}, where the restart loader must "
                               "run; this image cannot be restarted by this build", r.start, r.end));
     if (r.kind != STASIS_REGION_FILE_PRIVATE && r.kind != STASIS_REGION_FILE_SHARED) continue;
+    if (restore::saved_file_mapped_by(img, r)) continue;  // restart recreates it from the image
     struct stat st;
     if (stat(r.path, &st) != 0)
       throw Error(fmt::format("{} was mapped by the program and is gone; restore it to restart", r.path));
@@ -279,14 +284,16 @@ void place_descriptor(int fd, int target) {
   fcntl(target, F_SETFD, 0);
 }
 
-void close_all_except(const std::set<int>& keep) {
+// Closes every descriptor below `floor` that is not in `keep` (those at or above it are restart's
+// own: shared descriptions and pipes made for the program, all close-on-exec).
+void close_all_except(const std::set<int>& keep, int floor) {
   std::vector<int> open_fds;
   for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
     int fd = std::stoi(entry.path().filename().string());
     open_fds.push_back(fd);
   }
   for (int fd : open_fds)
-    if (!keep.count(fd)) close(fd);
+    if (!keep.count(fd) && fd < floor) close(fd);
 }
 
 class RestartCommand : public Command {
@@ -304,35 +311,201 @@ class RestartCommand : public Command {
     fs::path given = path_;
     if (given.empty()) given = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
     Checkpoint ckpt = load_checkpoint(given);
-    if (ckpt.images.size() != 1)
-      throw Error(fmt::format("{} holds {} processes; this version restarts single-process "
-                              "computations only", ckpt.dir.string(), ckpt.images.size()));
-    image::Image img = image::Image::open(ckpt.images[0].string(), /*verify_payloads=*/true);
-    check_restartable(img);
-    img.load_fd_data();
-    std::string loader = restart_loader_path();
+    for (const auto& path : ckpt.images) {
+      images_.push_back(image::Image::open(path.string(), /*verify_payloads=*/true));
+      check_restartable(images_.back());
+      images_.back().load_fd_data();
+    }
+    loader_ = restart_loader_path();
+    plan_tree();
 
     CoordAddress addr = coord_address_from(coord_);
     CoordinatorOptions options;
     options.ckpt_dir = ckpt.dir.parent_path().string();
     std::string secret = ensure_coordinator(addr, options);
+    info_.generation = ckpt.generation;
+    info_.test_clock_shift_ns = restore::test_clock_shift_ns_from_env();
+    info_.restart_process_count = static_cast<uint32_t>(images_.size());
+    info_.coord_port = addr.port;
+    snprintf(info_.coord_host, sizeof info_.coord_host, "%s", addr.host.c_str());
+    snprintf(info_.secret_hex, sizeof info_.secret_hex, "%s", secret.c_str());
 
-    StasisRestartInfo info = {};
-    info.generation = ckpt.generation;
-    info.restart_process_count = 1;
-    info.coord_port = addr.port;
-    snprintf(info.coord_host, sizeof info.coord_host, "%s", addr.host.c_str());
-    snprintf(info.secret_hex, sizeof info.secret_hex, "%s", secret.c_str());
+    int floor = 3;
+    for (const auto& img : images_)
+      for (const auto& f : img.fds()) floor = std::max(floor, f.fd + 1);
+    restore::set_descriptor_floor(floor);
+    create_pid_table();
+    create_shared_descriptions();
+    // Other roots (processes whose parent had already ended: init adopted them) are adopted by
+    // init again: started through a child that exits at once.
+    for (size_t i = 0; i < images_.size(); i++) {
+      if (parent_[i] >= 0 || i == root_) continue;
+      pid_t middle = fork();
+      if (middle < 0) throw Error("cannot fork a restarted process");
+      if (middle == 0) {
+        if (fork() == 0) become(i);
+        _exit(0);
+      }
+      waitpid(middle, nullptr, 0);
+    }
+    become(root_);  // never returns
+  }
+
+ private:
+  // Parent/child relations by virtual pid; the launched process (the ancestor of the others)
+  // stays this process, so a shell's job control still sees the pid it started.
+  void plan_tree() {
+    std::map<uint32_t, size_t> by_vpid;
+    for (size_t i = 0; i < images_.size(); i++) {
+      uint32_t vpid = images_[i].process().original_pid;
+      if (!by_vpid.emplace(vpid, i).second)
+        throw Error(fmt::format("two images of this checkpoint are process {}", vpid));
+    }
+    parent_.assign(images_.size(), -1);
+    children_.assign(images_.size(), {});
+    for (size_t i = 0; i < images_.size(); i++) {
+      auto it = by_vpid.find(images_[i].process().ppid);
+      if (it != by_vpid.end() && it->second != i) {
+        parent_[i] = static_cast<int>(it->second);
+        children_[it->second].push_back(i);  // ascending virtual pids: group leaders first
+      }
+    }
+    size_t best_size = 0;
+    for (size_t i = 0; i < images_.size(); i++) {
+      if (parent_[i] >= 0) continue;
+      size_t size = subtree_size(i);
+      if (size > best_size) best_size = size, root_ = i;
+    }
+  }
+
+  size_t subtree_size(size_t i) const {
+    size_t n = 1;
+    for (size_t c : children_[i]) n += subtree_size(c);
+    return n;
+  }
+
+  void create_pid_table() {
+    int fd = memfd_create("stasis-pids", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, sizeof(StasisPidTable)) != 0)
+      throw Error(fmt::format("cannot create the pid table: {}", std::strerror(errno)));
+    void* addr = mmap(nullptr, sizeof(StasisPidTable), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) throw Error("cannot map the pid table");
+    table_ = static_cast<StasisPidTable*>(addr);
+    table_->magic = STASIS_PID_TABLE_MAGIC;
+    std::memcpy(table_->coord_host, info_.coord_host, sizeof table_->coord_host);
+    table_->coord_port = info_.coord_port;
+    std::memcpy(table_->secret_hex, info_.secret_hex, sizeof table_->secret_hex);
+    for (int std_fd = 0; std_fd <= 2; std_fd++) {
+      struct stat st;
+      if (fstat(std_fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
+          table_->external_count < STASIS_PID_TABLE_MAX_EXTERNAL)
+        table_->external_inodes[table_->external_count++] = st.st_ino;
+    }
+    if (dup2(fd, STASIS_PID_TABLE_FD) < 0) throw Error("cannot place the pid table");
+    close(fd);
+  }
+
+  void map_pid(uint32_t vpid, pid_t real) {
+    if (vpid == 0 || vpid >= STASIS_PID_TABLE_MAX_PID || real <= 0) return;
+    __atomic_store_n(&table_->virtual_of_real[real], vpid, __ATOMIC_RELEASE);
+    __atomic_store_n(&table_->real_of_virtual[vpid], static_cast<uint32_t>(real), __ATOMIC_RELEASE);
+  }
+
+  // Open file descriptions held by several processes (inherited across fork) and pipes whose ends
+  // several processes hold are made here, before the tree is forked, so every process inherits
+  // the same one.
+  void create_shared_descriptions() {
+    std::map<restore::DescriptionKey, std::set<size_t>> holders;
+    std::map<std::pair<uint64_t, uint64_t>, std::set<size_t>> pipe_holders;
+    for (size_t i = 0; i < images_.size(); i++)
+      for (const auto& f : images_[i].fds()) {
+        if (f.kind == STASIS_FD_EXTERNAL) continue;
+        holders[{f.owner_pid, f.owner_fd}].insert(i);
+        if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) pipe_holders[{f.dev, f.ino}].insert(i);
+      }
+    for (const auto& [ino, who] : pipe_holders) {
+      if (who.size() < 2) continue;
+      // Each end with saved bytes refills the one pipe; any end creates it.
+      for (size_t i : who)
+        for (const auto& f : images_[i].fds())
+          if ((f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) && f.dev == ino.first && f.ino == ino.second)
+            close(restore::open_description(images_[i], f));
+    }
+    for (const auto& [key, who] : holders) {
+      if (who.size() < 2) continue;
+      // The owner's own record when the owner is among them, else any holder's.
+      const image::Image* from = &images_[*who.begin()];
+      for (size_t i : who)
+        if (static_cast<int32_t>(images_[i].process().original_pid) == key.first) from = &images_[i];
+      for (const auto& f : from->fds())
+        if (f.owner_pid == key.first && f.owner_fd == key.second && f.same_description_as < 0) {
+          shared_[key] = restore::open_description(*from, f);
+          break;
+        }
+    }
+  }
+
+  // Runs in the process that becomes image i: its session and group, its children and zombies,
+  // then its own descriptors and memory.
+  [[noreturn]] void become(size_t i) {
+    const StasisProcessRecord& proc = images_[i].process();
+    map_pid(proc.original_pid, getpid());
+    if (proc.sid == proc.original_pid) setsid();
+    if (proc.pgid == proc.original_pid) setpgid(0, 0);
+    for (size_t c : children_[i]) {
+      pid_t child = fork();
+      if (child < 0) throw Error("cannot fork a restarted process");
+      if (child == 0) become(c);
+      map_pid(images_[c].process().original_pid, child);
+      join_group(child, images_[c].process());
+    }
+    for (uint32_t z = 0; z < proc.zombie_count && z < STASIS_MAX_ZOMBIES; z++) {
+      const StasisZombie& zombie = proc.zombies[z];
+      pid_t child = fork();
+      if (child == 0) {
+        if (WIFSIGNALED(zombie.wait_status)) {
+          struct rlimit no_core = {0, 0};
+          setrlimit(RLIMIT_CORE, &no_core);
+          signal(WTERMSIG(zombie.wait_status), SIG_DFL);
+          kill(getpid(), WTERMSIG(zombie.wait_status));
+        }
+        _exit(WEXITSTATUS(zombie.wait_status));
+      }
+      if (child > 0) map_pid(zombie.vpid, child);
+    }
+    join_group(0, proc);
+    try {
+      restore_process(images_[i]);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "stasis restart: process {}: {}\n", proc.original_pid, e.what());
+      _exit(1);
+    }
+  }
+
+  // Puts `pid` (0: this process) into its saved process group when that group's leader is part of
+  // the computation (and so already exists).
+  void join_group(pid_t pid, const StasisProcessRecord& proc) {
+    if (proc.pgid == proc.original_pid || proc.sid == proc.original_pid) {
+      if (pid) setpgid(pid, pid);
+      return;
+    }
+    uint32_t leader = __atomic_load_n(&table_->real_of_virtual[proc.pgid % STASIS_PID_TABLE_MAX_PID],
+                                      __ATOMIC_ACQUIRE);
+    if (leader) setpgid(pid, static_cast<pid_t>(leader));
+  }
+
+  [[noreturn]] void restore_process(const image::Image& img) {
+    StasisRestartInfo info = info_;
     for (const auto& f : img.fds()) {
       if (f.fd < 0 || f.fd >= 1024) continue;
       if (f.cloexec) info.cloexec_fds[f.fd / 64] |= 1ull << (f.fd % 64);
       if (f.kind == STASIS_FD_EXTERNAL) info.external_fds[f.fd / 64] |= 1ull << (f.fd % 64);
     }
+    restore::recreate_sysv_objects(img, info);  // before the feeder: the loader needs their ids
 
     // Descriptor numbers the loader will find its feed and the image at: free in the program.
     std::set<int> saved;
     for (const auto& f : img.fds()) saved.insert(f.fd);
-    restore::set_descriptor_floor(saved.empty() ? 3 : *saved.rbegin() + 1);
     const int feed_fd = lowest_free_number(saved);
     saved.insert(feed_fd);
     const int image_fd = lowest_free_number(saved);
@@ -340,7 +513,7 @@ class RestartCommand : public Command {
     if (image < 0) throw Error(fmt::format("cannot open {}: {}", img.path(), std::strerror(errno)));
 
     int feed[2];
-    if (pipe(feed) != 0) throw Error("cannot create the restart pipe");
+    if (pipe2(feed, O_CLOEXEC) != 0) throw Error("cannot create the restart pipe");
     fcntl(feed[0], F_SETPIPE_SZ, 1 << 20);
     pid_t child = fork();
     if (child < 0) throw Error("cannot fork the image feeder");
@@ -366,27 +539,42 @@ class RestartCommand : public Command {
     if (feed_out_of_way < 0 || image_out_of_way < 0 || feed_out_of_way == image_fd ||
         image_out_of_way == feed_fd)
       throw Error("cannot set up the restart descriptors");
-    std::set<int> keep = {0, 1, 2, feed_out_of_way, image_out_of_way};
+    std::set<int> keep = {0, 1, 2, feed_out_of_way, image_out_of_way, STASIS_PID_TABLE_FD};
     for (const auto& f : img.fds())
       if (f.kind == STASIS_FD_EXTERNAL) keep.insert(f.fd);
-    close_all_except(keep);
+    close_all_except(keep, restore_floor());
     place_descriptor(feed_out_of_way, feed_fd);
     place_descriptor(image_out_of_way, image_fd);
-    restore::place_descriptors(img, {});
+    restore::place_descriptors(img, shared_);
     if (chdir(proc.cwd) != 0) throw Error(fmt::format("cannot enter {}", proc.cwd));
     umask(proc.umask);
     for (int r = 0; r < 16; r++) {
       struct rlimit lim = {proc.rlimits[r].cur, proc.rlimits[r].max};
       setrlimit(r, &lim);  // best effort: raising a hard limit needs privilege
     }
+    fcntl(STASIS_PID_TABLE_FD, F_SETFD, 0);  // every process of the computation inherits it
     std::string fd_text = std::to_string(feed_fd);
     char* argv[] = {const_cast<char*>("stasis-loader"), fd_text.data(), nullptr};
     char* envp[] = {nullptr};
-    execve(loader.c_str(), argv, envp);
-    throw Error(fmt::format("cannot execute the restart loader {}: {}", loader, std::strerror(errno)));
+    execve(loader_.c_str(), argv, envp);
+    throw Error(fmt::format("cannot execute the restart loader {}: {}", loader_, std::strerror(errno)));
   }
 
- private:
+  int restore_floor() const {
+    int floor = 3;
+    for (const auto& img : images_)
+      for (const auto& f : img.fds()) floor = std::max(floor, f.fd + 1);
+    return floor;
+  }
+
+  std::vector<image::Image> images_;
+  std::vector<int> parent_;
+  std::vector<std::vector<size_t>> children_;
+  size_t root_ = 0;
+  std::string loader_;
+  StasisRestartInfo info_ = {};
+  StasisPidTable* table_ = nullptr;
+  std::map<restore::DescriptionKey, int> shared_;
   std::string coord_, path_;
 };
 

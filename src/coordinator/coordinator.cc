@@ -185,6 +185,13 @@ struct RunningOp {
   bool aborting = false;   // failed before "resume": "commit" (abort=1) then ends it
   double pause_seconds = 0;  // from sending "suspend" until "resume" was done everywhere
   std::unordered_map<uint64_t, ImageResult> images;
+  // Process trees: each member's live children (real pids) from the "children" barrier; the
+  // barrier is repeated until every child is a member, so a child forked as the checkpoint began
+  // joins it (late joiners are suspended and brought up to date).
+  std::unordered_map<uint64_t, std::vector<uint32_t>> children;
+  std::unordered_set<uint64_t> late_joiners;
+  std::optional<Clock::time_point> children_retry;
+  Clock::time_point children_deadline;
   Clock::time_point started;
   json success;  // the reply once committed
 };
@@ -192,6 +199,7 @@ struct RunningOp {
 // What a process is doing while (sending) and after (done) a barrier.
 std::string state_during(const std::string& barrier) {
   if (barrier == "suspend") return "suspending";
+  if (barrier == "children") return "suspended";
   if (barrier == "drain") return "draining";
   if (barrier == "checkpoint") return "checkpointing";
   if (barrier == "resume") return "resuming";
@@ -201,7 +209,7 @@ std::string state_during(const std::string& barrier) {
 }
 
 std::string state_after(const std::string& barrier) {
-  if (barrier == "suspend" || barrier == "drain") return "suspended";
+  if (barrier == "suspend" || barrier == "drain" || barrier == "children") return "suspended";
   if (barrier == "checkpoint") return "checkpointed";
   if (barrier == "resume" || barrier == "commit") return "running";
   if (barrier == "restart") return "restarted";
@@ -318,6 +326,8 @@ class Coordinator {
   void start_checkpoint();
   void start_kill();
   void start_restart();
+  void join_running_checkpoint(Client& client);
+  void check_children();
   void start_barrier(const std::string& name, uint64_t arg);
   void barrier_done(Client& client, const StasisBarrierDone& done);
   void barrier_complete();
@@ -669,6 +679,13 @@ void Coordinator::handle_message(Client& client, const StasisMsgHeader& header,
       barrier_done(client, done);
       return;
     }
+    case STASIS_MSG_CHILDREN:
+      if (client.role == Role::Process && running_ && header.payload_len % sizeof(uint32_t) == 0) {
+        std::vector<uint32_t>& children = running_->children[client.id];
+        children.resize(header.payload_len / sizeof(uint32_t));
+        memcpy(children.data(), payload, header.payload_len);
+      }
+      return;
     case STASIS_MSG_REQUEST_CHECKPOINT:
       // A checkpoint already under way that includes this process satisfies the request.
       if (running_ && running_->op.kind == OpKind::Checkpoint &&
@@ -738,7 +755,7 @@ void Coordinator::learn_plugin_barriers(Client& client) {
     std::string name = list.substr(start, end - start);
     start = end + 1;
     static const std::set<std::string> kBuiltIn = {"suspend", "drain", "checkpoint", "resume",
-                                                   "commit", "restart"};
+                                                   "commit", "restart", "children"};
     bool plain = !name.empty() && name.size() < 32 &&
                  std::all_of(name.begin(), name.end(), [](char c) {
                    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
@@ -777,6 +794,7 @@ void Coordinator::process_joined(Client& client) {
     client.in_computation = true;
     client.state = "running";
     log_.line(fmt::format("process joined: {}", where));
+    join_running_checkpoint(client);
     return;
   }
   client.state = "restarting";
@@ -792,6 +810,68 @@ void Coordinator::process_joined(Client& client) {
     restart_groups_.erase(info.restarted_generation);
     enqueue(std::move(op));
   }
+}
+
+// A process that joins while a checkpoint is still stopping the computation (a child forked, or
+// a program exec'd, as it began) is taken into it: suspended now, and asked for its children
+// with the others. Later joiners wait for the next checkpoint.
+void Coordinator::join_running_checkpoint(Client& client) {
+  if (!running_ || running_->op.kind != OpKind::Checkpoint) return;
+  RunningOp& op = *running_;
+  bool stopping = op.barrier == "suspend" || op.barrier == "children" ||
+                  (op.barrier.empty() && op.children_retry);
+  if (!stopping || !op.failure.empty()) return;
+  op.members.push_back(client.id);
+  op.alive.insert(client.id);
+  op.late_joiners.insert(client.id);
+  log_.line(fmt::format("{} joins checkpoint {} under way", client.describe(), op.generation));
+  StasisBarrier barrier{};
+  copy_field(barrier.name, "suspend");
+  client.state = state_during("suspend");
+  send(client, STASIS_MSG_BARRIER, op.generation, &barrier, sizeof barrier);
+  if (op.barrier == "suspend") {
+    op.pending.insert(client.id);
+  } else if (op.barrier == "children") {
+    copy_field(barrier.name, "children");
+    send(client, STASIS_MSG_BARRIER, op.generation, &barrier, sizeof barrier);
+    op.pending.insert(client.id);
+  }
+}
+
+// After the "children" barrier: every live child of every member must be a member.
+void Coordinator::check_children() {
+  RunningOp& op = *running_;
+  std::set<std::pair<std::string, uint32_t>> members;
+  for (uint64_t id : op.alive) {
+    const Client& c = clients_.at(id);
+    members.insert({bounded(c.info.hostname, sizeof c.info.hostname), c.info.pid});
+  }
+  std::string missing;
+  size_t missing_count = 0;
+  for (const auto& [id, kids] : op.children) {
+    if (op.alive.count(id) == 0) continue;
+    const Client& parent = clients_.at(id);
+    std::string host = bounded(parent.info.hostname, sizeof parent.info.hostname);
+    for (uint32_t pid : kids)
+      if (!members.count({host, pid})) {
+        if (missing_count++ == 0) missing = fmt::format("pid {} (a child of {})", pid, parent.describe());
+      }
+  }
+  if (missing_count == 0) {
+    op.children.clear();
+    start_barrier("drain", op.generation);
+    return;
+  }
+  if (Clock::now() >= op.children_deadline) {
+    fail(fmt::format("{}{} not running under Stasis (a static program, or one started with its "
+                     "environment cleared?); a process tree is checkpointed only as a whole",
+                     missing, missing_count > 1 ? fmt::format(" and {} more are", missing_count - 1)
+                                                : std::string(" is")));
+    abandon_checkpoint();
+    return;
+  }
+  op.children.clear();
+  op.children_retry = Clock::now() + std::chrono::milliseconds(20);
 }
 
 void Coordinator::handle_command(Client& client, const StasisCommand& command) {
@@ -972,6 +1052,13 @@ void Coordinator::start_barrier(const std::string& name, uint64_t arg) {
 
 void Coordinator::barrier_done(Client& client, const StasisBarrierDone& done) {
   std::string name = bounded(done.name, sizeof done.name);
+  if (running_ && running_->late_joiners.count(client.id) && name == "suspend" &&
+      running_->barrier != "suspend") {  // a late joiner catching up
+    if (done.status != 0)
+      fail(fmt::format("process {} failed to suspend: {}", client.describe(),
+                       bounded(done.message, sizeof done.message)));
+    return;
+  }
   if (!running_ || running_->barrier != name || running_->pending.count(client.id) == 0) {
     log_.line(
         fmt::format("ignoring an unexpected BARRIER_DONE \"{}\" from {}", name, client.describe()));
@@ -1047,7 +1134,10 @@ void Coordinator::barrier_complete() {
     return;
   }
   if (finished == "suspend") {
-    start_barrier("drain", op.generation);
+    op.children_deadline = after_seconds(options_.barrier_timeout);
+    start_barrier("children", op.generation);
+  } else if (finished == "children") {
+    check_children();
   } else if (finished == "checkpoint") {
     start_barrier(op.op.kill_after ? "commit" : "resume", op.generation);
   } else if (finished == "commit") {
@@ -1172,7 +1262,16 @@ void Coordinator::member_gone(const Client& client) {
     }
     return;
   }
-  if (op.op.kind == OpKind::Checkpoint && !op.committed) {
+  bool still_stopping = op.barrier == "suspend" || op.barrier == "children" ||
+                        (op.barrier.empty() && op.children_retry);
+  if (op.op.kind == OpKind::Checkpoint && still_stopping && op.failure.empty()) {
+    // It ended (or exec'd: the new program joins again) before the computation was stopped:
+    // not part of this checkpoint; its parent records it as a zombie if it is one.
+    std::erase(op.members, client.id);
+    op.late_joiners.erase(client.id);
+    log_.line(fmt::format("{} ended as checkpoint {} began; not part of it", client.describe(),
+                          op.generation));
+  } else if (op.op.kind == OpKind::Checkpoint && !op.committed) {
     fail(fmt::format("process {} disconnected during checkpoint {}", client.describe(),
                      op.generation));
   }
@@ -1197,6 +1296,11 @@ void Coordinator::check_deadlines() {
     if (client != nullptr && client->role == Role::Handshake && !client->refused) {
       refuse(*client, fmt::format("no authentication within {} s", options_.handshake_timeout));
     }
+  }
+
+  if (running_ && running_->children_retry && *running_->children_retry <= now) {
+    running_->children_retry.reset();
+    start_barrier("children", running_->generation);
   }
 
   if (running_ && running_->deadline <= now) {
@@ -1256,6 +1360,7 @@ int Coordinator::next_timeout_ms() const {
   if (running_ && (!running_->barrier.empty() || running_->waiting_for_exits)) {
     consider(running_->deadline);
   }
+  if (running_ && running_->children_retry) consider(*running_->children_retry);
   if (next_interval_) consider(*next_interval_);
   if (!dead_.empty()) return 0;
   if (!soonest) return -1;

@@ -345,7 +345,7 @@ class CoordinatorIntegration : public ::testing::Test {
 
 // "commit" comes after "resume": processes that write their image from a forked writer run on
 // while it writes, and report the image durable at "commit".
-const std::vector<std::string> kHealthyCycle = {"suspend", "drain", "checkpoint", "resume",
+const std::vector<std::string> kHealthyCycle = {"suspend", "children", "drain", "checkpoint", "resume",
                                                 "commit"};
 
 TEST_F(CoordinatorIntegration, ListensOnAPickedPortWithAPrivateSecret) {
@@ -462,8 +462,8 @@ TEST_F(CoordinatorIntegration, FailingProcessLeavesNoCheckpointAndTheComputation
   EXPECT_FALSE(fs::exists(ckpt_dir_ / "000002")) << "the incomplete generation must go";
   EXPECT_EQ(fs::read_symlink(ckpt_dir_ / "latest"), "000001");
   // The computation resumes; "commit" with abort=1 then tells forked writers to stop.
-  EXPECT_EQ(healthy->received(), (std::vector<std::string>{"suspend", "drain", "checkpoint", "resume",
-                                                           "commit", "suspend", "drain", "checkpoint",
+  EXPECT_EQ(healthy->received(), (std::vector<std::string>{"suspend", "children", "drain", "checkpoint", "resume",
+                                                           "commit", "suspend", "children", "drain", "checkpoint",
                                                            "resume", "commit"}));
   EXPECT_EQ(broken->received().back(), "commit");
   EXPECT_EQ(broken->last_commit_barrier().abort, 1u) << "the failed checkpoint's images are discarded";
@@ -488,7 +488,7 @@ TEST_F(CoordinatorIntegration, DisconnectDuringCheckpointFailsIt) {
   EXPECT_NE(result.err.find("disconnected"), std::string::npos) << result.err;
   EXPECT_FALSE(fs::exists(ckpt_dir_ / "000001"));
   EXPECT_FALSE(fs::exists(ckpt_dir_ / "latest"));
-  EXPECT_EQ(stays->received(), (std::vector<std::string>{"suspend", "drain", "resume", "commit"}));
+  EXPECT_EQ(stays->received(), (std::vector<std::string>{"suspend", "children", "drain", "resume", "commit"}));
   EXPECT_TRUE(eventually([&] { return status_json()["processes"].size() == 1; }));
 }
 
@@ -606,7 +606,7 @@ TEST_F(CoordinatorIntegration, CheckpointThenKill) {
   Output result = stasis_with_coord({"checkpoint", "--kill", "--compress", "none"});
   ASSERT_EQ(result.status, 0) << result.err;
   EXPECT_EQ(worker->received(),
-            (std::vector<std::string>{"suspend", "drain", "checkpoint", "commit", "KILL"}));
+            (std::vector<std::string>{"suspend", "children", "drain", "checkpoint", "commit", "KILL"}));
   EXPECT_EQ(worker->last_checkpoint_barrier().kill_after, 1u);
   EXPECT_STREQ(worker->last_checkpoint_barrier().compress, "none");
   EXPECT_TRUE(fs::exists(ckpt_dir_ / "000001" / "MANIFEST.json"));
@@ -848,7 +848,7 @@ TEST_F(CoordinatorIntegration, AThousandProcesses) {
   for (const pollfd& p : processes) close(p.fd);
 
   ASSERT_EQ(result.status, 0) << result.err;
-  EXPECT_EQ(answered, 5 * count);
+  EXPECT_EQ(answered, 6 * count);  // suspend, children, drain, checkpoint, resume, commit
   json manifest = json::parse(read_text(ckpt_dir_ / "000001" / "MANIFEST.json"));
   EXPECT_EQ(manifest["processes"].size(), count);
   fprintf(stderr, "checkpoint of %zu processes: %.3f s (command included)\n", count, seconds);

@@ -28,6 +28,8 @@ typedef struct StasisQueuedSignal StasisQueuedSignal;
 typedef struct StasisVdsoLayout StasisVdsoLayout;
 typedef struct StasisMmLayout StasisMmLayout;
 typedef struct StasisProcessRecord StasisProcessRecord;
+typedef struct StasisPosixTimer StasisPosixTimer;
+typedef struct StasisSavedClocks StasisSavedClocks;
 typedef struct StasisCpuContext StasisCpuContext;
 typedef struct StasisThreadRecord StasisThreadRecord;
 typedef struct StasisRegionRecord StasisRegionRecord;
@@ -134,6 +136,28 @@ struct StasisZombie {
 };
 #define STASIS_MAX_ZOMBIES 64
 
+// A POSIX timer (timer_create), recreated with the same id: glibc's timer_t is that id.
+struct StasisPosixTimer {
+  int32_t id;
+  int32_t clock;             // clockid_t
+  int32_t notify;            // SIGEV_SIGNAL, SIGEV_NONE, or SIGEV_SIGNAL | SIGEV_THREAD_ID
+  int32_t signo;
+  uint64_t value;            // sigev_value
+  uint32_t target_tid;       // SIGEV_THREAD_ID: the thread's tid when written
+  int32_t overrun;           // timer_getoverrun: overruns of the last delivered expiry
+  int64_t value_ns;          // time to the next expiry (0: disarmed)
+  int64_t interval_ns;
+};
+#define STASIS_MAX_POSIX_TIMERS 64
+
+// The clocks that must not go backwards for the program, as it saw them at the checkpoint
+// (kernel value + the offset the runtime applied, if an earlier restart needed one).
+struct StasisSavedClocks {
+  int64_t monotonic_ns;      // CLOCK_MONOTONIC
+  int64_t monotonic_raw_ns;  // CLOCK_MONOTONIC_RAW
+  int64_t boottime_ns;       // CLOCK_BOOTTIME
+};
+
 struct StasisProcessRecord {
   uint32_t pid;             // real pid when written
   uint32_t original_pid;    // virtual pid: the pid the program sees (its first real pid)
@@ -160,6 +184,10 @@ struct StasisProcessRecord {
   uint32_t queued_count;  // process-directed signals pending at the checkpoint
   uint32_t reserved2;
   StasisQueuedSignal queued[STASIS_MAX_QUEUED_SHARED];
+  uint32_t posix_timer_count;
+  uint32_t reserved3;
+  StasisPosixTimer posix_timers[STASIS_MAX_POSIX_TIMERS];
+  StasisSavedClocks clocks;
 };
 
 // Callee-saved register context captured inside the runtime (setjmp-like, no pointer mangling).
@@ -202,6 +230,10 @@ enum StasisRegionKind STASIS_ENUM_BASE {
   STASIS_REGION_FILE_PRIVATE = 4,  // private file mapping; PAGES hold pages modified in memory
   STASIS_REGION_FILE_SHARED = 5,   // shared file mapping; the file holds the data
   STASIS_REGION_SHARED_ANON = 6,   // MAP_SHARED|MAP_ANONYMOUS; PAGES hold the data
+  // A System V shared memory attachment (src/plugins/ipc): no PAGES, the segment's contents are
+  // saved once with the segment (FD_DATA SYSV_CONTENTS); file_ino = the kernel's segment id,
+  // file_offset = where in the segment the region starts.
+  STASIS_REGION_SYSV_SHM = 16,
 };
 
 struct StasisRegionRecord {
@@ -225,14 +257,38 @@ enum StasisFdKind STASIS_ENUM_BASE {
   STASIS_FD_EXTERNAL = 4,
   STASIS_FD_PIPE = 5,        // kind_data[0] = pipe buffer size; contents in FD_DATA (PIPE_BYTES)
   STASIS_FD_FIFO = 6,        // a named pipe: reopened by path; contents as for a pipe
-  STASIS_FD_EVENTFD = 7,
-  STASIS_FD_EPOLL = 8,
-  STASIS_FD_SIGNALFD = 9,
+  STASIS_FD_EVENTFD = 7,     // kind_data: [0] counter, [1] EFD_SEMAPHORE (0/1)
+  STASIS_FD_EPOLL = 8,       // kind_data[0] = interest count; FD_DATA EPOLL: StasisEpollInterest[]
+  STASIS_FD_SIGNALFD = 9,    // kind_data[0] = signal mask (bit N-1 = signal N)
+  // kind_data: [0] clock id, [1] settime flags (TFD_TIMER_*), [2] expirations not yet read,
+  // [3] next expiration in ns (from the checkpoint; absolute on the clock with TFD_TIMER_ABSTIME;
+  // 0 = disarmed), [4] interval in ns, [5] the clock's time at the checkpoint (TFD_TIMER_ABSTIME)
   STASIS_FD_TIMERFD = 10,
+  // kind_data: [0] watch count, [1] the last watch descriptor handed out;
+  // FD_DATA INOTIFY: StasisInotifyWatch[] by ascending wd
   STASIS_FD_INOTIFY = 11,
   STASIS_FD_SAVED_FILE = 12,  // contents saved in the image (deleted while open, memfd, --save-files)
   STASIS_FD_PTY_MASTER = 13,
   STASIS_FD_PTY_SLAVE = 14,
+  // A POSIX message queue (src/plugins/ipc); path = its name ("/NAME", " (deleted)" once
+  // unlinked). kind_data: [0] mq_maxmsg, [1] mq_msgsize, [2] permission bits, [3] messages
+  // queued; those are FD_DATA MQUEUE_MESSAGES of the queue's first descriptor.
+  STASIS_FD_MQUEUE = 32,
+};
+
+// kind_data of a STASIS_FD_SAVED_FILE record; its contents (`size` bytes) are FD_DATA FILE_BYTES
+// records of its first descriptor, unless SAVED_FILE_SAME_FILE_AS names an earlier descriptor
+// holding the same file through another open file description.
+enum StasisSavedFileData STASIS_ENUM_BASE {
+  STASIS_SAVED_FILE_VARIANT = 0,       // StasisSavedFileVariant
+  STASIS_SAVED_FILE_MODE = 1,          // permission bits (st_mode & 07777)
+  STASIS_SAVED_FILE_SEALS = 2,         // memfd: F_GET_SEALS
+  STASIS_SAVED_FILE_SAME_FILE_AS = 3,  // 1 + the descriptor whose contents are this file's; 0: own
+};
+enum StasisSavedFileVariant STASIS_ENUM_BASE {
+  STASIS_SAVED_FILE_DELETED = 1,  // a regular file deleted while open
+  STASIS_SAVED_FILE_MEMFD = 2,    // memfd_create; path "/memfd:NAME (deleted)"
+  STASIS_SAVED_FILE_NAMED = 3,    // launch --save-files: recreated at its path when missing or changed
 };
 
 // Tags of FD_DATA records.
@@ -241,6 +297,14 @@ enum StasisFdDataTag STASIS_ENUM_BASE {
   STASIS_FD_DATA_EPOLL = 2,         // epoll interest list
   STASIS_FD_DATA_INOTIFY = 3,       // inotify watches
   STASIS_FD_DATA_FILE_BYTES = 4,    // a saved file's contents
+  STASIS_FD_DATA_MQUEUE_MESSAGES = 0x100,  // StasisMqueueMessage + bytes, in receive order
+  // System V IPC objects (src/plugins/ipc) are not descriptors: these records use `fd` as the
+  // object's index in the SYSV_OBJECTS table (fd -1 for the table itself).
+  STASIS_FD_DATA_SYSV_OBJECTS = 0x101,      // StasisSysvObject[]
+  STASIS_FD_DATA_SYSV_ATTACHMENTS = 0x102,  // StasisSysvAttachment[] (fd -1)
+  // shm: the segment's bytes; sem: uint16_t value per semaphore; msg: StasisSysvMessage + bytes
+  // per message, in queue order
+  STASIS_FD_DATA_SYSV_CONTENTS = 0x103,
 };
 
 struct StasisFdDataHeader {
@@ -269,6 +333,59 @@ struct StasisFdRecord {
   uint64_t kind_data[8];  // kind-specific state (see StasisFdKind)
   char path[STASIS_IMAGE_PATH_MAX];
 };
+
+// One entry of an epoll interest list (FD_DATA EPOLL).
+typedef struct StasisEpollInterest {
+  int32_t fd;       // the target's descriptor number
+  uint32_t events;  // EPOLL* mask as the kernel holds it (a fired EPOLLONESHOT has no event bits)
+  uint64_t data;
+} StasisEpollInterest;
+
+// One inotify watch (FD_DATA INOTIFY).
+typedef struct StasisInotifyWatch {
+  int32_t wd;
+  uint32_t mask;       // IN_* events and IN_ONESHOT/IN_EXCL_UNLINK, as the kernel holds them
+  uint32_t add_flags;  // IN_DONT_FOLLOW/IN_ONLYDIR the program passed when adding it
+  uint32_t reserved;
+  char path[STASIS_IMAGE_PATH_MAX];  // absolute
+} StasisInotifyWatch;
+
+enum StasisSysvKind STASIS_ENUM_BASE {
+  STASIS_SYSV_SHM = 1,
+  STASIS_SYSV_SEM = 2,
+  STASIS_SYSV_MSG = 3,
+};
+
+// A System V IPC object the program created, obtained or attached (FD_DATA SYSV_OBJECTS).
+typedef struct StasisSysvObject {
+  uint32_t kind;        // StasisSysvKind
+  int32_t id;           // the id the program uses (after a restart, no longer the kernel's)
+  int32_t kernel_id;    // the kernel's id when written
+  int32_t key;          // IPC_PRIVATE (0) or the key
+  uint32_t mode;        // permission bits
+  uint32_t uid, gid, cuid;
+  uint32_t removed;     // shm: marked for removal (IPC_RMID), gone once the last attachment goes
+  uint32_t reserved;
+  uint64_t size;        // shm: bytes; sem: semaphores; msg: queue limit in bytes (msg_qbytes)
+  uint64_t count;       // msg: messages queued
+} StasisSysvObject;
+
+// Where the program had a System V segment attached (FD_DATA SYSV_ATTACHMENTS).
+typedef struct StasisSysvAttachment {
+  uint64_t address;
+  uint32_t object;      // index in the SYSV_OBJECTS table
+  uint32_t shmat_flags; // SHM_RDONLY, SHM_EXEC
+} StasisSysvAttachment;
+
+typedef struct StasisSysvMessage {
+  int64_t type;
+  uint64_t size;
+} StasisSysvMessage;
+
+typedef struct StasisMqueueMessage {
+  uint32_t priority;
+  uint32_t size;
+} StasisMqueueMessage;
 
 struct StasisEndRecord {
   uint64_t record_count;        // records before END

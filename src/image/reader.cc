@@ -272,6 +272,7 @@ const char* region_kind_name(uint32_t kind) {
     case STASIS_REGION_FILE_PRIVATE: return "file-private";
     case STASIS_REGION_FILE_SHARED: return "file-shared";
     case STASIS_REGION_SHARED_ANON: return "shared-anon";
+    case STASIS_REGION_SYSV_SHM: return "sysv-shm";
   }
   return "unknown";
 }
@@ -292,6 +293,7 @@ const char* fd_kind_name(uint32_t kind) {
     case STASIS_FD_SAVED_FILE: return "saved-file";
     case STASIS_FD_PTY_MASTER: return "pty-master";
     case STASIS_FD_PTY_SLAVE: return "pty-slave";
+    case STASIS_FD_MQUEUE: return "mqueue";
   }
   return "unknown";
 }

@@ -53,6 +53,10 @@ enum StasisMsgType STASIS_PROTOCOL_ENUM_BASE(uint16_t) {
   STASIS_MSG_KILL = 12,
   // process -> coordinator: the application asked for a checkpoint (stasis_checkpoint()).
   STASIS_MSG_REQUEST_CHECKPOINT = 13,
+  // process -> coordinator, at the "children" barrier before its BARRIER_DONE: the real pids
+  // (uint32_t each) of its live children. The checkpoint goes on only when every one of them is
+  // a process of the computation that is suspended too.
+  STASIS_MSG_CHILDREN = 14,
   // command -> coordinator, and its answer.
   STASIS_MSG_COMMAND = 20,
   STASIS_MSG_COMMAND_REPLY = 21,

@@ -35,6 +35,21 @@ typedef struct StasisLoaderChunk StasisLoaderChunk;
 #define STASIS_LOADER_SCRATCH 0x3a5180000000ull  // where vdso/vvar wait while memory is mapped
 #define STASIS_LOADER_LIMIT 0x3a5200000000ull
 
+#define STASIS_MAX_SYSV_OBJECTS 256
+#define STASIS_MAX_SHM_ATTACHMENTS 128
+typedef struct StasisSysvIdPair {
+  uint32_t kind;       // StasisSysvKind
+  int32_t id;          // what the program holds
+  int32_t kernel_id;   // what the kernel now calls it
+} StasisSysvIdPair;
+// The loader attaches the segment at `address` (the SYSV_SHM region there has file_offset 0).
+#define STASIS_SHM_REMOVE_AFTER_ATTACH 0x80000000u  // marked for removal at the checkpoint
+typedef struct StasisShmReattach {
+  uint64_t address;
+  int32_t kernel_id;
+  uint32_t flags;      // shmat flags (SHM_RDONLY, SHM_EXEC) | STASIS_SHM_REMOVE_AFTER_ATTACH
+} StasisShmReattach;
+
 // Written by the loader into the restarted runtime's memory (at the address the image records).
 struct StasisRestartInfo {
   uint64_t magic;  // STASIS_RESTART_INFO_MAGIC once the loader has filled it in
@@ -46,14 +61,46 @@ struct StasisRestartInfo {
   char secret_hex[72];
   uint64_t loader_start, loader_end;  // the runtime unmaps these once every thread left them
   int32_t mm_restore_status;  // prctl(PR_SET_MM_MAP) result (0 or -errno)
-  int32_t reserved2[3];
+  int32_t reserved2;
+  // Test hook (STASIS_TEST_CLOCK_SHIFT_NS of `stasis restart`): the runtime treats the clocks saved
+  // at the checkpoint as this much ahead, as after a restart on another boot.
+  int64_t test_clock_shift_ns;
   // Descriptors (< 1024) that had FD_CLOEXEC: restart opens them without it, or exec'ing the
   // loader would close them; the runtime sets the flag again.
   uint64_t cloexec_fds[16];
   // Descriptors (< 1024) connected to the world outside the computation (the saved EXTERNAL
   // ones): the only ones the restarted runtime treats as inherited from outside.
   uint64_t external_fds[16];
+  // System V objects `stasis restart` re-created (src/plugins/ipc). The kernel gave them new ids:
+  // the restarted runtime translates the ids the program holds; the loader attaches segments.
+  uint32_t sysv_count;
+  uint32_t shm_attach_count;
+  StasisSysvIdPair sysv_ids[STASIS_MAX_SYSV_OBJECTS];
+  StasisShmReattach shm_attach[STASIS_MAX_SHM_ATTACHMENTS];
 };
+
+// The pid table (a memfd at STASIS_PID_TABLE_FD; see src/runtime/vpid.cc). Sparse: only the
+// pages of pids in use are ever touched.
+#define STASIS_PID_TABLE_MAGIC 0x4449505349545353ull
+#define STASIS_PID_TABLE_MAX_PID (1u << 22)  // PID_MAX_LIMIT on 64-bit Linux
+#define STASIS_PID_TABLE_MAX_EXTERNAL 64
+typedef struct StasisPidTable {
+  uint64_t magic;
+  uint32_t external_count;
+  uint32_t reserved;
+  // Inodes of what `stasis restart` connected the computation's outside-world descriptors to
+  // (terminal, pipes): a process started after the restart treats descriptors on them as
+  // inherited from outside.
+  uint64_t external_inodes[STASIS_PID_TABLE_MAX_EXTERNAL];
+  // The coordinator of the restarted computation: processes it starts later join this one, not
+  // the one their (restored) environment names.
+  char coord_host[64];
+  uint16_t coord_port;
+  uint16_t reserved2[3];
+  char secret_hex[72];
+  uint32_t virtual_of_real[STASIS_PID_TABLE_MAX_PID];  // 0 = not translated
+  uint32_t real_of_virtual[STASIS_PID_TABLE_MAX_PID];
+} StasisPidTable;
 
 struct StasisLoaderPlan {
   uint64_t magic;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "plugins/files/files.h"
+#include "plugins/ipc/ipc.h"
 #include "plugins/memory/memory.h"
 #include "plugins/process/process_state.h"
 #include "runtime/image_writer.h"
@@ -109,7 +110,7 @@ WriterOutcome* g_writer_outcome = nullptr;
 
 int write_checkpoint(const char* dir, const char* compress, bool forked, CheckpointResult* result,
                      LogLine& error) {
-  if (!refuse_if_children(error) || !refuse_if_posix_timers(error)) return -1;
+  if (!refuse_if_posix_timers(error)) return -1;
   if (!g_arena.create(kArenaBytes)) {
     error << "cannot map checkpoint scratch memory";
     return -1;
@@ -117,12 +118,17 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, Checkpo
   StasisFdRecord* fds = nullptr;
   uint32_t fd_count = 0;
   FdDataList* fd_data = static_cast<FdDataList*>(g_arena.alloc(sizeof(FdDataList)));
-  if (!fd_data || !fd_data->init(g_arena, 4096) || !capture_fds(g_arena, &fds, &fd_count, *fd_data, error)) {
+  if (!fd_data || !fd_data->init(g_arena, 4096) || !capture_fds(g_arena, &fds, &fd_count, *fd_data, error) ||
+      !capture_sysv_objects(g_arena, *fd_data, error)) {
     g_arena.destroy();
     return -1;
   }
   g_process = {};
   capture_process_record(&g_process);
+  if (!capture_zombies(&g_process, g_writer_pid, error)) {
+    g_arena.destroy();
+    return -1;
+  }
   uint32_t n = suspended_thread_records(g_threads, STASIS_MAX_THREADS - 1);
   g_own_thread_index = n;
   StasisThreadRecord* own = &g_threads[n];
@@ -170,6 +176,7 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, Checkpo
 }
 
 bool writer_pending() { return g_writer_pid > 0; }
+long writer_pid() { return g_writer_pid; }
 
 void stop_writer() {
   if (g_writer_pid > 0) STASIS_SYS2(SYS_kill, g_writer_pid, SIGKILL);

@@ -109,7 +109,12 @@ void restore_own_thread_state(const StasisThreadRecord* rec);
 void resume_user_threads();
 // After restart: waits until every restored user thread re-registered its kernel state.
 void wait_for_restored_threads();
+// After a restart, once the pid table is attached: each restored thread keeps its old tid.
+void map_restored_tids();
 bool threads_are_suspended();
+// After restart, until the user threads resume: the new tid of the thread that had `saved_tid`
+// at the checkpoint, or 0.
+long restored_tid_of(uint32_t saved_tid);
 
 // ---- checkpoint writing (checkpoint.cc) ------------------------------------------------------
 struct CheckpointResult {
@@ -123,6 +128,7 @@ struct CheckpointResult {
 int write_checkpoint(const char* dir, const char* compress, bool forked, CheckpointResult* result,
                      LogLine& error);
 bool writer_pending();
+long writer_pid();  // the forked image writer, 0 if none
 void stop_writer();  // the checkpoint failed elsewhere: wait_for_writer() then reports failure
 int wait_for_writer(CheckpointResult* result, LogLine& error);
 // Re-creates process-wide kernel state from the saved process record (after restart).
@@ -130,6 +136,22 @@ void restore_process_state();
 
 // ---- coordinator link (runtime.cc) -----------------------------------------------------------
 bool connect_to_coordinator(bool restarted, LogLine& error);
+void join_as_new_process();
+
+// ---- virtual pids (vpid.cc) -------------------------------------------------------------------
+// Maps the computation's pid table (after a restart); false when there is none.
+bool attach_pid_table();
+bool have_pid_table();
+// After a restart: the coordinator the restarted computation uses (false without a table).
+bool pid_table_coordinator(char* host, size_t host_cap, uint16_t* port, char* secret_hex,
+                           size_t secret_cap);
+bool pid_table_external_inode(uint64_t ino);
+bool pid_table_region(uint64_t* start, uint64_t* end);  // the mapping, for the memory plugin to skip
+long virtual_pid_of(long real);
+long real_pid_of(long virt);
+void map_pid(long virt, long real);
+// A new process got real pid `real`, which a restarted process uses as its virtual pid.
+bool virtual_pid_taken(long real);
 
 // ---- external plugins (plugins.cc) -----------------------------------------------------------
 void load_plugins_from_env();

@@ -12,6 +12,7 @@
 
 #include "common/hmac.h"
 #include "plugins/files/files.h"
+#include "plugins/process/process_state.h"
 #include "protocol/wire.h"
 #include "runtime/rt.h"
 
@@ -100,6 +101,8 @@ void wait_for_critical_sections() {
 
 void after_restart() {
   wait_for_restored_threads();
+  attach_pid_table();  // `stasis restart` made it; the restarted process sees its old pids
+  map_restored_tids();
   if (g_restart_info.loader_end > g_restart_info.loader_start)
     STASIS_SYS2(SYS_munmap, g_restart_info.loader_start,
                 g_restart_info.loader_end - g_restart_info.loader_start);
@@ -139,10 +142,18 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
       return;
     }
     wait_for_critical_sections();
-    if (!threads_are_suspended() && !suspend_user_threads(error)) {
+    // Refused before stopping threads: glibc's SIGEV_THREAD helper thread blocks every signal.
+    if (!threads_are_suspended() && (!refuse_if_posix_timers(error) || !suspend_user_threads(error))) {
       report_barrier(name, 1, error.c_str(), nullptr);
       return;
     }
+    report_barrier(name, 0, nullptr, nullptr);
+  } else if (str_eq(name, "children")) {
+    // The coordinator goes on only when every live child is a suspended process of the
+    // computation (a child forked as the checkpoint began joins it first).
+    static uint32_t children[16384];
+    uint32_t n = live_children(children, 16384, writer_pid());
+    send_to_coordinator(STASIS_MSG_CHILDREN, generation, children, n * sizeof(uint32_t));
     report_barrier(name, 0, nullptr, nullptr);
   } else if (str_eq(name, "drain")) {
     int rc = plugins_event(STASIS_EVENT_DRAIN, &event, error);
@@ -230,14 +241,23 @@ void* checkpoint_thread_main(void*) {
   }
 }
 
+bool start_checkpoint_thread(LogLine& error);
+
+// A forked child is a new process of the computation: its own connection and checkpoint thread
+// (threads do not survive fork). It joins before fork() returns in it, so a checkpoint that
+// starts later includes it, and one under way takes it in (see the "children" barrier).
 void atfork_child() {
-  // A forked child is not part of the computation in this version: it keeps running without
-  // checkpoints. Its copy of the coordinator connection must not be used.
   if (!g_config.active) return;
   g_config.active = false;
-  g_config.checkpoint_signal = 0;
-  STASIS_SYS1(SYS_close, kCoordinatorFd);
+  STASIS_SYS1(SYS_close, kCoordinatorFd);  // the parent's connection
+  join_as_new_process();
   LogLine error;
+  if (!connect_to_coordinator(false, error) || !start_checkpoint_thread(error)) {
+    (error << "; this child runs without checkpoints").emit();
+    g_config.checkpoint_signal = 0;
+    return;
+  }
+  g_config.active = true;
   stasis_event_data_t event = {g_generation.load(), nullptr, 0, nullptr};
   plugins_event(STASIS_EVENT_ATFORK_CHILD, &event, error);
 }
@@ -261,7 +281,8 @@ __attribute__((constructor)) void stasis_runtime_init() {
   const char* coord = getenv("STASIS_COORD");
   const char* launch_pid = getenv("STASIS_LAUNCH_PID");
   if (!coord || !launch_pid) return;
-  if (atol(launch_pid) != getpid()) return;  // a descendant: process trees come later
+  // Every process the launched one starts (fork, exec, posix_spawn, system, popen) carries the
+  // STASIS_* environment and joins the computation the same way.
   LogLine error;
   const char* secret = getenv("STASIS_SECRET");
   if (!parse_coord(coord, g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port) ||
@@ -283,8 +304,14 @@ __attribute__((constructor)) void stasis_runtime_init() {
     g_config.checkpoint_signal = 0;
     return;
   }
-  g_config.original_pid = static_cast<uint32_t>(getpid());
-  note_inherited_fds();
+  join_as_new_process();
+  if (pid_table_coordinator(g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port,
+                            g_config.secret_hex, sizeof g_config.secret_hex))
+    stasis_hex_decode(g_config.secret_hex, g_config.secret, sizeof g_config.secret);
+  // What the launched process inherited from outside, it notes and passes on in the environment;
+  // after a restart, the pid table says (the environment is the one from before).
+  if (!have_pid_table() && atol(launch_pid) == getpid()) note_inherited_fds();
+  else if (!have_pid_table()) note_external_fds_from_env();
   g_config.tcb_tid_offset = find_tcb_tid_offset(sys_gettid());
   load_plugins_from_env();  // before joining: the coordinator learns the barriers they add
   if (!connect_to_coordinator(false, error)) {
@@ -295,6 +322,16 @@ __attribute__((constructor)) void stasis_runtime_init() {
   install_suspend_handler();
   pthread_atfork(nullptr, nullptr, atfork_child);
   atexit(at_exit);
+  if (!start_checkpoint_thread(error)) {
+    (error << "; running without checkpoints").emit();
+    return;
+  }
+  g_config.active = true;
+  stasis_event_data_t event = {0, nullptr, 0, nullptr};
+  if (plugins_event(STASIS_EVENT_INIT, &event, error) != 0) error.emit();
+}
+
+bool start_checkpoint_thread(LogLine& error) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the checkpoint thread inherits: it takes no signals
@@ -304,16 +341,20 @@ __attribute__((constructor)) void stasis_runtime_init() {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   int rc = pthread_create(&thread, &attr, checkpoint_thread_main, nullptr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (rc != 0) {
-    (error << "cannot start the checkpoint thread; running without checkpoints").emit();
-    return;
-  }
-  g_config.active = true;
-  stasis_event_data_t event = {0, nullptr, 0, nullptr};
-  if (plugins_event(STASIS_EVENT_INIT, &event, error) != 0) error.emit();
+  if (rc != 0) error << "cannot start the checkpoint thread";
+  return rc == 0;
 }
 
 }  // namespace
+
+// This process's identity in the computation: its virtual pid is its real pid unless a restarted
+// computation already has a process that sees that number (then the pid table says otherwise).
+void join_as_new_process() {
+  attach_pid_table();
+  long real = sys_getpid();
+  g_config.original_pid = static_cast<uint32_t>(virtual_pid_of(real));
+  if (g_config.original_pid == static_cast<uint32_t>(real)) map_pid(real, real);
+}
 
 bool connect_to_coordinator(bool restarted, LogLine& error) {
   int fd = stasis_connect_tcp(g_config.coord_host, g_config.coord_port);

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 namespace stasis::rt {
@@ -39,13 +40,94 @@ bool restorable_chardev(const char* path) {
 constexpr int kMaxInherited = 1024;
 uint64_t g_inherited_ino[kMaxInherited];  // inode of each descriptor present at launch, 0 = none
 
+// What the launched process inherited from outside, for the processes it starts: inodes, as a
+// child may hold them at other numbers (STASIS_EXTERNAL_INODES in the environment).
+constexpr int kMaxExternal = 64;
+uint64_t g_external_inodes[kMaxExternal];
+int g_external_count = 0;
+
 bool inherited_unchanged(int fd, const struct stat& st) {
-  return fd < kMaxInherited && g_inherited_ino[fd] != 0 && g_inherited_ino[fd] == st.st_ino;
+  if (fd < kMaxInherited && g_inherited_ino[fd] != 0 && g_inherited_ino[fd] == st.st_ino) return true;
+  for (int i = 0; i < g_external_count; i++)
+    if (g_external_inodes[i] == st.st_ino) return true;
+  return pid_table_external_inode(st.st_ino);
+}
+
+long parent_of(long pid) {
+  char path[48] = "/proc/";
+  format_uint(path + 6, static_cast<unsigned long>(pid));
+  str_copy(path + str_len(path), "/stat", 8);
+  char stat[512];
+  if (read_small_file(path, stat, sizeof stat) <= 0) return 0;
+  const char* p = nullptr;
+  for (const char* c = stat; *c; c++)
+    if (*c == ')') p = c;
+  if (!p || !p[1] || !p[2]) return 0;
+  p += 4;  // ") S "
+  long ppid = 0;
+  while (*p >= '0' && *p <= '9') ppid = ppid * 10 + (*p++ - '0');
+  return ppid;
+}
+
+// The lowest descriptor of process `other` holding the same open file description as our `fd`,
+// or -1.
+int shared_fd_in(long other, long self, int fd, const struct stat& st) {
+  char dir_path[48] = "/proc/";
+  format_uint(dir_path + 6, static_cast<unsigned long>(other));
+  str_copy(dir_path + str_len(dir_path), "/fd", 8);
+  long dir = STASIS_SYS3(SYS_open, dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dir < 0) return -1;
+  alignas(8) char buf[2048];
+  int best = -1;
+  for (long got; (got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+    for (long off = 0; off < got;) {
+      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      int their = 0;
+      for (const char* p = d->d_name; *p; p++) their = their * 10 + (*p - '0');
+      if (best >= 0 && their > best) continue;
+      struct stat their_st;
+      if (STASIS_SYS4(SYS_newfstatat, dir, d->d_name, &their_st, 0) != 0) continue;
+      if (their_st.st_ino != st.st_ino || their_st.st_dev != st.st_dev) continue;
+      if (STASIS_SYS5(SYS_kcmp, other, self, 0 /* KCMP_FILE */, their, fd) == 0) best = their;
+    }
+  }
+  STASIS_SYS1(SYS_close, dir);
+  return best;
+}
+
+// A description inherited across fork is shared with the parent (and maybe further up): its
+// owner is the topmost ancestor still holding it, so every holder names the same one.
+void find_owner_among_ancestors(long self, int fd, const struct stat& st, int32_t* owner_pid,
+                                int32_t* owner_fd) {
+  for (long ancestor = STASIS_SYS0(SYS_getppid); ancestor > 1; ancestor = parent_of(ancestor)) {
+    int theirs = shared_fd_in(ancestor, self, fd, st);
+    if (theirs < 0) return;
+    *owner_pid = static_cast<int32_t>(virtual_pid_of(ancestor));
+    *owner_fd = theirs;
+  }
 }
 
 }  // namespace
 
+void note_external_fds_from_env() {
+  g_external_count = 0;
+  const char* list = getenv("STASIS_EXTERNAL_INODES");
+  uint64_t v = 0;
+  for (const char* p = list; p && g_external_count < kMaxExternal; p++) {
+    if (*p >= '0' && *p <= '9') {
+      v = v * 10 + static_cast<uint64_t>(*p - '0');
+      continue;
+    }
+    if (v) g_external_inodes[g_external_count++] = v;
+    v = 0;
+    if (!*p) break;
+  }
+}
+
 void note_inherited_fds(const uint64_t* only) {
+  g_external_count = 0;  // after a restart these inodes mean nothing
   for (int fd = 0; fd < kMaxInherited; fd++) {
     g_inherited_ino[fd] = 0;
     if (only && !(only[fd / 64] & (1ull << (fd % 64)))) continue;
@@ -53,6 +135,18 @@ void note_inherited_fds(const uint64_t* only) {
     if (STASIS_SYS2(SYS_fstat, fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
       g_inherited_ino[fd] = st.st_ino ? st.st_ino : 1;
   }
+  if (only) return;
+  // At launch (before main, single-threaded): tell the processes this one starts.
+  static char list[kMaxExternal * 21 + 1];
+  size_t n = 0;
+  for (int fd = 0; fd < kMaxInherited && n + 22 < sizeof list; fd++)
+    if (g_inherited_ino[fd] > 1) {
+      if (n) list[n++] = ',';
+      format_uint(list + n, g_inherited_ino[fd]);
+      n = str_len(list);
+    }
+  list[n] = 0;
+  setenv("STASIS_EXTERNAL_INODES", list, 1);
 }
 
 bool FdDataList::init(Arena& arena, uint32_t cap) {
@@ -136,11 +230,15 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, FdDataList
           break;
         }
       r.owner_pid = static_cast<int32_t>(g_config.original_pid);
-      r.owner_fd = r.same_description_as >= 0 ? r.same_description_as : fd;
+      r.owner_fd = fd;
+      for (uint32_t j = 0; j < n && r.same_description_as >= 0; j++)
+        if (recs[j].fd == r.same_description_as) r.owner_pid = recs[j].owner_pid, r.owner_fd = recs[j].owner_fd;
+      if (r.same_description_as < 0) find_owner_among_ancestors(pid, fd, st, &r.owner_pid, &r.owner_fd);
       const bool deleted = str_ends(r.path, " (deleted)");
       const FdProbe probe{fd, r.path, st, deleted};
-      int handled = 0;
-      if (S_ISREG(st.st_mode) && !deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:")) {
+      int handled = capture_mqueue_fd(probe, r, data, error);  // a queue looks like a regular file
+      if (!handled && S_ISREG(st.st_mode) && !deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:") &&
+          !save_files_requested(r.path, r.flags)) {
         r.kind = STASIS_FD_REGULAR;
         r.offset = STASIS_SYS3(SYS_lseek, fd, 0, SEEK_CUR);
         handled = 1;

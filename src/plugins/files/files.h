@@ -42,6 +42,8 @@ class FdDataList {
 // (they are the outside world's; restart connects its own there). After a restart, `only` is the
 // bitmask of descriptors restart connected to the outside (StasisRestartInfo::external_fds).
 void note_inherited_fds(const uint64_t* only = nullptr);
+// In a process the launched one started: what STASIS_EXTERNAL_INODES says.
+void note_external_fds_from_env();
 // Describes every open descriptor (except the runtime's own). Fails, naming the descriptor and
 // its kind, when one cannot be restored by this version.
 bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, FdDataList& data, LogLine& error);
@@ -57,5 +59,11 @@ struct FdProbe {
 int capture_pipe_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
 int capture_event_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
 int capture_saved_file_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
+int capture_mqueue_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);  // plugins/ipc
+// `launch --save-files[=PATTERN]` asked for the contents of the named file at `path`, open with
+// F_GETFL `flags` (saved_files.cc).
+bool save_files_requested(const char* path, uint32_t flags);
+// A descriptor of the program open on the file (dev, ino), or -1 (saved_files.cc).
+int descriptor_holding_file(uint64_t dev, uint64_t ino);
 
 }  // namespace stasis::rt

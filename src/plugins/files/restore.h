@@ -36,9 +36,13 @@ void check_event_fd(const image::Image& img, const StasisFdRecord& rec);
 // After every descriptor is in place (epoll adds its interest list).
 void finish_event_fds(const image::Image& img);
 int open_saved_file(const image::Image& img, const StasisFdRecord& rec);     // restore_saved_files.cc
+int open_mqueue(const image::Image& img, const StasisFdRecord& rec);         // plugins/ipc/restore_mqueue.cc
 void check_saved_file(const image::Image& img, const StasisFdRecord& rec);
 // The path the restart loader opens to map a file-backed region (a saved file may live elsewhere
 // at restart, e.g. a recreated memfd as /proc/self/fd/N).
 std::string mapped_file_path(const image::Image& img, const StasisRegionRecord& region);
+// The saved file (one of its descriptors) a shared file region maps, or nullptr: restart
+// recreates that file, so it need not exist beforehand.
+const StasisFdRecord* saved_file_mapped_by(const image::Image& img, const StasisRegionRecord& region);
 
 }  // namespace stasis::restore

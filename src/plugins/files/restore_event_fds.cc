@@ -1,19 +1,271 @@
-// Event descriptors, restart side.
+// Event descriptors at restart: eventfd, epoll, signalfd, timerfd, inotify, each re-created with
+// the state event_fds.cc saved (layouts in format.h beside StasisFdKind). Epoll interest lists are
+// added last (finish_event_fds), once every descriptor of the process is at its number.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <ctime>
 #include <fmt/format.h>
+#include <functional>
+#include <map>
+#include <set>
+#include <vector>
 
 #include "common/error.h"
 #include "plugins/files/restore.h"
 
+#ifndef TFD_IOC_SET_TICKS  // <linux/timerfd.h> has it, but clashes with <sys/timerfd.h>
+#define TFD_IOC_SET_TICKS _IOW('T', 0, uint64_t)
+#endif
+
 namespace stasis::restore {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+// The entries saved for an epoll or inotify descriptor (kind_data[0] of them); the first holder of
+// a shared description has them, the others have none.
+template <typename Entry>
+std::vector<Entry> saved_entries(const image::Image& img, const StasisFdRecord& rec, uint32_t tag) {
+  std::vector<char> bytes = img.fd_data(rec.fd, tag);
+  if (rec.same_description_as >= 0) return {};
+  if (bytes.size() != rec.kind_data[0] * sizeof(Entry))
+    throw Error(fmt::format("{}: descriptor {} ({}) should have {} saved entries, the image holds {} bytes",
+                            img.path(), rec.fd, image::fd_kind_name(rec.kind), rec.kind_data[0], bytes.size()));
+  std::vector<Entry> entries(rec.kind_data[0]);
+  if (!bytes.empty()) std::memcpy(entries.data(), bytes.data(), bytes.size());
+  return entries;
+}
+
+int checked(int fd, const StasisFdRecord& rec, const char* what) {
+  if (fd < 0)
+    throw Error(fmt::format("cannot re-create {} for descriptor {}: {}", what, rec.fd, errno_text()));
+  return fd;
+}
+
+bool nonblocking(const StasisFdRecord& rec) { return rec.flags & O_NONBLOCK; }
+
+int open_eventfd(const StasisFdRecord& rec) {
+  // eventfd() takes a 32-bit initial value; the counter is 64-bit, so it is written instead.
+  int flags = EFD_CLOEXEC | (rec.kind_data[1] ? EFD_SEMAPHORE : 0) | (nonblocking(rec) ? EFD_NONBLOCK : 0);
+  int fd = checked(eventfd(0, flags), rec, "an eventfd");
+  uint64_t count = rec.kind_data[0];
+  if (count && write(fd, &count, sizeof count) != sizeof count)
+    throw Error(fmt::format("cannot set the counter of eventfd descriptor {} to {}: {}", rec.fd, count, errno_text()));
+  return fd;
+}
+
+int open_signalfd(const StasisFdRecord& rec) {
+  // The raw call: glibc's sigset_t helpers refuse the signals it reserves for itself.
+  uint64_t mask = rec.kind_data[0];
+  int flags = SFD_CLOEXEC | (nonblocking(rec) ? SFD_NONBLOCK : 0);
+  return checked(static_cast<int>(syscall(SYS_signalfd4, -1, &mask, sizeof mask, flags)), rec, "a signalfd");
+}
+
+timespec ns_timespec(uint64_t ns) {
+  return {static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
+}
+
+int open_timerfd(const StasisFdRecord& rec) {
+  const int clock = static_cast<int>(rec.kind_data[0]);
+  int fd = checked(timerfd_create(clock, TFD_CLOEXEC | (nonblocking(rec) ? TFD_NONBLOCK : 0)), rec, "a timerfd");
+  // Relative timers go on from the time they had left at the checkpoint (the time the program was
+  // not running does not count, as for its sleeps); absolute ones keep their deadline, unless
+  // their clock is now behind the checkpoint's (the machine rebooted): the runtime then moves the
+  // program's clock on from the checkpoint's time (plugins/process/timers.h), and the deadline is
+  // as far ahead of it as it was then.
+  if (rec.kind_data[3]) {
+    uint64_t expiry = rec.kind_data[3];
+    int flags = static_cast<int>(rec.kind_data[1]) & (TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET);
+    timespec now{};
+    if ((flags & TFD_TIMER_ABSTIME) && clock != CLOCK_REALTIME && clock != CLOCK_REALTIME_ALARM &&
+        clock_gettime(clock, &now) == 0 &&
+        static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec) < rec.kind_data[5]) {
+      expiry = std::max<uint64_t>(expiry - rec.kind_data[5], 1);
+      flags &= ~TFD_TIMER_ABSTIME;
+    }
+    itimerspec spec{ns_timespec(rec.kind_data[4]), ns_timespec(expiry)};
+    if (timerfd_settime(fd, flags, &spec, nullptr) != 0)
+      throw Error(fmt::format("cannot re-arm timerfd descriptor {}: {}", rec.fd, errno_text()));
+  }
+  uint64_t ticks = rec.kind_data[2];  // after settime, which clears them
+  if (ticks && ioctl(fd, TFD_IOC_SET_TICKS, &ticks) != 0)
+    throw Error(fmt::format("cannot give timerfd descriptor {} back its {} unread expirations: {}", rec.fd,
+                            ticks, errno_text()));
+  return fd;
+}
+
+void drain_inotify_events(int fd) {
+  alignas(inotify_event) char buf[65536];
+  while (read(fd, buf, sizeof buf) > 0) {
+  }
+}
+
+int open_inotify(const image::Image& img, const StasisFdRecord& rec) {
+  const auto watches = saved_entries<StasisInotifyWatch>(img, rec, STASIS_FD_DATA_INOTIFY);
+  int fd = checked(inotify_init1(IN_CLOEXEC | IN_NONBLOCK), rec, "an inotify instance");
+  // Watch descriptors come from idr_alloc_cyclic(1, ...): each new watch gets the lowest free
+  // number above the last one handed out, and a removed watch's number is not handed out again
+  // until the numbers wrap at INT_MAX. A fresh instance thus numbers watches 1, 2, 3... in the
+  // order they are added. Adding the saved watches by ascending wd, with a placeholder watch added
+  // and removed for every number in between, gives each its old wd; placeholders up to the last
+  // wd the program was handed make its next inotify_add_watch return what it would have.
+  // The placeholder is a pipe of restart's own, watched through /proc: an inode no saved watch
+  // can share (add_watch on an inode already watched would return that watch's wd instead).
+  int placeholder[2];
+  if (pipe2(placeholder, O_CLOEXEC) != 0)
+    throw Error(fmt::format("cannot create a placeholder for inotify descriptor {}: {}", rec.fd, errno_text()));
+  placeholder[0] = lift_descriptor(placeholder[0]);
+  placeholder[1] = lift_descriptor(placeholder[1]);
+  const std::string placeholder_path = fmt::format("/proc/self/fd/{}", placeholder[0]);
+  int next_wd = 1;
+  auto skip_until = [&](int wd) {
+    for (int burnt = 1; next_wd < wd; burnt++) {
+      int spare = inotify_add_watch(fd, placeholder_path.c_str(), IN_ATTRIB);
+      if (spare < 0 || inotify_rm_watch(fd, spare) != 0)
+        throw Error(fmt::format("cannot skip watch {} of inotify descriptor {}: {}", next_wd, rec.fd, errno_text()));
+      next_wd = spare + 1;
+      if (burnt % 1024 == 0) drain_inotify_events(fd);  // each removal queued an IN_IGNORED
+    }
+  };
+  for (const StasisInotifyWatch& w : watches) {
+    skip_until(w.wd);
+    int wd = inotify_add_watch(fd, w.path, w.mask | w.add_flags);
+    if (wd < 0)
+      throw Error(fmt::format("cannot watch {} again (inotify descriptor {}, watch {}): {}", w.path, rec.fd, w.wd,
+                              errno_text()));
+    if (wd != w.wd)
+      throw Error(fmt::format("inotify descriptor {}: {} came back as watch {} instead of {} (is it the same "
+                              "file as another watched path now?)", rec.fd, w.path, wd, w.wd));
+    next_wd = wd + 1;
+  }
+  skip_until(static_cast<int>(rec.kind_data[1]) + 1);
+  close(placeholder[0]);
+  close(placeholder[1]);
+  // The placeholders' IN_IGNORED events must not reach the program. Events of the real watches
+  // queued during these microseconds go too: they happened while the program was not running.
+  drain_inotify_events(fd);
+  if (!nonblocking(rec)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+bool fired_one_shot(const StasisEpollInterest& interest) {
+  return (interest.events & EPOLLONESHOT) &&
+         !(interest.events & ~(EPOLLONESHOT | EPOLLET | EPOLLWAKEUP | EPOLLEXCLUSIVE));
+}
+
+void add_interest(int epoll_fd, const StasisEpollInterest& interest, uint32_t events) {
+  epoll_event event{events, {.u64 = interest.data}};
+  if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, interest.fd, &event) != 0)
+    throw Error(fmt::format("cannot add descriptor {} to the interest list of epoll descriptor {} again: {}",
+                            interest.fd, epoll_fd, errno_text()));
+}
+
+void restore_interest_list(int epoll_fd, const std::vector<StasisEpollInterest>& interests) {
+  // EPOLL_CTL_ADD always arms EPOLLERR and EPOLLHUP, so a one-shot interest that had fired (no
+  // event bits left) cannot be added disarmed. It is added first, armed for everything, and fired
+  // once by epoll_wait while nothing else is in the list: that leaves it exactly as saved. The
+  // checkpoint made sure its target was ready for something.
+  std::vector<StasisEpollInterest> fired;
+  for (const auto& interest : interests)
+    if (fired_one_shot(interest)) fired.push_back(interest);
+  for (const auto& interest : fired)
+    add_interest(epoll_fd, interest,
+                 interest.events | EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND | EPOLLWRNORM |
+                     EPOLLWRBAND | EPOLLMSG | EPOLLRDHUP);
+  if (!fired.empty()) {
+    std::vector<epoll_event> events(fired.size());
+    int n = epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), 0);
+    if (n != static_cast<int>(fired.size()))
+      throw Error(fmt::format("epoll descriptor {}: {} of its {} fired one-shot interests could not be "
+                              "disarmed again (their descriptors are ready for nothing)",
+                              epoll_fd, fired.size() - std::max(n, 0), fired.size()));
+  }
+  for (const auto& interest : interests)
+    if (!fired_one_shot(interest)) add_interest(epoll_fd, interest, interest.events);
+}
+
+}  // namespace
 
 void check_event_fd(const image::Image& img, const StasisFdRecord& rec) {
-  throw Error(fmt::format("{}: descriptor {} is a {}, which this build cannot restore", img.path(),
-                          rec.fd, image::fd_kind_name(rec.kind)));
+  switch (rec.kind) {
+    case STASIS_FD_TIMERFD: {
+      int probe = timerfd_create(static_cast<int>(rec.kind_data[0]), TFD_CLOEXEC);
+      if (probe < 0)
+        throw Error(fmt::format("{}: timerfd descriptor {} uses clock {}, which this system cannot give a timer: {}",
+                                img.path(), rec.fd, rec.kind_data[0], errno_text()));
+      close(probe);
+      return;
+    }
+    case STASIS_FD_EPOLL:
+      saved_entries<StasisEpollInterest>(img, rec, STASIS_FD_DATA_EPOLL);
+      return;
+    case STASIS_FD_INOTIFY:
+      for (const auto& w : saved_entries<StasisInotifyWatch>(img, rec, STASIS_FD_DATA_INOTIFY)) {
+        struct stat st;
+        int rc = (w.add_flags & IN_DONT_FOLLOW) ? lstat(w.path, &st) : stat(w.path, &st);
+        if (rc != 0)
+          throw Error(fmt::format("{} (watch {} of inotify descriptor {}) is gone; restore it to restart",
+                                  w.path, w.wd, rec.fd));
+      }
+      return;
+    default:
+      return;
+  }
 }
+
 int open_event_fd(const image::Image& img, const StasisFdRecord& rec) {
-  check_event_fd(img, rec);
-  return -1;
+  switch (rec.kind) {
+    case STASIS_FD_EVENTFD:
+      return open_eventfd(rec);
+    case STASIS_FD_SIGNALFD:
+      return open_signalfd(rec);
+    case STASIS_FD_TIMERFD:
+      return open_timerfd(rec);
+    case STASIS_FD_INOTIFY:
+      return open_inotify(img, rec);
+    case STASIS_FD_EPOLL: {
+      int fd = checked(epoll_create1(EPOLL_CLOEXEC), rec, "an epoll instance");
+      if (nonblocking(rec)) fcntl(fd, F_SETFL, O_NONBLOCK);
+      return fd;  // its interests come in finish_event_fds
+    }
+    default:
+      throw Error(fmt::format("descriptor {} is not an event descriptor", rec.fd));
+  }
 }
-void finish_event_fds(const image::Image&) {}
+
+void finish_event_fds(const image::Image& img) {
+  std::map<int, const StasisFdRecord*> by_fd;
+  for (const auto& rec : img.fds()) by_fd[rec.fd] = &rec;
+  auto epoll_owning = [&](int fd) -> const StasisFdRecord* {  // the record with the interest list
+    auto it = by_fd.find(fd);
+    if (it == by_fd.end() || it->second->kind != STASIS_FD_EPOLL) return nullptr;
+    const StasisFdRecord* rec = it->second;
+    return rec->same_description_as >= 0 ? by_fd.at(rec->same_description_as) : rec;
+  };
+  // An epoll watching another epoll is ready when that one is: inner lists are filled first, so
+  // the outer instance sees their readiness (and disarms its fired one-shots) as saved.
+  std::set<int> done;
+  std::function<void(const StasisFdRecord&)> restore = [&](const StasisFdRecord& rec) {
+    if (!done.insert(rec.fd).second) return;
+    const auto interests = saved_entries<StasisEpollInterest>(img, rec, STASIS_FD_DATA_EPOLL);
+    for (const auto& interest : interests)
+      if (const StasisFdRecord* inner = epoll_owning(interest.fd)) restore(*inner);
+    restore_interest_list(rec.fd, interests);
+  };
+  for (const auto& rec : img.fds())
+    if (rec.kind == STASIS_FD_EPOLL && rec.same_description_as < 0) restore(rec);
+}
 
 }  // namespace stasis::restore

@@ -55,11 +55,27 @@ void check_descriptor(const image::Image& img, const StasisFdRecord& rec) {
     case STASIS_FD_SAVED_FILE:
       check_saved_file(img, rec);
       return;
+    case STASIS_FD_MQUEUE:  // re-created by open_mqueue
+      return;
     default:
       throw Error(fmt::format("{}: descriptor {} has kind {} ({}), which this build cannot restore",
                               img.path(), rec.fd, rec.kind, image::fd_kind_name(rec.kind)));
   }
 }
+
+namespace {
+// The program goes on with the file as it is now: say so when that is not how it was.
+void warn_if_changed(const StasisFdRecord& f, const struct stat& st) {
+  const int64_t mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+  if (static_cast<uint64_t>(st.st_size) == f.size && mtime_ns == f.mtime_ns) return;
+  const std::string change =
+      static_cast<uint64_t>(st.st_size) == f.size
+          ? std::string("modified, same size")
+          : fmt::format("{} bytes at the checkpoint, {} now", f.size, static_cast<uint64_t>(st.st_size));
+  fmt::print(stderr, "stasis restart: warning: {} (descriptor {}) changed since the checkpoint ({}); "
+             "the program goes on with it as it is now\n", f.path, f.fd, change);
+}
+}  // namespace
 
 int open_regular_file(const image::Image&, const StasisFdRecord& f) {
   int flags = static_cast<int>(f.flags) & ~(O_CREAT | O_TRUNC | O_EXCL | O_NOCTTY);
@@ -67,18 +83,23 @@ int open_regular_file(const image::Image&, const StasisFdRecord& f) {
   int fd = open(f.path, flags | O_CLOEXEC);
   if (fd < 0)
     throw Error(fmt::format("cannot reopen {} as descriptor {}: {}", f.path, f.fd, std::strerror(errno)));
-  if (f.kind == STASIS_FD_REGULAR) {
+  // A saved file (launch --save-files) has its checkpoint contents back already.
+  const bool file = f.kind == STASIS_FD_REGULAR || f.kind == STASIS_FD_SAVED_FILE;
+  if (file) {
     struct stat st;
     fstat(fd, &st);
     int mode = f.flags & O_ACCMODE;
     bool appending = (f.flags & O_APPEND) || static_cast<uint64_t>(f.offset) == f.size;
     // Output the killed run wrote after the checkpoint is discarded, as the restarted program
     // will write it again: the file ends up as an uninterrupted run leaves it.
-    if (mode != O_RDONLY && appending && static_cast<uint64_t>(st.st_size) > f.size)
+    if (mode != O_RDONLY && appending && static_cast<uint64_t>(st.st_size) > f.size) {
       if (ftruncate(fd, static_cast<off_t>(f.size)) != 0)
         throw Error(fmt::format("cannot cut {} back to its size at the checkpoint", f.path));
+    } else if (f.kind == STASIS_FD_REGULAR) {
+      warn_if_changed(f, st);
+    }
   }
-  if (f.kind == STASIS_FD_REGULAR || f.kind == STASIS_FD_DIRECTORY) lseek(fd, f.offset, SEEK_SET);
+  if (file || f.kind == STASIS_FD_DIRECTORY) lseek(fd, f.offset, SEEK_SET);
   return fd;
 }
 
@@ -103,6 +124,8 @@ int open_description_anywhere(const image::Image& img, const StasisFdRecord& rec
       return open_event_fd(img, rec);
     case STASIS_FD_SAVED_FILE:
       return open_saved_file(img, rec);
+    case STASIS_FD_MQUEUE:
+      return open_mqueue(img, rec);
     default:
       check_descriptor(img, rec);  // throws with the kind's message
       throw Error(fmt::format("descriptor {} cannot be restored", rec.fd));

@@ -1,8 +1,156 @@
-// Files whose contents go into the image: deleted while open, memfd (checkpoint side).
+// Files whose contents go into the image (checkpoint side): regular files deleted while open,
+// memfds, and, with `stasis launch --save-files[=PATTERN]`, named files the program has open.
+// The image writer reads their bytes from the program's own descriptor (FdDataList::add_file).
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <sys/statfs.h>
+
 #include "plugins/files/files.h"
 
 namespace stasis::rt {
+namespace {
 
-int capture_saved_file_fd(const FdProbe&, StasisFdRecord&, FdDataList&, LogLine&) { return 0; }
+// STASIS_SAVE_FILES (set by `launch --save-files`), copied when the runtime is loaded: the
+// checkpoint path must not read the environment, which a stopped thread may be changing.
+char g_save_files_pattern[STASIS_IMAGE_PATH_MAX];
+
+__attribute__((constructor)) void read_save_files_option() {
+  if (const char* pattern = getenv("STASIS_SAVE_FILES"))
+    str_copy(g_save_files_pattern, pattern, sizeof g_save_files_pattern);
+}
+
+// Matches c against the bracket expression that starts after '[' at p; returns the end of the
+// expression, or nullptr when p starts no complete expression (the '[' is then an ordinary one).
+const char* match_bracket(const char* p, char c, bool* matched) {
+  const bool negated = *p == '!' || *p == '^';
+  if (negated) p++;
+  bool found = false;
+  for (bool first = true; *p && (first || *p != ']'); first = false) {
+    const char low = *p++;
+    char high = low;
+    if (p[0] == '-' && p[1] && p[1] != ']') {
+      high = p[1];
+      p += 2;
+    }
+    if (low <= c && c <= high) found = true;
+  }
+  if (*p != ']') return nullptr;
+  *matched = found != negated;
+  return p + 1;
+}
+
+// fnmatch(3) with no flags ('*' and '?' also match '/'), which must not be called here because
+// it may allocate.
+bool glob_matches(const char* pattern, const char* text) {
+  const char *star = nullptr, *star_text = nullptr;
+  while (*text) {
+    if (*pattern == '*') {
+      star = ++pattern;
+      star_text = text;
+      continue;
+    }
+    bool matched = false;
+    const char* after = nullptr;
+    if (*pattern == '[') after = match_bracket(pattern + 1, *text, &matched);
+    if (after) {
+      if (matched) {
+        pattern = after;
+        text++;
+        continue;
+      }
+    } else if (*pattern && (*pattern == '?' || *pattern == *text)) {
+      pattern++;
+      text++;
+      continue;
+    }
+    if (!star) return false;
+    pattern = star;
+    text = ++star_text;
+  }
+  while (*pattern == '*') pattern++;
+  return *pattern == 0;
+}
+
+bool same_file(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+}  // namespace
+
+bool save_files_requested(const char* path, uint32_t flags) {
+  // A descriptor open write-only is output: its contents cannot be read through it, and the
+  // program never reads them back. It is reopened by path like any other file.
+  const bool readable = (flags & O_ACCMODE) != O_WRONLY && !(flags & O_PATH);
+  return readable && g_save_files_pattern[0] && glob_matches(g_save_files_pattern, path);
+}
+
+int descriptor_holding_file(uint64_t dev, uint64_t ino) {
+  long dir = STASIS_SYS3(SYS_open, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dir < 0) return -1;
+  int holder = -1;
+  alignas(8) char buf[4096];
+  for (long got; holder < 0 && (got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+    for (long off = 0; off < got && holder < 0;) {
+      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      int fd = 0;
+      for (const char* p = d->d_name; *p; p++) fd = fd * 10 + (*p - '0');
+      struct stat st;
+      if (fd != dir && !is_runtime_fd(fd) && STASIS_SYS2(SYS_fstat, fd, &st) == 0 &&
+          st.st_dev == dev && st.st_ino == ino)
+        holder = fd;
+    }
+  }
+  STASIS_SYS1(SYS_close, dir);
+  return holder;
+}
+
+int capture_saved_file_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  if (!S_ISREG(probe.st.st_mode)) return 0;
+  const bool memfd = str_starts(probe.link, "/memfd:");
+  uint64_t variant;
+  if (memfd) variant = STASIS_SAVED_FILE_MEMFD;
+  else if (probe.deleted) variant = STASIS_SAVED_FILE_DELETED;
+  else if (probe.link[0] == '/' && save_files_requested(probe.link, r.flags)) variant = STASIS_SAVED_FILE_NAMED;
+  else return 0;
+  const char* what = memfd ? "a memfd" : probe.deleted ? "a file deleted while open" : "a saved file";
+  struct statfs fs;
+  if (STASIS_SYS2(SYS_fstatfs, probe.fd, &fs) == 0 && fs.f_type == HUGETLBFS_MAGIC) {
+    error << "descriptor " << probe.fd << " is " << what << " on hugetlbfs (" << probe.link
+          << "), which this version of Stasis cannot restore; not checkpointing";
+    return -1;
+  }
+  if ((r.flags & O_ACCMODE) == O_WRONLY || (r.flags & O_PATH)) {
+    error << "descriptor " << probe.fd << " is " << what << " (" << probe.link << ") open "
+          << ((r.flags & O_PATH) ? "with O_PATH" : "write-only")
+          << ", so its contents cannot be read into the checkpoint; not checkpointing";
+    return -1;
+  }
+  r.kind = STASIS_FD_SAVED_FILE;
+  r.offset = STASIS_SYS3(SYS_lseek, probe.fd, 0, SEEK_CUR);
+  r.kind_data[STASIS_SAVED_FILE_VARIANT] = variant;
+  r.kind_data[STASIS_SAVED_FILE_MODE] = probe.st.st_mode & 07777;
+  if (memfd) {
+    long seals = STASIS_SYS2(SYS_fcntl, probe.fd, F_GET_SEALS);
+    r.kind_data[STASIS_SAVED_FILE_SEALS] = seals > 0 ? static_cast<uint64_t>(seals) : 0;
+  }
+  // The file is already saved through another open file description: restart reopens that one.
+  for (uint32_t i = 0; i < data.count(); i++) {
+    struct stat other;
+    if (data[i].tag == STASIS_FD_DATA_FILE_BYTES && STASIS_SYS2(SYS_fstat, data[i].fd, &other) == 0 &&
+        same_file(other, probe.st)) {
+      r.kind_data[STASIS_SAVED_FILE_SAME_FILE_AS] = 1 + static_cast<uint64_t>(data[i].fd);
+      return 1;
+    }
+  }
+  if (!data.add_file(probe.fd, STASIS_FD_DATA_FILE_BYTES, probe.fd, r.size)) {
+    error << "too much descriptor state to save";
+    return -1;
+  }
+  return 1;
+}
 
 }  // namespace stasis::rt

@@ -4,6 +4,8 @@
 // file at restart; vdso/vvar are recorded (not saved) because the kernel provides them anew.
 #include "plugins/memory/memory.h"
 
+#include "plugins/files/files.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -18,11 +20,19 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kPresent = 1ull << 63, kSwapped = 1ull << 62, kFileOrShared = 1ull << 61;
 
 struct Mapping {
-  uint64_t start, end, offset, inode;
+  uint64_t start, end, offset, dev, inode;  // dev as stat() encodes it
   uint32_t prot;
   bool shared;
   const char* path;  // NUL-terminated, inside the maps text; "" for anonymous
 };
+
+// maps shows a device as hex major:minor; st_dev encodes it as glibc's makedev() does.
+uint64_t parse_device(const char*& p) {
+  uint64_t major = parse_hex(p);
+  p++;
+  uint64_t minor = parse_hex(p);
+  return ((major & 0xfff) << 8) | ((major & ~0xfffull) << 32) | (minor & 0xff) | ((minor & ~0xffull) << 12);
+}
 
 // Reads /proc/self/maps into the arena and splits it into mappings (paths are cut in place).
 uint32_t read_mappings(Arena& arena, Mapping** out, LogLine& error) {
@@ -55,7 +65,7 @@ uint32_t read_mappings(Arena& arena, Mapping** out, LogLine& error) {
     q += 5;
     m.offset = parse_hex(q);
     q++;
-    while (*q && *q != ' ') q++;  // dev
+    m.dev = parse_device(q);
     q++;
     m.inode = 0;
     while (*q >= '0' && *q <= '9') m.inode = m.inode * 10 + static_cast<uint64_t>(*q++ - '0');
@@ -131,6 +141,23 @@ void fill_file_identity(StasisRegionRecord& r) {
   }
 }
 
+// A file no path leads to: deleted while open, or a memfd.
+bool unnamed_file(const Mapping& m) {
+  return str_ends(m.path, " (deleted)") || str_starts(m.path, "/memfd:");
+}
+
+// Another shared mapping shows some of the same bytes of the same file.
+bool mapped_twice(const Mapping* maps, uint32_t count, uint32_t index) {
+  const Mapping& m = maps[index];
+  for (uint32_t j = 0; j < count; j++) {
+    const Mapping& o = maps[j];
+    if (j != index && o.shared && o.dev == m.dev && o.inode == m.inode &&
+        o.offset < m.offset + (m.end - m.start) && m.offset < o.offset + (o.end - o.start))
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool forked_copy_is_faithful(Arena& arena) {
@@ -169,6 +196,8 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
     // The scratch arena is not program state. It is a shared mapping, which the kernel never
     // merges with a neighbour (a private arena once swallowed a glibc heap that way).
     if (m.start == arena.start() && m.end == arena.end()) continue;
+    uint64_t table_start, table_end;  // the pid table belongs to the computation, not the process
+    if (pid_table_region(&table_start, &table_end) && m.start >= table_start && m.end <= table_end) continue;
     if (m.start < arena.end() && m.end > arena.start()) {
       error << "the checkpoint scratch memory shares a mapping with the program; not checkpointing";
       ok = false;
@@ -198,8 +227,27 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
       else continue;  // [vsyscall], [uprobes]: the kernel's
     } else if (m.path[0] == 0) {
       r.kind = m.shared ? STASIS_REGION_SHARED_ANON : STASIS_REGION_ANON;
-    } else if (str_ends(m.path, " (deleted)") || str_starts(m.path, "/memfd:") ||
-               str_ends(m.path, ".stasis")) {
+    } else if (m.shared && str_starts(m.path, "/SYSV") && str_ends(m.path, " (deleted)")) {
+      // The segment's contents are saved once, with the segment (plugins/ipc), however many
+      // times it is attached; restart attaches it again. maps shows its id as the inode.
+      r.kind = STASIS_REGION_SYSV_SHM;
+      r.file_ino = m.inode;
+    } else if (m.shared && unnamed_file(m) && descriptor_holding_file(m.dev, m.inode) >= 0) {
+      // The file's contents are saved with that descriptor, and restart maps the file it
+      // recreates there: writes through the mapping stay visible through the descriptor.
+      r.kind = STASIS_REGION_FILE_SHARED;
+      r.file_dev = m.dev;
+      r.file_ino = m.inode;
+    } else if (m.shared && unnamed_file(m) && !str_starts(m.path, "/SYSV") &&
+               mapped_twice(maps, count, i)) {
+      error << "memory at ";
+      error.hex(m.start) << "-";
+      error.hex(m.end) << " maps " << m.path << " shared, as other memory does, and no descriptor "
+            << "of the program holds it; this version of Stasis cannot restore that sharing; "
+            << "not checkpointing";
+      ok = false;
+      break;
+    } else if (unnamed_file(m) || str_ends(m.path, ".stasis")) {
       // Its file is gone, never had a name, or is an image a restart mapped memory from (which
       // may be deleted before the next restart): the data must come from this image. Privately
       // mapped pages never touched are not "present" yet hold the file's data: save them all.
@@ -211,7 +259,7 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
     }
     if (every_page) {
       r.saved_bytes = m.end - m.start;
-    } else if (r.kind != STASIS_REGION_FILE_SHARED) {
+    } else if (r.kind != STASIS_REGION_FILE_SHARED && r.kind != STASIS_REGION_SYSV_SHM) {
       uint64_t saved = 0;
       ok = scanner.runs(m.start, m.end, r.kind, [&](uint64_t, uint64_t len) {
         saved += len;

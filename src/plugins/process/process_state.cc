@@ -1,4 +1,5 @@
 #include "plugins/process/process_state.h"
+#include "plugins/process/timers.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 
 namespace stasis::rt {
 namespace {
@@ -31,7 +33,9 @@ uint64_t stat_field(const char* text, int field) {
 void capture_process_record(StasisProcessRecord* rec) {
   rec->pid = static_cast<uint32_t>(sys_getpid());
   rec->original_pid = g_config.original_pid;
-  rec->ppid = static_cast<uint32_t>(STASIS_SYS0(SYS_getppid));
+  rec->ppid = static_cast<uint32_t>(virtual_pid_of(STASIS_SYS0(SYS_getppid)));
+  rec->pgid = static_cast<uint32_t>(virtual_pid_of(STASIS_SYS1(SYS_getpgid, 0)));
+  rec->sid = static_cast<uint32_t>(virtual_pid_of(STASIS_SYS1(SYS_getsid, 0)));
   rec->uid = static_cast<uint32_t>(STASIS_SYS0(SYS_getuid));
   rec->gid = static_cast<uint32_t>(STASIS_SYS0(SYS_getgid));
   rec->checkpoint_signal = static_cast<uint32_t>(g_config.checkpoint_signal);
@@ -96,6 +100,7 @@ void capture_process_record(StasisProcessRecord* rec) {
     mm.auxv_words = got > 0 ? static_cast<uint32_t>(got / 8) : 0;
     STASIS_SYS1(SYS_close, fd);
   }
+  capture_timers_and_clocks(rec);
 }
 
 void restore_process_record(const StasisProcessRecord* rec) {
@@ -127,6 +132,7 @@ void restore_process_record(const StasisProcessRecord* rec) {
     STASIS_SYS3(SYS_setitimer, which, &it, nullptr);
   }
   requeue_signals(rec->queued, rec->queued_count, 0);
+  restore_timers_and_clocks(rec);
 }
 
 uint32_t collect_pending_signals(uint64_t mask, bool thread_only, StasisQueuedSignal* out,
@@ -171,26 +177,15 @@ void requeue_signals(const StasisQueuedSignal* signals, uint32_t count, long tid
   }
 }
 
-bool refuse_if_posix_timers(LogLine& error) {
-  static char text[4096];
-  if (read_small_file("/proc/self/timers", text, sizeof text) <= 0) return true;
-  long timers = 0;
-  for (const char* p = text; *p; p++)
-    if (str_starts(p, "ID:")) timers++;
-  if (timers == 0) return true;
-  error << "the process has " << timers
-        << " POSIX timer(s) (timer_create), which this version of Stasis cannot restore; "
-           "not checkpointing";
-  return false;
-}
-
-bool refuse_if_children(LogLine& error) {
+namespace {
+// Calls visit(pid) for every child process (of every thread), in no particular order.
+template <typename Visit>
+void for_each_child(Visit visit) {
   long dir = STASIS_SYS3(SYS_open, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (dir < 0) return true;
+  if (dir < 0) return;
   alignas(8) char buf[4096];
-  static char children[4096];
-  bool ok = true;
-  for (long got; ok && (got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+  static char children[16384];
+  for (long got; (got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
     for (long off = 0; off < got; ) {
       auto* d = reinterpret_cast<struct dirent64*>(buf + off);
       off += d->d_reclen;
@@ -198,17 +193,63 @@ bool refuse_if_children(LogLine& error) {
       char path[64] = "/proc/self/task/";
       str_copy(path + str_len(path), d->d_name, 24);
       str_copy(path + str_len(path), "/children", 16);
-      if (read_small_file(path, children, sizeof children) > 0 && children[0] >= '0') {
-        size_t n = str_len(children);
-        while (n && (children[n - 1] == ' ' || children[n - 1] == '\n')) children[--n] = 0;
-        error << "the process has child processes (pids " << children
-              << "); checkpointing process trees is not supported by this version";
-        ok = false;
-        break;
+      if (read_small_file(path, children, sizeof children) <= 0) continue;
+      long pid = 0;
+      for (const char* p = children; *p; p++) {
+        if (*p >= '0' && *p <= '9') {
+          pid = pid * 10 + (*p - '0');
+        } else {
+          if (pid > 0) visit(pid);
+          pid = 0;
+        }
       }
+      if (pid > 0) visit(pid);
     }
   }
   STASIS_SYS1(SYS_close, dir);
+}
+
+// The state letter of /proc/PID/stat ('Z' for a zombie), or 0 if the process is gone.
+char process_state_letter(long pid) {
+  char path[48] = "/proc/";
+  format_uint(path + 6, static_cast<unsigned long>(pid));
+  str_copy(path + str_len(path), "/stat", 8);
+  static char stat[1024];
+  if (read_small_file(path, stat, sizeof stat) <= 0) return 0;
+  const char* close_paren = nullptr;
+  for (const char* p = stat; *p; p++)
+    if (*p == ')') close_paren = p;
+  return close_paren && close_paren[1] == ' ' ? close_paren[2] : 0;
+}
+}  // namespace
+
+uint32_t live_children(uint32_t* out, uint32_t cap, long except_pid) {
+  uint32_t n = 0;
+  for_each_child([&](long pid) {
+    if (pid == except_pid || n == cap) return;
+    char state = process_state_letter(pid);
+    if (state != 0 && state != 'Z' && state != 'X') out[n++] = static_cast<uint32_t>(pid);
+  });
+  return n;
+}
+
+bool capture_zombies(StasisProcessRecord* rec, long except_pid, LogLine& error) {
+  bool ok = true;
+  rec->zombie_count = 0;
+  for_each_child([&](long pid) {
+    if (!ok || pid == except_pid || process_state_letter(pid) != 'Z') return;
+    if (rec->zombie_count == STASIS_MAX_ZOMBIES) {
+      error << "more than " << STASIS_MAX_ZOMBIES << " exited children wait to be collected";
+      ok = false;
+      return;
+    }
+    siginfo_t info = {};
+    // WNOWAIT: read the exit status and leave the zombie for the program's own wait().
+    if (STASIS_SYS5(SYS_waitid, P_PID, pid, &info, WEXITED | WNOWAIT | __WALL, nullptr) != 0) return;
+    int status = info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8
+                                             : (info.si_status & 0x7f) | (info.si_code == CLD_DUMPED ? 0x80 : 0);
+    rec->zombies[rec->zombie_count++] = {static_cast<uint32_t>(virtual_pid_of(pid)), status};
+  });
   return ok;
 }
 

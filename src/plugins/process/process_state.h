@@ -8,8 +8,12 @@ namespace stasis::rt {
 void capture_process_record(StasisProcessRecord* rec);
 // After restart, in the checkpoint thread, before user threads run again.
 void restore_process_record(const StasisProcessRecord* rec);
-// Child processes (process trees come in a later version): fills `error` and returns false.
-bool refuse_if_children(LogLine& error);
+// Real pids of the live (not exited) children of every thread, except `except_pid`.
+uint32_t live_children(uint32_t* out, uint32_t cap, long except_pid);
+// Children that exited and wait to be collected: recorded (virtual pid, wait status) so restart
+// recreates them as zombies. Fails only when there are too many.
+bool capture_zombies(StasisProcessRecord* rec, long except_pid, LogLine& error);
+// POSIX timers this version cannot recreate (defined in timers.cc): fills `error`, returns false.
 bool refuse_if_posix_timers(LogLine& error);
 
 // Pending signals are read by taking them off the calling thread's queue (sigtimedwait) and

@@ -129,6 +129,7 @@ uint32_t list_tasks(int32_t* tids, uint32_t cap) {
 
 void capture_thread_state(StasisThreadRecord* rec, int32_t tid) {
   rec->tid = static_cast<uint32_t>(tid);
+  rec->vtid = static_cast<uint32_t>(virtual_pid_of(tid));
   rec->is_leader = tid == sys_getpid();
   STASIS_SYS2(SYS_arch_prctl, kArchGetFs, &rec->fs_base);
   STASIS_SYS2(SYS_arch_prctl, kArchGetGs, &rec->gs_base);
@@ -216,8 +217,23 @@ void capture_own_thread_state(StasisThreadRecord* rec) {
   STASIS_SYS4(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &rec->sigmask, 8);
 }
 
+namespace {
+// (saved tid, new tid) of every thread restored, for the pid table (map_restored_tids).
+struct RestoredTid { uint32_t saved, now; };
+RestoredTid g_restored_tids[STASIS_MAX_THREADS];
+std::atomic<uint32_t> g_restored_tid_count{0};
+}  // namespace
+
+void map_restored_tids() {
+  uint32_t n = g_restored_tid_count.exchange(0);
+  for (uint32_t i = 0; i < n && i < STASIS_MAX_THREADS; i++)
+    map_pid(g_restored_tids[i].saved, g_restored_tids[i].now);
+}
+
 void restore_own_thread_state(const StasisThreadRecord* rec) {
   long tid = sys_gettid();
+  uint32_t slot = g_restored_tid_count.fetch_add(1);
+  if (slot < STASIS_MAX_THREADS) g_restored_tids[slot] = {rec->vtid ? rec->vtid : rec->tid, static_cast<uint32_t>(tid)};
   if (rec->tcb_tid_addr) *reinterpret_cast<int32_t*>(rec->tcb_tid_addr) = static_cast<int32_t>(tid);
   if (rec->gs_base) STASIS_SYS2(SYS_arch_prctl, kArchSetGs, rec->gs_base);
   if (rec->clear_child_tid) STASIS_SYS1(SYS_set_tid_address, rec->clear_child_tid);
@@ -327,6 +343,13 @@ void resume_user_threads() {
 }
 
 bool threads_are_suspended() { return g_threads_suspended; }
+
+long restored_tid_of(uint32_t saved_tid) {
+  for (uint32_t i = 0; i < g_slot_high.load(); i++)
+    if (g_slots[i].state.load() == kRestored && g_slots[i].record.tid == saved_tid)
+      return g_slots[i].tid.load();
+  return 0;
+}
 
 void wait_for_restored_threads() {
   uint32_t expected = 0;
