@@ -330,10 +330,10 @@ class RestartCommand : public Command {
     snprintf(info_.coord_host, sizeof info_.coord_host, "%s", addr.host.c_str());
     snprintf(info_.secret_hex, sizeof info_.secret_hex, "%s", secret.c_str());
 
-    int floor = 3;
+    floor_ = 3;  // above every descriptor number any restored process uses
     for (const auto& img : images_)
-      for (const auto& f : img.fds()) floor = std::max(floor, f.fd + 1);
-    restore::set_descriptor_floor(floor);
+      for (const auto& f : img.fds()) floor_ = std::max(floor_, f.fd + 1);
+    restore::set_descriptor_floor(floor_);
     create_pid_table();
     create_shared_descriptions();
     // Other roots (processes whose parent had already ended: init adopted them) are adopted by
@@ -405,12 +405,6 @@ class RestartCommand : public Command {
     close(fd);
   }
 
-  void map_pid(uint32_t vpid, pid_t real) {
-    if (vpid == 0 || vpid >= STASIS_PID_TABLE_MAX_PID || real <= 0) return;
-    __atomic_store_n(&table_->virtual_of_real[real], vpid, __ATOMIC_RELEASE);
-    __atomic_store_n(&table_->real_of_virtual[vpid], static_cast<uint32_t>(real), __ATOMIC_RELEASE);
-  }
-
   // Open file descriptions held by several processes (inherited across fork) and pipes whose ends
   // several processes hold are made here, before the tree is forked, so every process inherits
   // the same one.
@@ -423,14 +417,11 @@ class RestartCommand : public Command {
         holders[{f.owner_pid, f.owner_fd}].insert(i);
         if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) pipe_holders[{f.dev, f.ino}].insert(i);
       }
-    for (const auto& [ino, who] : pipe_holders) {
-      if (who.size() < 2) continue;
-      // Each end with saved bytes refills the one pipe; any end creates it.
-      for (size_t i : who)
-        for (const auto& f : images_[i].fds())
-          if ((f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) && f.dev == ino.first && f.ino == ino.second)
-            close(restore::open_description(images_[i], f));
-    }
+    // Every end with saved bytes refills the one pipe; any end creates it.
+    for (size_t i = 0; i < images_.size(); i++)
+      for (const auto& f : images_[i].fds())
+        if ((f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) && pipe_holders[{f.dev, f.ino}].size() > 1)
+          restore::create_pipe(images_[i], f);
     for (const auto& [key, who] : holders) {
       if (who.size() < 2) continue;
       // The owner's own record when the owner is among them, else any holder's.
@@ -449,14 +440,14 @@ class RestartCommand : public Command {
   // then its own descriptors and memory.
   [[noreturn]] void become(size_t i) {
     const StasisProcessRecord& proc = images_[i].process();
-    map_pid(proc.original_pid, getpid());
+    stasis_pid_table_map(table_, proc.original_pid, getpid());
     if (proc.sid == proc.original_pid) setsid();
     if (proc.pgid == proc.original_pid) setpgid(0, 0);
     for (size_t c : children_[i]) {
       pid_t child = fork();
       if (child < 0) throw Error("cannot fork a restarted process");
       if (child == 0) become(c);
-      map_pid(images_[c].process().original_pid, child);
+      stasis_pid_table_map(table_, images_[c].process().original_pid, child);
       join_group(child, images_[c].process());
     }
     for (uint32_t z = 0; z < proc.zombie_count && z < STASIS_MAX_ZOMBIES; z++) {
@@ -471,7 +462,7 @@ class RestartCommand : public Command {
         }
         _exit(WEXITSTATUS(zombie.wait_status));
       }
-      if (child > 0) map_pid(zombie.vpid, child);
+      if (child > 0) stasis_pid_table_map(table_, zombie.vpid, child);
     }
     join_group(0, proc);
     try {
@@ -489,8 +480,7 @@ class RestartCommand : public Command {
       if (pid) setpgid(pid, pid);
       return;
     }
-    uint32_t leader = __atomic_load_n(&table_->real_of_virtual[proc.pgid % STASIS_PID_TABLE_MAX_PID],
-                                      __ATOMIC_ACQUIRE);
+    uint32_t leader = stasis_pid_table_lookup(table_->real_of_virtual, proc.pgid);
     if (leader) setpgid(pid, static_cast<pid_t>(leader));
   }
 
@@ -542,7 +532,7 @@ class RestartCommand : public Command {
     std::set<int> keep = {0, 1, 2, feed_out_of_way, image_out_of_way, STASIS_PID_TABLE_FD};
     for (const auto& f : img.fds())
       if (f.kind == STASIS_FD_EXTERNAL) keep.insert(f.fd);
-    close_all_except(keep, restore_floor());
+    close_all_except(keep, floor_);
     place_descriptor(feed_out_of_way, feed_fd);
     place_descriptor(image_out_of_way, image_fd);
     restore::place_descriptors(img, shared_);
@@ -560,17 +550,12 @@ class RestartCommand : public Command {
     throw Error(fmt::format("cannot execute the restart loader {}: {}", loader_, std::strerror(errno)));
   }
 
-  int restore_floor() const {
-    int floor = 3;
-    for (const auto& img : images_)
-      for (const auto& f : img.fds()) floor = std::max(floor, f.fd + 1);
-    return floor;
-  }
 
   std::vector<image::Image> images_;
   std::vector<int> parent_;
   std::vector<std::vector<size_t>> children_;
   size_t root_ = 0;
+  int floor_ = 3;
   std::string loader_;
   StasisRestartInfo info_ = {};
   StasisPidTable* table_ = nullptr;

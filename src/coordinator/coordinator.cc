@@ -192,6 +192,10 @@ struct RunningOp {
   std::unordered_set<uint64_t> late_joiners;
   std::optional<Clock::time_point> children_retry;
   Clock::time_point children_deadline;
+  // The computation is still being stopped: processes may join (and leave) the checkpoint.
+  bool stopping() const {
+    return barrier == "suspend" || barrier == "children" || (barrier.empty() && children_retry);
+  }
   Clock::time_point started;
   json success;  // the reply once committed
 };
@@ -818,9 +822,7 @@ void Coordinator::process_joined(Client& client) {
 void Coordinator::join_running_checkpoint(Client& client) {
   if (!running_ || running_->op.kind != OpKind::Checkpoint) return;
   RunningOp& op = *running_;
-  bool stopping = op.barrier == "suspend" || op.barrier == "children" ||
-                  (op.barrier.empty() && op.children_retry);
-  if (!stopping || !op.failure.empty()) return;
+  if (!op.stopping() || !op.failure.empty()) return;
   op.members.push_back(client.id);
   op.alive.insert(client.id);
   op.late_joiners.insert(client.id);
@@ -1262,9 +1264,7 @@ void Coordinator::member_gone(const Client& client) {
     }
     return;
   }
-  bool still_stopping = op.barrier == "suspend" || op.barrier == "children" ||
-                        (op.barrier.empty() && op.children_retry);
-  if (op.op.kind == OpKind::Checkpoint && still_stopping && op.failure.empty()) {
+  if (op.op.kind == OpKind::Checkpoint && op.stopping() && op.failure.empty()) {
     // It ended (or exec'd: the new program joins again) before the computation was stopped:
     // not part of this checkpoint; its parent records it as a zombie if it is one.
     std::erase(op.members, client.id);

@@ -102,6 +102,19 @@ typedef struct StasisPidTable {
   uint32_t real_of_virtual[STASIS_PID_TABLE_MAX_PID];
 } StasisPidTable;
 
+// Reads and writes of the table, shared by `stasis restart` and the runtime. 0 = no entry.
+static inline uint32_t stasis_pid_table_lookup(const uint32_t* column, long pid) {
+  if (pid <= 0 || pid >= (long)STASIS_PID_TABLE_MAX_PID) return 0;
+  return __atomic_load_n(&column[pid], __ATOMIC_ACQUIRE);
+}
+static inline void stasis_pid_table_map(StasisPidTable* table, long virt, long real) {
+  if (virt <= 0 || virt >= (long)STASIS_PID_TABLE_MAX_PID || real <= 0 ||
+      real >= (long)STASIS_PID_TABLE_MAX_PID)
+    return;
+  __atomic_store_n(&table->virtual_of_real[real], (uint32_t)virt, __ATOMIC_RELEASE);
+  __atomic_store_n(&table->real_of_virtual[virt], (uint32_t)real, __ATOMIC_RELEASE);
+}
+
 struct StasisLoaderPlan {
   uint64_t magic;
   uint32_t region_count;

@@ -13,12 +13,6 @@
 using namespace stasis::rt;
 
 namespace {
-template <typename Fn>
-Fn next(Fn& slot, const char* name) {
-  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-  return slot;
-}
-
 // A pid argument: positive = a process, below -1 = a process group, 0 and -1 as they are.
 pid_t to_real(pid_t pid) {
   if (pid > 0) return static_cast<pid_t>(real_pid_of(pid));
@@ -61,78 +55,78 @@ STASIS_EXPORT long syscall(long number, ...) {
       default: break;
     }
   }
-  return next(real, "syscall")(number, a1, a2, a3, a4, a5, a6);
+  return next_symbol(real, "syscall")(number, a1, a2, a3, a4, a5, a6);
 }
 
 STASIS_EXPORT int kill(pid_t pid, int sig) {
   static int (*real)(pid_t, int);
-  return next(real, "kill")(have_pid_table() ? to_real(pid) : pid, sig);
+  return next_symbol(real, "kill")(have_pid_table() ? to_real(pid) : pid, sig);
 }
 
 STASIS_EXPORT int killpg(pid_t pgrp, int sig) {
   static int (*real)(pid_t, int);
-  return next(real, "killpg")(have_pid_table() ? to_real(pgrp) : pgrp, sig);
+  return next_symbol(real, "killpg")(have_pid_table() ? to_real(pgrp) : pgrp, sig);
 }
 
 STASIS_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
   static pid_t (*real)(pid_t, int*, int);
-  if (!have_pid_table()) return next(real, "waitpid")(pid, status, options);
-  return to_virtual(next(real, "waitpid")(to_real(pid), status, options));
+  if (!have_pid_table()) return next_symbol(real, "waitpid")(pid, status, options);
+  return to_virtual(next_symbol(real, "waitpid")(to_real(pid), status, options));
 }
 
 STASIS_EXPORT pid_t wait(int* status) {
   static pid_t (*real)(int*);
-  if (!have_pid_table()) return next(real, "wait")(status);
-  return to_virtual(next(real, "wait")(status));
+  if (!have_pid_table()) return next_symbol(real, "wait")(status);
+  return to_virtual(next_symbol(real, "wait")(status));
 }
 
 STASIS_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) {
   static pid_t (*real)(int*, int, struct rusage*);
-  if (!have_pid_table()) return next(real, "wait3")(status, options, usage);
-  return to_virtual(next(real, "wait3")(status, options, usage));
+  if (!have_pid_table()) return next_symbol(real, "wait3")(status, options, usage);
+  return to_virtual(next_symbol(real, "wait3")(status, options, usage));
 }
 
 STASIS_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
   static pid_t (*real)(pid_t, int*, int, struct rusage*);
-  if (!have_pid_table()) return next(real, "wait4")(pid, status, options, usage);
-  return to_virtual(next(real, "wait4")(to_real(pid), status, options, usage));
+  if (!have_pid_table()) return next_symbol(real, "wait4")(pid, status, options, usage);
+  return to_virtual(next_symbol(real, "wait4")(to_real(pid), status, options, usage));
 }
 
 STASIS_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t* info, int options) {
   static int (*real)(idtype_t, id_t, siginfo_t*, int);
-  if (!have_pid_table()) return next(real, "waitid")(idtype, id, info, options);
+  if (!have_pid_table()) return next_symbol(real, "waitid")(idtype, id, info, options);
   if (idtype == P_PID || idtype == P_PGID) id = static_cast<id_t>(real_pid_of(static_cast<long>(id)));
-  int r = next(real, "waitid")(idtype, id, info, options);
+  int r = next_symbol(real, "waitid")(idtype, id, info, options);
   if (r == 0 && info && info->si_pid > 0) info->si_pid = to_virtual(info->si_pid);
   return r;
 }
 
 STASIS_EXPORT int setpgid(pid_t pid, pid_t pgid) {
   static int (*real)(pid_t, pid_t);
-  if (!have_pid_table()) return next(real, "setpgid")(pid, pgid);
-  return next(real, "setpgid")(to_real(pid), to_real(pgid));
+  if (!have_pid_table()) return next_symbol(real, "setpgid")(pid, pgid);
+  return next_symbol(real, "setpgid")(to_real(pid), to_real(pgid));
 }
 
 STASIS_EXPORT pid_t getpgid(pid_t pid) {
   static pid_t (*real)(pid_t);
-  if (!have_pid_table()) return next(real, "getpgid")(pid);
-  return to_virtual(next(real, "getpgid")(to_real(pid)));
+  if (!have_pid_table()) return next_symbol(real, "getpgid")(pid);
+  return to_virtual(next_symbol(real, "getpgid")(to_real(pid)));
 }
 
 STASIS_EXPORT pid_t getpgrp() { return to_virtual(static_cast<pid_t>(STASIS_SYS1(SYS_getpgid, 0))); }
 
 STASIS_EXPORT pid_t getsid(pid_t pid) {
   static pid_t (*real)(pid_t);
-  if (!have_pid_table()) return next(real, "getsid")(pid);
-  return to_virtual(next(real, "getsid")(to_real(pid)));
+  if (!have_pid_table()) return next_symbol(real, "getsid")(pid);
+  return to_virtual(next_symbol(real, "getsid")(to_real(pid)));
 }
 
 STASIS_EXPORT pid_t tcgetpgrp(int fd) {
   static pid_t (*real)(int);
-  return to_virtual(next(real, "tcgetpgrp")(fd));
+  return to_virtual(next_symbol(real, "tcgetpgrp")(fd));
 }
 
 STASIS_EXPORT int tcsetpgrp(int fd, pid_t pgrp) {
   static int (*real)(int, pid_t);
-  return next(real, "tcsetpgrp")(fd, have_pid_table() ? to_real(pgrp) : pgrp);
+  return next_symbol(real, "tcsetpgrp")(fd, have_pid_table() ? to_real(pgrp) : pgrp);
 }

@@ -5,6 +5,9 @@
 // so no malloc, no stdio, no locks user code can hold. Memory comes from the Arena (raw mmap),
 // system calls from raw_syscall.h, text output from LogLine.
 #pragma once
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -70,6 +73,17 @@ class Arena {
   bool create(size_t bytes);
   void destroy();
   void* alloc(size_t bytes);  // 64-byte aligned; nullptr when exhausted
+  // Doubles an array allocated here (the arena only bumps, so it is copied into a bigger block);
+  // false when exhausted (the array is left as it was).
+  template <typename T>
+  bool grow(T*& items, uint32_t& cap) {
+    auto* bigger = static_cast<T*>(alloc(sizeof(T) * cap * 2));
+    if (!bigger) return false;
+    __builtin_memcpy(static_cast<void*>(bigger), items, sizeof(T) * cap);
+    items = bigger;
+    cap *= 2;
+    return true;
+  }
   uint64_t start() const { return reinterpret_cast<uint64_t>(base_); }
   uint64_t end() const { return reinterpret_cast<uint64_t>(base_) + size_; }
 
@@ -97,6 +111,43 @@ uint64_t parse_hex(const char*& p);
 // Parses "Name:\t<hex>" from a /proc status text.
 uint64_t parse_status_hex(const char* text, const char* field);
 void format_uint(char* out, unsigned long v);
+// Reads /proc/PID/stat (pid 0: this process) into buf; returns the text from the closing
+// parenthesis of the command name on (the name may hold spaces and ')'), or nullptr.
+const char* read_proc_stat(long pid, char* buf, size_t cap);
+// Field `field` (1-based as in proc(5), 4 and up) of that text as a number; its state letter.
+uint64_t proc_stat_field(const char* after_comm, int field);
+inline char proc_stat_state(const char* after_comm) { return after_comm[1] ? after_comm[2] : 0; }
+
+// Calls visit(number, name, dir_fd) for each numeric entry of a /proc directory (descriptors,
+// tasks) until visit returns false. Returns false when the directory cannot be opened.
+template <typename Visit>
+bool for_each_proc_number(const char* dir_path, Visit visit) {
+  long dir = STASIS_SYS3(SYS_open, dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  if (dir < 0) return false;
+  alignas(8) char buf[4096];
+  bool going = true;
+  for (long got; going && (got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+    for (long off = 0; going && off < got;) {
+      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
+      off += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      long number = 0;
+      for (const char* p = d->d_name; *p; p++) number = number * 10 + (*p - '0');
+      going = visit(number, static_cast<const char*>(d->d_name), dir);
+    }
+  }
+  STASIS_SYS1(SYS_close, dir);
+  return true;
+}
+
+// The next definition of a library function (libc's, behind a wrapper of the runtime), looked
+// up once into `slot`. Wrapper files resolve their slots from a constructor: dlsym is not
+// async-signal-safe, and a wrapper may first run in a signal handler.
+template <typename Fn>
+Fn next_symbol(Fn& slot, const char* name) {
+  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  return slot;
+}
 
 // ---- threads (suspend.cc) --------------------------------------------------------------------
 void install_suspend_handler();
@@ -139,8 +190,8 @@ bool connect_to_coordinator(bool restarted, LogLine& error);
 void join_as_new_process();
 
 // ---- virtual pids (vpid.cc) -------------------------------------------------------------------
-// Maps the computation's pid table (after a restart); false when there is none.
-bool attach_pid_table();
+// Maps the computation's pid table (made by `stasis restart`); false when there is none.
+bool attach_pid_table(bool after_restart = false);
 bool have_pid_table();
 // After a restart: the coordinator the restarted computation uses (false without a table).
 bool pid_table_coordinator(char* host, size_t host_cap, uint16_t* port, char* secret_hex,
@@ -150,8 +201,6 @@ bool pid_table_region(uint64_t* start, uint64_t* end);  // the mapping, for the 
 long virtual_pid_of(long real);
 long real_pid_of(long virt);
 void map_pid(long virt, long real);
-// A new process got real pid `real`, which a restarted process uses as its virtual pid.
-bool virtual_pid_taken(long real);
 
 // ---- external plugins (plugins.cc) -----------------------------------------------------------
 void load_plugins_from_env();

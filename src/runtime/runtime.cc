@@ -101,7 +101,7 @@ void wait_for_critical_sections() {
 
 void after_restart() {
   wait_for_restored_threads();
-  attach_pid_table();  // `stasis restart` made it; the restarted process sees its old pids
+  attach_pid_table(/*after_restart=*/true);  // the restarted process sees its old pids
   map_restored_tids();
   if (g_restart_info.loader_end > g_restart_info.loader_start)
     STASIS_SYS2(SYS_munmap, g_restart_info.loader_start,

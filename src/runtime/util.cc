@@ -177,4 +177,28 @@ uint64_t parse_status_hex(const char* text, const char* field) {
   return 0;
 }
 
+const char* read_proc_stat(long pid, char* buf, size_t cap) {
+  char path[48] = "/proc/";
+  if (pid == 0) str_copy(path + 6, "self", 8);
+  else format_uint(path + 6, static_cast<unsigned long>(pid));
+  str_copy(path + str_len(path), "/stat", 8);
+  if (read_small_file(path, buf, cap) <= 0) return nullptr;
+  const char* after = nullptr;
+  for (const char* c = buf; *c; c++)
+    if (*c == ')') after = c;  // the last one ends the name
+  return after;
+}
+
+uint64_t proc_stat_field(const char* after_comm, int field) {
+  const char* p = after_comm;
+  int current = 2;
+  while (*p && current < field) {
+    if (*p == ' ') current++;
+    p++;
+  }
+  uint64_t v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + static_cast<uint64_t>(*p++ - '0');
+  return v;
+}
+
 }  // namespace stasis::rt

@@ -11,14 +11,12 @@
 namespace stasis::rt {
 namespace {
 StasisPidTable* g_table = nullptr;
-constexpr uint32_t kMaxPid = STASIS_PID_TABLE_MAX_PID;
-
-uint32_t load(const uint32_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-void store(uint32_t* p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 }  // namespace
 
-bool attach_pid_table() {
-  g_table = nullptr;  // after a restart the old mapping's address is stale
+bool attach_pid_table(bool after_restart) {
+  // A forked child shares its parent's mapping; after a restart the pointer is from before.
+  if (after_restart) g_table = nullptr;
+  if (g_table) return true;
   long addr = STASIS_SYS6(SYS_mmap, 0, sizeof(StasisPidTable), PROT_READ | PROT_WRITE, MAP_SHARED,
                           kPidTableFd, 0);
   if (addr < 0 && addr > -4096) return false;
@@ -57,27 +55,17 @@ bool pid_table_coordinator(char* host, size_t host_cap, uint16_t* port, char* se
 }
 
 long virtual_pid_of(long real) {
-  if (!g_table || real <= 0 || real >= kMaxPid) return real;
-  uint32_t v = load(&g_table->virtual_of_real[real]);
+  uint32_t v = g_table ? stasis_pid_table_lookup(g_table->virtual_of_real, real) : 0;
   return v ? v : real;
 }
 
 long real_pid_of(long virt) {
-  if (!g_table || virt <= 0 || virt >= kMaxPid) return virt;
-  uint32_t r = load(&g_table->real_of_virtual[virt]);
+  uint32_t r = g_table ? stasis_pid_table_lookup(g_table->real_of_virtual, virt) : 0;
   return r ? r : virt;
 }
 
 void map_pid(long virt, long real) {
-  if (!g_table || virt <= 0 || virt >= kMaxPid || real <= 0 || real >= kMaxPid) return;
-  store(&g_table->virtual_of_real[real], static_cast<uint32_t>(virt));
-  store(&g_table->real_of_virtual[virt], static_cast<uint32_t>(real));
-}
-
-bool virtual_pid_taken(long real) {
-  if (!g_table || real <= 0 || real >= kMaxPid) return false;
-  uint32_t r = load(&g_table->real_of_virtual[real]);
-  return r != 0 && r != static_cast<uint32_t>(real);
+  if (g_table) stasis_pid_table_map(g_table, virt, real);
 }
 
 }  // namespace stasis::rt

@@ -6,6 +6,7 @@
 #include "runtime/rt.h"
 
 using stasis::rt::g_config;
+using stasis::rt::next_symbol;
 
 namespace {
 // libc's functions behind each wrapper. Resolved by resolve_wrapped_functions() from the
@@ -20,12 +21,6 @@ SignalFn g_signal, g_sigset, g_bsd_signal, g_sysv_signal;
 MaskFn g_sigprocmask, g_pthread_sigmask;
 SuspendFn g_sigsuspend;
 
-template <typename Fn>
-Fn resolve(Fn& slot, const char* name) {
-  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-  return slot;
-}
-
 bool is_checkpoint_signal(int sig) { return sig != 0 && sig == g_config.checkpoint_signal; }
 
 const sigset_t* without_checkpoint_signal(const sigset_t* set, sigset_t* copy) {
@@ -39,18 +34,18 @@ const sigset_t* without_checkpoint_signal(const sigset_t* set, sigset_t* copy) {
 }  // namespace
 
 void resolve_wrapped_functions() {
-  resolve(g_sigaction, "sigaction");
-  resolve(g_signal, "signal");
-  resolve(g_sigset, "sigset");
-  resolve(g_bsd_signal, "bsd_signal");
-  resolve(g_sysv_signal, "sysv_signal");
-  resolve(g_sigprocmask, "sigprocmask");
-  resolve(g_pthread_sigmask, "pthread_sigmask");
-  resolve(g_sigsuspend, "sigsuspend");
+  next_symbol(g_sigaction, "sigaction");
+  next_symbol(g_signal, "signal");
+  next_symbol(g_sigset, "sigset");
+  next_symbol(g_bsd_signal, "bsd_signal");
+  next_symbol(g_sysv_signal, "sysv_signal");
+  next_symbol(g_sigprocmask, "sigprocmask");
+  next_symbol(g_pthread_sigmask, "pthread_sigmask");
+  next_symbol(g_sigsuspend, "sigsuspend");
 }
 
 int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  return resolve(g_sigaction, "sigaction")(sig, act, old);
+  return next_symbol(g_sigaction, "sigaction")(sig, act, old);
 }
 
 extern "C" {
@@ -68,36 +63,36 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 }
 
 __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
-  return is_checkpoint_signal(sig) ? SIG_DFL : resolve(g_signal, "signal")(sig, handler);
+  return is_checkpoint_signal(sig) ? SIG_DFL : next_symbol(g_signal, "signal")(sig, handler);
 }
 
 __attribute__((visibility("default"))) sighandler_t sigset(int sig, sighandler_t handler) {
-  return is_checkpoint_signal(sig) ? SIG_DFL : resolve(g_sigset, "sigset")(sig, handler);
+  return is_checkpoint_signal(sig) ? SIG_DFL : next_symbol(g_sigset, "sigset")(sig, handler);
 }
 
 __attribute__((visibility("default"))) sighandler_t bsd_signal(int sig, sighandler_t handler) {
-  return is_checkpoint_signal(sig) ? SIG_DFL : resolve(g_bsd_signal, "bsd_signal")(sig, handler);
+  return is_checkpoint_signal(sig) ? SIG_DFL : next_symbol(g_bsd_signal, "bsd_signal")(sig, handler);
 }
 
 __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighandler_t handler) {
-  return is_checkpoint_signal(sig) ? SIG_DFL : resolve(g_sysv_signal, "sysv_signal")(sig, handler);
+  return is_checkpoint_signal(sig) ? SIG_DFL : next_symbol(g_sysv_signal, "sysv_signal")(sig, handler);
 }
 
 __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t* set,
                                                        sigset_t* old) {
   sigset_t copy;
-  return resolve(g_sigprocmask, "sigprocmask")(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
+  return next_symbol(g_sigprocmask, "sigprocmask")(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
 }
 
 __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset_t* set,
                                                            sigset_t* old) {
   sigset_t copy;
-  return resolve(g_pthread_sigmask, "pthread_sigmask")(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
+  return next_symbol(g_pthread_sigmask, "pthread_sigmask")(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
 }
 
 __attribute__((visibility("default"))) int sigsuspend(const sigset_t* mask) {
   sigset_t copy;
-  return resolve(g_sigsuspend, "sigsuspend")(without_checkpoint_signal(mask, &copy));
+  return next_symbol(g_sigsuspend, "sigsuspend")(without_checkpoint_signal(mask, &copy));
 }
 
 }  // extern "C"

@@ -41,11 +41,12 @@ struct RecordedWatch {
   uint64_t sequence;  // the newest entry for one (fd, wd) wins
   char path[STASIS_IMAGE_PATH_MAX];
 };
-RecordedWatch g_watches[kMaxRecordedWatches];
+// constinit: a start-up loop zeroing these 4 MiB would touch every page in every process.
+constinit RecordedWatch g_watches[kMaxRecordedWatches];
 std::atomic<uint64_t> g_watch_sequence{0};
 // The highest wd each inotify descriptor has handed out: the kernel's next wd follows it, even when
 // that watch is gone (see restore_event_fds.cc for why it matters).
-std::atomic<int32_t> g_last_wd[kMaxTrackedInotifyFds];
+constinit std::atomic<int32_t> g_last_wd[kMaxTrackedInotifyFds];
 
 constexpr uint32_t kAddOnlyFlags = IN_DONT_FOLLOW | IN_ONLYDIR;
 
@@ -102,11 +103,6 @@ void record_watch(int fd, int wd, const char* path, uint32_t mask) {
   }
 }
 
-template <typename Fn>
-Fn libc_function(Fn& slot, const char* name) {
-  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-  return slot;
-}
 int (*g_inotify_init)();
 int (*g_inotify_init1)(int);
 int (*g_inotify_add_watch)(int, const char*, uint32_t);
@@ -430,21 +426,21 @@ using namespace stasis::rt;
 extern "C" {
 
 __attribute__((visibility("default"))) int inotify_init() {
-  return new_inotify_instance(libc_function(g_inotify_init, "inotify_init")());
+  return new_inotify_instance(next_symbol(g_inotify_init, "inotify_init")());
 }
 
 __attribute__((visibility("default"))) int inotify_init1(int flags) {
-  return new_inotify_instance(libc_function(g_inotify_init1, "inotify_init1")(flags));
+  return new_inotify_instance(next_symbol(g_inotify_init1, "inotify_init1")(flags));
 }
 
 __attribute__((visibility("default"))) int inotify_add_watch(int fd, const char* path, uint32_t mask) {
-  int wd = libc_function(g_inotify_add_watch, "inotify_add_watch")(fd, path, mask);
+  int wd = next_symbol(g_inotify_add_watch, "inotify_add_watch")(fd, path, mask);
   if (wd > 0) record_watch(fd, wd, path, mask);
   return wd;
 }
 
 __attribute__((visibility("default"))) int inotify_rm_watch(int fd, int wd) {
-  int rc = libc_function(g_inotify_rm_watch, "inotify_rm_watch")(fd, wd);
+  int rc = next_symbol(g_inotify_rm_watch, "inotify_rm_watch")(fd, wd);
   if (rc == 0) forget_watches(fd, wd);
   return rc;
 }

@@ -5,7 +5,6 @@
 // message naming the descriptor and its kind.
 #include "plugins/files/files.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -53,60 +52,103 @@ bool inherited_unchanged(int fd, const struct stat& st) {
   return pid_table_external_inode(st.st_ino);
 }
 
-long parent_of(long pid) {
-  char path[48] = "/proc/";
-  format_uint(path + 6, static_cast<unsigned long>(pid));
-  str_copy(path + str_len(path), "/stat", 8);
-  char stat[512];
-  if (read_small_file(path, stat, sizeof stat) <= 0) return 0;
-  const char* p = nullptr;
-  for (const char* c = stat; *c; c++)
-    if (*c == ')') p = c;
-  if (!p || !p[1] || !p[2]) return 0;
-  p += 4;  // ") S "
-  long ppid = 0;
-  while (*p >= '0' && *p <= '9') ppid = ppid * 10 + (*p++ - '0');
-  return ppid;
-}
+// The descriptors of this process's ancestors, each listed once per checkpoint: a description
+// inherited across fork is looked up by inode here, then confirmed with kcmp.
+struct HeldDescriptor {
+  int32_t fd;
+  uint64_t dev, ino;
+};
+struct AncestorDescriptors {
+  long pid = 0;
+  HeldDescriptor* held = nullptr;
+  uint32_t count = 0;
+};
 
-// The lowest descriptor of process `other` holding the same open file description as our `fd`,
-// or -1.
-int shared_fd_in(long other, long self, int fd, const struct stat& st) {
-  char dir_path[48] = "/proc/";
-  format_uint(dir_path + 6, static_cast<unsigned long>(other));
-  str_copy(dir_path + str_len(dir_path), "/fd", 8);
-  long dir = STASIS_SYS3(SYS_open, dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (dir < 0) return -1;
-  alignas(8) char buf[2048];
-  int best = -1;
-  for (long got; (got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
-    for (long off = 0; off < got;) {
-      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
-      off += d->d_reclen;
-      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-      int their = 0;
-      for (const char* p = d->d_name; *p; p++) their = their * 10 + (*p - '0');
-      if (best >= 0 && their > best) continue;
-      struct stat their_st;
-      if (STASIS_SYS4(SYS_newfstatat, dir, d->d_name, &their_st, 0) != 0) continue;
-      if (their_st.st_ino != st.st_ino || their_st.st_dev != st.st_dev) continue;
-      if (STASIS_SYS5(SYS_kcmp, other, self, 0 /* KCMP_FILE */, their, fd) == 0) best = their;
+class AncestorTables {
+ public:
+  explicit AncestorTables(Arena& arena) : arena_(arena) {}
+  // Level 0 is the parent, 1 the grandparent...; nullptr above the topmost one below init.
+  const AncestorDescriptors* level(uint32_t i) {
+    while (listed_ <= i) {
+      if (listed_ == kMaxLevels) return nullptr;
+      char stat[512];
+      const char* after_comm = listed_ ? read_proc_stat(levels_[listed_ - 1].pid, stat, sizeof stat) : nullptr;
+      long pid = listed_ == 0 ? STASIS_SYS0(SYS_getppid)
+                              : after_comm ? static_cast<long>(proc_stat_field(after_comm, 4)) : 0;
+      if (pid <= 1) return nullptr;
+      list(pid, levels_[listed_++]);
     }
+    return &levels_[i];
   }
-  STASIS_SYS1(SYS_close, dir);
-  return best;
-}
+
+ private:
+  void list(long pid, AncestorDescriptors& out) {
+    out.pid = pid;
+    uint32_t cap = 64;
+    out.held = static_cast<HeldDescriptor*>(arena_.alloc(sizeof(HeldDescriptor) * cap));
+    char dir_path[48] = "/proc/";
+    format_uint(dir_path + 6, static_cast<unsigned long>(pid));
+    str_copy(dir_path + str_len(dir_path), "/fd", 8);
+    for_each_proc_number(dir_path, [&](long fd, const char* name, long dir) {
+      struct stat st;
+      if (STASIS_SYS4(SYS_newfstatat, dir, name, &st, 0) != 0) return true;
+      if (out.count == cap && !arena_.grow(out.held, cap)) return false;  // a partial table
+      out.held[out.count++] = {static_cast<int32_t>(fd), st.st_dev, st.st_ino};
+      return true;
+    });
+  }
+
+  static constexpr uint32_t kMaxLevels = 64;
+  Arena& arena_;
+  AncestorDescriptors levels_[kMaxLevels];
+  uint32_t listed_ = 0;
+};
 
 // A description inherited across fork is shared with the parent (and maybe further up): its
-// owner is the topmost ancestor still holding it, so every holder names the same one.
-void find_owner_among_ancestors(long self, int fd, const struct stat& st, int32_t* owner_pid,
-                                int32_t* owner_fd) {
-  for (long ancestor = STASIS_SYS0(SYS_getppid); ancestor > 1; ancestor = parent_of(ancestor)) {
-    int theirs = shared_fd_in(ancestor, self, fd, st);
+// owner is the topmost ancestor still holding it, at its lowest descriptor, so every holder
+// names the same one.
+void find_owner_among_ancestors(AncestorTables& ancestors, long self, int fd, const struct stat& st,
+                                int32_t* owner_pid, int32_t* owner_fd) {
+  for (uint32_t i = 0; const AncestorDescriptors* a = ancestors.level(i); i++) {
+    int theirs = -1;
+    for (uint32_t k = 0; k < a->count; k++) {
+      const HeldDescriptor& h = a->held[k];
+      if (h.ino == st.st_ino && h.dev == st.st_dev && (theirs < 0 || h.fd < theirs) &&
+          STASIS_SYS5(SYS_kcmp, a->pid, self, 0 /* KCMP_FILE */, h.fd, fd) == 0)
+        theirs = h.fd;
+    }
     if (theirs < 0) return;
-    *owner_pid = static_cast<int32_t>(virtual_pid_of(ancestor));
+    *owner_pid = static_cast<int32_t>(virtual_pid_of(a->pid));
     *owner_fd = theirs;
   }
+}
+
+// Fills r.kind and what goes with it: 1 captured, 0 no kind takes it, -1 refused (error says).
+int capture_by_kind(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  const struct stat& st = probe.st;
+  if (int handled = capture_mqueue_fd(probe, r, data, error)) return handled;  // looks regular
+  if (S_ISREG(st.st_mode) && !probe.deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:") &&
+      !save_files_requested(r.path, r.flags)) {
+    r.kind = STASIS_FD_REGULAR;
+    r.offset = STASIS_SYS3(SYS_lseek, probe.fd, 0, SEEK_CUR);
+    return 1;
+  }
+  if (S_ISDIR(st.st_mode) && !probe.deleted) {
+    r.kind = STASIS_FD_DIRECTORY;
+    r.offset = STASIS_SYS3(SYS_lseek, probe.fd, 0, SEEK_CUR);
+    return 1;
+  }
+  if (S_ISCHR(st.st_mode) && restorable_chardev(r.path)) {
+    r.kind = STASIS_FD_CHARDEV;
+    return 1;
+  }
+  if (inherited_unchanged(probe.fd, st)) {
+    r.kind = STASIS_FD_EXTERNAL;
+    return 1;
+  }
+  if (int handled = capture_pipe_fd(probe, r, data, error)) return handled;
+  if (int handled = capture_event_fd(probe, r, data, error)) return handled;
+  return capture_saved_file_fd(probe, r, data, error);
 }
 
 }  // namespace
@@ -177,110 +219,67 @@ bool FdDataList::add_file(int fd, uint32_t tag, int source_fd, uint64_t len) {
 }
 
 bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, FdDataList& data, LogLine& error) {
-  long dir = STASIS_SYS3(SYS_open, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (dir < 0) {
-    error << "cannot list /proc/self/fd";
-    return false;
-  }
   constexpr uint32_t kMax = 65536;
-  auto* recs = static_cast<StasisFdRecord*>(arena.alloc(sizeof(StasisFdRecord) * 64));
   uint32_t cap = 64, n = 0;
-  alignas(8) char buf[4096];
-  bool ok = true;
+  auto* recs = static_cast<StasisFdRecord*>(arena.alloc(sizeof(StasisFdRecord) * cap));
   const long pid = sys_getpid();
-  for (;;) {
-    long got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf);
-    if (got <= 0) break;
-    for (long off = 0; off < got && ok; ) {
-      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
-      off += d->d_reclen;
-      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-      int fd = 0;
-      for (const char* p = d->d_name; *p; p++) fd = fd * 10 + (*p - '0');
-      if (fd == dir || is_runtime_fd(fd)) continue;
-      if (n == cap) {  // grow: the arena only bumps, so copy into a bigger block
-        if (cap >= kMax) break;
-        auto* bigger = static_cast<StasisFdRecord*>(arena.alloc(sizeof(StasisFdRecord) * cap * 2));
-        if (!bigger) { error << "too many descriptors"; ok = false; break; }
-        __builtin_memcpy(bigger, recs, sizeof(StasisFdRecord) * cap);
-        recs = bigger;
-        cap *= 2;
-      }
-      StasisFdRecord& r = recs[n];
-      r = {};
-      r.fd = fd;
-      char proc_path[48] = "/proc/self/fd/";
-      format_uint(proc_path + 14, static_cast<unsigned long>(fd));
-      long len = STASIS_SYS3(SYS_readlink, proc_path, r.path, sizeof r.path - 1);
-      if (len < 0) continue;  // closed meanwhile
-      r.path[len] = 0;
-      struct stat st;
-      if (STASIS_SYS2(SYS_fstat, fd, &st) != 0) continue;
-      r.flags = static_cast<uint32_t>(STASIS_SYS2(SYS_fcntl, fd, F_GETFL));
-      r.cloexec = (STASIS_SYS2(SYS_fcntl, fd, F_GETFD) & FD_CLOEXEC) ? 1 : 0;
-      r.dev = st.st_dev;
-      r.ino = st.st_ino;
-      r.size = static_cast<uint64_t>(st.st_size);
-      r.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-      r.same_description_as = -1;
-      for (uint32_t j = 0; j < n; j++)
-        if (recs[j].ino == r.ino && recs[j].dev == r.dev &&
-            STASIS_SYS5(SYS_kcmp, pid, pid, 0 /* KCMP_FILE */, recs[j].fd, fd) == 0) {
-          r.same_description_as = recs[j].fd;
-          break;
-        }
-      r.owner_pid = static_cast<int32_t>(g_config.original_pid);
-      r.owner_fd = fd;
-      for (uint32_t j = 0; j < n && r.same_description_as >= 0; j++)
-        if (recs[j].fd == r.same_description_as) r.owner_pid = recs[j].owner_pid, r.owner_fd = recs[j].owner_fd;
-      if (r.same_description_as < 0) find_owner_among_ancestors(pid, fd, st, &r.owner_pid, &r.owner_fd);
-      const bool deleted = str_ends(r.path, " (deleted)");
-      const FdProbe probe{fd, r.path, st, deleted};
-      int handled = capture_mqueue_fd(probe, r, data, error);  // a queue looks like a regular file
-      if (!handled && S_ISREG(st.st_mode) && !deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:") &&
-          !save_files_requested(r.path, r.flags)) {
-        r.kind = STASIS_FD_REGULAR;
-        r.offset = STASIS_SYS3(SYS_lseek, fd, 0, SEEK_CUR);
-        handled = 1;
-      } else if (S_ISDIR(st.st_mode) && !deleted) {
-        r.kind = STASIS_FD_DIRECTORY;
-        r.offset = STASIS_SYS3(SYS_lseek, fd, 0, SEEK_CUR);
-        handled = 1;
-      } else if (S_ISCHR(st.st_mode) && restorable_chardev(r.path)) {
-        r.kind = STASIS_FD_CHARDEV;
-        handled = 1;
-      } else if (inherited_unchanged(fd, st)) {
-        r.kind = STASIS_FD_EXTERNAL;
-        handled = 1;
-      }
-      if (!handled && r.same_description_as >= 0) {  // the first holder captured it
-        for (uint32_t j = 0; j < n; j++)
-          if (recs[j].fd == r.same_description_as) {
-            r.kind = recs[j].kind;
-            r.offset = recs[j].offset;
-            __builtin_memcpy(r.kind_data, recs[j].kind_data, sizeof r.kind_data);
-          }
-        handled = 1;
-      }
-      if (!handled) handled = capture_pipe_fd(probe, r, data, error);
-      if (!handled) handled = capture_event_fd(probe, r, data, error);
-      if (!handled) handled = capture_saved_file_fd(probe, r, data, error);
-      if (handled < 0) {
-        ok = false;
-        break;
-      }
-      if (!handled) {
-        error << "descriptor " << fd << " is "
-              << (deleted ? "a file deleted while open" : kind_of_link(r.path)) << " (" << r.path
-              << "), which this version of Stasis cannot restore; not checkpointing";
-        ok = false;
-        break;
-      }
-      n++;
+  AncestorTables ancestors(arena);
+  bool ok = true;
+  bool listed = for_each_proc_number("/proc/self/fd", [&](long number, const char*, long dir) {
+    const int fd = static_cast<int>(number);
+    if (fd == dir || is_runtime_fd(fd)) return true;
+    if (n == cap && (cap >= kMax || !arena.grow(recs, cap))) {
+      error << "the process has more than " << n << " descriptors; not checkpointing";
+      return ok = false;
     }
-    if (!ok) break;
+    StasisFdRecord& r = recs[n];
+    r = {};
+    r.fd = fd;
+    char proc_path[48] = "/proc/self/fd/";
+    format_uint(proc_path + 14, static_cast<unsigned long>(fd));
+    long len = STASIS_SYS3(SYS_readlink, proc_path, r.path, sizeof r.path - 1);
+    struct stat st;
+    if (len < 0 || STASIS_SYS2(SYS_fstat, fd, &st) != 0) return true;  // closed meanwhile
+    r.path[len] = 0;
+    r.flags = static_cast<uint32_t>(STASIS_SYS2(SYS_fcntl, fd, F_GETFL));
+    r.cloexec = (STASIS_SYS2(SYS_fcntl, fd, F_GETFD) & FD_CLOEXEC) ? 1 : 0;
+    r.dev = st.st_dev;
+    r.ino = st.st_ino;
+    r.size = static_cast<uint64_t>(st.st_size);
+    r.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    r.same_description_as = -1;
+    r.owner_pid = static_cast<int32_t>(g_config.original_pid);
+    r.owner_fd = fd;
+    for (uint32_t j = 0; j < n; j++) {
+      const StasisFdRecord& first = recs[j];
+      if (first.ino != r.ino || first.dev != r.dev ||
+          STASIS_SYS5(SYS_kcmp, pid, pid, 0 /* KCMP_FILE */, first.fd, fd) != 0)
+        continue;
+      // A second number for one description (dup): the first holder captured its state.
+      r.same_description_as = first.fd;
+      r.owner_pid = first.owner_pid;
+      r.owner_fd = first.owner_fd;
+      r.kind = first.kind;
+      r.offset = first.offset;
+      __builtin_memcpy(r.kind_data, first.kind_data, sizeof r.kind_data);
+      n++;
+      return true;
+    }
+    find_owner_among_ancestors(ancestors, pid, fd, st, &r.owner_pid, &r.owner_fd);
+    const bool deleted = str_ends(r.path, " (deleted)");
+    const int handled = capture_by_kind(FdProbe{fd, r.path, st, deleted}, r, data, error);
+    if (handled == 0)
+      error << "descriptor " << fd << " is "
+            << (deleted ? "a file deleted while open" : kind_of_link(r.path)) << " (" << r.path
+            << "), which this version of Stasis cannot restore; not checkpointing";
+    if (handled <= 0) return ok = false;
+    n++;
+    return true;
+  });
+  if (!listed) {
+    error << "cannot list /proc/self/fd";
+    ok = false;
   }
-  STASIS_SYS1(SYS_close, dir);
   *out = recs;
   *count = n;
   return ok;

@@ -31,6 +31,9 @@ void place_descriptors(const image::Image& img, const std::map<DescriptionKey, i
 // Kinds (each in its own file).
 int open_regular_file(const image::Image& img, const StasisFdRecord& rec);   // restore_fds.cc
 int open_pipe_end(const image::Image& img, const StasisFdRecord& rec);       // restore_pipes.cc
+// Makes the pipe (or opens the FIFO) `rec` is an end of, once, refilled with the bytes this end
+// saved; open_pipe_end then opens ends of it (also in processes forked after).
+void create_pipe(const image::Image& img, const StasisFdRecord& rec);
 int open_event_fd(const image::Image& img, const StasisFdRecord& rec);       // restore_event_fds.cc
 void check_event_fd(const image::Image& img, const StasisFdRecord& rec);
 // After every descriptor is in place (epoll adds its interest list).

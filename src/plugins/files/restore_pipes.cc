@@ -54,6 +54,8 @@ void refill(RestoredPipe& p, const image::Image& img, const StasisFdRecord& rec)
 
 }  // namespace
 
+void create_pipe(const image::Image& img, const StasisFdRecord& rec) { refill(pipe_for(rec), img, rec); }
+
 int open_pipe_end(const image::Image& img, const StasisFdRecord& rec) {
   RestoredPipe& p = pipe_for(rec);
   refill(p, img, rec);

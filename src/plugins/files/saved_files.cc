@@ -87,24 +87,14 @@ bool save_files_requested(const char* path, uint32_t flags) {
 }
 
 int descriptor_holding_file(uint64_t dev, uint64_t ino) {
-  long dir = STASIS_SYS3(SYS_open, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (dir < 0) return -1;
   int holder = -1;
-  alignas(8) char buf[4096];
-  for (long got; holder < 0 && (got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
-    for (long off = 0; off < got && holder < 0;) {
-      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
-      off += d->d_reclen;
-      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-      int fd = 0;
-      for (const char* p = d->d_name; *p; p++) fd = fd * 10 + (*p - '0');
-      struct stat st;
-      if (fd != dir && !is_runtime_fd(fd) && STASIS_SYS2(SYS_fstat, fd, &st) == 0 &&
-          st.st_dev == dev && st.st_ino == ino)
-        holder = fd;
-    }
-  }
-  STASIS_SYS1(SYS_close, dir);
+  for_each_proc_number("/proc/self/fd", [&](long fd, const char*, long dir) {
+    struct stat st;
+    if (fd != dir && !is_runtime_fd(static_cast<int>(fd)) && STASIS_SYS2(SYS_fstat, fd, &st) == 0 &&
+        st.st_dev == dev && st.st_ino == ino)
+      holder = static_cast<int>(fd);
+    return holder < 0;
+  });
   return holder;
 }
 

@@ -63,7 +63,7 @@ class IdTable {
   }
 
  private:
-  IdPair entries_[kCap];
+  IdPair entries_[kCap] = {};
   std::atomic<uint32_t> count_{0};
 };
 
@@ -74,12 +74,12 @@ void lock_appends() {
 void unlock_appends() { g_append_lock.store(0, std::memory_order_release); }
 
 // The program's id -> the kernel's, for objects restart re-created (and aliases, below).
-IdTable<STASIS_MAX_SYSV_OBJECTS + 256> g_translation;
+constinit IdTable<STASIS_MAX_SYSV_OBJECTS + 256> g_translation;
 // Ids the program obtained from shmget/semget/msgget: the objects a checkpoint saves.
-IdTable<STASIS_MAX_SYSV_OBJECTS> g_obtained;
+constinit IdTable<STASIS_MAX_SYSV_OBJECTS> g_obtained;
 std::atomic<bool> g_obtained_overflow{false};
 // Semaphore sets the program changed with SEM_UNDO: their adjustments are the kernel's alone.
-IdTable<64> g_undo_sets;
+constinit IdTable<64> g_undo_sets;
 std::atomic<bool> g_undo_overflow{false};
 std::atomic<bool> g_shm_attached{false};  // shmat was called: look for attachments
 
@@ -121,12 +121,6 @@ int obtained(uint32_t kind, int kernel_id) {
   int id = program_id_of(kind, kernel_id);
   remember(g_obtained, g_obtained_overflow, kind, id);
   return id;
-}
-
-template <typename Fn>
-Fn next_definition(Fn& slot, const char* name) {
-  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-  return slot;
 }
 
 // ---- capture ----------------------------------------------------------------------------------
@@ -480,18 +474,18 @@ extern "C" {
 
 __attribute__((visibility("default"))) int shmget(key_t key, size_t size, int flags) {
   static int (*real)(key_t, size_t, int);
-  return obtained(STASIS_SYSV_SHM, next_definition(real, "shmget")(key, size, flags));
+  return obtained(STASIS_SYSV_SHM, next_symbol(real, "shmget")(key, size, flags));
 }
 
 __attribute__((visibility("default"))) void* shmat(int id, const void* address, int flags) {
   static void* (*real)(int, const void*, int);
   if (!g_shm_attached.load(std::memory_order_relaxed)) g_shm_attached.store(true);
-  return next_definition(real, "shmat")(kernel_id_of(STASIS_SYSV_SHM, id), address, flags);
+  return next_symbol(real, "shmat")(kernel_id_of(STASIS_SYSV_SHM, id), address, flags);
 }
 
 __attribute__((visibility("default"))) int shmctl(int id, int cmd, struct shmid_ds* buf) {
   static int (*real)(int, int, struct shmid_ds*);
-  auto* fn = next_definition(real, "shmctl");
+  auto* fn = next_symbol(real, "shmctl");
   if (cmd == SHM_STAT || cmd == SHM_STAT_ANY) return program_id_of(STASIS_SYSV_SHM, fn(id, cmd, buf));
   if (cmd == IPC_INFO || cmd == SHM_INFO) return fn(id, cmd, buf);
   return fn(kernel_id_of(STASIS_SYSV_SHM, id), cmd, buf);
@@ -499,7 +493,7 @@ __attribute__((visibility("default"))) int shmctl(int id, int cmd, struct shmid_
 
 __attribute__((visibility("default"))) int semget(key_t key, int nsems, int flags) {
   static int (*real)(key_t, int, int);
-  return obtained(STASIS_SYSV_SEM, next_definition(real, "semget")(key, nsems, flags));
+  return obtained(STASIS_SYSV_SEM, next_symbol(real, "semget")(key, nsems, flags));
 }
 
 __attribute__((visibility("default"))) int semctl(int id, int num, int cmd, ...) {
@@ -508,7 +502,7 @@ __attribute__((visibility("default"))) int semctl(int id, int num, int cmd, ...)
   va_start(ap, cmd);
   unsigned long arg = va_arg(ap, unsigned long);  // union semun: one word; ignored where unused
   va_end(ap);
-  auto* fn = next_definition(real, "semctl");
+  auto* fn = next_symbol(real, "semctl");
   if (cmd == SEM_STAT || cmd == SEM_STAT_ANY) return program_id_of(STASIS_SYSV_SEM, fn(id, num, cmd, arg));
   if (cmd == IPC_INFO || cmd == SEM_INFO) return fn(id, num, cmd, arg);
   return fn(kernel_id_of(STASIS_SYSV_SEM, id), num, cmd, arg);
@@ -541,12 +535,12 @@ __attribute__((visibility("default"))) int semop(int id, struct sembuf* ops, siz
 
 __attribute__((visibility("default"))) int msgget(key_t key, int flags) {
   static int (*real)(key_t, int);
-  return obtained(STASIS_SYSV_MSG, next_definition(real, "msgget")(key, flags));
+  return obtained(STASIS_SYSV_MSG, next_symbol(real, "msgget")(key, flags));
 }
 
 __attribute__((visibility("default"))) int msgctl(int id, int cmd, struct msqid_ds* buf) {
   static int (*real)(int, int, struct msqid_ds*);
-  auto* fn = next_definition(real, "msgctl");
+  auto* fn = next_symbol(real, "msgctl");
   if (cmd == MSG_STAT || cmd == MSG_STAT_ANY) return program_id_of(STASIS_SYSV_MSG, fn(id, cmd, buf));
   if (cmd == IPC_INFO || cmd == MSG_INFO) return fn(id, cmd, buf);
   return fn(kernel_id_of(STASIS_SYSV_MSG, id), cmd, buf);
@@ -554,13 +548,13 @@ __attribute__((visibility("default"))) int msgctl(int id, int cmd, struct msqid_
 
 __attribute__((visibility("default"))) int msgsnd(int id, const void* message, size_t size, int flags) {
   static int (*real)(int, const void*, size_t, int);
-  return next_definition(real, "msgsnd")(kernel_id_of(STASIS_SYSV_MSG, id), message, size, flags);
+  return next_symbol(real, "msgsnd")(kernel_id_of(STASIS_SYSV_MSG, id), message, size, flags);
 }
 
 __attribute__((visibility("default"))) ssize_t msgrcv(int id, void* message, size_t size, long type,
                                                       int flags) {
   static ssize_t (*real)(int, void*, size_t, long, int);
-  return next_definition(real, "msgrcv")(kernel_id_of(STASIS_SYSV_MSG, id), message, size, type, flags);
+  return next_symbol(real, "msgrcv")(kernel_id_of(STASIS_SYSV_MSG, id), message, size, type, flags);
 }
 
 }  // extern "C"

@@ -13,20 +13,6 @@
 namespace stasis::rt {
 namespace {
 
-// /proc/self/stat fields after the comm's closing parenthesis, 1-based as in proc(5).
-uint64_t stat_field(const char* text, int field) {
-  const char* p = text;
-  for (const char* q = text; *q; q++)
-    if (*q == ')') p = q;  // comm may contain ')': the last one ends it
-  int current = 2;
-  while (*p && current < field) {
-    if (*p == ' ') current++;
-    p++;
-  }
-  uint64_t v = 0;
-  while (*p >= '0' && *p <= '9') v = v * 10 + static_cast<uint64_t>(*p++ - '0');
-  return v;
-}
 
 }  // namespace
 
@@ -81,17 +67,17 @@ void capture_process_record(StasisProcessRecord* rec) {
   }
 
   StasisMmLayout& mm = rec->mm;
-  if (read_small_file("/proc/self/stat", text, sizeof text) > 0) {
-    mm.start_code = stat_field(text, 26);
-    mm.end_code = stat_field(text, 27);
-    mm.start_stack = stat_field(text, 28);
-    mm.start_data = stat_field(text, 45);
-    mm.end_data = stat_field(text, 46);
-    mm.start_brk = stat_field(text, 47);
-    mm.arg_start = stat_field(text, 48);
-    mm.arg_end = stat_field(text, 49);
-    mm.env_start = stat_field(text, 50);
-    mm.env_end = stat_field(text, 51);
+  if (const char* stat = read_proc_stat(0, text, sizeof text)) {
+    mm.start_code = proc_stat_field(stat, 26);
+    mm.end_code = proc_stat_field(stat, 27);
+    mm.start_stack = proc_stat_field(stat, 28);
+    mm.start_data = proc_stat_field(stat, 45);
+    mm.end_data = proc_stat_field(stat, 46);
+    mm.start_brk = proc_stat_field(stat, 47);
+    mm.arg_start = proc_stat_field(stat, 48);
+    mm.arg_end = proc_stat_field(stat, 49);
+    mm.env_start = proc_stat_field(stat, 50);
+    mm.env_end = proc_stat_field(stat, 51);
   }
   mm.brk = static_cast<uint64_t>(STASIS_SYS1(SYS_brk, 0));
   long fd = STASIS_SYS3(SYS_open, "/proc/self/auxv", O_RDONLY | O_CLOEXEC, 0);
@@ -181,45 +167,31 @@ namespace {
 // Calls visit(pid) for every child process (of every thread), in no particular order.
 template <typename Visit>
 void for_each_child(Visit visit) {
-  long dir = STASIS_SYS3(SYS_open, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (dir < 0) return;
-  alignas(8) char buf[4096];
   static char children[16384];
-  for (long got; (got = STASIS_SYS3(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
-    for (long off = 0; off < got; ) {
-      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
-      off += d->d_reclen;
-      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-      char path[64] = "/proc/self/task/";
-      str_copy(path + str_len(path), d->d_name, 24);
-      str_copy(path + str_len(path), "/children", 16);
-      if (read_small_file(path, children, sizeof children) <= 0) continue;
-      long pid = 0;
-      for (const char* p = children; *p; p++) {
-        if (*p >= '0' && *p <= '9') {
-          pid = pid * 10 + (*p - '0');
-        } else {
-          if (pid > 0) visit(pid);
-          pid = 0;
-        }
+  for_each_proc_number("/proc/self/task", [&](long, const char* tid, long) {
+    char path[64] = "/proc/self/task/";
+    str_copy(path + str_len(path), tid, 24);
+    str_copy(path + str_len(path), "/children", 16);
+    if (read_small_file(path, children, sizeof children) <= 0) return true;
+    long pid = 0;
+    for (const char* p = children;; p++) {
+      if (*p >= '0' && *p <= '9') {
+        pid = pid * 10 + (*p - '0');
+        continue;
       }
       if (pid > 0) visit(pid);
+      pid = 0;
+      if (!*p) break;
     }
-  }
-  STASIS_SYS1(SYS_close, dir);
+    return true;
+  });
 }
 
 // The state letter of /proc/PID/stat ('Z' for a zombie), or 0 if the process is gone.
 char process_state_letter(long pid) {
-  char path[48] = "/proc/";
-  format_uint(path + 6, static_cast<unsigned long>(pid));
-  str_copy(path + str_len(path), "/stat", 8);
   static char stat[1024];
-  if (read_small_file(path, stat, sizeof stat) <= 0) return 0;
-  const char* close_paren = nullptr;
-  for (const char* p = stat; *p; p++)
-    if (*p == ')') close_paren = p;
-  return close_paren && close_paren[1] == ' ' ? close_paren[2] : 0;
+  const char* after_comm = read_proc_stat(pid, stat, sizeof stat);
+  return after_comm ? proc_stat_state(after_comm) : 0;
 }
 }  // namespace
 

@@ -364,23 +364,17 @@ RwlockClocklockFn g_pthread_rwlock_clockrdlock, g_pthread_rwlock_clockwrlock;
 
 // Resolved in a constructor (a wrapper may first run in a signal handler, where dlsym is not
 // safe); a call before that resolves on the spot.
-template <typename Fn>
-Fn next(Fn& slot, const char* name) {
-  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-  return slot;
-}
-
 __attribute__((constructor)) void resolve_clock_functions() {
-  next(g_clock_gettime, "clock_gettime");
-  next(g_clock_nanosleep, "clock_nanosleep");
-  next(g_timer_settime, "timer_settime");
-  next(g_timer_getoverrun, "timer_getoverrun");
-  next(g_timerfd_settime, "timerfd_settime");
-  next(g_pthread_cond_clockwait, "pthread_cond_clockwait");
-  next(g_sem_clockwait, "sem_clockwait");
-  next(g_pthread_mutex_clocklock, "pthread_mutex_clocklock");
-  next(g_pthread_rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
-  next(g_pthread_rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
+  next_symbol(g_clock_gettime, "clock_gettime");
+  next_symbol(g_clock_nanosleep, "clock_nanosleep");
+  next_symbol(g_timer_settime, "timer_settime");
+  next_symbol(g_timer_getoverrun, "timer_getoverrun");
+  next_symbol(g_timerfd_settime, "timerfd_settime");
+  next_symbol(g_pthread_cond_clockwait, "pthread_cond_clockwait");
+  next_symbol(g_sem_clockwait, "sem_clockwait");
+  next_symbol(g_pthread_mutex_clocklock, "pthread_mutex_clocklock");
+  next_symbol(g_pthread_rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
+  next_symbol(g_pthread_rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
 }
 
 bool offset_active() { return __builtin_expect(g_clock_offset_active, false); }
@@ -389,7 +383,7 @@ bool offset_active() { return __builtin_expect(g_clock_offset_active, false); }
 extern "C" {
 
 __attribute__((visibility("default"))) int clock_gettime(clockid_t clock, timespec* now) {
-  int r = next(g_clock_gettime, "clock_gettime")(clock, now);
+  int r = next_symbol(g_clock_gettime, "clock_gettime")(clock, now);
   if (offset_active() && r == 0) *now = to_timespec(to_ns(*now) + offset_of(clock));
   return r;
 }
@@ -398,7 +392,7 @@ __attribute__((visibility("default"))) int clock_nanosleep(clockid_t clock, int 
                                                            const timespec* request, timespec* remain) {
   timespec scratch;
   if (offset_active() && (flags & TIMER_ABSTIME)) request = to_kernel_time(clock, request, &scratch);
-  return next(g_clock_nanosleep, "clock_nanosleep")(clock, flags, request, remain);
+  return next_symbol(g_clock_nanosleep, "clock_nanosleep")(clock, flags, request, remain);
 }
 
 __attribute__((visibility("default"))) int timer_settime(timer_t timer, int flags,
@@ -410,11 +404,11 @@ __attribute__((visibility("default"))) int timer_settime(timer_t timer, int flag
     setting = &adjusted;
   }
   if (__builtin_expect(g_saved_overrun_count != 0, false)) forget_saved_overrun(kernel_timer_id(timer));
-  return next(g_timer_settime, "timer_settime")(timer, flags, setting, old);
+  return next_symbol(g_timer_settime, "timer_settime")(timer, flags, setting, old);
 }
 
 __attribute__((visibility("default"))) int timer_getoverrun(timer_t timer) {
-  int r = next(g_timer_getoverrun, "timer_getoverrun")(timer);
+  int r = next_symbol(g_timer_getoverrun, "timer_getoverrun")(timer);
   if (__builtin_expect(g_saved_overrun_count != 0, false) && r >= 0)
     r = program_overrun(kernel_timer_id(timer), r);
   return r;
@@ -428,7 +422,7 @@ __attribute__((visibility("default"))) int timerfd_settime(int fd, int flags, co
     to_kernel_time(clock_of_timerfd(fd), &setting->it_value, &adjusted.it_value);
     setting = &adjusted;
   }
-  return next(g_timerfd_settime, "timerfd_settime")(fd, flags, setting, old);
+  return next_symbol(g_timerfd_settime, "timerfd_settime")(fd, flags, setting, old);
 }
 
 __attribute__((visibility("default"))) int pthread_cond_clockwait(pthread_cond_t* cond,
@@ -437,14 +431,14 @@ __attribute__((visibility("default"))) int pthread_cond_clockwait(pthread_cond_t
                                                                   const timespec* deadline) {
   timespec scratch;
   if (offset_active()) deadline = to_kernel_time(clock, deadline, &scratch);
-  return next(g_pthread_cond_clockwait, "pthread_cond_clockwait")(cond, mutex, clock, deadline);
+  return next_symbol(g_pthread_cond_clockwait, "pthread_cond_clockwait")(cond, mutex, clock, deadline);
 }
 
 __attribute__((visibility("default"))) int sem_clockwait(sem_t* sem, clockid_t clock,
                                                          const timespec* deadline) {
   timespec scratch;
   if (offset_active()) deadline = to_kernel_time(clock, deadline, &scratch);
-  return next(g_sem_clockwait, "sem_clockwait")(sem, clock, deadline);
+  return next_symbol(g_sem_clockwait, "sem_clockwait")(sem, clock, deadline);
 }
 
 __attribute__((visibility("default"))) int pthread_mutex_clocklock(pthread_mutex_t* mutex,
@@ -452,7 +446,7 @@ __attribute__((visibility("default"))) int pthread_mutex_clocklock(pthread_mutex
                                                                    const timespec* deadline) {
   timespec scratch;
   if (offset_active()) deadline = to_kernel_time(clock, deadline, &scratch);
-  return next(g_pthread_mutex_clocklock, "pthread_mutex_clocklock")(mutex, clock, deadline);
+  return next_symbol(g_pthread_mutex_clocklock, "pthread_mutex_clocklock")(mutex, clock, deadline);
 }
 
 __attribute__((visibility("default"))) int pthread_rwlock_clockrdlock(pthread_rwlock_t* lock,
@@ -460,7 +454,7 @@ __attribute__((visibility("default"))) int pthread_rwlock_clockrdlock(pthread_rw
                                                                       const timespec* deadline) {
   timespec scratch;
   if (offset_active()) deadline = to_kernel_time(clock, deadline, &scratch);
-  return next(g_pthread_rwlock_clockrdlock, "pthread_rwlock_clockrdlock")(lock, clock, deadline);
+  return next_symbol(g_pthread_rwlock_clockrdlock, "pthread_rwlock_clockrdlock")(lock, clock, deadline);
 }
 
 __attribute__((visibility("default"))) int pthread_rwlock_clockwrlock(pthread_rwlock_t* lock,
@@ -468,7 +462,7 @@ __attribute__((visibility("default"))) int pthread_rwlock_clockwrlock(pthread_rw
                                                                       const timespec* deadline) {
   timespec scratch;
   if (offset_active()) deadline = to_kernel_time(clock, deadline, &scratch);
-  return next(g_pthread_rwlock_clockwrlock, "pthread_rwlock_clockwrlock")(lock, clock, deadline);
+  return next_symbol(g_pthread_rwlock_clockwrlock, "pthread_rwlock_clockwrlock")(lock, clock, deadline);
 }
 
 }  // extern "C"

@@ -107,23 +107,11 @@ bool task_exists(int32_t tid) {
 
 // Lists the threads of this process; returns the count written to tids.
 uint32_t list_tasks(int32_t* tids, uint32_t cap) {
-  long fd = STASIS_SYS3(SYS_open, "/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-  if (fd < 0) return 0;
   uint32_t count = 0;
-  alignas(8) char buf[4096];
-  for (;;) {
-    long n = STASIS_SYS3(SYS_getdents64, fd, buf, sizeof buf);
-    if (n <= 0) break;
-    for (long off = 0; off < n;) {
-      auto* d = reinterpret_cast<struct dirent64*>(buf + off);
-      off += d->d_reclen;
-      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
-      int32_t tid = 0;
-      for (const char* p = d->d_name; *p; p++) tid = tid * 10 + (*p - '0');
-      if (count < cap) tids[count++] = tid;
-    }
-  }
-  STASIS_SYS1(SYS_close, fd);
+  for_each_proc_number("/proc/self/task", [&](long tid, const char*, long) {
+    if (count < cap) tids[count++] = static_cast<int32_t>(tid);
+    return true;
+  });
   return count;
 }
 
