@@ -351,12 +351,37 @@ class Proc:
         for t in self._threads:
             t.join(timeout)
 
-    def kill(self) -> None:
-        if self.poll() is None:
+    def session_members(self) -> list[int]:
+        """Processes of the session this one leads (it was started with a new session): the
+        whole tree it started, however the processes regrouped inside it."""
+        members = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
             try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+                after_comm = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(after_comm[3]) == self.pid:  # field 6: session id
+                members.append(int(entry.name))
+        return members
+
+    def kill(self) -> None:
+        """SIGKILL to the program and everything in its session, as when its machine fails: all
+        are stopped first, so none sees another die (a peer's reset connection) and prints."""
+        if self.poll() is None:
+            members = [self.pid] + self.session_members()
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                for pid in members:
+                    try:
+                        os.kill(pid, sig)
+                    except ProcessLookupError:
+                        pass
+            # Gone for good (descriptors closed, ports free) before anything restarts.
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() and pid != self.pid
+                                                      for pid in members):
+                time.sleep(0.01)
             try:
                 self.popen.wait(10)
             except subprocess.TimeoutExpired:

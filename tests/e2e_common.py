@@ -22,14 +22,14 @@ def wait_for(predicate, what, timeout=30):
 
 
 class Computation:
-    def __init__(self, stasis, tmp):
+    def __init__(self, stasis, tmp, *coordinator_options):
         self.stasis, self.tmp = stasis, Path(tmp)
         self.ckpt = self.tmp / "ckpt"
         self.env = dict(os.environ, STASIS_RUNTIME_DIR=str(self.tmp / "run"))
         port_file = self.tmp / "port"
         subprocess.run([stasis, "coordinator", "--port", "0", "--port-file", str(port_file),
-                        "--ckpt-dir", str(self.ckpt), "--daemon", "--exit-when-idle"],
-                       env=self.env, check=True)
+                        "--ckpt-dir", str(self.ckpt), "--daemon", "--exit-when-idle",
+                        *coordinator_options], env=self.env, check=True)
         self.env["STASIS_COORD"] = f"127.0.0.1:{port_file.read_text().strip()}"
 
     def run(self, *args, **kw):

@@ -23,6 +23,7 @@ class CheckpointCommand : public Command {
     app.add_option("--coord", coord_,
                    "Coordinator HOST:PORT (default: $STASIS_COORD or 127.0.0.1:7781)");
     app.add_flag("--kill", kill_, "End the computation once the checkpoint is complete");
+    app.add_flag("--full", full_, "Write full images, even for processes launched with --incremental");
     app.add_option("--compress", compress_, "Image compression for this checkpoint")
         ->check(CLI::IsMember(image::compression_names()));
   }
@@ -32,6 +33,7 @@ class CheckpointCommand : public Command {
     StasisCommand command{};
     command.verb = STASIS_CMD_CHECKPOINT;
     command.kill_after = kill_ ? 1 : 0;
+    command.full = full_ ? 1 : 0;
     strncpy(command.compress, compress_.c_str(), sizeof command.compress - 1);
     bool ok = false;
     std::string text = connection.command(command, ok);
@@ -49,6 +51,7 @@ class CheckpointCommand : public Command {
  private:
   std::string coord_;
   bool kill_ = false;
+  bool full_ = false;
   std::string compress_;
 };
 

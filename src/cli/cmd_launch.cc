@@ -69,6 +69,12 @@ class LaunchCommand : public Command {
         ->check(CLI::NonNegativeNumber);
     app.add_option("--compress", compress_, "Image compression: zstd (default) or none")
         ->check(CLI::IsMember(image::compression_names()));
+    app.add_flag("--incremental", incremental_,
+                 "After the first checkpoint, write only the pages the program changed since the "
+                 "previous one (images chain to their parent; see docs/user-guide.md)");
+    app.add_option("--full-every", full_every_,
+                   "With --incremental: a full image after every K incremental ones (default 8)")
+        ->check(CLI::PositiveNumber);
     app.add_option("--ib", ib_, "InfiniBand verbs: 'system' (the installed libibverbs) or 'soft' "
                                 "(softib, Stasis's user-space HCA; see docs/softib.md)")
         ->check(CLI::IsMember({"system", "soft"}));
@@ -120,6 +126,8 @@ class LaunchCommand : public Command {
     }
     if (!save_files_.empty()) setenv("STASIS_SAVE_FILES", save_files_.c_str(), 1);
     if (interval_ > 0) setenv("STASIS_INTERVAL", fmt::format("{}", interval_).c_str(), 1);
+    if (incremental_) setenv("STASIS_INCREMENTAL", "1", 1);
+    if (full_every_ > 0) setenv("STASIS_FULL_EVERY", std::to_string(full_every_).c_str(), 1);
 
     std::vector<char*> args;
     for (auto& a : argv_) args.push_back(a.data());
@@ -131,6 +139,8 @@ class LaunchCommand : public Command {
  private:
   std::string coord_, ckpt_dir_, compress_, ib_ = "system", save_files_;
   double interval_ = 0;
+  bool incremental_ = false;
+  unsigned full_every_ = 0;
   std::vector<std::string> argv_, plugins_;
 };
 

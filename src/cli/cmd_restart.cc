@@ -23,6 +23,8 @@
 #include "common/error.h"
 #include "image/reader.h"
 #include "plugins/files/restore.h"
+#include "protocol/wire.h"
+#include "plugins/memory/restore_memory.h"
 #include "plugins/ipc/restore_ipc.h"
 #include "plugins/process/timers.h"
 #include "restart/loader_protocol.h"
@@ -193,17 +195,88 @@ class PipeWriter {
 };
 
 // Runs in a grandchild of `stasis restart` (so the restarted program never sees it as a child).
-// Uncompressed page-aligned payloads of at least this size are mapped from the image instead of
-// copied (smaller ones would cost more in VMAs than they save).
-constexpr uint64_t kMinMappedChunk = 64 * 1024;
+// Uncompressed page-aligned payloads of at least STASIS_MIN_MAPPED_CHUNK bytes are mapped from
+// the image instead of copied.
 
-bool can_map(const image::PagesRef& pages, uint32_t region_kind) {
-  return pages.compression == STASIS_COMPRESS_NONE && pages.file_offset % 4096 == 0 &&
-         pages.raw_size % 4096 == 0 && pages.raw_size >= kMinMappedChunk &&
+// The images an incremental image builds on, for mapping (parallel to them: a descriptor the
+// loader inherits, or -1 where their pages must be copied).
+struct AncestorFds {
+  const std::vector<image::Image>& images;
+  std::vector<int> fds;
+  // 0: the plan's image_fd (the newest image); -1: not mappable.
+  int fd_of(const image::Image* image, const image::Image& newest) const {
+    if (image == &newest) return 0;
+    for (size_t i = 0; i < images.size(); i++)
+      if (&images[i] == image) return fds[i];
+    return -1;
+  }
+};
+
+// Opens the images without close-on-exec, for the loader, at numbers clear of every one the
+// program uses (below `floor`), of the feed and image descriptors (the lowest free ones, so at
+// most floor + 1) and of the numbers restart moves them through (from 600); an image whose
+// number would be too high is copied instead.
+AncestorFds open_ancestors_for_loader(const std::vector<image::Image>& ancestors, int floor) {
+  AncestorFds out{ancestors, {}};
+  for (const auto& image : ancestors) {
+    if (out.fds.size() == STASIS_MAX_ANCESTOR_FDS) {
+      out.fds.push_back(-1);
+      continue;
+    }
+    int fd = open(image.path().c_str(), O_RDONLY | O_CLOEXEC);
+    int placed = fd < 0 ? -1 : fcntl(fd, F_DUPFD, std::max(floor + 2, 700));
+    if (fd >= 0) close(fd);
+    if (placed >= STASIS_PID_TABLE_FD) {  // clear of the pid table and the coordinator connection
+      close(placed);
+      placed = -1;
+    }
+    out.fds.push_back(placed);
+  }
+  return out;
+}
+
+// Each mapped chunk is a mapping of its own (two, with the rest of its region): well below the
+// kernel's vm.max_map_count (65530 by default), whatever the image; the rest is copied. An
+// increment's written pages cut the memory its parents hold into many pieces.
+constexpr uint32_t kMaxMappedChunks = 16384;
+
+bool can_map(const image::MemoryPiece& piece, int image_fd, uint32_t region_kind) {
+  const image::PagesRef& pages = *piece.pages;
+  return image_fd >= 0 && pages.compression == STASIS_COMPRESS_NONE &&
+         pages.file_offset % 4096 == 0 && (piece.addr - pages.addr) % 4096 == 0 &&
+         piece.len % 4096 == 0 && piece.len >= STASIS_MIN_MAPPED_CHUNK &&
          region_kind != STASIS_REGION_SHARED_ANON;  // a private mapping cannot stand in for it
 }
 
-void feed_loader(const image::Image& img, const StasisRestartInfo& info, int image_fd, int out) {
+// The bytes of a piece. A compressed payload is decoded once for all the pieces taken from it (the
+// pieces of a region taken from an older image of a chain are often several parts of one record);
+// an uncompressed one is read piece by piece.
+class PagesCache {
+ public:
+  const char* bytes_at(const image::MemoryPiece& piece) {
+    if (piece.pages->compression == STASIS_COMPRESS_NONE) {
+      data_.resize(piece.len);
+      piece.image->read_raw_pages(*piece.pages, piece.addr, piece.len, data_.data());
+      cached_ = nullptr;
+      return data_.data();
+    }
+    if (piece.pages != cached_) {
+      data_.resize(piece.pages->raw_size);
+      piece.image->read_pages(*piece.pages, data_.data(), scratch_);
+      cached_ = piece.pages;
+    }
+    return data_.data() + (piece.addr - piece.pages->addr);
+  }
+
+ private:
+  const image::PagesRef* cached_ = nullptr;
+  std::vector<char> data_, scratch_;
+};
+
+// `objects`: regions mapped from a shared memory object `stasis restart` made (start -> descriptor).
+void feed_loader(const image::Image& img, const AncestorFds& ancestors,
+                 const std::map<uint64_t, int>& objects, const StasisRestartInfo& info, int image_fd,
+                 int out) {
   PipeWriter pipe(out);
   const auto& proc = img.process();
   StasisLoaderPlan plan = {};
@@ -216,6 +289,8 @@ void feed_loader(const image::Image& img, const StasisRestartInfo& info, int ima
   plan.mm = proc.mm;
   plan.restart_info_addr = proc.restart_info_addr;
   plan.restart_info = info;
+  for (size_t i = 0; i < ancestors.fds.size() && i < STASIS_MAX_ANCESTOR_FDS; i++)
+    plan.ancestor_image_fds[i] = std::max(ancestors.fds[i], 0);
   pipe.put(&plan, sizeof plan);
   for (const auto& t : img.threads()) {
     StasisLoaderThread lt = {};
@@ -230,7 +305,8 @@ void feed_loader(const image::Image& img, const StasisRestartInfo& info, int ima
   uint64_t previous_end = 0;
   uint64_t stack_limit = proc.rlimits[RLIMIT_STACK].cur;
   if (stack_limit == RLIM_INFINITY || stack_limit > (64ull << 20)) stack_limit = 8ull << 20;
-  std::vector<char> scratch, data;
+  PagesCache cache;
+  uint32_t mapped_chunks = 0;
   for (const auto& region : img.regions()) {
     const auto& r = region.record;
     StasisLoaderRegion lr = {};
@@ -245,22 +321,33 @@ void feed_loader(const image::Image& img, const StasisRestartInfo& info, int ima
     lr.prot = r.prot;
     lr.kind = r.kind;
     lr.file_offset = r.file_offset;
-    lr.chunk_count = static_cast<uint32_t>(region.pages.size());
+    if (auto object = objects.find(r.start); object != objects.end()) {
+      lr.kind = STASIS_REGION_FILE_SHARED;  // filled already, and shared with whoever else maps it
+      lr.object_fd = object->second;
+      pipe.put(&lr, sizeof lr);
+      previous_end = r.end;
+      continue;
+    }
+    if (r.kind == STASIS_REGION_SHARED_ELSEWHERE)
+      throw Error(fmt::format("{}: shared memory at {:#x} has no recreated object", img.path(), r.start));
+    std::vector<image::MemoryPiece> pieces = image::region_pieces(img, ancestors.images, region);
+    lr.chunk_count = static_cast<uint32_t>(pieces.size());
     std::string mapped_path = restore::mapped_file_path(img, r);
     snprintf(lr.path, sizeof lr.path, "%s", mapped_path.c_str());
     pipe.put(&lr, sizeof lr);
-    for (const auto& pages : region.pages) {
-      StasisLoaderChunk chunk = {pages.addr, pages.raw_size, 0, 0, 0};
-      if (can_map(pages, r.kind)) {  // verified before the feed started
-        chunk.file_offset = pages.file_offset;
+    for (const auto& piece : pieces) {
+      StasisLoaderChunk chunk = {piece.addr, piece.len, 0, 0, 0};
+      int source_fd = ancestors.fd_of(piece.image, img);
+      if (mapped_chunks < kMaxMappedChunks && can_map(piece, source_fd, r.kind)) {  // verified already
+        mapped_chunks++;
+        chunk.file_offset = piece.pages->file_offset + (piece.addr - piece.pages->addr);
         chunk.mapped = 1;
+        chunk.image_fd = source_fd;
         pipe.put(&chunk, sizeof chunk);
         continue;
       }
       pipe.put(&chunk, sizeof chunk);
-      data.resize(pages.raw_size);
-      img.read_pages(pages, data.data(), scratch);
-      pipe.put(data.data(), data.size());
+      pipe.put(cache.bytes_at(piece), piece.len);
     }
     previous_end = r.end;
   }
@@ -313,6 +400,7 @@ class RestartCommand : public Command {
     Checkpoint ckpt = load_checkpoint(given);
     for (const auto& path : ckpt.images) {
       images_.push_back(image::Image::open(path.string(), /*verify_payloads=*/true));
+      ancestors_.push_back(image::open_ancestors(images_.back(), /*verify_payloads=*/true));
       check_restartable(images_.back());
       images_.back().load_fd_data();
     }
@@ -333,9 +421,14 @@ class RestartCommand : public Command {
     floor_ = 3;  // above every descriptor number any restored process uses
     for (const auto& img : images_)
       for (const auto& f : img.fds()) floor_ = std::max(floor_, f.fd + 1);
+    floor_ += 2;  // the loader's feed and image take the lowest numbers the program leaves free
     restore::set_descriptor_floor(floor_);
     create_pid_table();
+    restore::create_ptys(images_);  // before any description that is an end of one
+    restore::create_socket_pairs(images_);
+    restore::create_tcp_sockets(images_);
     create_shared_descriptions();
+    shared_memory_ = restore::create_shared_memory(images_);
     // Other roots (processes whose parent had already ended: init adopted them) are adopted by
     // init again: started through a child that exits at once.
     for (size_t i = 0; i < images_.size(); i++) {
@@ -398,8 +491,10 @@ class RestartCommand : public Command {
     for (int std_fd = 0; std_fd <= 2; std_fd++) {
       struct stat st;
       if (fstat(std_fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
-          table_->external_count < STASIS_PID_TABLE_MAX_EXTERNAL)
-        table_->external_inodes[table_->external_count++] = st.st_ino;
+          table_->external_count < STASIS_PID_TABLE_MAX_EXTERNAL) {
+        table_->external_fds[table_->external_count] = std_fd;
+        table_->external_inodes[table_->external_count++] = stasis_external_file_key(st.st_dev, st.st_ino);
+      }
     }
     if (dup2(fd, STASIS_PID_TABLE_FD) < 0) throw Error("cannot place the pid table");
     close(fd);
@@ -442,6 +537,7 @@ class RestartCommand : public Command {
     const StasisProcessRecord& proc = images_[i].process();
     stasis_pid_table_map(table_, proc.original_pid, getpid());
     if (proc.sid == proc.original_pid) setsid();
+    restore::take_controlling_terminal(proc);
     if (proc.pgid == proc.original_pid) setpgid(0, 0);
     for (size_t c : children_[i]) {
       pid_t child = fork();
@@ -465,8 +561,9 @@ class RestartCommand : public Command {
       if (child > 0) stasis_pid_table_map(table_, zombie.vpid, child);
     }
     join_group(0, proc);
+    restore::restore_foreground_group(proc);
     try {
-      restore_process(images_[i]);
+      restore_process(images_[i], ancestors_[i]);
     } catch (const std::exception& e) {
       fmt::print(stderr, "stasis restart: process {}: {}\n", proc.original_pid, e.what());
       _exit(1);
@@ -477,14 +574,15 @@ class RestartCommand : public Command {
   // the computation (and so already exists).
   void join_group(pid_t pid, const StasisProcessRecord& proc) {
     if (proc.pgid == proc.original_pid || proc.sid == proc.original_pid) {
-      if (pid) setpgid(pid, pid);
+      // Not a session leader's: its setsid() would fail once it leads a group.
+      if (pid && proc.sid != proc.original_pid) setpgid(pid, pid);
       return;
     }
     uint32_t leader = stasis_pid_table_lookup(table_->real_of_virtual, proc.pgid);
     if (leader) setpgid(pid, static_cast<pid_t>(leader));
   }
 
-  [[noreturn]] void restore_process(const image::Image& img) {
+  [[noreturn]] void restore_process(const image::Image& img, const std::vector<image::Image>& ancestors) {
     StasisRestartInfo info = info_;
     for (const auto& f : img.fds()) {
       if (f.fd < 0 || f.fd >= 1024) continue;
@@ -502,6 +600,8 @@ class RestartCommand : public Command {
     int image = open(img.path().c_str(), O_RDONLY | O_CLOEXEC);
     if (image < 0) throw Error(fmt::format("cannot open {}: {}", img.path(), std::strerror(errno)));
 
+    const std::map<uint64_t, int> objects = restore::pass_shared_memory(img, shared_memory_, floor_);
+    const AncestorFds ancestor_fds = open_ancestors_for_loader(ancestors, floor_);
     int feed[2];
     if (pipe2(feed, O_CLOEXEC) != 0) throw Error("cannot create the restart pipe");
     fcntl(feed[0], F_SETPIPE_SZ, 1 << 20);
@@ -511,7 +611,7 @@ class RestartCommand : public Command {
       if (fork() != 0) _exit(0);  // the grandchild feeds; init adopts it
       close(feed[0]);
       try {
-        feed_loader(img, info, image_fd, feed[1]);
+        feed_loader(img, ancestor_fds, objects, info, image_fd, feed[1]);
       } catch (const std::exception& e) {
         fmt::print(stderr, "stasis restart: {}\n", e.what());
         _exit(1);
@@ -538,6 +638,11 @@ class RestartCommand : public Command {
     restore::place_descriptors(img, shared_);
     if (chdir(proc.cwd) != 0) throw Error(fmt::format("cannot enter {}", proc.cwd));
     umask(proc.umask);
+    // The runtime's coordinator connection, made before the program's limits may forbid it.
+    int coordinator_socket = stasis_tcp_socket_for(info_.coord_host);
+    if (coordinator_socket < 0 || dup2(coordinator_socket, STASIS_COORDINATOR_FD) < 0)
+      throw Error("cannot make the restarted process's coordinator descriptor");
+    close(coordinator_socket);
     for (int r = 0; r < 16; r++) {
       struct rlimit lim = {proc.rlimits[r].cur, proc.rlimits[r].max};
       setrlimit(r, &lim);  // best effort: raising a hard limit needs privilege
@@ -552,6 +657,7 @@ class RestartCommand : public Command {
 
 
   std::vector<image::Image> images_;
+  std::vector<std::vector<image::Image>> ancestors_;  // of each image: what an increment builds on
   std::vector<int> parent_;
   std::vector<std::vector<size_t>> children_;
   size_t root_ = 0;
@@ -560,6 +666,7 @@ class RestartCommand : public Command {
   StasisRestartInfo info_ = {};
   StasisPidTable* table_ = nullptr;
   std::map<restore::DescriptionKey, int> shared_;
+  std::map<restore::MemoryObjectKey, int> shared_memory_;  // memory several regions map
   std::string coord_, path_;
 };
 

@@ -59,7 +59,12 @@ int run_capturing_stderr(const std::vector<std::string>& argv, std::string& firs
 }
 
 std::string existing_secret(const CoordAddress& addr) {
+  // A coordinator starting at this moment listens a little before its secret file is written.
   std::string secret = find_secret(addr);
+  for (int tries = 0; secret.empty() && tries < 40; tries++) {
+    usleep(50 * 1000);
+    secret = find_secret(addr);
+  }
   if (secret.empty()) {
     throw Error(
         fmt::format("a coordinator answers at {} but its secret is not readable at {} "

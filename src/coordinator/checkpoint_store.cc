@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "common/error.h"
@@ -47,6 +48,19 @@ void fsync_dir(const std::string& dir) {
 std::string parent_dir(const std::string& path) {
   std::string parent = fs::path(path).parent_path().string();
   return parent.empty() ? "." : parent;
+}
+
+// The generations whose images a generation's incremental images build on. An unreadable manifest
+// names none (that generation is no complete checkpoint, so nothing it names is needed either).
+std::vector<uint64_t> manifest_parents(const std::string& ckpt_dir, uint64_t generation) {
+  std::ifstream in(fmt::format("{}/{}/MANIFEST.json", ckpt_dir, generation_name(generation)));
+  nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::vector<uint64_t> parents;
+  if (!manifest.is_object() || !manifest.contains("parents") || !manifest["parents"].is_array())
+    return parents;
+  for (const auto& parent : manifest["parents"])
+    if (parent.is_number_unsigned()) parents.push_back(parent.get<uint64_t>());
+  return parents;
 }
 
 }  // namespace
@@ -110,6 +124,7 @@ void write_file_durably(const std::string& path, const std::string& content) {
 
 nlohmann::json manifest_json(const Manifest& manifest) {
   nlohmann::json processes = nlohmann::json::array();
+  std::set<uint64_t> parents;
   for (const auto& p : manifest.processes) {
     processes.push_back({{"pid", p.pid},
                          {"original_pid", p.original_pid},
@@ -117,7 +132,9 @@ nlohmann::json manifest_json(const Manifest& manifest) {
                          {"program", p.program},
                          {"image", p.image},
                          {"image_bytes", p.image_bytes},
-                         {"memory_bytes", p.memory_bytes}});
+                         {"memory_bytes", p.memory_bytes},
+                         {"parent_generation", p.parent_generation}});
+    if (p.parent_generation != 0) parents.insert(p.parent_generation);
   }
   return {
       {"format", "stasis-checkpoint"},
@@ -127,6 +144,7 @@ nlohmann::json manifest_json(const Manifest& manifest) {
       {"unix_time", manifest.unix_time},
       {"seconds", manifest.seconds},
       {"coordinator", {{"host", manifest.coordinator_host}, {"port", manifest.coordinator_port}}},
+      {"parents", parents},
       {"processes", processes}};
 }
 
@@ -168,9 +186,17 @@ std::vector<uint64_t> prune_generations(const std::string& ckpt_dir, unsigned ke
     if (fs::exists(manifest, error)) complete.push_back(generation);
   }
   std::sort(complete.begin(), complete.end(), std::greater<>());
-  for (size_t i = keep; i < complete.size(); i++) {
-    if (remove_tree(fmt::format("{}/{}", ckpt_dir, generation_name(complete[i])))) {
-      removed.push_back(complete[i]);
+  std::set<uint64_t> needed(complete.begin(), complete.begin() + std::min<size_t>(keep, complete.size()));
+  for (std::vector<uint64_t> next(needed.begin(), needed.end()); !next.empty();) {
+    uint64_t generation = next.back();
+    next.pop_back();
+    for (uint64_t parent : manifest_parents(ckpt_dir, generation))
+      if (needed.insert(parent).second) next.push_back(parent);
+  }
+  for (uint64_t generation : complete) {
+    if (needed.count(generation) == 0 &&
+        remove_tree(fmt::format("{}/{}", ckpt_dir, generation_name(generation)))) {
+      removed.push_back(generation);
     }
   }
   return removed;

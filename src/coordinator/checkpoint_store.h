@@ -33,6 +33,7 @@ struct ManifestProcess {
   std::string image;  // file name inside the generation directory
   uint64_t image_bytes = 0;
   uint64_t memory_bytes = 0;
+  uint64_t parent_generation = 0;  // an incremental image: it builds on that generation's (0: full)
 };
 
 struct Manifest {
@@ -55,8 +56,9 @@ void point_latest(const std::string& ckpt_dir, uint64_t generation);
 // Removes a directory tree; returns false (and leaves what it could not remove) on failure.
 bool remove_tree(const std::string& path);
 
-// Keeps the newest `keep` complete generations and removes complete ones older than those.
-// keep == 0 keeps everything. Returns the generations removed.
+// Keeps the newest `keep` complete generations, and every generation whose images one of those
+// builds on (incremental images: the manifests' "parents", followed to full images), and removes
+// the other complete ones. keep == 0 keeps everything. Returns the generations removed.
 std::vector<uint64_t> prune_generations(const std::string& ckpt_dir, unsigned keep);
 
 // The manifest `latest` points at, if there is a readable one.

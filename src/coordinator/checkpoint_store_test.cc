@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -23,11 +24,13 @@ class CheckpointStore : public ::testing::Test {
     dir_ = pattern;
   }
   void TearDown() override { fs::remove_all(dir_); }
-  void make_generation(uint64_t generation, bool complete) {
+  // parent: the generation its (incremental) image builds on, 0 for a full one.
+  void make_generation(uint64_t generation, bool complete, uint64_t parent = 0) {
     fs::create_directory(dir_ + "/" + generation_name(generation));
     if (complete) {
       Manifest manifest;
       manifest.generation = generation;
+      manifest.processes.push_back({.image = "p-1.stasis", .parent_generation = parent});
       write_manifest(dir_, manifest);
     }
   }
@@ -104,6 +107,30 @@ TEST_F(CheckpointStore, PruneKeepsTheNewestCompleteGenerations) {
   EXPECT_TRUE(fs::exists(dir_ + "/000002")) << "incomplete generations are not counted";
   EXPECT_TRUE(fs::exists(dir_ + "/000003"));
   EXPECT_TRUE(fs::exists(dir_ + "/000004"));
+}
+
+TEST_F(CheckpointStore, PruneKeepsWhatKeptIncrementsBuildOn) {
+  make_generation(1, true);
+  make_generation(2, true, 1);
+  make_generation(3, true, 2);
+  std::ifstream in(dir_ + "/000003/MANIFEST.json");
+  EXPECT_EQ(nlohmann::json::parse(in)["parents"], nlohmann::json::array({2}));
+  EXPECT_TRUE(prune_generations(dir_, 1).empty()) << "3 builds on 2, which builds on 1";
+  for (const char* generation : {"/000001", "/000002", "/000003"})
+    EXPECT_TRUE(fs::exists(dir_ + generation)) << generation;
+}
+
+TEST_F(CheckpointStore, PruneRemovesChainsNoKeptGenerationNeeds) {
+  make_generation(1, true);
+  make_generation(2, true, 1);
+  make_generation(3, true, 2);
+  make_generation(4, true);  // full again
+  make_generation(5, true, 4);
+  auto removed = prune_generations(dir_, 1);
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_TRUE(fs::exists(dir_ + "/000004")) << "5 builds on it";
+  EXPECT_TRUE(fs::exists(dir_ + "/000005"));
 }
 
 TEST_F(CheckpointStore, PrivateDirectoriesAndResolution) {

@@ -156,6 +156,7 @@ enum class OpKind { Checkpoint, Kill, Restart };
 struct Operation {
   OpKind kind = OpKind::Checkpoint;
   bool kill_after = false;
+  bool full = false;              // `checkpoint --full`: no incremental images
   std::string compress;           // command override; "" = coordinator default
   std::vector<uint64_t> waiters;  // command connections awaiting the reply
   uint64_t restart_generation = 0;
@@ -166,6 +167,7 @@ struct ImageResult {
   std::string path;
   uint64_t image_bytes = 0;
   uint64_t memory_bytes = 0;
+  uint64_t parent_generation = 0;  // an incremental image builds on that generation's
 };
 
 // The operation in progress: a sequence of barriers over a fixed set of processes.
@@ -373,6 +375,8 @@ class Coordinator {
   std::vector<std::string> plugin_barriers_;  // run between "drain" and "checkpoint"
   json last_checkpoint_ = nullptr;
   uint64_t checkpoints_done_ = 0;
+  // The newest generation this coordinator completed: the parent incremental images may name.
+  uint64_t newest_complete_ = 0;
 };
 
 void Coordinator::start() {
@@ -535,10 +539,11 @@ void Coordinator::on_readable(Client& client) {
   uint8_t buffer[65536];
   ssize_t n = read(client.fd, buffer, sizeof buffer);
   if (n == 0) {
-    // A silent connect-and-close is someone checking that we listen: not worth a log line.
+    // A silent connect-and-close is someone checking that we listen: not worth a log line. A
+    // process joins from its checkpoint thread, which an exec or exit may end mid-handshake.
     if (client.role == Role::Handshake && !client.in.empty()) {
-      log_.line(
-          fmt::format("refused connection from {}: closed during the handshake", client.peer));
+      log_.line(fmt::format("connection from {} closed during the handshake (a process that "
+                            "exec'd or ended as it joined, or not one of ours)", client.peer));
     }
     drop(client, "");
     return;
@@ -894,6 +899,7 @@ void Coordinator::handle_command(Client& client, const StasisCommand& command) {
                             command.kill_after ? " (then kill)" : "", client.peer));
       enqueue(Operation{.kind = OpKind::Checkpoint,
                         .kill_after = command.kill_after != 0,
+                        .full = command.full != 0,
                         .compress = compress,
                         .waiters = {client.id}});
       return;
@@ -942,7 +948,7 @@ void Coordinator::enqueue(Operation op) {
     // Identical requests waiting their turn become one checkpoint with several waiters.
     for (Operation& queued : queue_) {
       if (queued.kind == OpKind::Checkpoint && queued.kill_after == op.kill_after &&
-          queued.compress == op.compress) {
+          queued.full == op.full && queued.compress == op.compress) {
         queued.waiters.insert(queued.waiters.end(), op.waiters.begin(), op.waiters.end());
         return;
       }
@@ -1041,6 +1047,8 @@ void Coordinator::start_barrier(const std::string& name, uint64_t arg) {
     copy_field(barrier.ckpt_dir, op.generation_dir);
     copy_field(barrier.compress, op.op.compress.empty() ? compress_ : op.op.compress);
     barrier.kill_after = op.op.kill_after ? 1 : 0;
+    // Processes that track their dirty pages since that generation's images write increments.
+    barrier.parent_generation = op.op.full ? 0 : newest_complete_;
   }
   if (name == "commit") barrier.abort = op.failure.empty() ? 0 : 1;
   for (uint64_t id : op.members) {
@@ -1080,7 +1088,8 @@ void Coordinator::barrier_done(Client& client, const StasisBarrierDone& done) {
     // finished it); the later answer wins.
     if ((name == "checkpoint" || name == "commit") && done.image_path[0] != '\0') {
       op.images[client.id] = ImageResult{bounded(done.image_path, sizeof done.image_path),
-                                         done.image_bytes, done.memory_bytes};
+                                         done.image_bytes, done.memory_bytes,
+                                         done.parent_generation};
     }
   }
   if (op.pending.empty()) barrier_complete();
@@ -1195,7 +1204,8 @@ void Coordinator::commit_checkpoint() {
                         .program = bounded(client.info.program, sizeof client.info.program),
                         .image = std::filesystem::path(path).filename().string(),
                         .image_bytes = image.image_bytes,
-                        .memory_bytes = image.memory_bytes});
+                        .memory_bytes = image.memory_bytes,
+                        .parent_generation = image.parent_generation});
     images.push_back(path);
     image_bytes += image.image_bytes;
     memory_bytes += image.memory_bytes;
@@ -1210,6 +1220,7 @@ void Coordinator::commit_checkpoint() {
     return;
   }
   op.committed = true;
+  newest_complete_ = op.generation;
   checkpoints_done_++;
   last_checkpoint_ = {{"generation", op.generation},
                       {"dir", op.generation_dir},

@@ -188,6 +188,11 @@ class FakeProcess {
   }
   bool gone() const { return gone_; }
   bool connected() const { return connected_; }
+  // The live children it reports at the "children" barrier, as the runtime does.
+  void set_children(std::vector<uint32_t> pids) {
+    std::lock_guard lock(mutex_);
+    children_ = std::move(pids);
+  }
 
  private:
   void serve() {
@@ -222,12 +227,19 @@ class FakeProcess {
         done.memory_bytes = 4096;
       }
       Hook hook;
+      std::vector<uint32_t> children;
       {
         std::lock_guard lock(mutex_);
         hook = hook_;
+        children = children_;
       }
       if (hook && !hook(barrier, done)) break;
       std::lock_guard lock(send_mutex_);
+      if (name == "children" &&
+          stasis_send_msg(fd_, STASIS_MSG_CHILDREN, header.arg, children.data(),
+                          static_cast<uint32_t>(children.size() * sizeof(uint32_t))) != 0) {
+        break;
+      }
       if (stasis_send_msg(fd_, STASIS_MSG_BARRIER_DONE, header.arg, &done, sizeof done) != 0) {
         break;
       }
@@ -250,6 +262,7 @@ class FakeProcess {
   mutable std::mutex mutex_;
   std::mutex send_mutex_;
   Hook hook_;
+  std::vector<uint32_t> children_;
   std::vector<std::string> received_;
   StasisBarrier last_checkpoint_barrier_{};
   StasisBarrier last_commit_barrier_{};
@@ -670,6 +683,41 @@ TEST_F(CoordinatorIntegration, LateJoinerWaitsForTheNextCheckpoint) {
   early->set_hook(nullptr);
   ASSERT_EQ(stasis_with_coord({"checkpoint"}).status, 0);
   EXPECT_EQ(late->received(), kHealthyCycle);
+}
+
+// A child forked as the checkpoint began joins while the others are being stopped: the
+// "children" barrier repeats until it is a member, and it is taken into that checkpoint.
+TEST_F(CoordinatorIntegration, ChildJoiningWhileStoppingIsTakenIntoTheCheckpoint) {
+  start_coordinator();
+  auto parent = fake(7001, "parent");
+  parent->set_children({7002});
+  StasisRun checkpoint(tmp_, {"checkpoint", "--coord", coord_});
+  ASSERT_TRUE(eventually([&] { return parent->count("children") >= 2; }))
+      << "the coordinator asks again while a child is missing; log: " << log();
+  auto child = fake(7002, "child");
+  Output result = checkpoint.wait();
+  ASSERT_EQ(result.status, 0) << result.err << log();
+  json manifest = json::parse(read_text(ckpt_dir_ / "000001" / "MANIFEST.json"));
+  ASSERT_EQ(manifest["processes"].size(), 2u);
+  EXPECT_EQ(manifest["processes"][1]["pid"], 7002);
+  EXPECT_EQ(child->received(), kHealthyCycle);
+  EXPECT_NE(log().find("joins checkpoint 1 under way"), std::string::npos) << log();
+}
+
+// A child that never joins (a static program, a cleared environment) fails the checkpoint with
+// a message naming it, and the computation runs on.
+TEST_F(CoordinatorIntegration, ChildThatNeverJoinsFailsTheCheckpointNamingIt) {
+  start_coordinator({"--barrier-timeout", "1"});
+  auto parent = fake(7101, "parent");
+  parent->set_children({7102});
+  Output result = stasis_with_coord({"checkpoint"});
+  EXPECT_EQ(result.status, 1);
+  EXPECT_NE(result.err.find("7102"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("child of"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(ckpt_dir_ / "latest"));
+  EXPECT_TRUE(eventually([&] { return parent->count("resume") == 1; }));
+  parent->set_children({});
+  EXPECT_EQ(stasis_with_coord({"checkpoint"}).status, 0) << "the next checkpoint works";
 }
 
 TEST_F(CoordinatorIntegration, ConcurrentRequestsAreAllAnswered) {

@@ -42,6 +42,7 @@ typedef struct StasisFdDataHeader StasisFdDataHeader;
 #define STASIS_IMAGE_VERSION 2
 #define STASIS_IMAGE_PATH_MAX 1024
 #define STASIS_MAX_THREADS 4096
+#define STASIS_MIN_MAPPED_CHUNK (64 * 1024)
 
 enum StasisCompression STASIS_ENUM_BASE {
   STASIS_COMPRESS_NONE = 0,
@@ -57,12 +58,21 @@ enum StasisRecordType STASIS_ENUM_BASE {
   STASIS_REC_PAGES = 5,  // arg = start address; raw_size = bytes of memory
   STASIS_REC_END = 6,
   // Zero bytes that make the next PAGES payload start on a page boundary in the file, so that an
-  // uncompressed payload can be mapped straight into the restarted process.
+  // uncompressed payload can be mapped straight into the restarted process (payloads of at least
+  // STASIS_MIN_MAPPED_CHUNK bytes: smaller ones would cost more in mappings than they save).
   STASIS_REC_PAD = 7,
   // Variable-length state of one descriptor (pipe contents, an epoll interest list, a deleted
   // file's bytes...): payload = StasisFdDataHeader + bytes. Long data is split into several
   // records with increasing offsets; the reader joins them.
   STASIS_REC_FD_DATA = 8,
+  // An incremental image (see docs/architecture.md, Incremental checkpoints): its first record,
+  // payload StasisParentRecord naming the image it builds on.
+  STASIS_REC_PARENT = 9,
+  // Follows a REGION of an incremental image whose pages were tracked since the parent: pages of
+  // the region in no PAGES record of this image come from the parent's image (by address),
+  // except these runs, which the program had no page at (zero-filled). arg = the region's start;
+  // payload = StasisPageRun[] (several records when long). A region without one is whole here.
+  STASIS_REC_INHERIT = 10,
 };
 
 struct StasisImageHeader {
@@ -182,10 +192,12 @@ struct StasisProcessRecord {
   StasisVdsoLayout vdso;
   StasisMmLayout mm;
   uint32_t queued_count;  // process-directed signals pending at the checkpoint
-  uint32_t reserved2;
+  // The controlling terminal as /proc/PID/stat field 7 encodes it (tty_nr), 0 = none. Restart
+  // gives it back when it is a pseudo-terminal of the computation (src/plugins/files/ptys.cc).
+  uint32_t tty_nr;
   StasisQueuedSignal queued[STASIS_MAX_QUEUED_SHARED];
   uint32_t posix_timer_count;
-  uint32_t reserved3;
+  uint32_t foreground_pgid;  // virtual id of the controlling terminal's foreground group, 0 = none
   StasisPosixTimer posix_timers[STASIS_MAX_POSIX_TIMERS];
   StasisSavedClocks clocks;
 };
@@ -229,7 +241,14 @@ enum StasisRegionKind STASIS_ENUM_BASE {
   STASIS_REGION_STACK = 3,         // [stack] of the main thread
   STASIS_REGION_FILE_PRIVATE = 4,  // private file mapping; PAGES hold pages modified in memory
   STASIS_REGION_FILE_SHARED = 5,   // shared file mapping; the file holds the data
-  STASIS_REGION_SHARED_ANON = 6,   // MAP_SHARED|MAP_ANONYMOUS; PAGES hold the data
+  // Shared memory no path leads to: MAP_SHARED|MAP_ANONYMOUS, or a memfd or deleted file mapped
+  // shared and held by no descriptor of the process. PAGES hold the data. file_dev/file_ino name
+  // the memory object (as /proc/PID/maps shows it), so that restart can make the regions of all
+  // processes that map it share one object again.
+  STASIS_REGION_SHARED_ANON = 6,
+  // A region of such an object whose bytes an ancestor process saved (it maps all of them): no
+  // PAGES; file_dev/file_ino/file_offset locate it in the object.
+  STASIS_REGION_SHARED_ELSEWHERE = 7,
   // A System V shared memory attachment (src/plugins/ipc): no PAGES, the segment's contents are
   // saved once with the segment (FD_DATA SYSV_CONTENTS); file_ino = the kernel's segment id,
   // file_offset = where in the segment the region starts.
@@ -252,8 +271,9 @@ enum StasisFdKind STASIS_ENUM_BASE {
   STASIS_FD_CHARDEV = 2,     // /dev/null, /dev/zero, /dev/urandom...: reopened by path
   STASIS_FD_DIRECTORY = 3,
   // A terminal, pipe or socket the program inherited from outside the computation when it was
-  // launched (its standard streams, typically). Restart connects the same descriptor number of
-  // `stasis restart` (or /dev/null if restart has none there).
+  // launched (its standard streams, typically), at this number or copied to it (3>&1).
+  // kind_data[0] = 1 + the number the launch had it at (0: this one). Restart connects what
+  // `stasis restart` has at that number (or /dev/null if restart has none there).
   STASIS_FD_EXTERNAL = 4,
   STASIS_FD_PIPE = 5,        // kind_data[0] = pipe buffer size; contents in FD_DATA (PIPE_BYTES)
   STASIS_FD_FIFO = 6,        // a named pipe: reopened by path; contents as for a pipe
@@ -268,8 +288,27 @@ enum StasisFdKind STASIS_ENUM_BASE {
   // FD_DATA INOTIFY: StasisInotifyWatch[] by ascending wd
   STASIS_FD_INOTIFY = 11,
   STASIS_FD_SAVED_FILE = 12,  // contents saved in the image (deleted while open, memfd, --save-files)
+  // A pseudo-terminal the computation opened: kind_data per StasisPtyData. The master's description
+  // owner saves the bytes the slave side wrote and the master's reader had not read (FD_DATA
+  // PTY_OUTPUT).
   STASIS_FD_PTY_MASTER = 13,
   STASIS_FD_PTY_SLAVE = 14,
+  // One end of a connected Unix socket (a socketpair, or a connection through a listener).
+  // ino = this end's inode; kind_data: [0] the peer end's inode (0: the peer was closed),
+  // [1] SO_SNDBUF, [2] SO_RCVBUF, [3] shutdown state (bit 0: no more receiving, bit 1: no more
+  // sending), [4] SO_PASSCRED, [5] socket type (SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET).
+  // The description owner saves what is queued for reading at this end: FD_DATA SOCKET_BYTES
+  // (stream) or SOCKET_MESSAGES (datagram, seqpacket).
+  STASIS_FD_UNIX_SOCKET = 15,
+  // A listening Unix socket; path = its name ("@name" for an abstract one). kind_data: [0] the
+  // backlog, [1] socket type, [2] SO_PASSCRED.
+  STASIS_FD_UNIX_LISTENER = 16,
+  // TCP over IPv4 or IPv6 (kind_data: a StasisTcpData). A listener is bound and listening again
+  // at restart; a connection both of whose ends the computation holds is made again between the
+  // same addresses (found by their endpoints), refilled with the bytes queued at each end (FD_DATA
+  // SOCKET_BYTES); a connection to the outside reports a reset (see docs/architecture.md).
+  STASIS_FD_TCP_LISTENER = 17,
+  STASIS_FD_TCP_CONNECTION = 18,
   // A POSIX message queue (src/plugins/ipc); path = its name ("/NAME", " (deleted)" once
   // unlinked). kind_data: [0] mq_maxmsg, [1] mq_msgsize, [2] permission bits, [3] messages
   // queued; those are FD_DATA MQUEUE_MESSAGES of the queue's first descriptor.
@@ -291,12 +330,56 @@ enum StasisSavedFileVariant STASIS_ENUM_BASE {
   STASIS_SAVED_FILE_NAMED = 3,    // launch --save-files: recreated at its path when missing or changed
 };
 
+// kind_data of STASIS_FD_TCP_* records. Addresses are IPv6 (IPv4 as ::ffff:a.b.c.d when family is
+// AF_INET), ports in host order.
+typedef struct StasisTcpData {
+  uint8_t local_address[16], peer_address[16];
+  uint16_t local_port, peer_port;
+  uint16_t family;   // AF_INET or AF_INET6
+  uint16_t options;  // StasisTcpOption bits
+  uint32_t send_buffer, receive_buffer;  // SO_SNDBUF, SO_RCVBUF as getsockopt reports them
+  uint32_t backlog;                      // a listener's
+  uint32_t reserved;
+} StasisTcpData;
+enum StasisTcpOption STASIS_ENUM_BASE {
+  STASIS_TCP_NODELAY = 1,
+  STASIS_TCP_KEEPALIVE = 2,
+  STASIS_TCP_REUSEADDR = 4,
+  STASIS_TCP_REUSEPORT = 8,
+  STASIS_TCP_V6ONLY = 16,
+};
+
+// kind_data of STASIS_FD_PTY_MASTER and STASIS_FD_PTY_SLAVE records.
+enum StasisPtyData STASIS_ENUM_BASE {
+  STASIS_PTY_INDEX = 0,    // the pty number at the checkpoint (/dev/pts/N)
+  STASIS_PTY_FLAGS = 1,    // StasisPtyFlag bits
+  STASIS_PTY_WINSIZE = 2,  // rows | columns << 16 | x pixels << 32 | y pixels << 48
+  STASIS_PTY_TERMIOS = 3,  // [3..7]: the slave's StasisTermios
+};
+enum StasisPtyFlag STASIS_ENUM_BASE {
+  STASIS_PTY_LOCKED = 1,       // master: the slave was locked (TIOCGPTLCK)
+  STASIS_PTY_PACKET = 2,       // master: packet mode (TIOCPKT)
+  STASIS_PTY_EOF_PENDING = 4,  // slave: an end-of-file (VEOF in canonical mode) not read yet
+  STASIS_PTY_SLAVE_CLOSED = 8, // master: every slave descriptor had been closed (reads gave EIO)
+};
+// The kernel's struct termios (TCGETS/TCSETS on x86-64).
+typedef struct StasisTermios {
+  uint32_t iflag, oflag, cflag, lflag;
+  uint8_t line;
+  uint8_t cc[19];
+} StasisTermios;
+
 // Tags of FD_DATA records.
 enum StasisFdDataTag STASIS_ENUM_BASE {
   STASIS_FD_DATA_PIPE_BYTES = 1,    // bytes in flight in a pipe or FIFO
   STASIS_FD_DATA_EPOLL = 2,         // epoll interest list
   STASIS_FD_DATA_INOTIFY = 3,       // inotify watches
   STASIS_FD_DATA_FILE_BYTES = 4,    // a saved file's contents
+  STASIS_FD_DATA_PTY_OUTPUT = 5,    // a pty master: what the slave side wrote, not yet read
+  STASIS_FD_DATA_SOCKET_BYTES = 6,  // a stream socket end: bytes queued for reading at it
+  // A datagram or seqpacket socket end: the messages queued for reading at it, in order, each a
+  // uint32_t length and its bytes.
+  STASIS_FD_DATA_SOCKET_MESSAGES = 7,
   STASIS_FD_DATA_MQUEUE_MESSAGES = 0x100,  // StasisMqueueMessage + bytes, in receive order
   // System V IPC objects (src/plugins/ipc) are not descriptors: these records use `fd` as the
   // object's index in the SYSV_OBJECTS table (fd -1 for the table itself).
@@ -386,6 +469,20 @@ typedef struct StasisMqueueMessage {
   uint32_t priority;
   uint32_t size;
 } StasisMqueueMessage;
+
+// The parent of an incremental image: the previous checkpoint's image of the same process.
+typedef struct StasisParentRecord {
+  uint64_t parent_generation;
+  uint64_t parent_header_checksum;  // the parent's StasisImageHeader.header_checksum
+  uint64_t chain_id;                // header checksum of the full image the chain starts at
+  uint32_t depth;                   // increments since that full image (1 = its child)
+  uint32_t reserved;
+  char parent_image[STASIS_IMAGE_PATH_MAX];  // relative to this image's directory
+} StasisParentRecord;
+
+typedef struct StasisPageRun {
+  uint64_t start, len;
+} StasisPageRun;
 
 struct StasisEndRecord {
   uint64_t record_count;        // records before END

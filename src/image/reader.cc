@@ -6,7 +6,9 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 #include <fmt/format.h>
@@ -54,6 +56,8 @@ Image& Image::operator=(Image&& other) noexcept {
   fd_data_ = std::move(other.fd_data_);
   fd_data_payloads_ = std::move(other.fd_data_payloads_);
   end_ = other.end_;
+  parent_ = other.parent_;
+  has_parent_ = other.has_parent_;
   return *this;
 }
 Image::~Image() {
@@ -95,9 +99,9 @@ Image Image::open(const std::string& path, bool verify_payloads) {
                               records, offset));
     uint64_t payload_offset = offset + sizeof h;
     if (payload_offset + h.stored_size > image.file_size_) break;  // truncated
-    bool small = h.type != STASIS_REC_PAGES && h.type != STASIS_REC_FD_DATA;
+    bool small = h.type != STASIS_REC_PAGES && h.type != STASIS_REC_FD_DATA;  // INHERIT: read, too
     if (small || verify_payloads) {
-      payload.resize(h.stored_size);
+      if (payload.size() < h.stored_size) payload.resize(h.stored_size);  // never shrinks: no refills
       pread_exact(image.fd_, payload.data(), h.stored_size, payload_offset, path);
       if (XXH3_64bits(payload.data(), h.stored_size) != h.payload_checksum)
         throw Error(fmt::format("{} is corrupt: checksum mismatch in record {} ({}) at byte {}", path,
@@ -125,6 +129,23 @@ Image Image::open(const std::string& path, bool verify_payloads) {
         break;
       case STASIS_REC_PAD:
         break;
+      case STASIS_REC_PARENT:
+        image.parent_ = payload_as<StasisParentRecord>(payload, h, path, "PARENT");
+        image.parent_.parent_image[sizeof image.parent_.parent_image - 1] = 0;
+        image.has_parent_ = true;
+        break;
+      case STASIS_REC_INHERIT: {
+        if (image.regions_.empty() || image.regions_.back().record.start != h.arg ||
+            h.stored_size % sizeof(StasisPageRun) != 0 || h.compression != STASIS_COMPRESS_NONE)
+          throw Error(fmt::format("{} is corrupt: the inherited-pages record at byte {} matches no region",
+                                  path, offset));
+        Region& region = image.regions_.back();
+        region.inherited = true;
+        size_t at = region.holes.size();
+        region.holes.resize(at + h.stored_size / sizeof(StasisPageRun));
+        if (h.stored_size) std::memcpy(&region.holes[at], payload.data(), h.stored_size);
+        break;
+      }
       case STASIS_REC_FD_DATA: {
         StasisFdDataHeader dh;
         if (h.stored_size < sizeof dh || h.raw_size < sizeof dh)
@@ -181,6 +202,9 @@ Image Image::open(const std::string& path, bool verify_payloads) {
                             image.file_size_ - offset));
   if (!have_process || image.threads_.empty())
     throw Error(fmt::format("{} is corrupt: it has no process or thread records", path));
+  for (const Region& region : image.regions_)
+    if (region.inherited && !image.has_parent_)
+      throw Error(fmt::format("{} is corrupt: it inherits memory but names no parent image", path));
   return image;
 }
 
@@ -209,6 +233,12 @@ void Image::read_pages(const PagesRef& pages, void* out, std::vector<char>& scra
   size_t n = ZSTD_decompress(out, pages.raw_size, scratch.data(), pages.stored_size);
   if (ZSTD_isError(n) || n != pages.raw_size)
     throw Error(fmt::format("{} is corrupt: the memory pages at {:#x} do not decompress", path_, pages.addr));
+}
+
+void Image::read_raw_pages(const PagesRef& pages, uint64_t addr, uint64_t len, void* out) const {
+  if (pages.compression != STASIS_COMPRESS_NONE || addr < pages.addr || addr + len > pages.addr + pages.raw_size)
+    throw Error(fmt::format("{}: no uncompressed pages at {:#x}", path_, addr));
+  pread_exact(fd_, out, len, pages.file_offset + (addr - pages.addr), path_);
 }
 
 bool Image::has_fd_data(int fd, uint32_t tag) const {
@@ -264,6 +294,77 @@ std::vector<char> Image::fd_data(int fd, uint32_t tag) const {
   return out;
 }
 
+std::vector<Image> open_ancestors(const Image& newest, bool verify_payloads) {
+  std::vector<Image> chain;
+  const Image* child = &newest;
+  try {
+    while (const StasisParentRecord* parent = child->parent()) {
+      std::string path =
+          (std::filesystem::path(child->path()).parent_path() / parent->parent_image).lexically_normal();
+      if (chain.size() > 4096)
+        throw Error(fmt::format("{} is corrupt: its chain of parent images does not end", child->path()));
+      Image image = Image::open(path, verify_payloads);
+      if (image.header().header_checksum != parent->parent_header_checksum)
+        throw Error(fmt::format("{} is not the image {} was taken on (it was replaced)", path,
+                                child->path()));
+      chain.push_back(std::move(image));
+      child = &chain.back();
+    }
+  } catch (const Error& e) {
+    throw Error(fmt::format("{} is an incremental image and an image it builds on cannot be used: {}",
+                            newest.path(), e.what()));
+  }
+  return chain;
+}
+
+namespace {
+
+// Fills [lo, hi) from the image at `level` of the chain (0: the newest) and, where it inherits
+// pages it does not have, from the next.
+void collect_pieces(const std::vector<const Image*>& chain, size_t level, uint64_t lo, uint64_t hi,
+                    std::vector<MemoryPiece>& out) {
+  for (const Region& region : chain[level]->regions()) {
+    uint64_t a = std::max(lo, region.record.start), b = std::min(hi, region.record.end);
+    if (a >= b) continue;
+    std::vector<std::pair<uint64_t, uint64_t>> known;  // pages here, and holes
+    for (const PagesRef& pages : region.pages) {
+      uint64_t from = std::max(a, pages.addr), to = std::min(b, pages.addr + pages.raw_size);
+      if (from >= to) continue;
+      out.push_back({from, to - from, chain[level], &pages});
+      known.emplace_back(from, to);
+    }
+    if (!region.inherited || level + 1 == chain.size()) continue;
+    for (const StasisPageRun& hole : region.holes) {
+      uint64_t from = std::max(a, hole.start), to = std::min(b, hole.start + hole.len);
+      if (from < to) known.emplace_back(from, to);
+    }
+    std::sort(known.begin(), known.end());
+    uint64_t at = a;
+    for (const auto& [from, to] : known) {
+      if (from > at) collect_pieces(chain, level + 1, at, from, out);
+      at = std::max(at, to);
+    }
+    if (at < b) collect_pieces(chain, level + 1, at, b, out);
+  }
+}
+
+}  // namespace
+
+std::vector<MemoryPiece> region_pieces(const Image& newest, const std::vector<Image>& ancestors,
+                                       const Region& region) {
+  std::vector<const Image*> chain = {&newest};
+  for (const Image& image : ancestors) chain.push_back(&image);
+  std::vector<MemoryPiece> pieces;
+  if (!region.inherited) {
+    for (const PagesRef& pages : region.pages) pieces.push_back({pages.addr, pages.raw_size, &newest, &pages});
+    return pieces;
+  }
+  collect_pieces(chain, 0, region.record.start, region.record.end, pieces);
+  std::sort(pieces.begin(), pieces.end(),
+            [](const MemoryPiece& x, const MemoryPiece& y) { return x.addr < y.addr; });
+  return pieces;
+}
+
 const char* region_kind_name(uint32_t kind) {
   switch (kind) {
     case STASIS_REGION_ANON: return "anon";
@@ -272,6 +373,7 @@ const char* region_kind_name(uint32_t kind) {
     case STASIS_REGION_FILE_PRIVATE: return "file-private";
     case STASIS_REGION_FILE_SHARED: return "file-shared";
     case STASIS_REGION_SHARED_ANON: return "shared-anon";
+    case STASIS_REGION_SHARED_ELSEWHERE: return "shared-elsewhere";
     case STASIS_REGION_SYSV_SHM: return "sysv-shm";
   }
   return "unknown";
@@ -293,6 +395,10 @@ const char* fd_kind_name(uint32_t kind) {
     case STASIS_FD_SAVED_FILE: return "saved-file";
     case STASIS_FD_PTY_MASTER: return "pty-master";
     case STASIS_FD_PTY_SLAVE: return "pty-slave";
+    case STASIS_FD_UNIX_SOCKET: return "unix-socket";
+    case STASIS_FD_UNIX_LISTENER: return "unix-listener";
+    case STASIS_FD_TCP_LISTENER: return "tcp-listener";
+    case STASIS_FD_TCP_CONNECTION: return "tcp-connection";
     case STASIS_FD_MQUEUE: return "mqueue";
   }
   return "unknown";

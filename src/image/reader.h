@@ -34,6 +34,10 @@ struct FdDataRef {
 struct Region {
   StasisRegionRecord record{};
   std::vector<PagesRef> pages;
+  // An increment's region tracked since the parent (INHERIT records): pages in no PAGES record
+  // here come from the parent image, except the holes (zero-filled).
+  bool inherited = false;
+  std::vector<StasisPageRun> holes;
 };
 
 class Image {
@@ -61,10 +65,14 @@ class Image {
   // descriptor is closed (restart closes everything before it rebuilds the program's table).
   void load_fd_data();
   const StasisEndRecord& end() const { return end_; }
+  // The PARENT record of an incremental image; nullptr for a full one.
+  const StasisParentRecord* parent() const { return has_parent_ ? &parent_ : nullptr; }
 
   // Reads one PAGES payload, checks its checksum and decompresses it into out (raw_size bytes).
   // `scratch` is reused between calls to avoid reallocating.
   void read_pages(const PagesRef& pages, void* out, std::vector<char>& scratch) const;
+  // Reads [addr, addr + len) of an uncompressed PAGES payload that open() verified.
+  void read_raw_pages(const PagesRef& pages, uint64_t addr, uint64_t len, void* out) const;
 
  private:
   Image() = default;
@@ -79,7 +87,26 @@ class Image {
   std::vector<FdDataRef> fd_data_;
   std::vector<std::vector<char>> fd_data_payloads_;  // by index in fd_data_, after load_fd_data()
   StasisEndRecord end_{};
+  StasisParentRecord parent_{};
+  bool has_parent_ = false;
 };
+
+// The images an incremental image builds on, parent first, each opened (and, with
+// verify_payloads, verified) and checked to be the very image its child was taken on. Empty for
+// a full image. Throws an Error naming the image that is missing, corrupt or not the parent.
+std::vector<Image> open_ancestors(const Image& newest, bool verify_payloads);
+
+// Where the bytes of a region come from: a part of one PAGES record of one image of the chain.
+struct MemoryPiece {
+  uint64_t addr = 0, len = 0;
+  const Image* image = nullptr;
+  const PagesRef* pages = nullptr;  // [addr, addr + len) lies within it
+};
+
+// The pieces that make up `region` of `newest` (by ascending address; memory in none of them is
+// zero-filled), taking each page from the newest image of the chain that has it.
+std::vector<MemoryPiece> region_pieces(const Image& newest, const std::vector<Image>& ancestors,
+                                       const Region& region);
 
 const char* region_kind_name(uint32_t kind);
 const char* fd_kind_name(uint32_t kind);

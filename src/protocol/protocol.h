@@ -131,6 +131,10 @@ struct StasisBarrier {
   char compress[16];               // for "checkpoint": "zstd" or "none"
   uint32_t kill_after;             // for "checkpoint": the computation ends after this checkpoint
   uint32_t abort;                  // for "commit": the checkpoint failed; discard this image
+  uint32_t reserved;
+  // for "checkpoint": the newest complete generation, which an incremental image may build on
+  // (0: write full images)
+  uint64_t parent_generation;
 };
 
 struct StasisBarrierDone {
@@ -141,6 +145,7 @@ struct StasisBarrierDone {
   char image_path[STASIS_PATH_MAX];    // for "checkpoint": the image file written
   uint64_t image_bytes;                // for "checkpoint": bytes written
   uint64_t memory_bytes;               // for "checkpoint": bytes of memory saved
+  uint64_t parent_generation;          // for "checkpoint"/"commit": the image builds on it (0: full)
 };
 
 // Commands: payload is StasisCommand; reply payload is text (JSON for status).
@@ -154,6 +159,8 @@ struct StasisCommand {
   uint32_t verb;        // StasisCommandVerb
   uint32_t kill_after;  // checkpoint: end the computation after it
   char compress[16];    // checkpoint: override compression ("" = coordinator default)
+  uint32_t full;        // checkpoint: write full images even where an increment is possible
+  uint32_t reserved;
 };
 
 // COMMAND_REPLY: header.arg = 0 on success, non-zero on failure; payload = text.

@@ -246,49 +246,66 @@ int stasis_client_handshake(int fd, const uint8_t* secret, size_t secret_len, ui
   return 0;
 }
 
-int stasis_connect_tcp(const char* numeric_host, uint16_t port) {
-  struct sockaddr_storage address;
-  socklen_t address_len;
-  memset(&address, 0, sizeof address);
-  struct sockaddr_in* v4 = (struct sockaddr_in*)&address;
-  struct sockaddr_in6* v6 = (struct sockaddr_in6*)&address;
+static int parse_numeric_host(const char* numeric_host, uint16_t port, struct sockaddr_storage* address,
+                              socklen_t* address_len) {
+  memset(address, 0, sizeof *address);
+  struct sockaddr_in* v4 = (struct sockaddr_in*)address;
+  struct sockaddr_in6* v6 = (struct sockaddr_in6*)address;
   if (numeric_host != NULL && inet_pton(AF_INET, numeric_host, &v4->sin_addr) == 1) {
     v4->sin_family = AF_INET;
     v4->sin_port = htons(port);
-    address_len = sizeof *v4;
-  } else if (numeric_host != NULL && inet_pton(AF_INET6, numeric_host, &v6->sin6_addr) == 1) {
+    *address_len = sizeof *v4;
+    return 0;
+  }
+  if (numeric_host != NULL && inet_pton(AF_INET6, numeric_host, &v6->sin6_addr) == 1) {
     v6->sin6_family = AF_INET6;
     v6->sin6_port = htons(port);
-    address_len = sizeof *v6;
-  } else {
-    errno = EINVAL;
-    return -1;
+    *address_len = sizeof *v6;
+    return 0;
   }
+  errno = EINVAL;
+  return -1;
+}
 
+int stasis_tcp_socket_for(const char* numeric_host) {
+  struct sockaddr_storage address;
+  socklen_t address_len;
+  if (parse_numeric_host(numeric_host, 0, &address, &address_len) != 0) return -1;
+  return socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+}
+
+int stasis_connect_socket(int fd, const char* numeric_host, uint16_t port) {
+  struct sockaddr_storage address;
+  socklen_t address_len;
+  if (parse_numeric_host(numeric_host, port, &address, &address_len) != 0) return -1;
   // Non-blocking connect so an unreachable host costs at most the timeout, not minutes.
-  int fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return -1;
-  int saved_errno;
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return -1;
   if (connect(fd, (struct sockaddr*)&address, address_len) < 0) {
-    if (errno != EINPROGRESS && errno != EINTR) goto fail;
-    if (wait_for(fd, POLLOUT, monotonic_ms() + STASIS_CLIENT_TIMEOUT_MS) < 0) goto fail;
+    if (errno != EINPROGRESS && errno != EINTR) return -1;
+    if (wait_for(fd, POLLOUT, monotonic_ms() + STASIS_CLIENT_TIMEOUT_MS) < 0) return -1;
     int connect_error = 0;
     socklen_t error_len = sizeof connect_error;
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &connect_error, &error_len) < 0) goto fail;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &connect_error, &error_len) < 0) return -1;
     if (connect_error != 0) {
       errno = connect_error;
-      goto fail;
+      return -1;
     }
   }
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) goto fail;
+  if (fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) return -1;
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return fd;
+  return 0;
+}
 
-fail:
-  saved_errno = errno;
-  close(fd);
-  errno = saved_errno;
-  return -1;
+int stasis_connect_tcp(const char* numeric_host, uint16_t port) {
+  int fd = stasis_tcp_socket_for(numeric_host);
+  if (fd < 0) return -1;
+  if (stasis_connect_socket(fd, numeric_host, port) != 0) {
+    int saved_errno = errno;
+    close(fd);
+    errno = saved_errno;
+    return -1;
+  }
+  return fd;
 }

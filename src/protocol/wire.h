@@ -48,6 +48,10 @@ int stasis_client_handshake(int fd, const uint8_t* secret, size_t secret_len, ui
 // Connects a TCP socket (close-on-exec, TCP_NODELAY, blocking) to a numeric IPv4 or IPv6 address,
 // waiting at most STASIS_CLIENT_TIMEOUT_MS. Returns the fd or -1 (EINVAL: not a numeric address).
 int stasis_connect_tcp(const char* numeric_host, uint16_t port);
+// The same in two steps: a TCP socket (close-on-exec) of numeric_host's family, not connected
+// (-1 with errno); then connecting it (0, or -1 with errno), within the same timeout.
+int stasis_tcp_socket_for(const char* numeric_host);
+int stasis_connect_socket(int fd, const char* numeric_host, uint16_t port);
 
 #ifdef __cplusplus
 }

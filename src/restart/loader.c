@@ -33,6 +33,7 @@ static StasisLoaderPlan g_plan;
 static StasisLoaderThread g_threads[STASIS_MAX_THREADS];
 static char g_maps[256 * 1024];
 static int g_feed = -1;
+static unsigned long g_objects_to_close[1024 / 64];  // shared memory descriptors, closed when mapped
 
 __asm__(
     ".text\n"
@@ -254,7 +255,8 @@ void loader_main(long* initial_sp) {
     } else if (region.kind == STASIS_REGION_FILE_PRIVATE || region.kind == STASIS_REGION_FILE_SHARED) {
       int shared = region.kind == STASIS_REGION_FILE_SHARED;
       int flags = (shared && (region.prot & PROT_WRITE)) ? 2 /* O_RDWR */ : 0;
-      long fd = STASIS_SYS3(SYS_open, region.path, flags | 02000000 /* O_CLOEXEC */, 0);
+      long fd = region.object_fd > 0 ? region.object_fd
+                                     : STASIS_SYS3(SYS_open, region.path, flags | 02000000 /* O_CLOEXEC */, 0);
       if (fd < 0) {
         write_str("stasis restart: cannot open ");
         write_str(region.path);
@@ -263,7 +265,10 @@ void loader_main(long* initial_sp) {
       unsigned long prot = shared ? region.prot : (PROT_READ | PROT_WRITE);
       addr = STASIS_SYS6(SYS_mmap, region.start, len, prot,
                          (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_FIXED, fd, region.file_offset);
-      STASIS_SYS1(SYS_close, fd);
+      if (region.object_fd > 0 && region.object_fd < 1024)
+        g_objects_to_close[region.object_fd / 64] |= 1ul << (region.object_fd % 64);
+      else
+        STASIS_SYS1(SYS_close, fd);
     } else {
       int sharing = region.kind == STASIS_REGION_SHARED_ANON ? MAP_SHARED : MAP_PRIVATE;
       addr = STASIS_SYS6(SYS_mmap, region.start, len, PROT_READ | PROT_WRITE,
@@ -276,8 +281,9 @@ void loader_main(long* initial_sp) {
       if (chunk.addr < region.start || chunk.addr + chunk.len > region.end)
         die("the restart plan has a chunk outside its region", 0);
       if (chunk.mapped) {
+        int image = chunk.image_fd > 0 ? chunk.image_fd : g_plan.image_fd;
         long got = STASIS_SYS6(SYS_mmap, chunk.addr, chunk.len, PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_FIXED, g_plan.image_fd, chunk.file_offset);
+                               MAP_PRIVATE | MAP_FIXED, image, chunk.file_offset);
         if (is_error(got)) die("cannot map memory from the image", got);
       } else {
         read_exact((void*)chunk.addr, chunk.len);
@@ -293,6 +299,10 @@ void loader_main(long* initial_sp) {
   if (end_magic != STASIS_LOADER_END_MAGIC) die("the image feed is out of step", 0);
   STASIS_SYS1(SYS_close, g_feed);
   if (g_plan.image_fd >= 0) STASIS_SYS1(SYS_close, g_plan.image_fd);
+  for (int i = 0; i < STASIS_MAX_ANCESTOR_FDS; i++)
+    if (g_plan.ancestor_image_fds[i] > 0) STASIS_SYS1(SYS_close, g_plan.ancestor_image_fds[i]);
+  for (int fd = 0; fd < 1024; fd++)
+    if (g_objects_to_close[fd / 64] & (1ul << (fd % 64))) STASIS_SYS1(SYS_close, fd);
 
   // 4. vvar/vdso back to the addresses the program's code remembers.
   for (int s = 0; s < 3; s++) {

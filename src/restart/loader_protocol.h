@@ -84,14 +84,21 @@ struct StasisRestartInfo {
 #define STASIS_PID_TABLE_MAGIC 0x4449505349545353ull
 #define STASIS_PID_TABLE_MAX_PID (1u << 22)  // PID_MAX_LIMIT on 64-bit Linux
 #define STASIS_PID_TABLE_MAX_EXTERNAL 64
+// Names a file among those inherited from outside the computation: inode numbers alone repeat
+// across file systems (/dev/null and /dev/pts/0 are both inode 3 on Debian). Never 0.
+static inline uint64_t stasis_external_file_key(uint64_t dev, uint64_t ino) {
+  uint64_t key = ino ^ (dev << 40 | dev >> 24);
+  return key ? key : 1;
+}
 typedef struct StasisPidTable {
   uint64_t magic;
   uint32_t external_count;
   uint32_t reserved;
-  // Inodes of what `stasis restart` connected the computation's outside-world descriptors to
-  // (terminal, pipes): a process started after the restart treats descriptors on them as
-  // inherited from outside.
+  // What `stasis restart` connected the computation's outside-world descriptors to (terminal,
+  // pipes), as stasis_external_file_key: a process started after the restart treats descriptors
+  // on them as inherited from outside.
   uint64_t external_inodes[STASIS_PID_TABLE_MAX_EXTERNAL];
+  int32_t external_fds[STASIS_PID_TABLE_MAX_EXTERNAL];  // the number `stasis restart` has each at
   // The coordinator of the restarted computation: processes it starts later join this one, not
   // the one their (restored) environment names.
   char coord_host[64];
@@ -115,6 +122,7 @@ static inline void stasis_pid_table_map(StasisPidTable* table, long virt, long r
   __atomic_store_n(&table->real_of_virtual[virt], (uint32_t)real, __ATOMIC_RELEASE);
 }
 
+#define STASIS_MAX_ANCESTOR_FDS 16
 struct StasisLoaderPlan {
   uint64_t magic;
   uint32_t region_count;
@@ -125,6 +133,9 @@ struct StasisLoaderPlan {
   StasisMmLayout mm;
   uint64_t restart_info_addr;
   StasisRestartInfo restart_info;
+  // The images an incremental image builds on, open for mapped chunks (0: none); the loader
+  // closes them once every region is mapped.
+  int32_t ancestor_image_fds[STASIS_MAX_ANCESTOR_FDS];
 };
 
 struct StasisLoaderThread {
@@ -142,7 +153,9 @@ struct StasisLoaderRegion {
   uint32_t kind;  // StasisRegionKind
   uint64_t file_offset;
   uint32_t chunk_count;
-  uint32_t reserved;
+  // > 0: map this descriptor, not `path`: a shared memory object `stasis restart` made and filled
+  // (no chunks follow). The loader closes it once every region is mapped.
+  int32_t object_fd;
   char path[STASIS_IMAGE_PATH_MAX];
 };
 
@@ -152,5 +165,6 @@ struct StasisLoaderChunk {
   // addr (an uncompressed, page-aligned payload: pages load on demand, nothing is copied).
   uint64_t file_offset;
   uint32_t mapped;
-  uint32_t reserved;
+  // > 0: map from this descriptor (one of the plan's ancestor_image_fds) rather than image_fd
+  int32_t image_fd;
 };

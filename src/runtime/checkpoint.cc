@@ -14,14 +14,18 @@
 
 #include "plugins/files/files.h"
 #include "plugins/ipc/ipc.h"
+#include "plugins/memory/dirty_tracking.h"
 #include "plugins/memory/memory.h"
+#include "plugins/memory/shared_memory.h"
 #include "plugins/process/process_state.h"
 #include "runtime/image_writer.h"
 #include "runtime/rt.h"
 
 namespace stasis::rt {
 namespace {
-constexpr size_t kArenaBytes = 64u << 20;
+// Virtual (MAP_NORESERVE): only what a checkpoint uses is ever backed, and a forked writer's
+// copies of saved files' contents live here.
+constexpr size_t kArenaBytes = 256u << 20;
 
 Arena g_arena;
 StasisProcessRecord g_process;
@@ -56,7 +60,8 @@ namespace {
 // Writes the image of the memory as it is now (in place, or in a forked writer whose memory is
 // the snapshot). Fills result or error; returns 0 or -1.
 int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint32_t fd_count,
-                const FdDataList& fd_data, CheckpointResult* result, LogLine& error) {
+                const FdDataList& fd_data, const IncrementPlan& plan, CheckpointResult* result,
+                uint64_t* header_checksum, LogLine& error) {
   const uint32_t n = g_own_thread_index;
   char tmp_path[STASIS_IMAGE_PATH_MAX], final_path[STASIS_IMAGE_PATH_MAX];
   build_image_path(final_path, sizeof final_path, dir, g_process.comm, g_process.pid, ".stasis");
@@ -64,6 +69,8 @@ int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint
   ImageWriter writer;
   const char* compression_name = compress && compress[0] ? compress : g_config.compress;
   bool ok = writer.open(tmp_path, compression_from(compression_name), g_arena, error);
+  if (ok && plan.increment)
+    ok = writer.add_record(STASIS_REC_PARENT, plan.parent.parent_generation, &plan.parent, sizeof plan.parent);
   for (uint32_t i = 0; ok && i <= n; i++)
     ok = writer.add_record(STASIS_REC_THREAD, g_threads[i].tid, &g_threads[i], sizeof g_threads[i]);
   for (uint32_t i = 0; ok && i < fd_count; i++)
@@ -71,7 +78,7 @@ int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint
   for (uint32_t i = 0; ok && i < fd_data.count(); i++)
     ok = writer.add_fd_data(fd_data[i].fd, fd_data[i].tag, fd_data[i].bytes, fd_data[i].len,
                             fd_data[i].source_fd);
-  ok = ok && write_memory(writer, g_arena, &g_process.vdso, error);
+  ok = ok && write_memory(writer, g_arena, plan, &g_process.vdso, error);
   ok = ok && writer.add_record(STASIS_REC_PROCESS, g_process.pid, &g_process, sizeof g_process);
   ok = ok && writer.finish();
   if (!ok) {
@@ -93,6 +100,8 @@ int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint
   str_copy(result->image_path, final_path, sizeof result->image_path);
   result->image_bytes = writer.bytes_written();
   result->memory_bytes = writer.memory_bytes();
+  result->parent_generation = plan.increment ? plan.parent.parent_generation : 0;
+  *header_checksum = writer.header_checksum();
   return 0;
 }
 
@@ -102,14 +111,22 @@ struct WriterOutcome {
   int32_t status;  // 0 written, 1 failed
   char message[STASIS_MESSAGE_MAX];
   CheckpointResult result;
+  uint64_t header_checksum;
 };
 long g_writer_pid = 0;
 WriterOutcome* g_writer_outcome = nullptr;
+const IncrementPlan* g_writer_plan = nullptr;
+
+// The image of this checkpoint is complete: dirty tracking may build the next one on it.
+void image_complete(const CheckpointResult& result, const IncrementPlan& plan, uint64_t header_checksum) {
+  g_dirty_tracker.committed(g_generation.load(), result.image_path, header_checksum,
+                            plan.increment ? &plan.parent : nullptr);
+}
 
 }  // namespace
 
-int write_checkpoint(const char* dir, const char* compress, bool forked, CheckpointResult* result,
-                     LogLine& error) {
+int write_checkpoint(const char* dir, const char* compress, bool forked, uint64_t offered_parent,
+                     CheckpointResult* result, LogLine& error) {
   if (!refuse_if_posix_timers(error)) return -1;
   if (!g_arena.create(kArenaBytes)) {
     error << "cannot map checkpoint scratch memory";
@@ -141,12 +158,33 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, Checkpo
     (line << "memory marked MADV_WIPEONFORK/MADV_DONTFORK: writing this image in place").emit();
     forked = false;
   }
+  if (forked && !fd_data->read_files_now()) {
+    LogLine line;
+    (line << "the files this image saves do not fit in scratch memory: writing it in place").emit();
+    forked = false;
+  }
   WriterOutcome* outcome =
       forked ? static_cast<WriterOutcome*>(g_arena.alloc(sizeof(WriterOutcome))) : nullptr;
+  // Who saves memory shared with other processes, decided while all of them are stopped (and a
+  // copy of it for a forked writer, which does not freeze shared memory).
+  if (!plan_shared_memory(g_arena, outcome != nullptr, error)) {
+    g_arena.destroy();
+    return -1;
+  }
+  // Last before the snapshot: what the program wrote since the previous image. Only the
+  // checkpoint thread runs from here on, and it writes only memory saved whole (plan_increment).
+  auto* plan = static_cast<IncrementPlan*>(g_arena.alloc(sizeof(IncrementPlan)));
+  if (!plan || !plan_increment(g_arena, offered_parent, plan, error)) {
+    if (error.size() == 0) error << "out of checkpoint scratch memory for dirty tracking";
+    drop_shared_memory_copy();
+    g_arena.destroy();
+    return -1;
+  }
 
   if (stasis_context_save(&own->context) != 0) {
     // Restarted: this is a new kernel thread made by the loader; memory is as written below.
     restore_own_thread_state(&g_threads[g_own_thread_index]);
+    g_dirty_tracker.forget();  // nothing is registered in this process
     return 1;
   }
 
@@ -157,20 +195,26 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, Checkpo
     if (pid == 0) {
       STASIS_SYS2(SYS_prctl, PR_SET_NAME, "stasis-writer");  // how `ps` tells it apart
       LogLine writer_error;
-      int r = write_image(dir, compress, fds, fd_count, *fd_data, &outcome->result, writer_error);
+      int r = write_image(dir, compress, fds, fd_count, *fd_data, *plan, &outcome->result,
+                          &outcome->header_checksum, writer_error);
       outcome->status = r == 0 ? 0 : 1;
       str_copy(outcome->message, writer_error.c_str(), sizeof outcome->message);
       STASIS_SYS1(SYS_exit_group, outcome->status);
     }
     if (pid > 0) {
+      drop_shared_memory_copy();  // the writer's now
       g_writer_pid = pid;
       g_writer_outcome = outcome;  // the arena stays mapped until wait_for_writer()
+      g_writer_plan = plan;
       *result = {};
       return 0;
     }
     // No fork: write in place.
   }
-  int r = write_image(dir, compress, fds, fd_count, *fd_data, result, error);
+  uint64_t header_checksum = 0;
+  int r = write_image(dir, compress, fds, fd_count, *fd_data, *plan, result, &header_checksum, error);
+  if (r == 0) image_complete(*result, *plan, header_checksum);
+  drop_shared_memory_copy();
   g_arena.destroy();
   return r;
 }
@@ -196,6 +240,7 @@ int wait_for_writer(CheckpointResult* result, LogLine& error) {
     rc = -1;
   } else {
     *result = g_writer_outcome->result;
+    image_complete(*result, *g_writer_plan, g_writer_outcome->header_checksum);
   }
   g_arena.destroy();
   g_writer_pid = 0;

@@ -2,9 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#define ZSTD_STATIC_LINKING_ONLY
-#include <zstd.h>
-#include <lz4.h>
+#include "runtime/compressors.h"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -22,27 +20,33 @@ bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, Log
   compression_ = compression;
   buffer_ = static_cast<char*>(arena.alloc(kBufferBytes));
   chunk_in_ = static_cast<char*>(arena.alloc(kChunkBytes));
-  chunk_out_cap_ = ZSTD_compressBound(kChunkBytes);
-  if (static_cast<uint64_t>(LZ4_compressBound(kChunkBytes)) > chunk_out_cap_)
-    chunk_out_cap_ = static_cast<uint64_t>(LZ4_compressBound(kChunkBytes));
+  chunk_out_cap_ = ZSTD_COMPRESSBOUND(kChunkBytes);
+  if (static_cast<uint64_t>(LZ4_COMPRESSBOUND(kChunkBytes)) > chunk_out_cap_)
+    chunk_out_cap_ = static_cast<uint64_t>(LZ4_COMPRESSBOUND(kChunkBytes));
   // Room in front for a StasisFdDataHeader: FD_DATA payloads are built in place.
   chunk_out_ = static_cast<char*>(arena.alloc(chunk_out_cap_ + sizeof(StasisFdDataHeader)));
   if (!buffer_ || !chunk_in_ || !chunk_out_) {
     error << "out of checkpoint scratch memory";
     return false;
   }
+  compressors_ = compressors();
+  if (compression_ != STASIS_COMPRESS_NONE && !compressors_) {
+    error << "the compression libraries (libzstd.so.1, liblz4.so.1) could not be loaded; "
+          << "checkpoint with --compress none";
+    return false;
+  }
   if (compression_ == STASIS_COMPRESS_ZSTD) {
     g_zstd_arena = &arena;
     ZSTD_customMem mem = {arena_zstd_alloc, arena_zstd_free, nullptr};
-    zstd_ = ZSTD_createCCtx_advanced(mem);
+    zstd_ = compressors_->zstd_create_cctx_advanced(mem);
     if (!zstd_) {
       error << "cannot create a zstd context in checkpoint scratch memory";
       return false;
     }
-    ZSTD_CCtx_setParameter(zstd_, ZSTD_c_compressionLevel, 1);
-    ZSTD_CCtx_setParameter(zstd_, ZSTD_c_checksumFlag, 0);
+    compressors_->zstd_cctx_set_parameter(zstd_, ZSTD_c_compressionLevel, 1);
+    compressors_->zstd_cctx_set_parameter(zstd_, ZSTD_c_checksumFlag, 0);
   } else if (compression_ == STASIS_COMPRESS_LZ4) {
-    lz4_state_ = arena.alloc(static_cast<size_t>(LZ4_sizeofState()));
+    lz4_state_ = arena.alloc(static_cast<size_t>(compressors_->lz4_state_size));
     if (!lz4_state_) {
       error << "out of checkpoint scratch memory for lz4";
       return false;
@@ -71,6 +75,7 @@ bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, Log
   header.xsave_size = b;
   header.compression = compression_;
   header.header_checksum = XXH3_64bits(&header, sizeof header);
+  header_checksum_ = header.header_checksum;
   return write_out(&header, sizeof header);
 }
 
@@ -135,7 +140,9 @@ bool page_is_zero(const char* page) {
 }
 }  // namespace
 
-bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool skip_zero_pages) {
+bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool skip_zero_pages,
+                            const char* source) {
+  if (source) via_proc_mem = false;
   if (via_proc_mem && proc_mem_fd_ < 0) {
     long fd = STASIS_SYS3(SYS_open, "/proc/self/mem", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) {
@@ -156,7 +163,7 @@ bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool
         return false;
       }
     } else {
-      __builtin_memcpy(chunk_in_, reinterpret_cast<const char*>(addr + off), n);
+      __builtin_memcpy(chunk_in_, (source ? source : reinterpret_cast<const char*>(addr)) + off, n);
     }
     memory_bytes_ += n;
     if (!skip_zero_pages) {
@@ -174,28 +181,29 @@ bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool
   return true;
 }
 
-bool ImageWriter::add_chunk(uint64_t addr, const char* src, uint64_t n) {
-  size_t compressed = 0;
+// Compressed size in `out` (chunk_out_cap_ bytes of room), or 0: not compressed (none chosen, or
+// the compressor failed, and then the bytes are stored as they are).
+size_t ImageWriter::compress(const char* src, uint64_t n, char* out) {
   if (compression_ == STASIS_COMPRESS_ZSTD) {
-    compressed = ZSTD_compress2(zstd_, chunk_out_, chunk_out_cap_, src, n);
-    if (ZSTD_isError(compressed)) {
-      failure_ = "zstd compression failed";
-      return false;
-    }
-  } else if (compression_ == STASIS_COMPRESS_LZ4) {
-    int c = LZ4_compress_fast_extState(lz4_state_, src, chunk_out_, static_cast<int>(n),
-                                       static_cast<int>(chunk_out_cap_), 1);
-    if (c <= 0) {
-      failure_ = "lz4 compression failed";
-      return false;
-    }
-    compressed = static_cast<size_t>(c);
+    size_t compressed = compressors_->zstd_compress2(zstd_, out, chunk_out_cap_, src, n);
+    return compressors_->zstd_is_error(compressed) ? 0 : compressed;
   }
+  if (compression_ == STASIS_COMPRESS_LZ4) {
+    int c = compressors_->lz4_compress_fast_ext_state(lz4_state_, src, out, static_cast<int>(n),
+                                                      static_cast<int>(chunk_out_cap_), 1);
+    return c > 0 ? static_cast<size_t>(c) : 0;
+  }
+  return 0;
+}
+
+bool ImageWriter::add_chunk(uint64_t addr, const char* src, uint64_t n) {
+  size_t compressed = compress(src, n, chunk_out_);
   if (compressed > 0 && compressed < n)  // incompressible chunks are stored as they are
     return put_record(STASIS_REC_PAGES, compression_, addr, chunk_out_, compressed, n);
   // Stored as is: start the payload on a page boundary so restart can map it from the file.
   uint64_t payload_at = file_offset_ + 2 * sizeof(StasisRecordHeader);
-  if ((file_offset_ + sizeof(StasisRecordHeader)) % 4096 != 0 && n % 4096 == 0) {
+  if ((file_offset_ + sizeof(StasisRecordHeader)) % 4096 != 0 && n % 4096 == 0 &&
+      n >= STASIS_MIN_MAPPED_CHUNK) {
     static const char kZeros[4096] = {};
     uint64_t pad = (4096 - payload_at % 4096) % 4096;
     if (!put_record(STASIS_REC_PAD, STASIS_COMPRESS_NONE, 0, kZeros, pad, pad)) return false;
@@ -222,15 +230,7 @@ bool ImageWriter::add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t 
     StasisFdDataHeader header = {fd, tag, off};
     char* payload = chunk_out_;
     __builtin_memcpy(payload, &header, sizeof header);
-    size_t compressed = 0;
-    if (compression_ == STASIS_COMPRESS_ZSTD) {
-      compressed = ZSTD_compress2(zstd_, payload + sizeof header, chunk_out_cap_, chunk_in_, n);
-      if (ZSTD_isError(compressed)) compressed = 0;
-    } else if (compression_ == STASIS_COMPRESS_LZ4) {
-      int c = LZ4_compress_fast_extState(lz4_state_, chunk_in_, payload + sizeof header,
-                                         static_cast<int>(n), static_cast<int>(chunk_out_cap_), 1);
-      compressed = c > 0 ? static_cast<size_t>(c) : 0;
-    }
+    size_t compressed = compress(chunk_in_, n, payload + sizeof header);
     uint32_t compression = compressed > 0 && compressed < n ? compression_ : STASIS_COMPRESS_NONE;
     if (compression == STASIS_COMPRESS_NONE) {
       __builtin_memcpy(payload + sizeof header, chunk_in_, n);

@@ -7,6 +7,8 @@ struct ZSTD_CCtx_s;
 
 namespace stasis::rt {
 
+struct Compressors;
+
 class ImageWriter {
  public:
   // Opens `path` (created 0600, truncated). Returns false with `error` set.
@@ -16,7 +18,9 @@ class ImageWriter {
   // `via_proc_mem`: read through /proc/self/mem (for regions without PROT_READ).
   // `skip_zero_pages`: leave out pages that are all zero (only where restart maps zero-filled
   // memory: not over a file, whose content would show through).
-  bool add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool skip_zero_pages);
+  // `source`: where the bytes are read instead (a copy of that memory taken earlier).
+  bool add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool skip_zero_pages,
+                 const char* source = nullptr);
   // Writes a descriptor's variable-length state as FD_DATA records (compressed like pages):
   // `len` bytes from `bytes`, or, with source_fd >= 0, the first `len` bytes of that file.
   bool add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t len, int source_fd);
@@ -25,10 +29,12 @@ class ImageWriter {
   void abandon();
   uint64_t bytes_written() const { return file_offset_; }
   uint64_t memory_bytes() const { return memory_bytes_; }
+  uint64_t header_checksum() const { return header_checksum_; }
   const char* failure() const { return failure_; }
 
  private:
   bool add_chunk(uint64_t addr, const char* src, uint64_t n);
+  size_t compress(const char* src, uint64_t n, char* out);
   bool write_out(const void* data, uint64_t size);
   bool write_all(const char* data, uint64_t size);
   bool flush();
@@ -43,12 +49,14 @@ class ImageWriter {
   char* chunk_in_ = nullptr;   // staging for /proc/self/mem reads
   char* chunk_out_ = nullptr;  // compressed chunk
   uint64_t chunk_out_cap_ = 0;
+  const Compressors* compressors_ = nullptr;
   ZSTD_CCtx_s* zstd_ = nullptr;
   void* lz4_state_ = nullptr;
   uint64_t file_offset_ = 0;
   uint64_t record_count_ = 0;
   uint64_t headers_checksum_ = 0;
   uint64_t memory_bytes_ = 0;
+  uint64_t header_checksum_ = 0;
   const char* failure_ = nullptr;
 };
 

@@ -2,8 +2,12 @@
 // through the pid table (vpid.cc). Before the computation's first restart there is no table and
 // each wrapper is one predictable branch in front of libc's function.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <signal.h>
+#include <spawn.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,13 +17,17 @@
 using namespace stasis::rt;
 
 namespace {
-// A pid argument: positive = a process, below -1 = a process group, 0 and -1 as they are.
-pid_t to_real(pid_t pid) {
-  if (pid > 0) return static_cast<pid_t>(real_pid_of(pid));
-  if (pid < -1) return static_cast<pid_t>(-real_pid_of(-pid));
-  return pid;
+pid_t to_real(pid_t pid) { return static_cast<pid_t>(real_pid_argument(pid)); }
+pid_t to_virtual(pid_t pid) { return static_cast<pid_t>(virtual_pid_result(pid)); }
+
+// The kernel hands a queued siginfo to the receiver as the sender wrote it: the sender's pid in it
+// is virtual, and the receiver's translation expects a real one.
+long with_real_sender(long info_address, siginfo_t* copy) {
+  if (info_address == 0) return 0;
+  __builtin_memcpy(copy, reinterpret_cast<const void*>(info_address), sizeof *copy);
+  if (copy->si_pid > 0) copy->si_pid = static_cast<pid_t>(real_pid_of(copy->si_pid));
+  return reinterpret_cast<long>(copy);
 }
-pid_t to_virtual(pid_t pid) { return pid > 0 ? static_cast<pid_t>(virtual_pid_of(pid)) : pid; }
 
 #define STASIS_EXPORT extern "C" __attribute__((visibility("default")))
 }  // namespace
@@ -31,7 +39,12 @@ STASIS_EXPORT pid_t getpid() {
 
 STASIS_EXPORT pid_t getppid() { return to_virtual(static_cast<pid_t>(STASIS_SYS0(SYS_getppid))); }
 
-STASIS_EXPORT pid_t gettid() { return to_virtual(static_cast<pid_t>(STASIS_SYS0(SYS_gettid))); }
+// A thread started after a restart may have a kernel tid that the computation already uses as a
+// virtual pid: it gets its own, as a new process does.
+STASIS_EXPORT pid_t gettid() {
+  long tid = STASIS_SYS0(SYS_gettid);
+  return static_cast<pid_t>(have_pid_table() ? claim_virtual_pid(tid) : tid);
+}
 
 // syscall(2) with the pid-related numbers programs call directly (glibc has no wrapper for some).
 STASIS_EXPORT long syscall(long number, ...) {
@@ -42,6 +55,7 @@ STASIS_EXPORT long syscall(long number, ...) {
   long a4 = va_arg(args, long), a5 = va_arg(args, long), a6 = va_arg(args, long);
   va_end(args);
   if (have_pid_table()) {
+    siginfo_t info;
     switch (number) {
       case SYS_getpid: return getpid();
       case SYS_getppid: return getppid();
@@ -52,6 +66,14 @@ STASIS_EXPORT long syscall(long number, ...) {
         a1 = to_real(static_cast<pid_t>(a1));
         a2 = to_real(static_cast<pid_t>(a2));
         break;
+      case SYS_pidfd_open: a1 = to_real(static_cast<pid_t>(a1)); break;
+      case SYS_rt_sigqueueinfo:  // (tgid, sig, info)
+        a1 = to_real(static_cast<pid_t>(a1));
+        return next_symbol(real, "syscall")(number, a1, a2, with_real_sender(a3, &info), a4, a5, a6);
+      case SYS_rt_tgsigqueueinfo:  // (tgid, tid, sig, info)
+        a1 = to_real(static_cast<pid_t>(a1));
+        a2 = to_real(static_cast<pid_t>(a2));
+        return next_symbol(real, "syscall")(number, a1, a2, a3, with_real_sender(a4, &info), a5, a6);
       default: break;
     }
   }
@@ -68,35 +90,48 @@ STASIS_EXPORT int killpg(pid_t pgrp, int sig) {
   return next_symbol(real, "killpg")(have_pid_table() ? to_real(pgrp) : pgrp, sig);
 }
 
+// A wait blocked at a checkpoint goes on after the restart, inside libc, with the pid it was
+// given before there was a table: the result is translated if a table has appeared meanwhile,
+// and a wait for one child that now has another kernel pid (ECHILD) is issued again for it.
+template <typename Wait>
+pid_t wait_translated(pid_t pid, Wait wait) {
+  if (have_pid_table()) return to_virtual(wait(to_real(pid)));
+  pid_t r = wait(pid);
+  if (!have_pid_table()) return r;  // the common case: no restart, ever
+  if (r < 0 && errno == ECHILD && pid != -1 && to_real(pid) != pid) r = wait(to_real(pid));
+  return to_virtual(r);
+}
+
 STASIS_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
   static pid_t (*real)(pid_t, int*, int);
-  if (!have_pid_table()) return next_symbol(real, "waitpid")(pid, status, options);
-  return to_virtual(next_symbol(real, "waitpid")(to_real(pid), status, options));
+  return wait_translated(pid, [&](pid_t p) { return next_symbol(real, "waitpid")(p, status, options); });
 }
 
 STASIS_EXPORT pid_t wait(int* status) {
   static pid_t (*real)(int*);
-  if (!have_pid_table()) return next_symbol(real, "wait")(status);
-  return to_virtual(next_symbol(real, "wait")(status));
+  return wait_translated(-1, [&](pid_t) { return next_symbol(real, "wait")(status); });
 }
 
 STASIS_EXPORT pid_t wait3(int* status, int options, struct rusage* usage) {
   static pid_t (*real)(int*, int, struct rusage*);
-  if (!have_pid_table()) return next_symbol(real, "wait3")(status, options, usage);
-  return to_virtual(next_symbol(real, "wait3")(status, options, usage));
+  return wait_translated(-1, [&](pid_t) { return next_symbol(real, "wait3")(status, options, usage); });
 }
 
 STASIS_EXPORT pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
   static pid_t (*real)(pid_t, int*, int, struct rusage*);
-  if (!have_pid_table()) return next_symbol(real, "wait4")(pid, status, options, usage);
-  return to_virtual(next_symbol(real, "wait4")(to_real(pid), status, options, usage));
+  return wait_translated(pid, [&](pid_t p) { return next_symbol(real, "wait4")(p, status, options, usage); });
 }
 
 STASIS_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t* info, int options) {
   static int (*real)(idtype_t, id_t, siginfo_t*, int);
-  if (!have_pid_table()) return next_symbol(real, "waitid")(idtype, id, info, options);
-  if (idtype == P_PID || idtype == P_PGID) id = static_cast<id_t>(real_pid_of(static_cast<long>(id)));
-  int r = next_symbol(real, "waitid")(idtype, id, info, options);
+  auto translated_id = [&] {
+    return idtype == P_PID || idtype == P_PGID ? static_cast<id_t>(real_pid_of(static_cast<long>(id))) : id;
+  };
+  bool had_table = have_pid_table();
+  int r = next_symbol(real, "waitid")(idtype, had_table ? translated_id() : id, info, options);
+  if (!have_pid_table()) return r;
+  if (!had_table && r < 0 && errno == ECHILD && translated_id() != id)  // blocked across a restart
+    r = next_symbol(real, "waitid")(idtype, translated_id(), info, options);
   if (r == 0 && info && info->si_pid > 0) info->si_pid = to_virtual(info->si_pid);
   return r;
 }
@@ -129,4 +164,132 @@ STASIS_EXPORT pid_t tcgetpgrp(int fd) {
 STASIS_EXPORT int tcsetpgrp(int fd, pid_t pgrp) {
   static int (*real)(int, pid_t);
   return next_symbol(real, "tcsetpgrp")(fd, have_pid_table() ? to_real(pgrp) : pgrp);
+}
+
+STASIS_EXPORT pid_t fork() {
+  static pid_t (*real)();
+  pid_t child = next_symbol(real, "fork")();
+  if (child > 0 && have_pid_table()) return static_cast<pid_t>(claim_virtual_pid(child));
+  return child;
+}
+
+namespace {
+using SpawnFn = int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
+                        char* const[], char* const[]);
+int spawn_with_virtual_pid(SpawnFn real, pid_t* pid, const char* program, const posix_spawn_file_actions_t* actions,
+                           const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  int rc = real(pid, program, actions, attr, argv, envp);
+  if (rc == 0 && pid && have_pid_table()) *pid = static_cast<pid_t>(claim_virtual_pid(*pid));
+  return rc;
+}
+}  // namespace
+
+STASIS_EXPORT int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
+                              const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  static SpawnFn real;
+  return spawn_with_virtual_pid(next_symbol(real, "posix_spawn"), pid, path, actions, attr, argv, envp);
+}
+
+STASIS_EXPORT int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
+                               const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  static SpawnFn real;
+  return spawn_with_virtual_pid(next_symbol(real, "posix_spawnp"), pid, file, actions, attr, argv, envp);
+}
+
+STASIS_EXPORT int sigqueue(pid_t pid, int sig, const union sigval value) {
+  static int (*real)(pid_t, int, const union sigval);
+  return next_symbol(real, "sigqueue")(have_pid_table() ? to_real(pid) : pid, sig, value);
+}
+
+STASIS_EXPORT int tgkill(pid_t tgid, pid_t tid, int sig) {
+  static int (*real)(pid_t, pid_t, int);
+  if (!have_pid_table()) return next_symbol(real, "tgkill")(tgid, tid, sig);
+  return next_symbol(real, "tgkill")(to_real(tgid), to_real(tid), sig);
+}
+
+STASIS_EXPORT int pidfd_open(pid_t pid, unsigned int flags) {
+  static int (*real)(pid_t, unsigned int);
+  return next_symbol(real, "pidfd_open")(have_pid_table() ? to_real(pid) : pid, flags);
+}
+
+// ---- descriptor owners (SIGIO/SIGURG targets) and lock holders -------------------------------
+namespace {
+int fcntl_translating_pids(int (*real)(int, int, ...), int fd, int cmd, void* arg) {
+  switch (cmd) {
+    case F_SETOWN: return real(fd, cmd, static_cast<long>(to_real(static_cast<pid_t>(reinterpret_cast<long>(arg)))));
+    case F_GETOWN: {
+      // Negative: a process group.
+      int owner = real(fd, cmd);
+      return owner < -1 ? -to_virtual(-owner) : to_virtual(owner);
+    }
+    case F_SETOWN_EX: {
+      if (!arg) break;
+      f_owner_ex owner = *static_cast<const f_owner_ex*>(arg);
+      owner.pid = to_real(owner.pid);
+      return real(fd, cmd, &owner);
+    }
+    case F_GETOWN_EX: {
+      int rc = real(fd, cmd, arg);
+      if (rc == 0 && arg) static_cast<f_owner_ex*>(arg)->pid = to_virtual(static_cast<f_owner_ex*>(arg)->pid);
+      return rc;
+    }
+    case F_GETLK: {  // the holder of a conflicting POSIX lock (OFD locks report -1)
+      int rc = real(fd, cmd, arg);
+      if (rc == 0 && arg) static_cast<struct flock*>(arg)->l_pid = to_virtual(static_cast<struct flock*>(arg)->l_pid);
+      return rc;
+    }
+    default: break;
+  }
+  return real(fd, cmd, arg);
+}
+}  // namespace
+
+// fcntl's third argument, when there is one, is an int or a pointer: passed on as a pointer-size
+// value whatever the command (as libc itself does).
+#define STASIS_FCNTL_WRAPPER(name)                                                \
+  STASIS_EXPORT int name(int fd, int cmd, ...) {                                  \
+    static int (*real)(int, int, ...);                                            \
+    va_list args;                                                                 \
+    va_start(args, cmd);                                                          \
+    void* arg = va_arg(args, void*);                                              \
+    va_end(args);                                                                 \
+    if (!have_pid_table()) return next_symbol(real, #name)(fd, cmd, arg);         \
+    return fcntl_translating_pids(next_symbol(real, #name), fd, cmd, arg);        \
+  }
+STASIS_FCNTL_WRAPPER(fcntl)
+STASIS_FCNTL_WRAPPER(fcntl64)
+
+namespace {
+int ioctl_translating_pids(int (*real)(int, unsigned long, ...), int fd, unsigned long request, void* arg) {
+  auto* pid = static_cast<pid_t*>(arg);
+  switch (request) {
+    case FIOSETOWN:
+    case SIOCSPGRP:
+    case TIOCSPGRP: {
+      if (!pid) break;
+      pid_t real_pid = to_real(*pid);
+      return real(fd, request, &real_pid);
+    }
+    case FIOGETOWN:
+    case SIOCGPGRP:
+    case TIOCGPGRP:
+    case TIOCGSID: {
+      int rc = real(fd, request, arg);
+      if (rc == 0 && pid) *pid = *pid < -1 ? -to_virtual(-*pid) : to_virtual(*pid);
+      return rc;
+    }
+    default: break;
+  }
+  return real(fd, request, arg);
+}
+}  // namespace
+
+STASIS_EXPORT int ioctl(int fd, unsigned long request, ...) {
+  static int (*real)(int, unsigned long, ...);
+  va_list args;
+  va_start(args, request);
+  void* arg = va_arg(args, void*);
+  va_end(args);
+  if (!have_pid_table()) return next_symbol(real, "ioctl")(fd, request, arg);
+  return ioctl_translating_pids(next_symbol(real, "ioctl"), fd, request, arg);
 }

@@ -25,7 +25,10 @@ namespace stasis::rt {
 
 constexpr int kCoordinatorFd = STASIS_COORDINATOR_FD;
 constexpr int kPidTableFd = STASIS_PID_TABLE_FD;
-inline bool is_runtime_fd(int fd) { return fd == kCoordinatorFd || fd == kPidTableFd; }
+int dirty_tracking_fd();  // the userfaultfd of incremental checkpoints, -1 if none
+inline bool is_runtime_fd(int fd) {
+  return fd == kCoordinatorFd || fd == kPidTableFd || fd == dirty_tracking_fd();
+}
 
 struct Config {
   bool active = false;
@@ -172,12 +175,14 @@ struct CheckpointResult {
   char image_path[STASIS_IMAGE_PATH_MAX];
   uint64_t image_bytes;
   uint64_t memory_bytes;
+  uint64_t parent_generation;  // the image is an increment of this generation's (0: full)
 };
 // Returns 0 after writing the image (forked: after starting a writer process, whose result
 // wait_for_writer() collects), 1 when execution continues here after a restart, or -1 with
 // `error` set.
-int write_checkpoint(const char* dir, const char* compress, bool forked, CheckpointResult* result,
-                     LogLine& error);
+// offered_parent: the generation an incremental image may build on (0: write a full image).
+int write_checkpoint(const char* dir, const char* compress, bool forked, uint64_t offered_parent,
+                     CheckpointResult* result, LogLine& error);
 bool writer_pending();
 long writer_pid();  // the forked image writer, 0 if none
 void stop_writer();  // the checkpoint failed elsewhere: wait_for_writer() then reports failure
@@ -186,21 +191,45 @@ int wait_for_writer(CheckpointResult* result, LogLine& error);
 void restore_process_state();
 
 // ---- coordinator link (runtime.cc) -----------------------------------------------------------
+// The coordinator connection's descriptor (kCoordinatorFd), made at once; connect_to_coordinator
+// then connects and authenticates it (in the checkpoint thread, off the program's path).
+bool reserve_coordinator_fd(LogLine& error);
 bool connect_to_coordinator(bool restarted, LogLine& error);
 void join_as_new_process();
 
 // ---- virtual pids (vpid.cc) -------------------------------------------------------------------
 // Maps the computation's pid table (made by `stasis restart`); false when there is none.
 bool attach_pid_table(bool after_restart = false);
-bool have_pid_table();
+extern StasisPidTable* g_pid_table;  // nullptr until the computation's first restart
+inline bool have_pid_table() { return g_pid_table != nullptr; }
 // After a restart: the coordinator the restarted computation uses (false without a table).
 bool pid_table_coordinator(char* host, size_t host_cap, uint16_t* port, char* secret_hex,
                            size_t secret_cap);
-bool pid_table_external_inode(uint64_t ino);
+// After a restart: the descriptor number `stasis restart` has the outside file `key`
+// (stasis_external_file_key) at, or -1 when it is not one of those.
+int pid_table_outside_descriptor(uint64_t key);
 bool pid_table_region(uint64_t* start, uint64_t* end);  // the mapping, for the memory plugin to skip
 long virtual_pid_of(long real);
 long real_pid_of(long virt);
 void map_pid(long virt, long real);
+// The virtual pid of a process the computation started after its restart (real pid `real`): the
+// real one unless another process already sees that number, then a fresh one. The process itself
+// and its parent (from fork's result) both ask, in either order, and get the same answer.
+long claim_virtual_pid(long real);
+// A pid as kill(2) takes it: positive = a process, below -1 = a process group, 0 and -1 as is.
+long real_pid_argument(long pid);
+inline long virtual_pid_result(long pid) { return pid > 0 ? virtual_pid_of(pid) : pid; }
+
+// ---- pids inside signals and /proc paths (signal_pids.cc, proc_paths.cc) ---------------------
+// The sender's pid in a siginfo (when its si_code says it carries one) as the program knows it.
+void translate_siginfo_pid(siginfo_t* info);
+// After a restart: SA_SIGINFO handlers the program installed before get a trampoline in front
+// that translates si_pid (later ones get it from the sigaction wrapper).
+void wrap_program_siginfo_handlers();
+// sigaction once the pid table is attached: installs the trampoline, hides it from `old`.
+int sigaction_translating_pids(int sig, const struct sigaction* act, struct sigaction* old);
+// The handler the program installed, for a handler the kernel has (the trampoline or not).
+sighandler_t program_handler(int sig, sighandler_t kernel_handler);
 
 // ---- external plugins (plugins.cc) -----------------------------------------------------------
 void load_plugins_from_env();

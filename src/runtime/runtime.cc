@@ -12,8 +12,10 @@
 
 #include "common/hmac.h"
 #include "plugins/files/files.h"
+#include "plugins/memory/dirty_tracking.h"
 #include "plugins/process/process_state.h"
 #include "protocol/wire.h"
+#include "runtime/compressors.h"
 #include "runtime/rt.h"
 
 namespace stasis::rt {
@@ -31,6 +33,16 @@ namespace {
 
 // Bumped when "commit" has been answered or the coordinator is gone: exit waits on it.
 std::atomic<uint32_t> g_commit_sequence{0};
+
+// A new process joins (connects and authenticates) in its checkpoint thread, off the program's
+// path: a process that execs or exits at once, as a shell's commands do, never waits for the
+// coordinator. A checkpoint that begins meanwhile waits for it (the "children" barrier).
+enum JoinState : uint32_t { kJoining, kJoined, kJoinFailed };
+std::atomic<uint32_t> g_join_state{kJoining};
+
+void wait_until_joined() {
+  while (g_join_state.load() == kJoining) futex_wait(&g_join_state, kJoining, 10 * 1000000L);
+}
 std::atomic<bool> g_connection_lost{false};
 
 void lock_send() {
@@ -89,6 +101,7 @@ void report_barrier(const char* name, int status, const char* message,
     str_copy(done.image_path, result->image_path, sizeof done.image_path);
     done.image_bytes = result->image_bytes;
     done.memory_bytes = result->memory_bytes;
+    done.parent_generation = result->parent_generation;
   }
   send_to_coordinator(STASIS_MSG_BARRIER_DONE, g_generation.load(), &done, sizeof done);
 }
@@ -107,6 +120,8 @@ void after_restart() {
     STASIS_SYS2(SYS_munmap, g_restart_info.loader_start,
                 g_restart_info.loader_end - g_restart_info.loader_start);
   restore_process_state();
+  wrap_program_siginfo_handlers();  // the handlers restore_process_state put back
+  retake_held_locks();  // before any thread of the program runs again
   note_inherited_fds(g_restart_info.external_fds);  // now whatever `stasis restart` had there
   for (int fd = 0; fd < 1024; fd++)
     if (g_restart_info.cloexec_fds[fd / 64] & (1ull << (fd % 64)))
@@ -119,7 +134,9 @@ void after_restart() {
   LogLine error;
   stasis_event_data_t event = {g_restart_info.generation, nullptr, 1, nullptr};
   if (plugins_event(STASIS_EVENT_RESTART, &event, error) != 0) error.emit();
-  if (!connect_to_coordinator(true, error)) {
+  // `stasis restart` made the connection's descriptor (before lowering the program's limits).
+  bool reserved = STASIS_SYS3(SYS_fcntl, kCoordinatorFd, F_SETFD, FD_CLOEXEC) == 0 || reserve_coordinator_fd(error);
+  if (!reserved || !connect_to_coordinator(true, error)) {
     error.emit();
     // Without a coordinator nobody will send "resume": continue on our own.
     resume_user_threads();
@@ -156,6 +173,7 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     send_to_coordinator(STASIS_MSG_CHILDREN, generation, children, n * sizeof(uint32_t));
     report_barrier(name, 0, nullptr, nullptr);
   } else if (str_eq(name, "drain")) {
+    push_held_back_tcp_bytes();
     int rc = plugins_event(STASIS_EVENT_DRAIN, &event, error);
     report_barrier(name, rc, rc ? error.c_str() : nullptr, nullptr);
   } else if (str_eq(name, "checkpoint")) {
@@ -167,7 +185,8 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     }
     // Forked unless the computation ends right after (no reason to copy it) or it is disabled.
     bool forked = g_config.forked_checkpoints && !barrier.kill_after;
-    int r = write_checkpoint(barrier.ckpt_dir, barrier.compress, forked, &result, error);
+    int r = write_checkpoint(barrier.ckpt_dir, barrier.compress, forked, barrier.parent_generation,
+                             &result, error);
     if (r == 1) {
       after_restart();
       return;
@@ -208,6 +227,18 @@ void* checkpoint_thread_main(void*) {
         .emit();
     g_config.tcb_tid_offset = -1;
   }
+  LogLine error;
+  bool joined = connect_to_coordinator(false, error);
+  g_join_state.store(joined ? kJoined : kJoinFailed);
+  futex_wake_all(&g_join_state);
+  if (!joined) {
+    (error << "; running without checkpoints").emit();
+    g_config.active = false;
+    g_config.checkpoint_signal = 0;
+    return nullptr;
+  }
+  LogLine no_compressors;
+  if (!load_compressors(no_compressors)) no_compressors.emit();
   for (;;) {
     StasisMsgHeader header;
     if (stasis_recv_header(kCoordinatorFd, &header) != 0) {
@@ -247,17 +278,22 @@ bool start_checkpoint_thread(LogLine& error);
 // (threads do not survive fork). It joins before fork() returns in it, so a checkpoint that
 // starts later includes it, and one under way takes it in (see the "children" barrier).
 void atfork_child() {
-  if (!g_config.active) return;
+  if (!g_config.active) {
+    if (have_pid_table()) g_config.original_pid = static_cast<uint32_t>(claim_virtual_pid(sys_getpid()));
+    return;
+  }
   g_config.active = false;
-  STASIS_SYS1(SYS_close, kCoordinatorFd);  // the parent's connection
   join_as_new_process();
   LogLine error;
-  if (!connect_to_coordinator(false, error) || !start_checkpoint_thread(error)) {
+  g_join_state.store(kJoining);
+  g_config.active = true;  // before the thread, which clears it if it cannot join
+  // The parent's connection (made or being made) is replaced by this process's own descriptor.
+  if (!reserve_coordinator_fd(error) || !start_checkpoint_thread(error)) {
     (error << "; this child runs without checkpoints").emit();
+    g_config.active = false;
     g_config.checkpoint_signal = 0;
     return;
   }
-  g_config.active = true;
   stasis_event_data_t event = {g_generation.load(), nullptr, 0, nullptr};
   plugins_event(STASIS_EVENT_ATFORK_CHILD, &event, error);
 }
@@ -296,6 +332,9 @@ __attribute__((constructor)) void stasis_runtime_init() {
   str_copy(g_config.compress, compress ? compress : "zstd", sizeof g_config.compress);
   if (const char* interval = getenv("STASIS_INTERVAL")) g_config.interval_seconds = atof(interval);
   if (const char* forked = getenv("STASIS_FORKED_CHECKPOINT")) g_config.forked_checkpoints = atoi(forked) != 0;
+  const char* incremental = getenv("STASIS_INCREMENTAL");
+  const char* full_every = getenv("STASIS_FULL_EVERY");
+  g_dirty_tracker.configure(incremental && atoi(incremental) != 0, full_every ? atoi(full_every) : 0);
   const char* sig = getenv("STASIS_SIGNAL");
   g_config.checkpoint_signal = sig ? atoi(sig) : SIGRTMAX - 2;
   if (g_config.checkpoint_signal <= 0 || g_config.checkpoint_signal > SIGRTMAX ||
@@ -314,19 +353,17 @@ __attribute__((constructor)) void stasis_runtime_init() {
   else if (!have_pid_table()) note_external_fds_from_env();
   g_config.tcb_tid_offset = find_tcb_tid_offset(sys_gettid());
   load_plugins_from_env();  // before joining: the coordinator learns the barriers they add
-  if (!connect_to_coordinator(false, error)) {
-    (error << "; running without checkpoints").emit();
-    g_config.checkpoint_signal = 0;
-    return;
-  }
   install_suspend_handler();
   pthread_atfork(nullptr, nullptr, atfork_child);
   atexit(at_exit);
-  if (!start_checkpoint_thread(error)) {
+  g_config.active = true;  // before the thread, which clears it if it cannot join
+  // The descriptor now, while it is surely allowed (the program may lower RLIMIT_NOFILE below
+  // it before the thread connects); a child forked meanwhile replaces its copy with its own.
+  if (!reserve_coordinator_fd(error) || !start_checkpoint_thread(error)) {
     (error << "; running without checkpoints").emit();
+    g_config.active = false;
     return;
   }
-  g_config.active = true;
   stasis_event_data_t event = {0, nullptr, 0, nullptr};
   if (plugins_event(STASIS_EVENT_INIT, &event, error) != 0) error.emit();
 }
@@ -341,7 +378,10 @@ bool start_checkpoint_thread(LogLine& error) {
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   int rc = pthread_create(&thread, &attr, checkpoint_thread_main, nullptr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (rc != 0) error << "cannot start the checkpoint thread";
+  if (rc != 0) {
+    error << "cannot start the checkpoint thread";
+    g_join_state.store(kJoinFailed);  // no fork waits for a join that never happens
+  }
   return rc == 0;
 }
 
@@ -351,21 +391,22 @@ bool start_checkpoint_thread(LogLine& error) {
 // computation already has a process that sees that number (then the pid table says otherwise).
 void join_as_new_process() {
   attach_pid_table();
-  long real = sys_getpid();
-  g_config.original_pid = static_cast<uint32_t>(virtual_pid_of(real));
-  if (g_config.original_pid == static_cast<uint32_t>(real)) map_pid(real, real);
+  g_config.original_pid = static_cast<uint32_t>(claim_virtual_pid(sys_getpid()));
+}
+
+bool reserve_coordinator_fd(LogLine& error) {
+  int fd = stasis_tcp_socket_for(g_config.coord_host);
+  long placed = fd < 0 ? -1 : STASIS_SYS3(SYS_dup3, fd, kCoordinatorFd, O_CLOEXEC);
+  if (fd >= 0 && fd != kCoordinatorFd) STASIS_SYS1(SYS_close, fd);
+  if (placed < 0) error << "cannot make the coordinator connection's descriptor " << kCoordinatorFd;
+  return placed >= 0;
 }
 
 bool connect_to_coordinator(bool restarted, LogLine& error) {
-  int fd = stasis_connect_tcp(g_config.coord_host, g_config.coord_port);
-  if (fd < 0) {
+  if (stasis_connect_socket(kCoordinatorFd, g_config.coord_host, g_config.coord_port) != 0) {
     error << "cannot reach the coordinator at " << g_config.coord_host << ":"
           << static_cast<unsigned>(g_config.coord_port);
     return false;
-  }
-  if (fd != kCoordinatorFd) {
-    STASIS_SYS3(SYS_dup3, fd, kCoordinatorFd, O_CLOEXEC);
-    STASIS_SYS1(SYS_close, fd);
   }
   static StasisProcessInfo info;
   info = {};
@@ -408,6 +449,7 @@ extern "C" __attribute__((visibility("default"))) int stasis_runtime_is_enabled(
 }
 
 extern "C" __attribute__((visibility("default"))) int stasis_runtime_checkpoint() {
+  if (g_config.active) wait_until_joined();
   if (!g_config.active) return -1;
   uint32_t checkpoints = g_checkpoints_done.load(), restarts = g_restarts_done.load();
   g_delay_depth.fetch_add(1);  // no suspension while this thread holds the send lock

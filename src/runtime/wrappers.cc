@@ -3,10 +3,12 @@
 #include <dlfcn.h>
 #include <signal.h>
 
+#include "runtime/interrupted_calls.h"
 #include "runtime/rt.h"
 
 using stasis::rt::g_config;
 using stasis::rt::next_symbol;
+using stasis::rt::program_handler;
 
 namespace {
 // libc's functions behind each wrapper. Resolved by resolve_wrapped_functions() from the
@@ -59,23 +61,28 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
     }
     return 0;
   }
+  if (stasis::rt::have_pid_table()) return stasis::rt::sigaction_translating_pids(sig, act, old);
   return real_sigaction(sig, act, old);
 }
 
 __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
-  return is_checkpoint_signal(sig) ? SIG_DFL : next_symbol(g_signal, "signal")(sig, handler);
+  if (is_checkpoint_signal(sig)) return SIG_DFL;
+  return program_handler(sig, next_symbol(g_signal, "signal")(sig, handler));
 }
 
 __attribute__((visibility("default"))) sighandler_t sigset(int sig, sighandler_t handler) {
-  return is_checkpoint_signal(sig) ? SIG_DFL : next_symbol(g_sigset, "sigset")(sig, handler);
+  if (is_checkpoint_signal(sig)) return SIG_DFL;
+  return program_handler(sig, next_symbol(g_sigset, "sigset")(sig, handler));
 }
 
 __attribute__((visibility("default"))) sighandler_t bsd_signal(int sig, sighandler_t handler) {
-  return is_checkpoint_signal(sig) ? SIG_DFL : next_symbol(g_bsd_signal, "bsd_signal")(sig, handler);
+  if (is_checkpoint_signal(sig)) return SIG_DFL;
+  return program_handler(sig, next_symbol(g_bsd_signal, "bsd_signal")(sig, handler));
 }
 
 __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighandler_t handler) {
-  return is_checkpoint_signal(sig) ? SIG_DFL : next_symbol(g_sysv_signal, "sysv_signal")(sig, handler);
+  if (is_checkpoint_signal(sig)) return SIG_DFL;
+  return program_handler(sig, next_symbol(g_sysv_signal, "sysv_signal")(sig, handler));
 }
 
 __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t* set,
@@ -92,7 +99,9 @@ __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset
 
 __attribute__((visibility("default"))) int sigsuspend(const sigset_t* mask) {
   sigset_t copy;
-  return next_symbol(g_sigsuspend, "sigsuspend")(without_checkpoint_signal(mask, &copy));
+  const sigset_t* allowed = without_checkpoint_signal(mask, &copy);
+  auto real = next_symbol(g_sigsuspend, "sigsuspend");
+  return stasis::rt::again_after_checkpoints([&] { return real(allowed); });
 }
 
 }  // extern "C"

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline uint64_t splitmix64(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -65,5 +66,18 @@ static inline void line_buffered_stdout(void) { setvbuf(stdout, NULL, _IOLBF, 0)
       exit(99);                                                             \
     }                                                                       \
   } while (0)
+
+/* Writes (writing != 0) or reads all `len` bytes through a descriptor, across short transfers and
+ * EINTR; end of file or an error fails the program with CHECK's message. */
+static inline void transfer_all(int fd, void *data, size_t len, int writing) {
+  char *p = (char *)data;
+  while (len) {
+    ssize_t n = writing ? write(fd, p, len) : read(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    CHECK(n > 0);
+    p += n;
+    len -= (size_t)n;
+  }
+}
 
 #endif

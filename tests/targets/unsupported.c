@@ -2,18 +2,25 @@
  * `stasis checkpoint` must refuse it with a one-line message and leave it running undisturbed.
  *   fork    a child process that lives as long as the parent (a process tree)
  *   pipe    a pipe between two descriptors of the process, used every step
- *   socket  a socketpair(AF_UNIX), used every step
- * usage: unsupported fork|pipe|socket [STEPS=40] [DELAY_MS=50] */
+ *   socket  a socketpair(AF_UNIX), used every step (supported now: a one-process test)
+ *   dgram   a socketpair(AF_UNIX, SOCK_DGRAM) (supported now: a one-process test)
+ *   named-dgram  an unconnected Unix datagram socket bound to an abstract name, sending to itself
+ *   udp     a UDP socket on loopback connected to itself
+ * usage: unsupported fork|pipe|socket|dgram|named-dgram|udp [STEPS=40] [DELAY_MS=50] */
 #include "target_common.h" /* first: defines _GNU_SOURCE */
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
   line_buffered_stdout();
   if (argc < 2) {
-    fprintf(stderr, "usage: unsupported fork|pipe|socket [STEPS] [DELAY_MS]\n");
+    fprintf(stderr, "usage: unsupported fork|pipe|socket|dgram|named-dgram|udp [STEPS] [DELAY_MS]\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -39,6 +46,24 @@ int main(int argc, char **argv) {
     CHECK(pipe(fds) == 0);
   } else if (strcmp(mode, "socket") == 0) {
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+  } else if (strcmp(mode, "dgram") == 0) {
+    CHECK(socketpair(AF_UNIX, SOCK_DGRAM, 0, fds) == 0);
+  } else if (strcmp(mode, "named-dgram") == 0) {
+    int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+    struct sockaddr_un name = {.sun_family = AF_UNIX};
+    snprintf(name.sun_path + 1, sizeof name.sun_path - 1, "stasis-test-%d", (int)getpid());
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name.sun_path + 1));
+    CHECK(s >= 0 && bind(s, (struct sockaddr *)&name, len) == 0);
+    CHECK(connect(s, (struct sockaddr *)&name, len) == 0);
+    fds[0] = fds[1] = s;
+  } else if (strcmp(mode, "udp") == 0) {
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in self = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof self;
+    CHECK(s >= 0 && bind(s, (struct sockaddr *)&self, sizeof self) == 0);
+    CHECK(getsockname(s, (struct sockaddr *)&self, &len) == 0);
+    CHECK(connect(s, (struct sockaddr *)&self, sizeof self) == 0);
+    fds[0] = fds[1] = s;
   } else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;

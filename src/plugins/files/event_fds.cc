@@ -116,59 +116,7 @@ int new_inotify_instance(int fd) {
   return fd;
 }
 
-// ---- reading fdinfo ------------------------------------------------------------------------------
-// Calls fn(line) for each line of /proc/self/fdinfo/<fd>, without its newline.
-template <typename Fn>
-bool for_each_fdinfo_line(int fd, Fn&& fn) {
-  char path[48] = "/proc/self/fdinfo/";
-  format_uint(path + 18, static_cast<unsigned long>(fd));
-  long in = STASIS_SYS3(SYS_open, path, O_RDONLY | O_CLOEXEC, 0);
-  if (in < 0) return false;
-  char buf[4096];
-  size_t have = 0;
-  for (;;) {
-    long n = STASIS_SYS3(SYS_read, in, buf + have, sizeof buf - 1 - have);
-    if (n == -EINTR) continue;
-    if (n <= 0) break;
-    have += static_cast<size_t>(n);
-    size_t start = 0;
-    for (size_t i = 0; i < have; i++)
-      if (buf[i] == '\n') {
-        buf[i] = 0;
-        fn(static_cast<const char*>(buf + start));
-        start = i + 1;
-      }
-    if (start == 0 && have == sizeof buf - 1) start = have;  // no line is this long: skip it
-    __builtin_memmove(buf, buf + start, have - start);
-    have -= start;
-  }
-  STASIS_SYS1(SYS_close, in);
-  if (have) {
-    buf[have] = 0;
-    fn(static_cast<const char*>(buf));
-  }
-  return true;
-}
-
-// The text after "name" in `line` (where name starts the line or follows a blank), blanks
-// skipped; nullptr if absent.
-const char* field(const char* line, const char* name) {
-  for (const char* p = line; *p; p++) {
-    if ((p == line || p[-1] == ' ' || p[-1] == '\t') && str_starts(p, name)) {
-      p += str_len(name);
-      while (*p == ' ' || *p == '\t') p++;
-      return p;
-    }
-  }
-  return nullptr;
-}
-
-uint64_t parse_decimal(const char* p) {
-  uint64_t v = 0;
-  for (; *p >= '0' && *p <= '9'; p++) v = v * 10 + static_cast<uint64_t>(*p - '0');
-  return v;
-}
-
+// ---- reading fdinfo (for_each_fdinfo_line, field, parse_decimal: files.h) -----------------------
 uint64_t parse_octal(const char* p) {
   uint64_t v = 0;
   for (; *p >= '0' && *p <= '7'; p++) v = v * 8 + static_cast<uint64_t>(*p - '0');
@@ -176,7 +124,7 @@ uint64_t parse_octal(const char* p) {
 }
 
 uint64_t hex_field(const char* line, const char* name) {
-  const char* p = field(line, name);
+  const char* p = fdinfo_field(line, name);
   return p ? parse_hex(p) : 0;
 }
 
@@ -194,8 +142,8 @@ int capture_eventfd(const FdProbe& probe, StasisFdRecord& r, LogLine& error) {
   r.kind = STASIS_FD_EVENTFD;
   bool have_count = false, have_semaphore = false;
   for_each_fdinfo_line(probe.fd, [&](const char* line) {
-    if (const char* p = field(line, "eventfd-count:")) r.kind_data[0] = parse_hex(p), have_count = true;
-    if (const char* p = field(line, "eventfd-semaphore:")) r.kind_data[1] = parse_decimal(p), have_semaphore = true;
+    if (const char* p = fdinfo_field(line, "eventfd-count:")) r.kind_data[0] = parse_hex(p), have_count = true;
+    if (const char* p = fdinfo_field(line, "eventfd-semaphore:")) r.kind_data[1] = parse_decimal(p), have_semaphore = true;
   });
   if (!have_count || !have_semaphore) {
     error << "descriptor " << probe.fd << " is an eventfd whose counter and mode this kernel does not "
@@ -209,7 +157,7 @@ int capture_signalfd(const FdProbe& probe, StasisFdRecord& r, LogLine& error) {
   r.kind = STASIS_FD_SIGNALFD;
   bool seen = false;
   for_each_fdinfo_line(probe.fd, [&](const char* line) {
-    if (const char* p = field(line, "sigmask:")) r.kind_data[0] = parse_hex(p), seen = true;
+    if (const char* p = fdinfo_field(line, "sigmask:")) r.kind_data[0] = parse_hex(p), seen = true;
   });
   if (!seen) {
     error << "cannot read the signal mask of signalfd descriptor " << probe.fd << "; not checkpointing";
@@ -238,9 +186,9 @@ int capture_timerfd(const FdProbe& probe, StasisFdRecord& r, LogLine& error) {
   }
   bool have_clock = false;
   for_each_fdinfo_line(probe.fd, [&](const char* line) {
-    if (const char* p = field(line, "clockid:")) r.kind_data[0] = parse_decimal(p), have_clock = true;
-    if (const char* p = field(line, "ticks:")) r.kind_data[2] = parse_decimal(p);
-    if (const char* p = field(line, "settime flags:")) r.kind_data[1] = parse_octal(p);
+    if (const char* p = fdinfo_field(line, "clockid:")) r.kind_data[0] = parse_decimal(p), have_clock = true;
+    if (const char* p = fdinfo_field(line, "ticks:")) r.kind_data[2] = parse_decimal(p);
+    if (const char* p = fdinfo_field(line, "settime flags:")) r.kind_data[1] = parse_octal(p);
   });
   if (!have_clock) {
     error << "cannot read the clock of timerfd descriptor " << probe.fd << "; not checkpointing";
@@ -279,7 +227,7 @@ int capture_epoll(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, Log
   }
   uint32_t n = 0;
   for_each_fdinfo_line(probe.fd, [&](const char* line) {
-    const char* tfd = field(line, "tfd:");
+    const char* tfd = fdinfo_field(line, "tfd:");
     if (!tfd || n == count) return;
     interests[n++] = {static_cast<int32_t>(parse_decimal(tfd)),
                       static_cast<uint32_t>(hex_field(line, "events:")), hex_field(line, "data:")};

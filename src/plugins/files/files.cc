@@ -37,19 +37,32 @@ bool restorable_chardev(const char* path) {
 }
 
 constexpr int kMaxInherited = 1024;
-uint64_t g_inherited_ino[kMaxInherited];  // inode of each descriptor present at launch, 0 = none
+// stasis_external_file_key of each descriptor present at launch, 0 = none
+uint64_t g_inherited_ino[kMaxInherited];
 
-// What the launched process inherited from outside, for the processes it starts: inodes, as a
-// child may hold them at other numbers (STASIS_EXTERNAL_INODES in the environment).
+// What the launched process inherited from outside, for the processes it starts: file keys and
+// the numbers the launched process had them at, as a descendant may hold them at other numbers
+// (STASIS_EXTERNAL_INODES in the environment: "FD:KEY,...").
 constexpr int kMaxExternal = 64;
-uint64_t g_external_inodes[kMaxExternal];
+struct OutsideFile {
+  uint64_t key;
+  int32_t fd;
+};
+OutsideFile g_external[kMaxExternal];
 int g_external_count = 0;
 
-bool inherited_unchanged(int fd, const struct stat& st) {
-  if (fd < kMaxInherited && g_inherited_ino[fd] != 0 && g_inherited_ino[fd] == st.st_ino) return true;
+// The number the computation's launch (or `stasis restart`) had this outside file at, or -1 when
+// `st` is not one of the files the computation inherited from outside.
+int outside_descriptor_of(int fd, const struct stat& st) {
+  const uint64_t key = stasis_external_file_key(st.st_dev, st.st_ino);
+  // After a restart, the outside is what `stasis restart` had at its own numbers.
+  if (int restart_fd = pid_table_outside_descriptor(key); restart_fd >= 0) return restart_fd;
+  if (fd < kMaxInherited && g_inherited_ino[fd] == key) return fd;
+  for (int other = 0; other < kMaxInherited; other++)  // a copy at another number (dup, 3>&1)
+    if (g_inherited_ino[other] == key) return other;
   for (int i = 0; i < g_external_count; i++)
-    if (g_external_inodes[i] == st.st_ino) return true;
-  return pid_table_external_inode(st.st_ino);
+    if (g_external[i].key == key) return g_external[i].fd;
+  return pid_table_outside_descriptor(key);
 }
 
 // The descriptors of this process's ancestors, each listed once per checkpoint: a description
@@ -142,11 +155,14 @@ int capture_by_kind(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, L
     r.kind = STASIS_FD_CHARDEV;
     return 1;
   }
-  if (inherited_unchanged(probe.fd, st)) {
+  if (int outside = outside_descriptor_of(probe.fd, st); outside >= 0) {
     r.kind = STASIS_FD_EXTERNAL;
+    r.kind_data[0] = static_cast<uint64_t>(outside) + 1;  // restart connects its own there
     return 1;
   }
+  if (int handled = capture_pty_fd(probe, r, data, error)) return handled;
   if (int handled = capture_pipe_fd(probe, r, data, error)) return handled;
+  if (int handled = capture_socket_fd(probe, r, data, error)) return handled;
   if (int handled = capture_event_fd(probe, r, data, error)) return handled;
   return capture_saved_file_fd(probe, r, data, error);
 }
@@ -156,14 +172,18 @@ int capture_by_kind(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, L
 void note_external_fds_from_env() {
   g_external_count = 0;
   const char* list = getenv("STASIS_EXTERNAL_INODES");
-  uint64_t v = 0;
+  uint64_t v = 0, fd = 0;
   for (const char* p = list; p && g_external_count < kMaxExternal; p++) {
     if (*p >= '0' && *p <= '9') {
       v = v * 10 + static_cast<uint64_t>(*p - '0');
       continue;
     }
-    if (v) g_external_inodes[g_external_count++] = v;
-    v = 0;
+    if (*p == ':') {
+      fd = v, v = 0;
+      continue;
+    }
+    if (v) g_external[g_external_count++] = {v, static_cast<int32_t>(fd)};
+    v = fd = 0;
     if (!*p) break;
   }
 }
@@ -175,15 +195,18 @@ void note_inherited_fds(const uint64_t* only) {
     if (only && !(only[fd / 64] & (1ull << (fd % 64)))) continue;
     struct stat st;
     if (STASIS_SYS2(SYS_fstat, fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-      g_inherited_ino[fd] = st.st_ino ? st.st_ino : 1;
+      g_inherited_ino[fd] = stasis_external_file_key(st.st_dev, st.st_ino);
   }
   if (only) return;
   // At launch (before main, single-threaded): tell the processes this one starts.
-  static char list[kMaxExternal * 21 + 1];
+  static char list[kMaxExternal * 27 + 1];
   size_t n = 0;
-  for (int fd = 0; fd < kMaxInherited && n + 22 < sizeof list; fd++)
+  for (int fd = 0; fd < kMaxInherited && n + 28 < sizeof list; fd++)
     if (g_inherited_ino[fd] > 1) {
       if (n) list[n++] = ',';
+      format_uint(list + n, static_cast<unsigned long>(fd));
+      n = str_len(list);
+      list[n++] = ':';
       format_uint(list + n, g_inherited_ino[fd]);
       n = str_len(list);
     }
@@ -204,6 +227,24 @@ bool FdDataList::add_copy(int fd, uint32_t tag, const void* bytes, uint64_t len)
   if (len && !copy) return false;
   if (len) __builtin_memcpy(copy, bytes, len);
   return add_ref(fd, tag, copy, len);
+}
+
+bool FdDataList::read_files_now() {
+  for (uint32_t i = 0; i < count_; i++) {
+    FdDataItem& item = items_[i];
+    if (item.source_fd < 0 || item.len == 0) continue;
+    char* copy = static_cast<char*>(arena_->alloc(item.len));
+    if (!copy) return false;
+    for (uint64_t got = 0; got < item.len;) {
+      long r = STASIS_SYS4(SYS_pread64, item.source_fd, copy + got, item.len - got, got);
+      if (r == -EINTR) continue;
+      if (r <= 0) return false;
+      got += static_cast<uint64_t>(r);
+    }
+    item.bytes = copy;
+    item.source_fd = -1;
+  }
+  return true;
 }
 
 bool FdDataList::add_ref(int fd, uint32_t tag, const void* bytes, uint64_t len) {
@@ -280,6 +321,7 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, FdDataList
     error << "cannot list /proc/self/fd";
     ok = false;
   }
+  ok = ok && capture_held_locks(recs, n, error);
   *out = recs;
   *count = n;
   return ok;

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "image/reader.h"
 
@@ -34,12 +35,31 @@ int open_pipe_end(const image::Image& img, const StasisFdRecord& rec);       // 
 // Makes the pipe (or opens the FIFO) `rec` is an end of, once, refilled with the bytes this end
 // saved; open_pipe_end then opens ends of it (also in processes forked after).
 void create_pipe(const image::Image& img, const StasisFdRecord& rec);
+// Unix socketpairs (restore_sockets.cc): create_socket_pairs makes every pair of the checkpoint
+// once, before the process tree is forked; open_socket_end then gives a process its end.
+void create_socket_pairs(const std::vector<image::Image>& images);
+int open_socket_end(const image::Image& img, const StasisFdRecord& rec);
+// A listening Unix socket, bound to its name again (a stale socket file left there is replaced).
+int open_unix_listener(const image::Image& img, const StasisFdRecord& rec);
+// TCP (restore_sockets.cc): listeners and connections made again before the tree is forked.
+void create_tcp_sockets(const std::vector<image::Image>& images);
+int open_tcp_socket(const image::Image& img, const StasisFdRecord& rec);
 int open_event_fd(const image::Image& img, const StasisFdRecord& rec);       // restore_event_fds.cc
 void check_event_fd(const image::Image& img, const StasisFdRecord& rec);
 // After every descriptor is in place (epoll adds its interest list).
 void finish_event_fds(const image::Image& img);
 int open_saved_file(const image::Image& img, const StasisFdRecord& rec);     // restore_saved_files.cc
 int open_mqueue(const image::Image& img, const StasisFdRecord& rec);         // plugins/ipc/restore_mqueue.cc
+// Pseudo-terminals (restore_ptys.cc). create_ptys makes every pty of the checkpoint once, before
+// the process tree is forked (masters and slaves held by different processes are ends of one pty);
+// open_pty then opens a master or slave of it.
+void create_ptys(const std::vector<image::Image>& images);
+int open_pty(const image::Image& img, const StasisFdRecord& rec);
+// In the process that becomes `proc`, after setsid and before it forks its children (who inherit
+// it): a session leader whose controlling terminal was a pty of the computation takes it back.
+void take_controlling_terminal(const StasisProcessRecord& proc);
+// Once `proc` is in its process group: the foreground group's leader makes it the foreground again.
+void restore_foreground_group(const StasisProcessRecord& proc);
 void check_saved_file(const image::Image& img, const StasisFdRecord& rec);
 // The path the restart loader opens to map a file-backed region (a saved file may live elsewhere
 // at restart, e.g. a recreated memfd as /proc/self/fd/N).

@@ -44,6 +44,10 @@ void check_descriptor(const image::Image& img, const StasisFdRecord& rec) {
       return;
     case STASIS_FD_EXTERNAL:
     case STASIS_FD_PIPE:
+    case STASIS_FD_UNIX_SOCKET:
+    case STASIS_FD_UNIX_LISTENER:
+    case STASIS_FD_TCP_LISTENER:
+    case STASIS_FD_TCP_CONNECTION:
       return;
     case STASIS_FD_EVENTFD:
     case STASIS_FD_EPOLL:
@@ -56,6 +60,8 @@ void check_descriptor(const image::Image& img, const StasisFdRecord& rec) {
       check_saved_file(img, rec);
       return;
     case STASIS_FD_MQUEUE:  // re-created by open_mqueue
+    case STASIS_FD_PTY_MASTER:  // checked with the other processes' ends by create_ptys
+    case STASIS_FD_PTY_SLAVE:
       return;
     default:
       throw Error(fmt::format("{}: descriptor {} has kind {} ({}), which this build cannot restore",
@@ -116,6 +122,13 @@ int open_description_anywhere(const image::Image& img, const StasisFdRecord& rec
     case STASIS_FD_PIPE:
     case STASIS_FD_FIFO:
       return open_pipe_end(img, rec);
+    case STASIS_FD_UNIX_SOCKET:
+      return open_socket_end(img, rec);
+    case STASIS_FD_UNIX_LISTENER:
+      return open_unix_listener(img, rec);
+    case STASIS_FD_TCP_LISTENER:
+    case STASIS_FD_TCP_CONNECTION:
+      return open_tcp_socket(img, rec);
     case STASIS_FD_EVENTFD:
     case STASIS_FD_EPOLL:
     case STASIS_FD_SIGNALFD:
@@ -126,6 +139,9 @@ int open_description_anywhere(const image::Image& img, const StasisFdRecord& rec
       return open_saved_file(img, rec);
     case STASIS_FD_MQUEUE:
       return open_mqueue(img, rec);
+    case STASIS_FD_PTY_MASTER:
+    case STASIS_FD_PTY_SLAVE:
+      return open_pty(img, rec);
     default:
       check_descriptor(img, rec);  // throws with the kind's message
       throw Error(fmt::format("descriptor {} cannot be restored", rec.fd));
@@ -138,13 +154,25 @@ void place_descriptors(const image::Image& img, const std::map<DescriptionKey, i
   if (!saved.empty() && *saved.rbegin() >= g_descriptor_floor)
     throw Error(fmt::format("internal error: descriptor floor {} is below saved descriptor {}",
                             g_descriptor_floor, *saved.rbegin()));
+  // A descriptor on the outside world gets what `stasis restart` has at the number the outside
+  // file had at launch (3>&1 makes 3 a copy of 1): copied aside first, before anything is placed.
+  std::map<int, int> outside;  // restart's number -> a copy of it (or -1: restart has none)
+  for (const auto& f : img.fds()) {
+    int from = f.kind == STASIS_FD_EXTERNAL && f.kind_data[0] ? static_cast<int>(f.kind_data[0]) - 1 : -1;
+    if (from >= 0 && from != f.fd && !outside.count(from))
+      outside[from] = fcntl(from, F_GETFD) < 0 ? -1 : lift_descriptor(fcntl(from, F_DUPFD_CLOEXEC, 0));
+  }
   for (int stdio = 0; stdio <= 2; stdio++)
     if (!saved.count(stdio)) close(stdio);
   for (const auto& f : img.fds()) {  // ascending descriptor numbers
     if (f.kind == STASIS_FD_EXTERNAL) {
-      if (fcntl(f.fd, F_GETFD) < 0) {  // restart has nothing there: give it /dev/null
+      int from = f.kind_data[0] ? static_cast<int>(f.kind_data[0]) - 1 : f.fd;
+      int copy = from == f.fd ? (fcntl(f.fd, F_GETFD) < 0 ? -1 : f.fd) : outside[from];
+      if (copy < 0) {  // restart has nothing there: give it /dev/null
         int null_fd = open("/dev/null", O_RDWR);
         if (null_fd != f.fd) dup2(null_fd, f.fd), close(null_fd);
+      } else if (copy != f.fd) {
+        dup2(copy, f.fd);
       }
       continue;
     }

@@ -5,6 +5,9 @@
 #include "plugins/memory/memory.h"
 
 #include "plugins/files/files.h"
+#include "plugins/memory/dirty_tracking.h"
+#include "plugins/memory/mappings.h"
+#include "plugins/memory/shared_memory.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,17 +17,24 @@
 #include <xxhash.h>
 
 namespace stasis::rt {
+
+bool unnamed_file(const Mapping& m) {
+  return str_ends(m.path, " (deleted)") || str_starts(m.path, "/memfd:");
+}
+
+// Stasis's own memory, never part of the image: the checkpoint scratch arena (a shared mapping,
+// which the kernel never merges with a neighbour: a private arena once swallowed a glibc heap
+// that way) and the pid table, which belongs to the computation rather than the process.
+bool is_stasis_memory(const Mapping& m, const Arena& arena) {
+  if (m.start == arena.start() && m.end == arena.end()) return true;
+  uint64_t table_start, table_end;
+  return pid_table_region(&table_start, &table_end) && m.start >= table_start && m.end <= table_end;
+}
+
 namespace {
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kPresent = 1ull << 63, kSwapped = 1ull << 62, kFileOrShared = 1ull << 61;
-
-struct Mapping {
-  uint64_t start, end, offset, dev, inode;  // dev as stat() encodes it
-  uint32_t prot;
-  bool shared;
-  const char* path;  // NUL-terminated, inside the maps text; "" for anonymous
-};
 
 // maps shows a device as hex major:minor; st_dev encodes it as glibc's makedev() does.
 uint64_t parse_device(const char*& p) {
@@ -34,15 +44,19 @@ uint64_t parse_device(const char*& p) {
   return ((major & 0xfff) << 8) | ((major & ~0xfffull) << 32) | (minor & 0xff) | ((minor & ~0xffull) << 12);
 }
 
-// Reads /proc/self/maps into the arena and splits it into mappings (paths are cut in place).
-uint32_t read_mappings(Arena& arena, Mapping** out, LogLine& error) {
-  constexpr size_t kCap = 8u << 20;
-  char* text = static_cast<char*>(arena.alloc(kCap));
+}  // namespace
+
+uint32_t read_mappings(Arena& arena, Mapping** out, LogLine& error, const char* path, size_t cap) {
+  char* text = static_cast<char*>(arena.alloc(cap));
   if (!text) return 0;
-  long len = read_small_file("/proc/self/maps", text, kCap);
+  long len = read_small_file(path, text, cap);
   if (len <= 0) {
-    error << "cannot read /proc/self/maps";
+    error << "cannot read " << path;
     return 0;
+  }
+  if (static_cast<size_t>(len) >= cap - 1) {  // cut off: keep whole lines only
+    while (len > 0 && text[len - 1] != '\n') len--;
+    text[len] = 0;
   }
   uint32_t lines = 0;
   for (long i = 0; i < len; i++) lines += text[i] == '\n';
@@ -77,6 +91,8 @@ uint32_t read_mappings(Arena& arena, Mapping** out, LogLine& error) {
   *out = maps;
   return n;
 }
+
+namespace {
 
 class PageScanner {
  public:
@@ -141,24 +157,161 @@ void fill_file_identity(StasisRegionRecord& r) {
   }
 }
 
-// A file no path leads to: deleted while open, or a memfd.
-bool unnamed_file(const Mapping& m) {
-  return str_ends(m.path, " (deleted)") || str_starts(m.path, "/memfd:");
+
+
+// The runtime's zero-initialised data (g_threads, the checkpoint state...), written by the
+// checkpoint thread after the dirty-page scan; linker-defined bounds of this library's .bss.
+extern "C" char __bss_start[] __attribute__((visibility("hidden")));
+extern "C" char _end[] __attribute__((visibility("hidden")));
+
+// Mappings whose pages dirty tracking follows: private anonymous memory the program can write,
+// except what the checkpoint thread itself writes between the scan and the snapshot (its stack,
+// the runtime's data), which is saved whole every time.
+bool trackable(const Mapping& m, uint64_t own_stack) {
+  if (m.shared || !(m.prot & PROT_WRITE)) return false;
+  if (m.path[0] != 0 && !str_eq(m.path, "[heap]") && !str_eq(m.path, "[stack]") &&
+      !str_starts(m.path, "[anon"))
+    return false;
+  uint64_t bss_start = reinterpret_cast<uint64_t>(__bss_start), bss_end = reinterpret_cast<uint64_t>(_end);
+  return !(own_stack >= m.start && own_stack < m.end) && !(m.start < bss_end && bss_start < m.end);
 }
 
-// Another shared mapping shows some of the same bytes of the same file.
-bool mapped_twice(const Mapping* maps, uint32_t count, uint32_t index) {
-  const Mapping& m = maps[index];
-  for (uint32_t j = 0; j < count; j++) {
-    const Mapping& o = maps[j];
-    if (j != index && o.shared && o.dev == m.dev && o.inode == m.inode &&
-        o.offset < m.offset + (m.end - m.start) && m.offset < o.offset + (o.end - o.start))
-      return true;
+// Whether the sorted runs hold exactly [start, end).
+bool has_run(const StasisPageRun* runs, uint32_t count, uint64_t start, uint64_t end) {
+  uint32_t low = 0, high = count;
+  while (low < high) {
+    uint32_t mid = low + (high - low) / 2;
+    if (runs[mid].start < start) low = mid + 1;
+    else high = mid;
   }
-  return false;
+  return low < count && runs[low].start == start && runs[low].start + runs[low].len == end;
+}
+
+// A REGION and the PAGES of every page worth saving in it.
+bool write_whole_region(ImageWriter& writer, PageScanner& scanner, const Mapping& m,
+                        StasisRegionRecord& r, bool every_page) {
+  bool ok = true;
+  if (every_page) {
+    r.saved_bytes = m.end - m.start;
+  } else if (r.kind != STASIS_REGION_FILE_SHARED && r.kind != STASIS_REGION_SYSV_SHM) {
+    uint64_t saved = 0;
+    ok = scanner.runs(m.start, m.end, r.kind, [&](uint64_t, uint64_t len) {
+      saved += len;
+      return true;
+    });
+    r.saved_bytes = saved;
+  }
+  ok = ok && writer.add_record(STASIS_REC_REGION, r.start, &r, sizeof r);
+  if (ok && r.saved_bytes) {
+    bool unreadable = !(m.prot & PROT_READ);
+    bool zero_filled_at_restart = r.kind != STASIS_REGION_FILE_PRIVATE;
+    if (every_page)
+      ok = writer.add_pages(m.start, m.end - m.start, unreadable, zero_filled_at_restart);
+    else
+      ok = scanner.runs(m.start, m.end, r.kind, [&](uint64_t start, uint64_t len) {
+        return writer.add_pages(start, len, unreadable, zero_filled_at_restart);
+      });
+  }
+  return ok;
+}
+
+// An inherited region of an increment: INHERIT records listing the pages the program has no page
+// at (zero now, whatever the parent held), then PAGES for the pages written since the parent
+// that it still has. All-zero pages are kept: they may hide non-zero pages of the parent.
+bool write_inherited_region(ImageWriter& writer, Arena& arena, PageScanner& scanner,
+                            StasisRegionRecord& r, const IncrementPlan& plan) {
+  constexpr uint32_t kHolesPerRecord = 4096;
+  auto* holes = static_cast<StasisPageRun*>(arena.alloc(sizeof(StasisPageRun) * kHolesPerRecord));
+  if (!holes) return false;
+  // First pass: bytes to save, for the REGION record ahead of them.
+  auto each_saved_run = [&](auto visit) {
+    uint32_t d = 0;
+    return scanner.runs(r.start, r.end, r.kind, [&](uint64_t start, uint64_t len) {
+      uint64_t end = start + len;
+      while (d < plan.dirty_count && plan.dirty[d].start + plan.dirty[d].len <= start) d++;
+      for (uint32_t k = d; k < plan.dirty_count && plan.dirty[k].start < end; k++) {
+        uint64_t from = plan.dirty[k].start > start ? plan.dirty[k].start : start;
+        uint64_t to = plan.dirty[k].start + plan.dirty[k].len < end ? plan.dirty[k].start + plan.dirty[k].len : end;
+        if (!visit(from, to - from)) return false;
+      }
+      return true;
+    });
+  };
+  uint64_t saved = 0;
+  if (!each_saved_run([&](uint64_t, uint64_t len) { return (saved += len), true; })) return false;
+  r.saved_bytes = saved;
+  if (!writer.add_record(STASIS_REC_REGION, r.start, &r, sizeof r)) return false;
+  uint32_t held = 0;
+  bool first = true;
+  auto flush = [&]() {
+    bool ok = writer.add_record(STASIS_REC_INHERIT, r.start, holes, sizeof(StasisPageRun) * held);
+    held = 0;
+    first = false;
+    return ok;
+  };
+  uint64_t covered = r.start;
+  auto hole = [&](uint64_t start, uint64_t end) {
+    if (end > start) {
+      if (held == kHolesPerRecord && !flush()) return false;
+      holes[held++] = {start, end - start};
+    }
+    return true;
+  };
+  bool ok = scanner.runs(r.start, r.end, r.kind, [&](uint64_t start, uint64_t len) {
+    bool fine = hole(covered, start);
+    covered = start + len;
+    return fine;
+  });
+  ok = ok && hole(covered, r.end) && ((held == 0 && !first) || flush());
+  bool unreadable = !(r.prot & PROT_READ);
+  return ok && each_saved_run([&](uint64_t start, uint64_t len) {
+    return writer.add_pages(start, len, unreadable, /*skip_zero_pages=*/false);
+  });
 }
 
 }  // namespace
+
+bool plan_increment(Arena& arena, uint64_t offered_parent, IncrementPlan* plan, LogLine& error) {
+  *plan = {};
+  DirtyTracker& tracker = g_dirty_tracker;
+  if (!tracker.ready()) return true;
+  Mapping* maps = nullptr;
+  uint32_t count = read_mappings(arena, &maps, error);
+  long pagemap = STASIS_SYS3(SYS_open, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
+  if (count == 0 || pagemap < 0) {
+    if (pagemap >= 0) STASIS_SYS1(SYS_close, pagemap);
+    if (error.size() == 0) error << "cannot read /proc/self/pagemap for dirty tracking";
+    return false;
+  }
+  bool increment = tracker.can_build_on(offered_parent);
+  if (increment) tracker.describe_parent(&plan->parent);
+  tracker.armed_for(g_generation.load());  // from here on no earlier image can be a parent
+  uint32_t inherited_cap = 64, dirty_cap = 1024;
+  plan->inherited = static_cast<StasisPageRun*>(arena.alloc(sizeof(StasisPageRun) * inherited_cap));
+  plan->dirty = static_cast<StasisPageRun*>(arena.alloc(sizeof(StasisPageRun) * dirty_cap));
+  if (!plan->inherited || !plan->dirty) increment = false;
+  uint64_t own_stack = reinterpret_cast<uint64_t>(&maps);
+  for (uint32_t i = 0; i < count; i++) {
+    const Mapping& m = maps[i];
+    if (is_stasis_memory(m, arena) || !trackable(m, own_stack)) continue;
+    int armed = tracker.rearm(static_cast<int>(pagemap), m.start, m.end, &arena,
+                              increment ? &plan->dirty : nullptr, &plan->dirty_count, &dirty_cap);
+    if (armed == 1 && increment) {
+      if (plan->inherited_count == inherited_cap && !arena.grow(plan->inherited, inherited_cap)) {
+        increment = false;  // every mapping is armed again below all the same: a full image
+        continue;
+      }
+      plan->inherited[plan->inherited_count++] = {m.start, m.end - m.start};
+    } else if (armed < 0 && increment) {
+      increment = false;
+    } else if (armed == 0) {
+      tracker.track(static_cast<int>(pagemap), m.start, m.end);  // refused: saved whole every time
+    }
+  }
+  STASIS_SYS1(SYS_close, pagemap);
+  plan->increment = increment;
+  return true;
+}
 
 bool forked_copy_is_faithful(Arena& arena) {
   constexpr size_t kCap = 16u << 20;
@@ -177,7 +330,8 @@ bool forked_copy_is_faithful(Arena& arena) {
   return true;
 }
 
-bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, LogLine& error) {
+bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
+                  StasisVdsoLayout* vdso, LogLine& error) {
   Mapping* maps = nullptr;
   uint32_t count = read_mappings(arena, &maps, error);
   if (count == 0) {
@@ -193,11 +347,8 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
   bool ok = true;
   for (uint32_t i = 0; i < count && ok; i++) {
     const Mapping& m = maps[i];
-    // The scratch arena is not program state. It is a shared mapping, which the kernel never
-    // merges with a neighbour (a private arena once swallowed a glibc heap that way).
-    if (m.start == arena.start() && m.end == arena.end()) continue;
-    uint64_t table_start, table_end;  // the pid table belongs to the computation, not the process
-    if (pid_table_region(&table_start, &table_end) && m.start >= table_start && m.end <= table_end) continue;
+    if (is_stasis_memory(m, arena) || is_shared_memory_copy(m.start, m.end)) continue;
+    const SharedRegionPlan* shared_plan = nullptr;
     if (m.start < arena.end() && m.end > arena.start()) {
       error << "the checkpoint scratch memory shares a mapping with the program; not checkpointing";
       ok = false;
@@ -225,6 +376,11 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
       else if (str_eq(m.path, "[stack]")) r.kind = STASIS_REGION_STACK;
       else if (str_starts(m.path, "[anon")) r.kind = STASIS_REGION_ANON;
       else continue;  // [vsyscall], [uprobes]: the kernel's
+    } else if ((shared_plan = shared_region_plan(m.start, m.end))) {
+      // Shared memory no path leads to: the plan says who saves it (plugins/memory/shared_memory).
+      r.kind = STASIS_REGION_SHARED_ANON;
+      r.file_dev = m.dev;
+      r.file_ino = m.inode;
     } else if (m.path[0] == 0) {
       r.kind = m.shared ? STASIS_REGION_SHARED_ANON : STASIS_REGION_ANON;
     } else if (m.shared && str_starts(m.path, "/SYSV") && str_ends(m.path, " (deleted)")) {
@@ -238,15 +394,6 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
       r.kind = STASIS_REGION_FILE_SHARED;
       r.file_dev = m.dev;
       r.file_ino = m.inode;
-    } else if (m.shared && unnamed_file(m) && !str_starts(m.path, "/SYSV") &&
-               mapped_twice(maps, count, i)) {
-      error << "memory at ";
-      error.hex(m.start) << "-";
-      error.hex(m.end) << " maps " << m.path << " shared, as other memory does, and no descriptor "
-            << "of the program holds it; this version of Stasis cannot restore that sharing; "
-            << "not checkpointing";
-      ok = false;
-      break;
     } else if (unnamed_file(m) || str_ends(m.path, ".stasis")) {
       // Its file is gone, never had a name, or is an image a restart mapped memory from (which
       // may be deleted before the next restart): the data must come from this image. Privately
@@ -257,26 +404,13 @@ bool write_memory(ImageWriter& writer, Arena& arena, StasisVdsoLayout* vdso, Log
       r.kind = m.shared ? STASIS_REGION_FILE_SHARED : STASIS_REGION_FILE_PRIVATE;
       fill_file_identity(r);
     }
-    if (every_page) {
-      r.saved_bytes = m.end - m.start;
-    } else if (r.kind != STASIS_REGION_FILE_SHARED && r.kind != STASIS_REGION_SYSV_SHM) {
-      uint64_t saved = 0;
-      ok = scanner.runs(m.start, m.end, r.kind, [&](uint64_t, uint64_t len) {
-        saved += len;
-        return true;
-      });
-      r.saved_bytes = saved;
-    }
-    ok = ok && writer.add_record(STASIS_REC_REGION, r.start, &r, sizeof r);
-    if (ok && r.saved_bytes) {
-      bool unreadable = !(m.prot & PROT_READ);
-      bool zero_filled_at_restart = r.kind != STASIS_REGION_FILE_PRIVATE;
-      if (every_page)
-        ok = writer.add_pages(m.start, m.end - m.start, unreadable, zero_filled_at_restart);
-      else
-        ok = scanner.runs(m.start, m.end, r.kind, [&](uint64_t start, uint64_t len) {
-          return writer.add_pages(start, len, unreadable, zero_filled_at_restart);
-        });
+    if (shared_plan) {
+      ok = write_shared_region(writer, r, *shared_plan, error);
+    } else if (plan.increment && !every_page &&
+        has_run(plan.inherited, plan.inherited_count, m.start, m.end)) {
+      ok = write_inherited_region(writer, arena, scanner, r, plan);
+    } else {
+      ok = write_whole_region(writer, scanner, m, r, every_page);
     }
     if (!ok && error.size() == 0) {
       error << "saving the region " ;

@@ -78,6 +78,9 @@ void capture_process_record(StasisProcessRecord* rec) {
     mm.arg_end = proc_stat_field(stat, 49);
     mm.env_start = proc_stat_field(stat, 50);
     mm.env_end = proc_stat_field(stat, 51);
+    rec->tty_nr = static_cast<uint32_t>(proc_stat_field(stat, 7));  // restored by restore_ptys.cc
+    const long foreground = static_cast<long>(proc_stat_field(stat, 8));  // -1 (none) reads as 0
+    rec->foreground_pgid = foreground > 0 ? static_cast<uint32_t>(virtual_pid_of(foreground)) : 0;
   }
   mm.brk = static_cast<uint64_t>(STASIS_SYS1(SYS_brk, 0));
   long fd = STASIS_SYS3(SYS_open, "/proc/self/auxv", O_RDONLY | O_CLOEXEC, 0);

@@ -16,6 +16,7 @@
 #include <ucontext.h>
 
 #include "plugins/process/process_state.h"
+#include "runtime/interrupted_calls.h"
 #include "runtime/rt.h"
 
 extern "C" {
@@ -192,6 +193,7 @@ void suspend_signal_handler(int, siginfo_t*, void* ucontext_void) {
     futex_wake_all(&g_restored_count);
   }
   while (g_resume_sequence.load() == sequence) futex_wait(&g_resume_sequence, sequence);
+  count_checkpoint_interruption(uc);
   release_slot(slot);
   errno = saved_errno;
 }

@@ -1,0 +1,417 @@
+// Unix sockets at restart. Connected ends are made once, before the process tree is forked, as
+// socketpairs of their type with both ends paired as they were (by the inodes sock_diag named at
+// the checkpoint), refilled with what was queued at each end, then shut down as they were. A
+// process then gets its end (also in processes forked after, which inherit them). A connection
+// made through a listener comes back as such a pair too: the same bytes, without the names
+// getsockname/getpeername showed. Listeners are bound to their name again.
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fmt/format.h>
+#include <map>
+#include <string>
+
+using namespace std::string_literals;
+
+#include "common/error.h"
+#include "plugins/files/restore.h"
+
+namespace stasis::restore {
+namespace {
+
+std::map<uint64_t, int> g_ends;  // saved inode of an end -> its new socket (restart's own, lifted)
+
+struct EndUse {
+  const image::Image* img;
+  const StasisFdRecord* rec;
+};
+
+void send_back(int writer, const EndUse& at, const char* data, size_t len) {
+  for (size_t done = 0; done < len;) {
+    ssize_t n = send(writer, data + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n <= 0)
+      throw Error(fmt::format("cannot put {} bytes back into the Unix socket of descriptor {} (only "
+                              "{} fit)", len, at.rec->fd, done));
+    done += static_cast<size_t>(n);
+  }
+}
+
+// What was queued for reading at `at` goes in through its peer, `writer`.
+void refill(int writer, const EndUse& at) {
+  int fd = at.rec->fd;
+  if (at.img->has_fd_data(fd, STASIS_FD_DATA_SOCKET_BYTES)) {
+    std::vector<char> bytes = at.img->fd_data(fd, STASIS_FD_DATA_SOCKET_BYTES);
+    send_back(writer, at, bytes.data(), bytes.size());
+  }
+  if (!at.img->has_fd_data(fd, STASIS_FD_DATA_SOCKET_MESSAGES)) return;
+  std::vector<char> messages = at.img->fd_data(fd, STASIS_FD_DATA_SOCKET_MESSAGES);
+  for (size_t at_byte = 0; at_byte < messages.size();) {
+    uint32_t len = 0;
+    if (messages.size() - at_byte < sizeof len) throw Error(fmt::format("{}: damaged socket messages", at.img->path()));
+    std::memcpy(&len, messages.data() + at_byte, sizeof len);
+    at_byte += sizeof len;
+    if (messages.size() - at_byte < len) throw Error(fmt::format("{}: damaged socket messages", at.img->path()));
+    send_back(writer, at, messages.data() + at_byte, len);  // one message, its boundary kept
+    at_byte += len;
+  }
+}
+
+void apply_options(int end, const StasisFdRecord& rec) {
+  int sndbuf = static_cast<int>(rec.kind_data[1]) / 2, rcvbuf = static_cast<int>(rec.kind_data[2]) / 2;
+  int passcred = static_cast<int>(rec.kind_data[4]);
+  // The kernel reports twice what was set (bookkeeping overhead): set half to get it back.
+  if (sndbuf > 0) setsockopt(end, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  if (rcvbuf > 0) setsockopt(end, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  if (passcred) setsockopt(end, SOL_SOCKET, SO_PASSCRED, &passcred, sizeof passcred);
+}
+
+}  // namespace
+
+void create_socket_pairs(const std::vector<image::Image>& images) {
+  std::map<uint64_t, EndUse> ends;  // one use of each saved end, preferring the one with its bytes
+  for (const auto& img : images)
+    for (const auto& f : img.fds()) {
+      if (f.kind != STASIS_FD_UNIX_SOCKET) continue;
+      auto [it, fresh] = ends.emplace(f.ino, EndUse{&img, &f});
+      if (!fresh && (img.has_fd_data(f.fd, STASIS_FD_DATA_SOCKET_BYTES) ||
+                     img.has_fd_data(f.fd, STASIS_FD_DATA_SOCKET_MESSAGES)))
+        it->second = {&img, &f};
+    }
+  std::vector<std::pair<int, const StasisFdRecord*>> made;
+  for (const auto& [ino, use] : ends) {
+    if (g_ends.count(ino)) continue;  // made with its peer
+    uint64_t peer_ino = use.rec->kind_data[0];
+    auto peer = peer_ino ? ends.find(peer_ino) : ends.end();
+    int pair[2];
+    int type = static_cast<int>(use.rec->kind_data[5]);
+    if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, pair) != 0)
+      throw Error(fmt::format("cannot create a socketpair for descriptor {}: {}", use.rec->fd,
+                              std::strerror(errno)));
+    apply_options(pair[0], *use.rec);
+    if (peer != ends.end()) apply_options(pair[1], *peer->second.rec);
+    refill(pair[1], use);  // bytes queued at this end were sent by the peer
+    if (peer != ends.end()) refill(pair[0], peer->second);
+    g_ends[ino] = lift_descriptor(pair[0]);
+    made.emplace_back(g_ends[ino], use.rec);
+    if (peer != ends.end()) {
+      g_ends[peer_ino] = lift_descriptor(pair[1]);
+      made.emplace_back(g_ends[peer_ino], peer->second.rec);
+      continue;
+    }
+    // The peer is gone (closed before the checkpoint) or was never part of the computation: the
+    // end reads what was queued, then end of file, as it would have.
+    if (peer_ino != 0)
+      fmt::print(stderr, "stasis restart: {}: descriptor {} is a Unix socket whose peer was not part "
+                 "of the computation; after restart it reads as closed by the peer\n",
+                 use.img->path(), use.rec->fd);
+    close(pair[1]);
+  }
+  for (const auto& [end, rec] : made) {  // after every refill: a shut-down sender takes no bytes
+    if (rec->kind_data[3] & 1) shutdown(end, SHUT_RD);
+    if (rec->kind_data[3] & 2) shutdown(end, SHUT_WR);
+  }
+}
+
+int open_socket_end(const image::Image& img, const StasisFdRecord& rec) {
+  auto end = g_ends.find(rec.ino);
+  if (end == g_ends.end())
+    throw Error(fmt::format("{}: descriptor {} is a Unix socket end that restart did not recreate",
+                            img.path(), rec.fd));
+  int fd = fcntl(end->second, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) throw Error(fmt::format("cannot open the Unix socket of descriptor {}", rec.fd));
+  fcntl(fd, F_SETFL, rec.flags & (O_NONBLOCK | O_ASYNC));
+  return fd;
+}
+
+int open_unix_listener(const image::Image& img, const StasisFdRecord& rec) {
+  struct sockaddr_un address = {};
+  address.sun_family = AF_UNIX;
+  // A relative name was bound in the program's working directory (restart is elsewhere now).
+  std::string name = rec.path[0] == '/' || rec.path[0] == '@' ? std::string(rec.path)
+                                                              : fmt::format("{}/{}", img.process().cwd, rec.path);
+  size_t name_len = name.size();
+  if (name_len == 0 || name_len >= sizeof address.sun_path)
+    throw Error(fmt::format("{}: descriptor {} is a listening Unix socket without a usable name",
+                            img.path(), rec.fd));
+  std::memcpy(address.sun_path, name.data(), name_len);
+  bool abstract = name[0] == '@';
+  if (abstract) address.sun_path[0] = 0;
+  // The killed run left its socket file behind: replace it, and only it.
+  struct stat st;
+  if (!abstract && lstat(name.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode))
+      throw Error(fmt::format("{} (the name of listening socket {}) is now something else than a "
+                              "socket; remove it to restart", rec.path, rec.fd));
+    unlink(name.c_str());
+  }
+  int fd = socket(AF_UNIX, static_cast<int>(rec.kind_data[1]) | SOCK_CLOEXEC, 0);
+  socklen_t len = static_cast<socklen_t>(offsetof(struct sockaddr_un, sun_path) + name_len);
+  if (fd < 0 || bind(fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0 ||
+      listen(fd, static_cast<int>(rec.kind_data[0])) != 0)
+    throw Error(fmt::format("cannot listen on {} again (descriptor {}): {}", rec.path, rec.fd,
+                            std::strerror(errno)));
+  int passcred = static_cast<int>(rec.kind_data[2]);
+  if (passcred) setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &passcred, sizeof passcred);
+  fcntl(fd, F_SETFL, rec.flags & (O_NONBLOCK | O_ASYNC));
+  return fd;
+}
+
+}  // namespace stasis::restore
+
+// ---- TCP ------------------------------------------------------------------------------------
+namespace stasis::restore {
+namespace {
+
+std::map<uint64_t, int> g_tcp;  // saved inode of a TCP socket -> its new socket (lifted)
+
+struct TcpUse {
+  const image::Image* img;
+  const StasisFdRecord* rec;
+  StasisTcpData tcp;
+};
+using Endpoint = std::pair<std::string, uint16_t>;  // 16-byte address, port
+
+Endpoint local_of(const StasisTcpData& t) { return {std::string(reinterpret_cast<const char*>(t.local_address), 16), t.local_port}; }
+Endpoint peer_of(const StasisTcpData& t) { return {std::string(reinterpret_cast<const char*>(t.peer_address), 16), t.peer_port}; }
+
+bool is_any(const Endpoint& e) {
+  static const std::string kAny6(16, '\0');
+  static const std::string kAny4 = std::string(10, '\0') + "\xff\xff" + std::string(4, '\0');
+  return e.first == kAny6 || e.first == kAny4;
+}
+
+std::string describe(const Endpoint& e) {
+  const auto* b = reinterpret_cast<const unsigned char*>(e.first.data());
+  if (e.first.compare(0, 12, std::string(10, '\0') + "\xff\xff") == 0)
+    return fmt::format("{}.{}.{}.{}:{}", b[12], b[13], b[14], b[15], e.second);
+  std::string text = "[";
+  for (int i = 0; i < 16; i += 2) text += fmt::format("{}{:x}", i ? ":" : "", b[i] << 8 | b[i + 1]);
+  return text + fmt::format("]:{}", e.second);
+}
+
+socklen_t socket_address(uint16_t family, const Endpoint& e, struct sockaddr_storage* out) {
+  *out = {};
+  if (family == AF_INET) {
+    auto* v4 = reinterpret_cast<struct sockaddr_in*>(out);
+    v4->sin_family = AF_INET;
+    std::memcpy(&v4->sin_addr, e.first.data() + 12, 4);
+    v4->sin_port = htons(e.second);
+    return sizeof *v4;
+  }
+  auto* v6 = reinterpret_cast<struct sockaddr_in6*>(out);
+  v6->sin6_family = AF_INET6;
+  std::memcpy(&v6->sin6_addr, e.first.data(), 16);
+  v6->sin6_port = htons(e.second);
+  return sizeof *v6;
+}
+
+int tcp_socket(const StasisTcpData& t) {
+  int fd = socket(t.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw Error(fmt::format("cannot create a TCP socket: {}", std::strerror(errno)));
+  int one = 1;
+  // The killed run's connections may linger (TIME_WAIT) on these very addresses.
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (t.options & STASIS_TCP_REUSEPORT) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+  if (t.family == AF_INET6) {
+    int v6only = (t.options & STASIS_TCP_V6ONLY) ? 1 : 0;
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+  }
+  return fd;
+}
+
+bool try_bind(int fd, const StasisTcpData& t, const Endpoint& e) {
+  struct sockaddr_storage address;
+  socklen_t len = socket_address(t.family, e, &address);
+  return bind(fd, reinterpret_cast<struct sockaddr*>(&address), len) == 0;
+}
+
+// A listener's address must be the same again. The killed run's connections linger in TIME_WAIT
+// for up to a minute, and unless the program had set SO_REUSEADDR they keep the port: wait.
+void bind_listener(int fd, const StasisTcpData& t, const Endpoint& e) {
+  constexpr int kWaitSeconds = 65;
+  for (int tenth = 0; !try_bind(fd, t, e); tenth++) {
+    if (errno != EADDRINUSE || tenth >= kWaitSeconds * 10)
+      throw Error(fmt::format("cannot listen on {} again: {}", describe(e), std::strerror(errno)));
+    if (tenth == 0)
+      fmt::print(stderr, "stasis restart: {} is still taken (the killed run's connections linger up to "
+                 "a minute when the program did not set SO_REUSEADDR); waiting for it\n", describe(e));
+    usleep(100000);
+  }
+}
+
+void bind_to(int fd, const StasisTcpData& t, const Endpoint& e, const char* what) {
+  if (!try_bind(fd, t, e))
+    throw Error(fmt::format("cannot bind the {} to {} again: {}", what, describe(e), std::strerror(errno)));
+}
+
+void apply_tcp_options(int fd, const StasisTcpData& t) {
+  int on = 1, reuse = (t.options & STASIS_TCP_REUSEADDR) ? 1 : 0;
+  if (t.options & STASIS_TCP_NODELAY) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  if (t.options & STASIS_TCP_KEEPALIVE) setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
+  // The kernel reports twice what was set (bookkeeping overhead): set half to get it back.
+  int send = static_cast<int>(t.send_buffer / 2), receive = static_cast<int>(t.receive_buffer / 2);
+  if (send > 0) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send, sizeof send);
+  if (receive > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive, sizeof receive);
+}
+
+void refill_tcp(int writer, const TcpUse& at) {
+  if (!at.img->has_fd_data(at.rec->fd, STASIS_FD_DATA_SOCKET_BYTES)) return;
+  std::vector<char> bytes = at.img->fd_data(at.rec->fd, STASIS_FD_DATA_SOCKET_BYTES);
+  for (size_t done = 0; done < bytes.size();) {
+    ssize_t n = send(writer, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n <= 0)
+      throw Error(fmt::format("cannot put {} bytes back into the TCP connection of descriptor {}",
+                              bytes.size(), at.rec->fd));
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Accepts from `listener` until the connection from `from`'s port arrives (strays are closed).
+int accept_from(int listener, const Endpoint& from) {
+  for (int tries = 0; tries < 64; tries++) {
+    struct sockaddr_storage peer;
+    socklen_t len = sizeof peer;
+    int fd = accept4(listener, reinterpret_cast<struct sockaddr*>(&peer), &len, SOCK_CLOEXEC);
+    if (fd < 0) break;
+    uint16_t port = ntohs(peer.ss_family == AF_INET ? reinterpret_cast<struct sockaddr_in&>(peer).sin_port
+                                                    : reinterpret_cast<struct sockaddr_in6&>(peer).sin6_port);
+    if (port == from.second) return fd;
+    close(fd);
+  }
+  throw Error(fmt::format("cannot re-make the TCP connection from {}", describe(from)));
+}
+
+// One connection both of whose ends the computation holds, made again between the same addresses.
+void remake_connection(const TcpUse& a, const TcpUse& b, const std::map<Endpoint, int>& listeners) {
+  // The side a listener of the computation listens for accepts; otherwise a listener of our own,
+  // on the accepting side's address, stands in for the one the program closed.
+  auto listener_for = [&](const TcpUse& end) {
+    for (const auto& [where, fd] : listeners)
+      if (where.second == end.tcp.local_port && (where.first == local_of(end.tcp).first || is_any(where))) return fd;
+    return -1;
+  };
+  const TcpUse* client = &a;
+  const TcpUse* server = &b;
+  int listener = listener_for(b);
+  if (listener < 0 && (listener = listener_for(a)) >= 0) std::swap(client, server);
+  bool own_listener = listener < 0;
+  if (own_listener) {
+    listener = tcp_socket(server->tcp);
+    bind_listener(listener, server->tcp, local_of(server->tcp));
+    if (listen(listener, 1) != 0) throw Error("cannot listen to re-make a TCP connection");
+  }
+  int client_fd = tcp_socket(client->tcp);
+  // The connecting end keeps its port when it can; a lingering connection of the killed run may
+  // hold it (TIME_WAIT), and then it takes another (only getsockname on that end can tell).
+  if (!try_bind(client_fd, client->tcp, local_of(client->tcp))) {
+    Endpoint same_address = {local_of(client->tcp).first, 0};
+    bind_to(client_fd, client->tcp, same_address, "end of a TCP connection");
+  }
+  struct sockaddr_storage address;
+  socklen_t len = socket_address(client->tcp.family, local_of(server->tcp), &address);
+  if (connect(client_fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0)
+    throw Error(fmt::format("cannot re-make the TCP connection {} -> {}: {}", describe(local_of(client->tcp)),
+                            describe(local_of(server->tcp)), std::strerror(errno)));
+  struct sockaddr_storage bound;
+  socklen_t bound_len = sizeof bound;
+  getsockname(client_fd, reinterpret_cast<struct sockaddr*>(&bound), &bound_len);
+  uint16_t client_port = ntohs(bound.ss_family == AF_INET ? reinterpret_cast<struct sockaddr_in&>(bound).sin_port
+                                                          : reinterpret_cast<struct sockaddr_in6&>(bound).sin6_port);
+  int server_fd = accept_from(listener, {local_of(client->tcp).first, client_port});
+  if (own_listener) close(listener);
+  apply_tcp_options(client_fd, client->tcp);
+  apply_tcp_options(server_fd, server->tcp);
+  refill_tcp(server_fd, *client);  // bytes queued at an end were sent by the other end
+  refill_tcp(client_fd, *server);
+  g_tcp[client->rec->ino] = lift_descriptor(client_fd);
+  g_tcp[server->rec->ino] = lift_descriptor(server_fd);
+}
+
+// A connection to something outside the computation cannot be made again: the program gets an
+// end whose peer is gone. Bytes it had received and not read are still read first, then end of
+// file; with nothing queued the peer resets the connection, as a peer that dropped it would.
+void orphan_connection(const TcpUse& end) {
+  StasisTcpData loopback = end.tcp;
+  loopback.options = 0;
+  Endpoint any_port = {end.tcp.family == AF_INET ? std::string(10, '\0') + "\xff\xff\x7f\0\0\x01"s
+                                                 : std::string(15, '\0') + "\x01"s, 0};
+  int listener = tcp_socket(loopback);
+  bind_to(listener, loopback, any_port, "stand-in peer");
+  struct sockaddr_storage address;
+  socklen_t len = sizeof address;
+  if (listen(listener, 1) != 0 || getsockname(listener, reinterpret_cast<struct sockaddr*>(&address), &len) != 0)
+    throw Error("cannot make a stand-in peer for a TCP connection");
+  int fd = tcp_socket(loopback);
+  if (connect(fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0)
+    throw Error("cannot connect to a stand-in peer for a TCP connection");
+  int peer = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  close(listener);
+  if (peer < 0) throw Error("cannot accept from a stand-in peer for a TCP connection");
+  bool had_bytes = end.img->has_fd_data(end.rec->fd, STASIS_FD_DATA_SOCKET_BYTES);
+  refill_tcp(peer, end);
+  if (!had_bytes) {
+    struct linger reset = {1, 0};
+    setsockopt(peer, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  }
+  close(peer);
+  fmt::print(stderr, "stasis restart: {}: descriptor {} was a TCP connection {} -> {}, whose peer is "
+             "not part of the computation; after restart it reads as {}\n", end.img->path(), end.rec->fd,
+             describe(local_of(end.tcp)), describe(peer_of(end.tcp)),
+             had_bytes ? "the bytes it had received, then closed by the peer" : "reset by the peer");
+  g_tcp[end.rec->ino] = lift_descriptor(fd);
+}
+
+}  // namespace
+
+void create_tcp_sockets(const std::vector<image::Image>& images) {
+  std::map<uint64_t, TcpUse> listeners, connections;  // by saved inode; one use of each
+  for (const auto& img : images)
+    for (const auto& f : img.fds()) {
+      if (f.kind != STASIS_FD_TCP_LISTENER && f.kind != STASIS_FD_TCP_CONNECTION) continue;
+      TcpUse use{&img, &f, {}};
+      std::memcpy(&use.tcp, f.kind_data, sizeof use.tcp);
+      auto& by_ino = f.kind == STASIS_FD_TCP_LISTENER ? listeners : connections;
+      auto [it, fresh] = by_ino.emplace(f.ino, use);
+      if (!fresh && img.has_fd_data(f.fd, STASIS_FD_DATA_SOCKET_BYTES)) it->second = use;
+    }
+  std::map<Endpoint, int> listening;
+  for (const auto& [ino, use] : listeners) {
+    int fd = tcp_socket(use.tcp);
+    bind_listener(fd, use.tcp, local_of(use.tcp));
+    if (listen(fd, use.tcp.backlog ? static_cast<int>(use.tcp.backlog) : SOMAXCONN) != 0)
+      throw Error(fmt::format("cannot listen on {} again: {}", describe(local_of(use.tcp)), std::strerror(errno)));
+    apply_tcp_options(fd, use.tcp);
+    g_tcp[ino] = lift_descriptor(fd);
+    listening[local_of(use.tcp)] = g_tcp[ino];
+  }
+  std::map<Endpoint, uint64_t> by_local;
+  for (const auto& [ino, use] : connections) by_local[local_of(use.tcp)] = ino;
+  for (const auto& [ino, use] : connections) {
+    if (g_tcp.count(ino)) continue;
+    auto peer = by_local.find(peer_of(use.tcp));
+    if (peer != by_local.end() && peer->second != ino && peer_of(connections.at(peer->second).tcp) == local_of(use.tcp))
+      remake_connection(use, connections.at(peer->second), listening);
+    else
+      orphan_connection(use);
+  }
+}
+
+int open_tcp_socket(const image::Image& img, const StasisFdRecord& rec) {
+  auto socket_fd = g_tcp.find(rec.ino);
+  if (socket_fd == g_tcp.end())
+    throw Error(fmt::format("{}: descriptor {} is a TCP socket that restart did not recreate", img.path(), rec.fd));
+  int fd = fcntl(socket_fd->second, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) throw Error(fmt::format("cannot open the TCP socket of descriptor {}", rec.fd));
+  fcntl(fd, F_SETFL, rec.flags & (O_NONBLOCK | O_ASYNC));
+  return fd;
+}
+
+}  // namespace stasis::restore

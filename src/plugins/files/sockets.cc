@@ -1,0 +1,346 @@
+// Sockets (checkpoint side). This version restores Unix sockets whose both ends belong to the
+// computation: connected ends (socketpairs of every type, and connections made through a
+// listener) and listening sockets. What is queued for reading at an end is copied with MSG_PEEK,
+// which leaves it in place (as tee does for pipes): every process of the computation is stopped,
+// so nothing is moving anywhere else. The peer end is found with sock_diag, which names its inode,
+// so restart can pair the two ends again. Other sockets are refused with a message naming the
+// descriptor and what it is.
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <linux/sockios.h>
+
+#include "plugins/files/files.h"
+
+namespace stasis::rt {
+namespace {
+
+int socket_option_at(int fd, int level, int option) {
+  int value = 0;
+  socklen_t len = sizeof value;
+  if (STASIS_SYS5(SYS_getsockopt, fd, level, option, &value, &len) != 0) return -1;
+  return value;
+}
+
+int socket_option(int fd, int option) { return socket_option_at(fd, SOL_SOCKET, option); }
+
+struct UnixSocketState {
+  uint64_t peer_ino = 0;
+  uint32_t shutdown = 0;
+  uint32_t pending_connections = 0;  // a listener's accept queue
+  bool answered = false;
+};
+
+// Asks sock_diag about the Unix socket with inode `ino`: its peer and its shutdown state.
+bool query_unix_socket(uint64_t ino, UnixSocketState* state) {
+  long nl = STASIS_SYS3(SYS_socket, AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (nl < 0) return false;
+  struct {
+    struct nlmsghdr header;
+    struct unix_diag_req request;
+  } message = {};
+  message.header.nlmsg_len = sizeof message;
+  message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  message.header.nlmsg_flags = NLM_F_REQUEST;
+  message.request.sdiag_family = AF_UNIX;
+  message.request.udiag_states = ~0u;
+  message.request.udiag_ino = static_cast<uint32_t>(ino);
+  message.request.udiag_show = UDIAG_SHOW_PEER | UDIAG_SHOW_RQLEN;
+  message.request.udiag_cookie[0] = message.request.udiag_cookie[1] = ~0u;  // any
+  struct sockaddr_nl kernel = {};
+  kernel.nl_family = AF_NETLINK;
+  bool ok = STASIS_SYS6(SYS_sendto, nl, &message, sizeof message, 0, &kernel, sizeof kernel) ==
+            static_cast<long>(sizeof message);
+  alignas(8) char reply[4096];
+  long len = ok ? STASIS_SYS6(SYS_recvfrom, nl, reply, sizeof reply, 0, 0, 0) : -1;
+  STASIS_SYS1(SYS_close, nl);
+  for (auto* h = reinterpret_cast<struct nlmsghdr*>(reply); len > 0 && NLMSG_OK(h, static_cast<unsigned>(len));
+       h = NLMSG_NEXT(h, len)) {
+    if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY) return false;  // NLMSG_ERROR: no such socket
+    auto* diag = static_cast<struct unix_diag_msg*>(NLMSG_DATA(h));
+    if (diag->udiag_ino != ino) continue;
+    state->answered = true;
+    long rest = static_cast<long>(h->nlmsg_len) - NLMSG_LENGTH(sizeof *diag);
+    for (auto* a = reinterpret_cast<struct rtattr*>(diag + 1); RTA_OK(a, rest); a = RTA_NEXT(a, rest))
+      if (a->rta_type == UNIX_DIAG_PEER) state->peer_ino = *static_cast<uint32_t*>(RTA_DATA(a));
+      else if (a->rta_type == UNIX_DIAG_SHUTDOWN)  // sk_shutdown: RCV_SHUTDOWN 1, SEND_SHUTDOWN 2
+        state->shutdown = *static_cast<uint8_t*>(RTA_DATA(a));
+      else if (a->rta_type == UNIX_DIAG_RQLEN)  // a listener: connections not yet accepted
+        state->pending_connections = static_cast<struct unix_diag_rqlen*>(RTA_DATA(a))->udiag_rqueue;
+    return true;
+  }
+  return false;
+}
+
+const char* socket_type_name(int type) {
+  switch (type) {
+    case SOCK_STREAM: return "stream";
+    case SOCK_DGRAM: return "datagram";
+    case SOCK_SEQPACKET: return "seqpacket";
+  }
+  return "raw or other";
+}
+
+
+// Copies the messages queued at a datagram or seqpacket end, without taking them: the peek
+// offset walks the queue one message at a time. Each is saved as a uint32_t length and its bytes.
+bool peek_messages(int fd, FdDataList& data, LogLine& error) {
+  constexpr uint32_t kMaxMessage = 256u << 10;
+  constexpr uint32_t kMaxQueued = 16u << 20;
+  int old_offset = socket_option(fd, SO_PEEK_OFF), zero = 0;
+  if (STASIS_SYS5(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) != 0) {
+    error << "cannot walk the messages queued at the Unix socket of descriptor " << fd;
+    return false;
+  }
+  char* saved = static_cast<char*>(data.arena().alloc(kMaxQueued));
+  uint64_t used = 0;
+  bool ok = saved != nullptr;
+  while (ok) {
+    if (used + sizeof(uint32_t) + kMaxMessage > kMaxQueued) {
+      error << "more than " << (kMaxQueued >> 20) << " MiB queued at the Unix socket of descriptor " << fd;
+      ok = false;
+      break;
+    }
+    char control[256];
+    struct iovec iov = {saved + used + sizeof(uint32_t), kMaxMessage};
+    struct msghdr msg = {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    long n = STASIS_SYS3(SYS_recvmsg, fd, &msg, MSG_PEEK | MSG_DONTWAIT);
+    if (n == -EAGAIN) break;
+    if (n < 0 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || msg.msg_controllen != 0) {
+      error << "a message queued at the Unix socket of descriptor " << fd
+            << (n >= 0 && msg.msg_controllen ? " carries descriptors or credentials" : " cannot be copied")
+            << "; this version of Stasis cannot save it; not checkpointing";
+      ok = false;
+      break;
+    }
+    uint32_t len = static_cast<uint32_t>(n);
+    __builtin_memcpy(saved + used, &len, sizeof len);
+    used += sizeof len + len;
+  }
+  STASIS_SYS5(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, &old_offset, sizeof old_offset);
+  if (ok && used && !data.add_ref(fd, STASIS_FD_DATA_SOCKET_MESSAGES, saved, used)) {
+    error << "too much descriptor state to save";
+    ok = false;
+  }
+  return ok;
+}
+
+bool peek_bytes(int fd, FdDataList& data, LogLine& error) {
+  int queued = 0;
+  if (STASIS_SYS3(SYS_ioctl, fd, FIONREAD, &queued) != 0 || queued <= 0) return true;
+  // (TCP: FIONREAD counts the bytes in order that a read would return.)
+  char* bytes = static_cast<char*>(data.arena().alloc(static_cast<size_t>(queued)));
+  char control[256];
+  struct iovec iov = {bytes, static_cast<size_t>(queued)};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  long got = bytes ? STASIS_SYS3(SYS_recvmsg, fd, &msg, MSG_PEEK | MSG_DONTWAIT) : -1;
+  if (got != queued || msg.msg_controllen != 0 || (msg.msg_flags & MSG_CTRUNC)) {
+    error << "cannot copy the " << queued << " bytes queued at the socket of descriptor " << fd
+          << (got >= 0 && msg.msg_controllen ? " (descriptors or credentials travel with them)" : "")
+          << "; not checkpointing";
+    return false;
+  }
+  if (!data.add_ref(fd, STASIS_FD_DATA_SOCKET_BYTES, bytes, static_cast<uint64_t>(got))) {
+    error << "too much descriptor state to save";
+    return false;
+  }
+  return true;
+}
+
+// The socket's own name: a path, "@name" for an abstract one, "" for none.
+void socket_name(int fd, char* out, size_t cap) {
+  struct sockaddr_un own = {};
+  socklen_t len = sizeof own;
+  out[0] = 0;
+  if (STASIS_SYS3(SYS_getsockname, fd, &own, &len) != 0 || len <= sizeof(sa_family_t)) return;
+  size_t name_len = len - sizeof(sa_family_t);
+  if (own.sun_path[0] == 0) {  // abstract: the name is every byte after the NUL
+    out[0] = '@';
+    size_t n = name_len - 1 < cap - 2 ? name_len - 1 : cap - 2;
+    __builtin_memcpy(out + 1, own.sun_path + 1, n);
+    out[n + 1] = 0;
+  } else {
+    str_copy(out, own.sun_path, cap);
+  }
+}
+
+static_assert(sizeof(StasisTcpData) <= sizeof(StasisFdRecord::kind_data), "TCP state must fit kind_data");
+
+void put_endpoint(const struct sockaddr_storage& address, uint8_t* ip, uint16_t* port) {
+  if (address.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const struct sockaddr_in&>(address);
+    __builtin_memset(ip, 0, 10);
+    ip[10] = ip[11] = 0xff;
+    __builtin_memcpy(ip + 12, &v4.sin_addr, 4);
+    *port = __builtin_bswap16(v4.sin_port);
+  } else {
+    const auto& v6 = reinterpret_cast<const struct sockaddr_in6&>(address);
+    __builtin_memcpy(ip, &v6.sin6_addr, 16);
+    *port = __builtin_bswap16(v6.sin6_port);
+  }
+}
+
+const char* tcp_state_name(int state) {
+  static const char* const kNames[] = {"?", "established", "syn-sent", "syn-received", "fin-wait-1",
+                                       "fin-wait-2", "time-wait", "closed", "close-wait", "last-ack",
+                                       "listen", "closing"};
+  return state >= 0 && state < 12 ? kNames[state] : "unknown";
+}
+
+// Bytes the kernel holds back: Nagle's algorithm keeps small writes until the peer acknowledges
+// (its kernel does, stopped or not), so they go out by themselves; setting TCP_NODELAY for a
+// moment pushes them at once. What is still unsent after that waits for room at the receiver.
+int unsent_tcp_bytes(int fd) {
+  int unsent = 0;
+  if (STASIS_SYS3(SYS_ioctl, fd, SIOCOUTQNSD, &unsent) != 0 || unsent == 0) return 0;
+  int nodelay = socket_option_at(fd, IPPROTO_TCP, TCP_NODELAY), on = 1;
+  if (nodelay == 0) {
+    STASIS_SYS5(SYS_setsockopt, fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    STASIS_SYS5(SYS_setsockopt, fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof nodelay);
+  }
+  for (int wait = 0; wait < 50 && unsent > 0; wait++) {  // up to 0.25 s for the acknowledgements
+    if (STASIS_SYS3(SYS_ioctl, fd, SIOCOUTQNSD, &unsent) != 0) return 0;
+    if (unsent > 0) sleep_ns(5 * 1000000L);
+  }
+  return unsent;
+}
+
+// TCP: listeners, and established connections (their peer may or may not be in the computation;
+// restart decides, seeing every image). Bytes the receiver has are copied with MSG_PEEK; bytes
+// the sender could not send yet (the receiver's window is full) cannot be read without taking
+// them, so such a checkpoint is refused.
+int capture_tcp_fd(int fd, int domain, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  struct tcp_info info = {};
+  socklen_t info_len = sizeof info;
+  if (STASIS_SYS5(SYS_getsockopt, fd, IPPROTO_TCP, TCP_INFO, &info, &info_len) != 0) {
+    error << "cannot read the TCP state of descriptor " << fd << "; not checkpointing";
+    return -1;
+  }
+  StasisTcpData tcp = {};
+  tcp.family = static_cast<uint16_t>(domain);
+  struct sockaddr_storage address = {};
+  socklen_t len = sizeof address;
+  if (STASIS_SYS3(SYS_getsockname, fd, &address, &len) == 0) put_endpoint(address, tcp.local_address, &tcp.local_port);
+  auto flag_if = [](bool on, StasisTcpOption bit) { return on ? static_cast<unsigned>(bit) : 0u; };
+  tcp.options = static_cast<uint16_t>(
+      flag_if(socket_option_at(fd, IPPROTO_TCP, TCP_NODELAY) > 0, STASIS_TCP_NODELAY) |
+      flag_if(socket_option(fd, SO_KEEPALIVE) > 0, STASIS_TCP_KEEPALIVE) |
+      flag_if(socket_option(fd, SO_REUSEADDR) > 0, STASIS_TCP_REUSEADDR) |
+      flag_if(socket_option(fd, SO_REUSEPORT) > 0, STASIS_TCP_REUSEPORT) |
+      flag_if(domain == AF_INET6 && socket_option_at(fd, IPPROTO_IPV6, IPV6_V6ONLY) > 0, STASIS_TCP_V6ONLY));
+  tcp.send_buffer = static_cast<uint32_t>(socket_option(fd, SO_SNDBUF));
+  tcp.receive_buffer = static_cast<uint32_t>(socket_option(fd, SO_RCVBUF));
+  if (info.tcpi_state == 10 /* TCP_LISTEN */) {
+    if (info.tcpi_unacked) {  // a listener's accept queue
+      error << "descriptor " << fd << " is a listening TCP socket with " << info.tcpi_unacked
+            << " connections not yet accepted; this version of Stasis cannot save them; not checkpointing";
+      return -1;
+    }
+    tcp.backlog = info.tcpi_sacked;  // a listener's backlog
+    r.kind = STASIS_FD_TCP_LISTENER;
+    __builtin_memcpy(r.kind_data, &tcp, sizeof tcp);
+    return 1;
+  }
+  if (info.tcpi_state != 1 /* TCP_ESTABLISHED */) {
+    error << "descriptor " << fd << " is a TCP socket in state " << tcp_state_name(info.tcpi_state)
+          << "; this version of Stasis restores listeners and established connections; not checkpointing";
+    return -1;
+  }
+  len = sizeof address;
+  if (STASIS_SYS3(SYS_getpeername, fd, &address, &len) == 0) put_endpoint(address, tcp.peer_address, &tcp.peer_port);
+  r.kind = STASIS_FD_TCP_CONNECTION;
+  __builtin_memcpy(r.kind_data, &tcp, sizeof tcp);
+  if (unsent_tcp_bytes(fd) > 0) {
+    int unsent = unsent_tcp_bytes(fd);
+    error << "descriptor " << fd << " is a TCP connection with " << unsent << " bytes its peer has "
+          << "no room for yet; this version of Stasis cannot save them; not checkpointing (a later "
+          << "checkpoint, once the peer has read, can)";
+    return -1;
+  }
+  if (r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != fd) return 1;
+  return peek_bytes(fd, data, error) ? 1 : -1;
+}
+
+}  // namespace
+
+void push_held_back_tcp_bytes() {
+  for_each_proc_number("/proc/self/fd", [](long fd, const char*, long) {
+    int unsent = 0;
+    if (socket_option_at(static_cast<int>(fd), SOL_SOCKET, SO_PROTOCOL) == IPPROTO_TCP &&
+        STASIS_SYS3(SYS_ioctl, fd, SIOCOUTQNSD, &unsent) == 0 && unsent > 0)
+      unsent_tcp_bytes(static_cast<int>(fd));
+    return true;
+  });
+}
+
+int capture_socket_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  if (!S_ISSOCK(probe.st.st_mode)) return 0;
+  int fd = probe.fd;
+  int domain = socket_option(fd, SO_DOMAIN), type = socket_option(fd, SO_TYPE);
+  int protocol = socket_option(fd, SO_PROTOCOL);
+  if ((domain == AF_INET || domain == AF_INET6) && type == SOCK_STREAM && protocol == IPPROTO_TCP)
+    return capture_tcp_fd(fd, domain, r, data, error);
+  if (domain != AF_UNIX) return 0;  // refused with the general message ("a socket")
+  bool listening = socket_option(fd, SO_ACCEPTCONN) > 0;
+  UnixSocketState state;
+  if ((type != SOCK_STREAM && type != SOCK_DGRAM && type != SOCK_SEQPACKET) ||
+      !query_unix_socket(probe.st.st_ino, &state) || !state.answered) {
+    error << "descriptor " << fd << " is a Unix " << socket_type_name(type)
+          << " socket that this version of Stasis cannot inspect; not checkpointing";
+    return -1;
+  }
+  if (listening) {
+    if (state.pending_connections) {
+      error << "descriptor " << fd << " is a listening Unix socket with " << state.pending_connections
+            << " connections not yet accepted; this version of Stasis cannot save them; not checkpointing";
+      return -1;
+    }
+    socket_name(fd, r.path, sizeof r.path);
+    r.kind = STASIS_FD_UNIX_LISTENER;
+    r.kind_data[0] = SOMAXCONN;  // the kernel does not tell the backlog asked for
+    r.kind_data[1] = static_cast<uint64_t>(type);
+    r.kind_data[2] = socket_option(fd, SO_PASSCRED) > 0 ? 1 : 0;
+    return 1;
+  }
+  struct sockaddr_un peer = {};
+  socklen_t peer_len = sizeof peer;
+  bool connected = state.peer_ino != 0 || STASIS_SYS3(SYS_getpeername, fd, &peer, &peer_len) == 0 ||
+                   (state.shutdown & 3) == 3;  // connected once, the peer since closed
+  if (state.peer_ino == probe.st.st_ino) {
+    error << "descriptor " << fd << " is a Unix " << socket_type_name(type) << " socket connected "
+          << "to itself; this version of Stasis cannot restore that; not checkpointing";
+    return -1;
+  }
+  if (!connected) {
+    error << "descriptor " << fd << " is an unconnected Unix " << socket_type_name(type) << " socket"
+          << "; this version of Stasis restores only connected Unix "
+          << "sockets and listeners; not checkpointing";
+    return -1;
+  }
+  r.kind = STASIS_FD_UNIX_SOCKET;
+  r.kind_data[0] = state.peer_ino;
+  r.kind_data[1] = static_cast<uint64_t>(socket_option(fd, SO_SNDBUF));
+  r.kind_data[2] = static_cast<uint64_t>(socket_option(fd, SO_RCVBUF));
+  r.kind_data[3] = state.shutdown & 3;
+  r.kind_data[4] = socket_option(fd, SO_PASSCRED) > 0 ? 1 : 0;
+  r.kind_data[5] = static_cast<uint64_t>(type);
+  if (r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != fd) return 1;
+  return (type == SOCK_STREAM ? peek_bytes(fd, data, error) : peek_messages(fd, data, error)) ? 1 : -1;
+}
+
+}  // namespace stasis::rt
