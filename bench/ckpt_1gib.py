@@ -1,20 +1,27 @@
 #!/usr/bin/python3
 """Checkpoint / restart benchmark against the disk's own speed.
 
-For each memory size (default 256 and 1024 MiB) and compression (none, zstd), runs the
-big_memory test program under Stasis and measures, median of --runs runs:
+For each memory size (default 256 and 1024 MiB), data kind and compression (none, zstd, lz4), and
+number of compression threads, runs a test program under Stasis and measures, median of --runs
+runs. Data kinds: `random` (big_memory: random bytes, incompressible, stored as is) and `mix`
+(mixed_memory: quarters of zero pages, repeated records, smooth doubles, random bytes).
+Threads: `auto` (the runtime's choice: this process's CPUs, at most 8) or a number, passed as
+STASIS_COMPRESS_THREADS (1 = the single-thread path); compression none always runs on one.
   checkpoint  wall time of `stasis checkpoint` (until the checkpoint is durable)
   paused      how long the program itself was stopped (from the coordinator's log, if it says)
   image       bytes of *.stasis files in the checkpoint directory
   restart     from starting `stasis restart` until the program prints its next progress line
-              (the page cache is dropped first when permitted, so the image is read from disk)
+              (the page cache is dropped first when permitted, so the image is read from disk;
+              for `mix` this includes one step of the program, which checksums all its memory:
+              the "step s" column gives the program's own step time for comparison)
 and, in the same run, the raw disk baseline for the same amount of data:
   dd write    dd if=SRC of=DST bs=1M conv=fsync   (SRC pre-generated from /dev/urandom, not timed)
   dd read     dd if=DST of=/dev/null bs=1M        (after dropping the page cache when permitted)
 It prints a table with checkpoint/dd-write and restart/dd-read ratios.
 
-usage: bench/ckpt_1gib.py [--stasis build/bin/stasis] [--big-memory build/tests/targets/big_memory]
-                          [--sizes 256,1024] [--runs 3] [--compress none,zstd] [--dir /var/tmp]
+usage: bench/ckpt_1gib.py [--stasis build/bin/stasis] [--targets build/tests/targets]
+                          [--sizes 256,1024,4096] [--kinds random,mix] [--runs 3]
+                          [--compress none,zstd,lz4] [--threads auto,1] [--in-place] [--dir /var/tmp]
 """
 import argparse
 import os
@@ -75,10 +82,28 @@ class Reader:
                 self.cv.wait(left)
 
 
-def run_once(args, mib, compress, workroot):
+def program_command(args, kind, mib):
+    if kind == "random":
+        # big_memory MIB STEPS DELAY_MS FULL_EVERY=0 (no full checksum between steps)
+        return [os.path.join(args.targets, "big_memory"), str(mib), "1000000", "50", "0"]
+    # mixed_memory MIB STEPS DELAY_MS (checksums everything each step)
+    return [os.path.join(args.targets, "mixed_memory"), str(mib), "1000000", "50"]
+
+
+def step_seconds(reader):
+    times = [t for t, l in reader.lines if l and l.startswith("step ")]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    return statistics.median(gaps) if gaps else float("nan")
+
+
+def run_once(args, mib, kind, compress, threads, workroot):
     tmp = Path(tempfile.mkdtemp(prefix="stasis-bench-", dir=workroot))
     env = {k: v for k, v in os.environ.items() if not k.startswith("STASIS_")}
     env["STASIS_RUNTIME_DIR"] = str(tmp / "runtime")
+    if threads != "auto":
+        env["STASIS_COMPRESS_THREADS"] = threads
+    if args.in_place:
+        env["STASIS_FORKED_CHECKPOINT"] = "0"
     (tmp / "runtime").mkdir(mode=0o700)
     ckpt = tmp / "ckpt"
     procs = []
@@ -92,13 +117,13 @@ def run_once(args, mib, compress, workroot):
             time.sleep(0.01)
         env["STASIS_COORD"] = "127.0.0.1:" + (tmp / "port").read_text().strip()
         env["STASIS_CKPT_DIR"] = str(ckpt)
-        # big_memory MIB STEPS DELAY_MS FULL_EVERY=0 (no full checksum between steps)
-        launch = subprocess.Popen([args.stasis, "launch", "--compress", compress, "--", args.big_memory,
-                                   str(mib), "1000000", "50", "0"], env=env, cwd=tmp,
+        launch = subprocess.Popen([args.stasis, "launch", "--compress", compress, "--"] +
+                                  program_command(args, kind, mib), env=env, cwd=tmp,
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         procs.append(launch)
         r = Reader(launch.stdout)
-        r.wait_for(lambda l: l.startswith("step 2 "), 120)
+        r.wait_for(lambda l: l.startswith("step 3 "), 600)
+        step_s = step_seconds(r)
         t0 = time.monotonic()
         cp = subprocess.run([args.stasis, "checkpoint", "--compress", compress], env=env, capture_output=True,
                             timeout=600)
@@ -122,7 +147,7 @@ def run_once(args, mib, compress, workroot):
         r2 = Reader(rs.stdout)
         t1, _ = r2.wait_for(lambda l: l.startswith("step "), 600)
         restart_s = t1 - t0
-        return ckpt_s, image, restart_s, dropped, paused
+        return ckpt_s, image, restart_s, dropped, paused, step_s
     finally:
         for p in procs:
             if p.poll() is None:
@@ -156,14 +181,21 @@ def dd_baseline(mib, runs, workroot):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stasis", default=str(ROOT / "build/bin/stasis"))
-    ap.add_argument("--big-memory", default=str(ROOT / "build/tests/targets/big_memory"))
-    ap.add_argument("--sizes", default="256,1024")
-    ap.add_argument("--compress", default="none,zstd")
+    ap.add_argument("--targets", default=str(ROOT / "build/tests/targets"),
+                    help="directory of the test programs big_memory and mixed_memory")
+    ap.add_argument("--sizes", default="256,1024", help="MiB, comma-separated (e.g. 256,1024,4096)")
+    ap.add_argument("--kinds", default="random,mix")
+    ap.add_argument("--compress", default="none,zstd,lz4")
+    ap.add_argument("--threads", default="auto,1", help="compression threads to compare: auto and/or numbers")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--in-place", action="store_true",
+                    help="write images in place (STASIS_FORKED_CHECKPOINT=0): the program is stopped "
+                         "while its image is written, so it does not compete for the CPUs")
     ap.add_argument("--dir", default="/var/tmp", help="where checkpoints and dd files go (a real disk)")
     args = ap.parse_args()
-    args.stasis, args.big_memory = os.path.abspath(args.stasis), os.path.abspath(args.big_memory)
-    for p in (args.stasis, args.big_memory):
+    args.stasis, args.targets = os.path.abspath(args.stasis), os.path.abspath(args.targets)
+    kinds = args.kinds.split(",")
+    for p in [args.stasis] + [program_command(args, k, 1)[0] for k in kinds]:
         if not os.access(p, os.X_OK):
             sys.exit(f"{p} not found: build first (cmake --build build)")
     rows = []
@@ -173,39 +205,37 @@ def main():
         caches_dropped &= dropped
         print(f"[{mib} MiB] dd write {ddw:.2f} s ({mib / ddw:.0f} MiB/s), dd read {ddr:.2f} s ({mib / ddr:.0f} MiB/s)",
               flush=True)
-        for comp in args.compress.split(","):
-            results = []
-            for i in range(args.runs):
-                try:
-                    res = run_once(args, mib, comp, args.dir)
-                except Exception as e:  # report and go on with the other cases
-                    print(f"[{mib} MiB {comp}] run {i + 1} failed: {e}", flush=True)
-                    continue
-                results.append(res)
-                caches_dropped &= res[3]
-                print(f"[{mib} MiB {comp}] run {i + 1}: checkpoint {res[0]:.2f} s (program paused {res[4]:.3f} s), "
-                      f"image {res[1] / 2**20:.1f} MiB, restart {res[2]:.2f} s", flush=True)
-            if results:
-                ck = statistics.median(r[0] for r in results)
-                im = statistics.median(r[1] for r in results)
-                rs = statistics.median(r[2] for r in results)
-                pa = statistics.median(r[4] for r in results)
-                rows.append((mib, comp, len(results), ck, pa, im, rs, ddw, ddr))
-            else:
-                rows.append((mib, comp, 0, None, None, None, None, ddw, ddr))
+        for kind in kinds:
+            for comp in args.compress.split(","):
+                for threads in (["1"] if comp == "none" else args.threads.split(",")):
+                    case = f"[{mib} MiB {kind} {comp} threads={threads}]"
+                    results = []
+                    for i in range(args.runs):
+                        try:
+                            res = run_once(args, mib, kind, comp, threads, args.dir)
+                        except Exception as e:  # report and go on with the other cases
+                            print(f"{case} run {i + 1} failed: {e}", flush=True)
+                            continue
+                        results.append(res)
+                        caches_dropped &= res[3]
+                        print(f"{case} run {i + 1}: checkpoint {res[0]:.2f} s (program paused {res[4]:.3f} s), "
+                              f"image {res[1] / 2**20:.1f} MiB, restart {res[2]:.2f} s", flush=True)
+                    median = (lambda k: statistics.median(r[k] for r in results)) if results else None
+                    rows.append((mib, kind, comp, threads, len(results),
+                                 *([median(k) for k in (0, 4, 1, 2, 5)] if results else [None] * 5), ddw, ddr))
     print()
     print(f"median of {args.runs} runs; page cache {'dropped' if caches_dropped else 'NOT dropped (no permission)'} "
-          "before reads and restarts")
-    hdr = f"{'MiB':>5} {'compress':>8} {'runs':>4} {'ckpt s':>7} {'paused s':>8} {'image MiB':>9} {'restart s':>9} " \
-          f"{'dd wr s':>7} {'dd rd s':>7} {'ckpt/ddwr':>9} {'rst/ddrd':>8}"
+          "before reads and restarts; ckpt MiB/s = program memory / checkpoint time")
+    hdr = f"{'MiB':>5} {'kind':>6} {'compress':>8} {'thr':>4} {'runs':>4} {'ckpt s':>7} {'MiB/s':>6} {'paused s':>8} " \
+          f"{'image MiB':>9} {'restart s':>9} {'step s':>6} {'dd wr s':>7} {'dd rd s':>7} {'ckpt/ddwr':>9} {'rst/ddrd':>8}"
     print(hdr)
     print("-" * len(hdr))
-    for mib, comp, n, ck, pa, im, rs, ddw, ddr in rows:
+    for mib, kind, comp, threads, n, ck, pa, im, rs, st, ddw, ddr in rows:
         if n == 0:
-            print(f"{mib:>5} {comp:>8} {0:>4}   (all runs failed)")
+            print(f"{mib:>5} {kind:>6} {comp:>8} {threads:>4} {0:>4}   (all runs failed)")
             continue
-        print(f"{mib:>5} {comp:>8} {n:>4} {ck:>7.2f} {pa:>8.3f} {im / 2**20:>9.1f} {rs:>9.2f} {ddw:>7.2f} {ddr:>7.2f} "
-              f"{ck / ddw:>9.2f} {rs / ddr:>8.2f}")
+        print(f"{mib:>5} {kind:>6} {comp:>8} {threads:>4} {n:>4} {ck:>7.2f} {mib / ck:>6.0f} {pa:>8.3f} "
+              f"{im / 2**20:>9.1f} {rs:>9.2f} {st:>6.2f} {ddw:>7.2f} {ddr:>7.2f} {ck / ddw:>9.2f} {rs / ddr:>8.2f}")
 
 
 if __name__ == "__main__":

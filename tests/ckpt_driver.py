@@ -954,6 +954,13 @@ class Scenario:
             if not aok:
                 problems.append(f"{rel}: {awhy}\n" + unified_diff(split_lines(ref_f.read_bytes()),
                                                                   split_lines(run_f.read_bytes()), 30))
+        # Every process of the computation proves it belongs to it: none may be refused (a
+        # process started after a restart that still used the old coordinator's secret was).
+        log_file = self.env.ckpt_dir / "coordinator.log"
+        refused = [line for line in (log_file.read_text(errors="replace").splitlines() if log_file.exists() else [])
+                   if "refused connection" in line]
+        if refused:
+            problems.append(f"the coordinator refused {len(refused)} connection(s), e.g. {refused[0].strip()}")
         if problems:
             raise TestFailure("; ".join(problems))
         log(f"PASS: {why}; exit status {self.final_rc} as the reference; "

@@ -56,6 +56,21 @@ void refuse_static_binary(const std::string& program) {
                             program));
 }
 
+// A process started on another host joins the computation's coordinator, which must answer
+// from there; starting a second coordinator would split the computation in two.
+std::string joined_coordinator_secret(const CoordAddress& addr) {
+  if (!coordinator_answers(addr))
+    throw Error(fmt::format("--join: no coordinator answers at {} from this host (launch the "
+                            "computation with --coord ADDR:PORT, an address every host reaches)",
+                            addr.str()));
+  std::string secret = find_secret(addr);
+  if (secret.empty())
+    throw Error(fmt::format("--join: the coordinator at {} answers but its secret is not readable "
+                            "at {} (the hosts must share STASIS_RUNTIME_DIR or $HOME/.stasis)",
+                            addr.str(), secret_path(addr)));
+  return secret;
+}
+
 class LaunchCommand : public Command {
  public:
   const char* name() const override { return "launch"; }
@@ -85,6 +100,9 @@ class LaunchCommand : public Command {
                  "matches the glob PATTERN, all without one), so that restart can put back missing or "
                  "changed ones (default $STASIS_SAVE_FILES)")
         ->type_name("[=PATTERN]");
+    app.add_flag("--join", join_,
+                 "Join the running coordinator at --coord/$STASIS_COORD, never start one (what a "
+                 "remote launch runs on the other host; see docs/user-guide.md, Running across hosts)");
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
     app.prefix_command(false);
   }
@@ -103,7 +121,7 @@ class LaunchCommand : public Command {
     std::string program = resolve_program(argv_[0]);
     refuse_static_binary(program);
     std::string runtime = runtime_library_path();
-    std::string secret = ensure_coordinator(addr, options);
+    std::string secret = join_ ? joined_coordinator_secret(addr) : ensure_coordinator(addr, options);
 
     const char* preload = getenv("LD_PRELOAD");
     std::string preload_value = runtime + (preload && *preload ? std::string(":") + preload : "");
@@ -111,6 +129,7 @@ class LaunchCommand : public Command {
     setenv("STASIS_COORD", addr.str().c_str(), 1);
     setenv("STASIS_SECRET", secret.c_str(), 1);
     setenv("STASIS_LAUNCH_PID", std::to_string(getpid()).c_str(), 1);
+    setenv("STASIS_EXE", self_executable().c_str(), 1);  // what a remote launch runs over there
     if (!options.ckpt_dir.empty()) setenv("STASIS_CKPT_DIR", options.ckpt_dir.c_str(), 1);
     if (!compress.empty()) setenv("STASIS_COMPRESS", compress.c_str(), 1);
     if (!plugins_.empty()) {
@@ -139,7 +158,7 @@ class LaunchCommand : public Command {
  private:
   std::string coord_, ckpt_dir_, compress_, ib_ = "system", save_files_;
   double interval_ = 0;
-  bool incremental_ = false;
+  bool incremental_ = false, join_ = false;
   unsigned full_every_ = 0;
   std::vector<std::string> argv_, plugins_;
 };

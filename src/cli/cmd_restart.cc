@@ -45,6 +45,25 @@ bool is_generation_name(const std::string& name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), ::isdigit);
 }
 
+// `stasis restart` rebuilds the whole process tree on this host: a computation that ran on
+// several hosts (other host names, or other addresses towards the coordinator, as network
+// namespaces have) would come back here entirely, its remote processes on the wrong host.
+void refuse_several_hosts(const nlohmann::json& processes, const fs::path& dir) {
+  auto where = [](const nlohmann::json& process) {
+    std::string address = process.value("address", "");
+    return process.value("host", "") + (address.empty() ? "" : " (" + address + ")");
+  };
+  auto describe = [&](const nlohmann::json& process) {
+    return fmt::format("pid {} ({}) on {}", process.value("pid", 0u), process.value("program", ""),
+                       where(process));
+  };
+  for (const auto& process : processes)
+    if (where(process) != where(processes.front()))
+      throw Error(fmt::format("processes on several hosts: {} and {}; restarting a computation "
+                              "across hosts is not supported yet ({})",
+                              describe(processes.front()), describe(process), dir.string()));
+}
+
 Checkpoint load_checkpoint(const fs::path& given) {
   fs::path dir = given;
   if (!fs::exists(dir)) throw Error(fmt::format("{} does not exist", given.string()));
@@ -80,6 +99,7 @@ Checkpoint load_checkpoint(const fs::path& given) {
   if (manifest.value("format", "") != "stasis-checkpoint" || !manifest.value("complete", false))
     throw Error(fmt::format("{}/MANIFEST.json does not describe a complete Stasis checkpoint", dir.string()));
   ckpt.generation = manifest.value("generation", 0ull);
+  refuse_several_hosts(manifest.at("processes"), ckpt.dir);
   for (const auto& process : manifest.at("processes"))
     ckpt.images.push_back(ckpt.dir / process.at("image").get<std::string>());
   return ckpt;

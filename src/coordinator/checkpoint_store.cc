@@ -129,6 +129,7 @@ nlohmann::json manifest_json(const Manifest& manifest) {
     processes.push_back({{"pid", p.pid},
                          {"original_pid", p.original_pid},
                          {"host", p.host},
+                         {"address", p.address},
                          {"program", p.program},
                          {"image", p.image},
                          {"image_bytes", p.image_bytes},

@@ -29,6 +29,7 @@ struct ManifestProcess {
   uint32_t pid = 0;
   uint32_t original_pid = 0;
   std::string host;
+  std::string address;  // the address it reached the coordinator from (tells namespaces apart)
   std::string program;
   std::string image;  // file name inside the generation directory
   uint64_t image_bytes = 0;

@@ -170,6 +170,28 @@ struct ImageResult {
   uint64_t parent_generation = 0;  // an incremental image builds on that generation's
 };
 
+// Where a checkpoint's time goes, to tell coordinating from writing as the process count grows.
+struct CheckpointTiming {
+  // Seconds from the previous barrier's end (or the start) to each barrier's end, in the order
+  // run: a repeated "children" barrier, with its waits, counts as one. They add up to the total.
+  std::vector<std::pair<std::string, double>> barrier_seconds;
+  Clock::time_point last_mark;
+  uint64_t slowest_write_ns = 0;  // the longest any process took to write its image
+  uint64_t messages = 0;          // barrier messages to and from processes: O(N) per checkpoint
+
+  void barrier_ended(const std::string& name) {
+    Clock::time_point now = Clock::now();
+    double seconds = std::chrono::duration<double>(now - last_mark).count();
+    last_mark = now;
+    if (!barrier_seconds.empty() && barrier_seconds.back().first == name) {
+      barrier_seconds.back().second += seconds;
+    } else {
+      barrier_seconds.emplace_back(name, seconds);
+    }
+  }
+  double write_seconds() const { return static_cast<double>(slowest_write_ns) / 1e9; }
+};
+
 // The operation in progress: a sequence of barriers over a fixed set of processes.
 struct RunningOp {
   Operation op;
@@ -187,9 +209,11 @@ struct RunningOp {
   bool aborting = false;   // failed before "resume": "commit" (abort=1) then ends it
   double pause_seconds = 0;  // from sending "suspend" until "resume" was done everywhere
   std::unordered_map<uint64_t, ImageResult> images;
+  CheckpointTiming timing;
   // Process trees: each member's live children (real pids) from the "children" barrier; the
   // barrier is repeated until every child is a member, so a child forked as the checkpoint began
-  // joins it (late joiners are suspended and brought up to date).
+  // joins it (late joiners are suspended and brought up to date). A repeat asks only the members
+  // that have no answer here: the parents still missing a child, and late joiners.
   std::unordered_map<uint64_t, std::vector<uint32_t>> children;
   std::unordered_set<uint64_t> late_joiners;
   std::optional<Clock::time_point> children_retry;
@@ -335,6 +359,7 @@ class Coordinator {
   void join_running_checkpoint(Client& client);
   void check_children();
   void start_barrier(const std::string& name, uint64_t arg);
+  void send_barrier(Client& client, const StasisBarrier& barrier, uint64_t arg);
   void barrier_done(Client& client, const StasisBarrierDone& done);
   void barrier_complete();
   void fail(const std::string& why);
@@ -346,6 +371,8 @@ class Coordinator {
   void check_deadlines();
   int next_timeout_ms() const;
   bool idle_after_work() const;
+  static constexpr std::chrono::milliseconds kIdleGrace{1000};  // --exit-when-idle waits this long
+  std::optional<Clock::time_point> idle_since_;
   json status_json() const;
 
   Options options_;
@@ -463,9 +490,15 @@ int Coordinator::run() {
     }
     check_deadlines();
     reap();
+    // Idle for a moment, not an instant: a process that execs leaves and joins again, and the
+    // program it becomes joins from its own thread a little later.
+    if (options_.exit_when_idle && !idle_after_work()) idle_since_.reset();
     if (options_.exit_when_idle && idle_after_work()) {
-      log_.line("every process has left; exiting");
-      break;
+      if (!idle_since_) idle_since_ = Clock::now();
+      if (Clock::now() - *idle_since_ >= kIdleGrace) {
+        log_.line("every process has left; exiting");
+        break;
+      }
     }
   }
   // Replies already queued (a kill's answer, say) deserve a last chance to leave.
@@ -685,11 +718,13 @@ void Coordinator::handle_message(Client& client, const StasisMsgHeader& header,
         return;
       }
       memcpy(&done, payload, sizeof done);
+      if (running_) running_->timing.messages++;
       barrier_done(client, done);
       return;
     }
     case STASIS_MSG_CHILDREN:
       if (client.role == Role::Process && running_ && header.payload_len % sizeof(uint32_t) == 0) {
+        running_->timing.messages++;
         std::vector<uint32_t>& children = running_->children[client.id];
         children.resize(header.payload_len / sizeof(uint32_t));
         memcpy(children.data(), payload, header.payload_len);
@@ -834,13 +869,12 @@ void Coordinator::join_running_checkpoint(Client& client) {
   log_.line(fmt::format("{} joins checkpoint {} under way", client.describe(), op.generation));
   StasisBarrier barrier{};
   copy_field(barrier.name, "suspend");
-  client.state = state_during("suspend");
-  send(client, STASIS_MSG_BARRIER, op.generation, &barrier, sizeof barrier);
+  send_barrier(client, barrier, op.generation);
   if (op.barrier == "suspend") {
     op.pending.insert(client.id);
   } else if (op.barrier == "children") {
     copy_field(barrier.name, "children");
-    send(client, STASIS_MSG_BARRIER, op.generation, &barrier, sizeof barrier);
+    send_barrier(client, barrier, op.generation);
     op.pending.insert(client.id);
   }
 }
@@ -855,17 +889,21 @@ void Coordinator::check_children() {
   }
   std::string missing;
   size_t missing_count = 0;
+  std::vector<uint64_t> incomplete_parents;
   for (const auto& [id, kids] : op.children) {
     if (op.alive.count(id) == 0) continue;
     const Client& parent = clients_.at(id);
     std::string host = bounded(parent.info.hostname, sizeof parent.info.hostname);
+    size_t missing_before = missing_count;
     for (uint32_t pid : kids)
       if (!members.count({host, pid})) {
         if (missing_count++ == 0) missing = fmt::format("pid {} (a child of {})", pid, parent.describe());
       }
+    if (missing_count > missing_before) incomplete_parents.push_back(id);
   }
   if (missing_count == 0) {
     op.children.clear();
+    std::erase_if(op.members, [&](uint64_t id) { return op.alive.count(id) == 0; });
     start_barrier("drain", op.generation);
     return;
   }
@@ -877,7 +915,8 @@ void Coordinator::check_children() {
     abandon_checkpoint();
     return;
   }
-  op.children.clear();
+  // Only these are asked again (with late joiners): a suspended process forks no new child.
+  for (uint64_t id : incomplete_parents) op.children.erase(id);
   op.children_retry = Clock::now() + std::chrono::milliseconds(20);
 }
 
@@ -963,6 +1002,7 @@ void Coordinator::start_next_op() {
     running_.emplace();
     running_->op = std::move(queue_.front());
     running_->started = Clock::now();
+    running_->timing.last_mark = running_->started;
     queue_.pop_front();
     switch (running_->op.kind) {
       case OpKind::Checkpoint:
@@ -1039,7 +1079,11 @@ void Coordinator::start_restart() {
 void Coordinator::start_barrier(const std::string& name, uint64_t arg) {
   RunningOp& op = *running_;
   op.barrier = name;
-  op.pending = op.alive;
+  op.pending.clear();
+  for (uint64_t id : op.alive) {
+    // A repeated "children" barrier asks only the members that have not answered it.
+    if (name != "children" || op.children.count(id) == 0) op.pending.insert(id);
+  }
   op.deadline = after_seconds(options_.barrier_timeout);
   StasisBarrier barrier{};
   copy_field(barrier.name, name);
@@ -1052,12 +1096,15 @@ void Coordinator::start_barrier(const std::string& name, uint64_t arg) {
   }
   if (name == "commit") barrier.abort = op.failure.empty() ? 0 : 1;
   for (uint64_t id : op.members) {
-    if (op.alive.count(id) == 0) continue;
-    Client& client = clients_.at(id);
-    client.state = state_during(name);
-    send(client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier);
+    if (op.pending.count(id) > 0) send_barrier(clients_.at(id), barrier, arg);
   }
   if (op.pending.empty()) barrier_complete();
+}
+
+void Coordinator::send_barrier(Client& client, const StasisBarrier& barrier, uint64_t arg) {
+  client.state = state_during(barrier.name);
+  running_->timing.messages++;
+  send(client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier);
 }
 
 void Coordinator::barrier_done(Client& client, const StasisBarrierDone& done) {
@@ -1090,6 +1137,7 @@ void Coordinator::barrier_done(Client& client, const StasisBarrierDone& done) {
       op.images[client.id] = ImageResult{bounded(done.image_path, sizeof done.image_path),
                                          done.image_bytes, done.memory_bytes,
                                          done.parent_generation};
+      op.timing.slowest_write_ns = std::max(op.timing.slowest_write_ns, done.write_nanoseconds);
     }
   }
   if (op.pending.empty()) barrier_complete();
@@ -1106,6 +1154,7 @@ void Coordinator::barrier_complete() {
   std::string finished = op.barrier;
   op.barrier.clear();
   op.pending.clear();
+  op.timing.barrier_ended(finished);
 
   if (op.op.kind == OpKind::Restart) {
     if (finished == "restart") {
@@ -1201,6 +1250,7 @@ void Coordinator::commit_checkpoint() {
         ManifestProcess{.pid = client.info.pid,
                         .original_pid = client.info.original_pid,
                         .host = bounded(client.info.hostname, sizeof client.info.hostname),
+                        .address = client.peer.substr(0, client.peer.rfind(':')),
                         .program = bounded(client.info.program, sizeof client.info.program),
                         .image = std::filesystem::path(path).filename().string(),
                         .image_bytes = image.image_bytes,
@@ -1233,7 +1283,23 @@ void Coordinator::commit_checkpoint() {
                 {"seconds", manifest.seconds},
                 {"image_bytes", image_bytes},
                 {"memory_bytes", memory_bytes},
-                {"pause_seconds", op.pause_seconds}};
+                {"pause_seconds", op.pause_seconds},
+                {"write_seconds", round_ms(op.timing.write_seconds())},
+                {"coordination_seconds", round_ms(manifest.seconds - op.timing.write_seconds())},
+                {"messages", op.timing.messages}};
+  json barrier_seconds = json::object();
+  std::string barrier_times;
+  for (const auto& [name, seconds] : op.timing.barrier_seconds) {
+    barrier_seconds[name] = round_ms(seconds);
+    barrier_times += fmt::format("{}{} {:.3f}", barrier_times.empty() ? "" : ", ", name, seconds);
+  }
+  op.success["barrier_seconds"] = barrier_seconds;
+  // One line per checkpoint, never one per process: bench/coordination_time.py reads it.
+  log_.line(fmt::format("checkpoint {} timing: {} process{}, {} messages; barriers (s): {}; "
+                        "slowest image write {:.3f} s; coordination {:.3f} s",
+                        op.generation, op.members.size(), op.members.size() == 1 ? "" : "es",
+                        op.timing.messages, barrier_times, op.timing.write_seconds(),
+                        manifest.seconds - op.timing.write_seconds()));
   log_.line(
       fmt::format("checkpoint {} complete in {:.3f} s (computation paused {:.3f} s): {} image{}, "
                   "{} bytes written, {} bytes of memory",
@@ -1277,8 +1343,8 @@ void Coordinator::member_gone(const Client& client) {
   }
   if (op.op.kind == OpKind::Checkpoint && op.stopping() && op.failure.empty()) {
     // It ended (or exec'd: the new program joins again) before the computation was stopped:
-    // not part of this checkpoint; its parent records it as a zombie if it is one.
-    std::erase(op.members, client.id);
+    // not part of this checkpoint; its parent records it as a zombie if it is one. It leaves
+    // op.members once the computation is stopped (check_children), not in an O(N) step per exit.
     op.late_joiners.erase(client.id);
     log_.line(fmt::format("{} ended as checkpoint {} began; not part of it", client.describe(),
                           op.generation));
@@ -1373,6 +1439,7 @@ int Coordinator::next_timeout_ms() const {
   }
   if (running_ && running_->children_retry) consider(*running_->children_retry);
   if (next_interval_) consider(*next_interval_);
+  if (idle_since_) consider(*idle_since_ + kIdleGrace);
   if (!dead_.empty()) return 0;
   if (!soonest) return -1;
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(*soonest - Clock::now()).count();

@@ -31,7 +31,7 @@ typedef struct StasisCommand StasisCommand;
 #endif
 
 #define STASIS_PROTOCOL_MAGIC 0x4d535453u /* "STSM" */
-#define STASIS_PROTOCOL_VERSION 1
+#define STASIS_PROTOCOL_VERSION 2  // 2: BARRIER_DONE carries write_nanoseconds
 #define STASIS_DEFAULT_PORT 7781
 #define STASIS_NONCE_BYTES 32
 #define STASIS_MAC_BYTES 32
@@ -146,6 +146,9 @@ struct StasisBarrierDone {
   uint64_t image_bytes;                // for "checkpoint": bytes written
   uint64_t memory_bytes;               // for "checkpoint": bytes of memory saved
   uint64_t parent_generation;          // for "checkpoint"/"commit": the image builds on it (0: full)
+  // for "checkpoint"/"commit" with an image: how long writing it took (in place, or in the
+  // forked writer), so the coordinator can tell writing from coordinating
+  uint64_t write_nanoseconds;
 };
 
 // Commands: payload is StasisCommand; reply payload is text (JSON for status).

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "plugins/files/files.h"
 #include "plugins/ipc/ipc.h"
@@ -24,8 +25,9 @@
 namespace stasis::rt {
 namespace {
 // Virtual (MAP_NORESERVE): only what a checkpoint uses is ever backed, and a forked writer's
-// copies of saved files' contents live here.
-constexpr size_t kArenaBytes = 256u << 20;
+// copies of saved files' contents live here, as do the compression threads' buffers, contexts
+// and stacks (~11 MiB a thread).
+constexpr size_t kArenaBytes = 512u << 20;
 
 Arena g_arena;
 StasisProcessRecord g_process;
@@ -57,11 +59,18 @@ uint32_t compression_from(const char* name) {
 
 namespace {
 
+uint64_t monotonic_ns() {
+  timespec now{};
+  STASIS_SYS2(SYS_clock_gettime, CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
 // Writes the image of the memory as it is now (in place, or in a forked writer whose memory is
 // the snapshot). Fills result or error; returns 0 or -1.
 int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint32_t fd_count,
                 const FdDataList& fd_data, const IncrementPlan& plan, CheckpointResult* result,
                 uint64_t* header_checksum, LogLine& error) {
+  const uint64_t started_ns = monotonic_ns();
   const uint32_t n = g_own_thread_index;
   char tmp_path[STASIS_IMAGE_PATH_MAX], final_path[STASIS_IMAGE_PATH_MAX];
   build_image_path(final_path, sizeof final_path, dir, g_process.comm, g_process.pid, ".stasis");
@@ -101,6 +110,7 @@ int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint
   result->image_bytes = writer.bytes_written();
   result->memory_bytes = writer.memory_bytes();
   result->parent_generation = plan.increment ? plan.parent.parent_generation : 0;
+  result->write_nanoseconds = monotonic_ns() - started_ns;
   *header_checksum = writer.header_checksum();
   return 0;
 }

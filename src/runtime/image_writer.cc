@@ -9,48 +9,20 @@
 namespace stasis::rt {
 namespace {
 constexpr uint64_t kBufferBytes = 4u << 20;
-constexpr uint64_t kChunkBytes = 1u << 20;  // raw bytes per PAGES record
-
-Arena* g_zstd_arena = nullptr;
-void* arena_zstd_alloc(void*, size_t size) { return g_zstd_arena->alloc(size); }
-void arena_zstd_free(void*, void*) {}
 }  // namespace
 
 bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, LogLine& error) {
   compression_ = compression;
   buffer_ = static_cast<char*>(arena.alloc(kBufferBytes));
-  chunk_in_ = static_cast<char*>(arena.alloc(kChunkBytes));
-  chunk_out_cap_ = ZSTD_COMPRESSBOUND(kChunkBytes);
-  if (static_cast<uint64_t>(LZ4_COMPRESSBOUND(kChunkBytes)) > chunk_out_cap_)
-    chunk_out_cap_ = static_cast<uint64_t>(LZ4_COMPRESSBOUND(kChunkBytes));
-  // Room in front for a StasisFdDataHeader: FD_DATA payloads are built in place.
-  chunk_out_ = static_cast<char*>(arena.alloc(chunk_out_cap_ + sizeof(StasisFdDataHeader)));
-  if (!buffer_ || !chunk_in_ || !chunk_out_) {
+  if (!buffer_) {
     error << "out of checkpoint scratch memory";
     return false;
   }
-  compressors_ = compressors();
-  if (compression_ != STASIS_COMPRESS_NONE && !compressors_) {
+  const Compressors* loaded = compressors();
+  if (compression_ != STASIS_COMPRESS_NONE && !loaded) {
     error << "the compression libraries (libzstd.so.1, liblz4.so.1) could not be loaded; "
           << "checkpoint with --compress none";
     return false;
-  }
-  if (compression_ == STASIS_COMPRESS_ZSTD) {
-    g_zstd_arena = &arena;
-    ZSTD_customMem mem = {arena_zstd_alloc, arena_zstd_free, nullptr};
-    zstd_ = compressors_->zstd_create_cctx_advanced(mem);
-    if (!zstd_) {
-      error << "cannot create a zstd context in checkpoint scratch memory";
-      return false;
-    }
-    compressors_->zstd_cctx_set_parameter(zstd_, ZSTD_c_compressionLevel, 1);
-    compressors_->zstd_cctx_set_parameter(zstd_, ZSTD_c_checksumFlag, 0);
-  } else if (compression_ == STASIS_COMPRESS_LZ4) {
-    lz4_state_ = arena.alloc(static_cast<size_t>(compressors_->lz4_state_size));
-    if (!lz4_state_) {
-      error << "out of checkpoint scratch memory for lz4";
-      return false;
-    }
   }
   long fd = STASIS_SYS3(SYS_open, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -58,6 +30,9 @@ bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, Log
     return false;
   }
   fd_ = static_cast<int>(fd);
+  // Uncompressed chunks cost a copy and a write each: more threads would only wait on the disk.
+  uint32_t threads = compression_ == STASIS_COMPRESS_NONE ? 1 : compression_threads();
+  if (!pipeline_.start(threads, compression_, loaded, arena, error)) return false;  // abandon() stops it
   StasisImageHeader header = {};
   __builtin_memcpy(header.magic, STASIS_IMAGE_MAGIC, 8);
   header.format_version = STASIS_IMAGE_VERSION;
@@ -128,17 +103,60 @@ bool ImageWriter::put_record(uint32_t type, uint32_t compression, uint64_t arg,
 }
 
 bool ImageWriter::add_record(uint32_t type, uint64_t arg, const void* payload, uint64_t size) {
-  return put_record(type, STASIS_COMPRESS_NONE, arg, payload, size, size);
+  if (pipeline_.empty() || size > kChunkBytes) {
+    return drain() && put_record(type, STASIS_COMPRESS_NONE, arg, payload, size, size);
+  }
+  // Queued behind the chunks still being compressed, so the file keeps the order of the calls.
+  CompressJob* job = next_job();
+  if (!job) return false;
+  job->kind = JobKind::kRecord;
+  job->record_type = type;
+  job->arg = arg;
+  job->len = size;
+  __builtin_memcpy(job->input, payload, size);
+  pipeline_.submit();
+  return true;
 }
 
-namespace {
-bool page_is_zero(const char* page) {
-  const uint64_t* words = reinterpret_cast<const uint64_t*>(page);
-  uint64_t any = 0;
-  for (size_t i = 0; i < 4096 / 8; i++) any |= words[i];
-  return any == 0;
+CompressJob* ImageWriter::next_job() {
+  while (!pipeline_.has_room())
+    if (!write_oldest()) return nullptr;
+  return &pipeline_.to_fill();
 }
-}  // namespace
+
+bool ImageWriter::drain() {
+  while (!pipeline_.empty())
+    if (!write_oldest()) return false;
+  return failure_ == nullptr;
+}
+
+bool ImageWriter::write_oldest() {
+  CompressJob& job = pipeline_.oldest();
+  bool ok = true;
+  switch (job.kind) {
+    case JobKind::kRecord:
+      ok = put_record(job.record_type, STASIS_COMPRESS_NONE, job.arg, job.input, job.len, job.len);
+      break;
+    case JobKind::kFdData: {
+      const JobPiece& piece = job.pieces[0];
+      uint64_t header = sizeof job.fd_header;
+      ok = put_record(STASIS_REC_FD_DATA, piece.stored ? compression_ : STASIS_COMPRESS_NONE,
+                      static_cast<uint64_t>(job.fd_header.fd), job.output,
+                      header + (piece.stored ? piece.stored : piece.len), header + piece.len);
+      break;
+    }
+    case JobKind::kPages:
+      for (uint32_t i = 0; ok && i < job.piece_count; i++) {
+        const JobPiece& piece = job.pieces[i];
+        ok = piece.stored ? put_record(STASIS_REC_PAGES, compression_, job.arg + piece.offset,
+                                       job.output + piece.out_offset, piece.stored, piece.len)
+                          : write_raw_pages(job.arg + piece.offset, job.input + piece.offset, piece.len);
+      }
+      break;
+  }
+  pipeline_.retire_oldest();
+  return ok;
+}
 
 bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool skip_zero_pages,
                             const char* source) {
@@ -153,54 +171,33 @@ bool ImageWriter::add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool
   }
   for (uint64_t off = 0; off < len; off += kChunkBytes) {
     uint64_t n = len - off < kChunkBytes ? len - off : kChunkBytes;
+    CompressJob* job = next_job();
+    if (!job) return false;
     // Every chunk is first copied, because the checkpoint thread's own stack is among the memory
     // being saved and changes under the compressor (zstd would encode matches against bytes that
     // no longer hold): the copy is one consistent snapshot, checksummed and compressed as is.
     if (via_proc_mem) {
-      long got = STASIS_SYS4(SYS_pread64, proc_mem_fd_, chunk_in_, n, addr + off);
+      long got = STASIS_SYS4(SYS_pread64, proc_mem_fd_, job->input, n, addr + off);
       if (got != static_cast<long>(n)) {
         failure_ = "reading an unreadable region through /proc/self/mem failed";
         return false;
       }
     } else {
-      __builtin_memcpy(chunk_in_, (source ? source : reinterpret_cast<const char*>(addr)) + off, n);
+      __builtin_memcpy(job->input, (source ? source : reinterpret_cast<const char*>(addr)) + off, n);
     }
     memory_bytes_ += n;
-    if (!skip_zero_pages) {
-      if (!add_chunk(addr + off, chunk_in_, n)) return false;
-      continue;
-    }
-    // All-zero pages are left out: restart maps these regions zero-filled.
-    for (uint64_t page = 0; page < n;) {
-      while (page < n && page_is_zero(chunk_in_ + page)) page += 4096;
-      uint64_t run = page;
-      while (page < n && !page_is_zero(chunk_in_ + page)) page += 4096;
-      if (page > run && !add_chunk(addr + off + run, chunk_in_ + run, page - run)) return false;
-    }
+    job->kind = JobKind::kPages;
+    job->arg = addr + off;
+    job->len = n;
+    job->skip_zero_pages = skip_zero_pages;
+    pipeline_.submit();
   }
   return true;
 }
 
-// Compressed size in `out` (chunk_out_cap_ bytes of room), or 0: not compressed (none chosen, or
-// the compressor failed, and then the bytes are stored as they are).
-size_t ImageWriter::compress(const char* src, uint64_t n, char* out) {
-  if (compression_ == STASIS_COMPRESS_ZSTD) {
-    size_t compressed = compressors_->zstd_compress2(zstd_, out, chunk_out_cap_, src, n);
-    return compressors_->zstd_is_error(compressed) ? 0 : compressed;
-  }
-  if (compression_ == STASIS_COMPRESS_LZ4) {
-    int c = compressors_->lz4_compress_fast_ext_state(lz4_state_, src, out, static_cast<int>(n),
-                                                      static_cast<int>(chunk_out_cap_), 1);
-    return c > 0 ? static_cast<size_t>(c) : 0;
-  }
-  return 0;
-}
-
-bool ImageWriter::add_chunk(uint64_t addr, const char* src, uint64_t n) {
-  size_t compressed = compress(src, n, chunk_out_);
-  if (compressed > 0 && compressed < n)  // incompressible chunks are stored as they are
-    return put_record(STASIS_REC_PAGES, compression_, addr, chunk_out_, compressed, n);
-  // Stored as is: start the payload on a page boundary so restart can map it from the file.
+// A PAGES record of bytes stored as they are.
+bool ImageWriter::write_raw_pages(uint64_t addr, const char* src, uint64_t n) {
+  // Start the payload on a page boundary so restart can map it from the file.
   uint64_t payload_at = file_offset_ + 2 * sizeof(StasisRecordHeader);
   if ((file_offset_ + sizeof(StasisRecordHeader)) % 4096 != 0 && n % 4096 == 0 &&
       n >= STASIS_MIN_MAPPED_CHUNK) {
@@ -214,9 +211,11 @@ bool ImageWriter::add_chunk(uint64_t addr, const char* src, uint64_t n) {
 bool ImageWriter::add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t len, int source_fd) {
   for (uint64_t off = 0; off < len; off += kChunkBytes) {
     uint64_t n = len - off < kChunkBytes ? len - off : kChunkBytes;
+    CompressJob* job = next_job();
+    if (!job) return false;
     if (source_fd >= 0) {
       for (uint64_t got = 0; got < n;) {
-        long r = STASIS_SYS4(SYS_pread64, source_fd, chunk_in_ + got, n - got, off + got);
+        long r = STASIS_SYS4(SYS_pread64, source_fd, job->input + got, n - got, off + got);
         if (r == -EINTR) continue;
         if (r <= 0) {
           failure_ = "reading a descriptor's contents for the image failed";
@@ -225,25 +224,21 @@ bool ImageWriter::add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t 
         got += static_cast<uint64_t>(r);
       }
     } else {
-      __builtin_memcpy(chunk_in_, static_cast<const char*>(bytes) + off, n);
+      __builtin_memcpy(job->input, static_cast<const char*>(bytes) + off, n);
     }
-    StasisFdDataHeader header = {fd, tag, off};
-    char* payload = chunk_out_;
-    __builtin_memcpy(payload, &header, sizeof header);
-    size_t compressed = compress(chunk_in_, n, payload + sizeof header);
-    uint32_t compression = compressed > 0 && compressed < n ? compression_ : STASIS_COMPRESS_NONE;
-    if (compression == STASIS_COMPRESS_NONE) {
-      __builtin_memcpy(payload + sizeof header, chunk_in_, n);
-      compressed = n;
-    }
-    if (!put_record(STASIS_REC_FD_DATA, compression, static_cast<uint64_t>(fd), payload,
-                    sizeof header + compressed, sizeof header + n))
-      return false;
+    job->kind = JobKind::kFdData;
+    job->fd_header = {fd, tag, off};
+    job->len = n;
+    pipeline_.submit();
   }
   return true;
 }
 
 bool ImageWriter::finish() {
+  if (!drain()) {
+    abandon();
+    return false;
+  }
   StasisEndRecord end = {record_count_, headers_checksum_, memory_bytes_};
   StasisRecordHeader h = {};
   h.type = STASIS_REC_END;
@@ -260,6 +255,7 @@ bool ImageWriter::finish() {
 }
 
 void ImageWriter::abandon() {
+  pipeline_.stop();
   if (fd_ >= 0) STASIS_SYS1(SYS_close, fd_);
   if (proc_mem_fd_ >= 0) STASIS_SYS1(SYS_close, proc_mem_fd_);
   fd_ = proc_mem_fd_ = -1;

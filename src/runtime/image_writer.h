@@ -1,16 +1,19 @@
 // Writes one image file on the checkpoint path: buffered, checksummed records, PAGES compressed
-// with zstd (allocating only from the checkpoint Arena) or stored as is.
+// with zstd or lz4 (allocating only from the checkpoint Arena) or stored as is. Chunks are
+// compressed by a CompressPipeline on several cores while earlier ones are written; records
+// reach the file in the order they were added.
 #pragma once
+#include "runtime/compress_workers.h"
 #include "runtime/rt.h"
-
-struct ZSTD_CCtx_s;
 
 namespace stasis::rt {
 
-struct Compressors;
-
 class ImageWriter {
  public:
+  ImageWriter() = default;
+  ImageWriter(const ImageWriter&) = delete;
+  ImageWriter& operator=(const ImageWriter&) = delete;
+  ~ImageWriter() { abandon(); }  // no compression thread may outlive the writer it points into
   // Opens `path` (created 0600, truncated). Returns false with `error` set.
   bool open(const char* path, uint32_t compression, Arena& arena, LogLine& error);
   bool add_record(uint32_t type, uint64_t arg, const void* payload, uint64_t size);
@@ -26,6 +29,7 @@ class ImageWriter {
   bool add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t len, int source_fd);
   // Writes END, fsyncs and closes. The caller renames the file into place.
   bool finish();
+  // Stops the compression threads and closes (also after a failure).
   void abandon();
   uint64_t bytes_written() const { return file_offset_; }
   uint64_t memory_bytes() const { return memory_bytes_; }
@@ -33,8 +37,10 @@ class ImageWriter {
   const char* failure() const { return failure_; }
 
  private:
-  bool add_chunk(uint64_t addr, const char* src, uint64_t n);
-  size_t compress(const char* src, uint64_t n, char* out);
+  CompressJob* next_job();  // writes the oldest queued jobs while the ring is full
+  bool write_oldest();
+  bool drain();
+  bool write_raw_pages(uint64_t addr, const char* src, uint64_t n);
   bool write_out(const void* data, uint64_t size);
   bool write_all(const char* data, uint64_t size);
   bool flush();
@@ -46,12 +52,7 @@ class ImageWriter {
   uint32_t compression_ = STASIS_COMPRESS_NONE;
   char* buffer_ = nullptr;
   uint64_t buffer_used_ = 0;
-  char* chunk_in_ = nullptr;   // staging for /proc/self/mem reads
-  char* chunk_out_ = nullptr;  // compressed chunk
-  uint64_t chunk_out_cap_ = 0;
-  const Compressors* compressors_ = nullptr;
-  ZSTD_CCtx_s* zstd_ = nullptr;
-  void* lz4_state_ = nullptr;
+  CompressPipeline pipeline_;
   uint64_t file_offset_ = 0;
   uint64_t record_count_ = 0;
   uint64_t headers_checksum_ = 0;

@@ -9,9 +9,11 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/remote_launch.h"
 #include "runtime/rt.h"
 
 using namespace stasis::rt;
@@ -66,7 +68,9 @@ STASIS_EXPORT long syscall(long number, ...) {
         a1 = to_real(static_cast<pid_t>(a1));
         a2 = to_real(static_cast<pid_t>(a2));
         break;
-      case SYS_pidfd_open: a1 = to_real(static_cast<pid_t>(a1)); break;
+      case SYS_pidfd_open:
+      case SYS_process_vm_readv:
+      case SYS_process_vm_writev: a1 = to_real(static_cast<pid_t>(a1)); break;
       case SYS_rt_sigqueueinfo:  // (tgid, sig, info)
         a1 = to_real(static_cast<pid_t>(a1));
         return next_symbol(real, "syscall")(number, a1, a2, with_real_sender(a3, &info), a4, a5, a6);
@@ -178,7 +182,7 @@ using SpawnFn = int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*, 
                         char* const[], char* const[]);
 int spawn_with_virtual_pid(SpawnFn real, pid_t* pid, const char* program, const posix_spawn_file_actions_t* actions,
                            const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
-  int rc = real(pid, program, actions, attr, argv, envp);
+  int rc = spawn_remote_aware(real, pid, program, actions, attr, argv, envp);
   if (rc == 0 && pid && have_pid_table()) *pid = static_cast<pid_t>(claim_virtual_pid(*pid));
   return rc;
 }
@@ -210,6 +214,23 @@ STASIS_EXPORT int tgkill(pid_t tgid, pid_t tid, int sig) {
 STASIS_EXPORT int pidfd_open(pid_t pid, unsigned int flags) {
   static int (*real)(pid_t, unsigned int);
   return next_symbol(real, "pidfd_open")(have_pid_table() ? to_real(pid) : pid, flags);
+}
+
+// Cross-memory attach: MPI libraries copy large messages straight from a peer rank's memory.
+using ProcessVmFn = ssize_t (*)(pid_t, const struct iovec*, unsigned long, const struct iovec*, unsigned long,
+                                unsigned long);
+STASIS_EXPORT ssize_t process_vm_readv(pid_t pid, const struct iovec* local, unsigned long local_count,
+                                       const struct iovec* remote, unsigned long remote_count, unsigned long flags) {
+  static ProcessVmFn real;
+  return next_symbol(real, "process_vm_readv")(have_pid_table() ? to_real(pid) : pid, local, local_count, remote,
+                                                remote_count, flags);
+}
+
+STASIS_EXPORT ssize_t process_vm_writev(pid_t pid, const struct iovec* local, unsigned long local_count,
+                                        const struct iovec* remote, unsigned long remote_count, unsigned long flags) {
+  static ProcessVmFn real;
+  return next_symbol(real, "process_vm_writev")(have_pid_table() ? to_real(pid) : pid, local, local_count, remote,
+                                                 remote_count, flags);
 }
 
 // ---- descriptor owners (SIGIO/SIGURG targets) and lock holders -------------------------------

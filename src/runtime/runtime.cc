@@ -43,6 +43,13 @@ std::atomic<uint32_t> g_join_state{kJoining};
 void wait_until_joined() {
   while (g_join_state.load() == kJoining) futex_wait(&g_join_state, kJoining, 10 * 1000000L);
 }
+
+// Before a fork: a join takes about a millisecond; one stuck on an unreachable coordinator does
+// not hold the program's forks for long.
+void wait_briefly_until_joined() {
+  for (int tries = 0; tries < 20 && g_join_state.load() == kJoining; tries++)
+    futex_wait(&g_join_state, kJoining, 10 * 1000000L);
+}
 std::atomic<bool> g_connection_lost{false};
 
 void lock_send() {
@@ -102,6 +109,7 @@ void report_barrier(const char* name, int status, const char* message,
     done.image_bytes = result->image_bytes;
     done.memory_bytes = result->memory_bytes;
     done.parent_generation = result->parent_generation;
+    done.write_nanoseconds = result->write_nanoseconds;
   }
   send_to_coordinator(STASIS_MSG_BARRIER_DONE, g_generation.load(), &done, sizeof done);
 }
@@ -229,7 +237,9 @@ void* checkpoint_thread_main(void*) {
   }
   LogLine error;
   bool joined = connect_to_coordinator(false, error);
-  g_join_state.store(joined ? kJoined : kJoinFailed);
+  LogLine no_compressors;
+  if (joined && !load_compressors(no_compressors)) no_compressors.emit();
+  g_join_state.store(joined ? kJoined : kJoinFailed);  // forks waiting for the join go on
   futex_wake_all(&g_join_state);
   if (!joined) {
     (error << "; running without checkpoints").emit();
@@ -237,8 +247,6 @@ void* checkpoint_thread_main(void*) {
     g_config.checkpoint_signal = 0;
     return nullptr;
   }
-  LogLine no_compressors;
-  if (!load_compressors(no_compressors)) no_compressors.emit();
   for (;;) {
     StasisMsgHeader header;
     if (stasis_recv_header(kCoordinatorFd, &header) != 0) {
@@ -354,7 +362,10 @@ __attribute__((constructor)) void stasis_runtime_init() {
   g_config.tcb_tid_offset = find_tcb_tid_offset(sys_gettid());
   load_plugins_from_env();  // before joining: the coordinator learns the barriers they add
   install_suspend_handler();
-  pthread_atfork(nullptr, nullptr, atfork_child);
+  // A fork while the checkpoint thread is joining would copy the descriptors it has open for a
+  // moment (/proc/self/comm, libraries being loaded) into a child that never closes them: such a
+  // fork waits for the join to end (only forks in the first moments of a process do).
+  pthread_atfork(wait_briefly_until_joined, nullptr, atfork_child);
   atexit(at_exit);
   g_config.active = true;  // before the thread, which clears it if it cannot join
   // The descriptor now, while it is surely allowed (the program may lower RLIMIT_NOFILE below

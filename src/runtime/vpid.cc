@@ -5,6 +5,7 @@
 // process the computation starts): real -> virtual and virtual -> real, 0 meaning "the same".
 // Entries are 32-bit atomics, written by the process they name (or, for a process started after
 // the restart, also by its parent: see claim_virtual_pid).
+#include <fcntl.h>
 #include <sys/mman.h>
 
 #include "runtime/rt.h"
@@ -19,6 +20,22 @@ bool attach_pid_table(bool after_restart) {
   if (g_pid_table) return true;
   long addr = STASIS_SYS6(SYS_mmap, 0, sizeof(StasisPidTable), PROT_READ | PROT_WRITE, MAP_SHARED,
                           kPidTableFd, 0);
+  if (addr == -EBADF && !after_restart) {
+    // A program that closes every descriptor before exec (Python's subprocess does) leaves its
+    // child without the table: the parent still has it. Put it back where children look.
+    char path[48] = "/proc/";
+    format_uint(path + 6, static_cast<unsigned long>(STASIS_SYS0(SYS_getppid)));
+    str_copy(path + str_len(path), "/fd/1020", 12);
+    static_assert(kPidTableFd == 1020, "the path above names the table's descriptor");
+    long fd = STASIS_SYS3(SYS_open, path, O_RDWR | O_CLOEXEC, 0);
+    if (fd < 0) return false;
+    addr = STASIS_SYS6(SYS_mmap, 0, sizeof(StasisPidTable), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    bool mapped = !(addr < 0 && addr > -4096);
+    if (mapped && reinterpret_cast<StasisPidTable*>(addr)->magic == STASIS_PID_TABLE_MAGIC &&
+        STASIS_SYS2(SYS_fcntl, kPidTableFd, F_GETFD) < 0)  // the number is free: no program descriptor
+      STASIS_SYS3(SYS_dup3, fd, kPidTableFd, 0);
+    STASIS_SYS1(SYS_close, fd);
+  }
   if (addr < 0 && addr > -4096) return false;
   auto* table = reinterpret_cast<StasisPidTable*>(addr);
   if (table->magic != STASIS_PID_TABLE_MAGIC) {

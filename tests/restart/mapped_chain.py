@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -32,8 +33,14 @@ def main(stasis, program):
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             proc = comp.popen(["restart", str(ckpt / "000001")], None, None)
+            # The killed run may have printed more than the restart starts from: wait until the
+            # restart process has become the program (its memory is mapped again), then for output.
+            deadline = time.monotonic() + 60
+            maps = ""
+            while "big_memory" not in maps and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+                maps = Path(f"/proc/{proc.pid}/maps").read_text()
             wait_lines(out, 8)
-            maps = Path(f"/proc/{proc.pid}/maps").read_text()
             if ".stasis" not in maps:
                 fail("the restart did not map memory from the uncompressed image")
             if comp.run("checkpoint").returncode:

@@ -112,8 +112,9 @@ int create_unnamed_file(const image::Image& img, const StasisFdRecord& rec) {
 }
 
 // A new open file description of the file `fd` holds, with the record's flags and offset.
+// (O_NOFOLLOW was about the original name's last component; /proc/self/fd/N is a link.)
 int reopen_as_recorded(int fd, const StasisFdRecord& rec) {
-  const int flags = static_cast<int>(rec.flags) & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_TMPFILE);
+  const int flags = static_cast<int>(rec.flags) & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_TMPFILE | O_NOFOLLOW);
   int reopened = open(fmt::format("/proc/self/fd/{}", fd).c_str(), flags | O_CLOEXEC);
   if (reopened < 0)
     throw Error(fmt::format("cannot reopen the recreated {} as descriptor {}: {}", rec.path, rec.fd,

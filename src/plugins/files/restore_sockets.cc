@@ -251,8 +251,12 @@ void bind_to(int fd, const StasisTcpData& t, const Endpoint& e, const char* what
     throw Error(fmt::format("cannot bind the {} to {} again: {}", what, describe(e), std::strerror(errno)));
 }
 
-void apply_tcp_options(int fd, const StasisTcpData& t) {
-  int on = 1, reuse = (t.options & STASIS_TCP_REUSEADDR) ? 1 : 0;
+// A connection keeps the address reuse tcp_socket allowed (as the checkpoint left the program's
+// own): should this restart fail or be killed before its next checkpoint, its ends then linger
+// without keeping a listener's port from the next restart.
+enum class TcpRole { kListener, kConnection };
+void apply_tcp_options(int fd, const StasisTcpData& t, TcpRole role) {
+  int on = 1, reuse = (t.options & STASIS_TCP_REUSEADDR) || role == TcpRole::kConnection ? 1 : 0;
   if (t.options & STASIS_TCP_NODELAY) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   if (t.options & STASIS_TCP_KEEPALIVE) setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
@@ -293,9 +297,16 @@ int accept_from(int listener, const Endpoint& from) {
 void remake_connection(const TcpUse& a, const TcpUse& b, const std::map<Endpoint, int>& listeners) {
   // The side a listener of the computation listens for accepts; otherwise a listener of our own,
   // on the accepting side's address, stands in for the one the program closed.
+  // An accepted end has its listener's family: an IPv4 and an IPv6-only listener often share a
+  // port (MPI ranks listen on both), and only one of them gets the connection.
   auto listener_for = [&](const TcpUse& end) {
-    for (const auto& [where, fd] : listeners)
-      if (where.second == end.tcp.local_port && (where.first == local_of(end.tcp).first || is_any(where))) return fd;
+    for (const auto& [where, fd] : listeners) {
+      int family = 0;
+      socklen_t len = sizeof family;
+      if (where.second == end.tcp.local_port && (where.first == local_of(end.tcp).first || is_any(where)) &&
+          getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &family, &len) == 0 && family == end.tcp.family)
+        return fd;
+    }
     return -1;
   };
   const TcpUse* client = &a;
@@ -308,18 +319,22 @@ void remake_connection(const TcpUse& a, const TcpUse& b, const std::map<Endpoint
     bind_listener(listener, server->tcp, local_of(server->tcp));
     if (listen(listener, 1) != 0) throw Error("cannot listen to re-make a TCP connection");
   }
-  int client_fd = tcp_socket(client->tcp);
   // The connecting end keeps its port when it can; a lingering connection of the killed run may
-  // hold it (TIME_WAIT), and then it takes another (only getsockname on that end can tell).
-  if (!try_bind(client_fd, client->tcp, local_of(client->tcp))) {
-    Endpoint same_address = {local_of(client->tcp).first, 0};
-    bind_to(client_fd, client->tcp, same_address, "end of a TCP connection");
-  }
+  // hold it, or (TIME_WAIT with the same addresses at both ends, which the checkpoint let be
+  // reused) refuse the connection from it, and then it takes another (only getsockname on that
+  // end can tell).
   struct sockaddr_storage address;
   socklen_t len = socket_address(client->tcp.family, local_of(server->tcp), &address);
-  if (connect(client_fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0)
-    throw Error(fmt::format("cannot re-make the TCP connection {} -> {}: {}", describe(local_of(client->tcp)),
-                            describe(local_of(server->tcp)), std::strerror(errno)));
+  int client_fd = tcp_socket(client->tcp);
+  if (!try_bind(client_fd, client->tcp, local_of(client->tcp)) ||
+      connect(client_fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0) {
+    close(client_fd);
+    client_fd = tcp_socket(client->tcp);
+    bind_to(client_fd, client->tcp, {local_of(client->tcp).first, 0}, "end of a TCP connection");
+    if (connect(client_fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0)
+      throw Error(fmt::format("cannot re-make the TCP connection {} -> {}: {}", describe(local_of(client->tcp)),
+                              describe(local_of(server->tcp)), std::strerror(errno)));
+  }
   struct sockaddr_storage bound;
   socklen_t bound_len = sizeof bound;
   getsockname(client_fd, reinterpret_cast<struct sockaddr*>(&bound), &bound_len);
@@ -327,8 +342,8 @@ void remake_connection(const TcpUse& a, const TcpUse& b, const std::map<Endpoint
                                                           : reinterpret_cast<struct sockaddr_in6&>(bound).sin6_port);
   int server_fd = accept_from(listener, {local_of(client->tcp).first, client_port});
   if (own_listener) close(listener);
-  apply_tcp_options(client_fd, client->tcp);
-  apply_tcp_options(server_fd, server->tcp);
+  apply_tcp_options(client_fd, client->tcp, TcpRole::kConnection);
+  apply_tcp_options(server_fd, server->tcp, TcpRole::kConnection);
   refill_tcp(server_fd, *client);  // bytes queued at an end were sent by the other end
   refill_tcp(client_fd, *server);
   g_tcp[client->rec->ino] = lift_descriptor(client_fd);
@@ -388,16 +403,17 @@ void create_tcp_sockets(const std::vector<image::Image>& images) {
     bind_listener(fd, use.tcp, local_of(use.tcp));
     if (listen(fd, use.tcp.backlog ? static_cast<int>(use.tcp.backlog) : SOMAXCONN) != 0)
       throw Error(fmt::format("cannot listen on {} again: {}", describe(local_of(use.tcp)), std::strerror(errno)));
-    apply_tcp_options(fd, use.tcp);
+    apply_tcp_options(fd, use.tcp, TcpRole::kListener);
     g_tcp[ino] = lift_descriptor(fd);
     listening[local_of(use.tcp)] = g_tcp[ino];
   }
-  std::map<Endpoint, uint64_t> by_local;
-  for (const auto& [ino, use] : connections) by_local[local_of(use.tcp)] = ino;
+  // By both endpoints: the connections a listener accepted all have its address as their own.
+  std::map<std::pair<Endpoint, Endpoint>, uint64_t> by_endpoints;
+  for (const auto& [ino, use] : connections) by_endpoints[{local_of(use.tcp), peer_of(use.tcp)}] = ino;
   for (const auto& [ino, use] : connections) {
     if (g_tcp.count(ino)) continue;
-    auto peer = by_local.find(peer_of(use.tcp));
-    if (peer != by_local.end() && peer->second != ino && peer_of(connections.at(peer->second).tcp) == local_of(use.tcp))
+    auto peer = by_endpoints.find({peer_of(use.tcp), local_of(use.tcp)});
+    if (peer != by_endpoints.end() && peer->second != ino)
       remake_connection(use, connections.at(peer->second), listening);
     else
       orphan_connection(use);

@@ -265,6 +265,13 @@ int capture_tcp_fd(int fd, int domain, StasisFdRecord& r, FdDataList& data, LogL
   if (STASIS_SYS3(SYS_getpeername, fd, &address, &len) == 0) put_endpoint(address, tcp.peer_address, &tcp.peer_port);
   r.kind = STASIS_FD_TCP_CONNECTION;
   __builtin_memcpy(r.kind_data, &tcp, sizeof tcp);
+  // Once the program is killed, this end lingers in TIME_WAIT for a minute and keeps its port from
+  // every socket that does not allow address reuse on both sides: an accepted end's port is its
+  // listener's, which restart must bind again. Allowing reuse now lets restart's sockets (which
+  // allow it) take the port at once; the saved options keep the program's own value, which
+  // restart puts back.
+  int reuse = 1;
+  STASIS_SYS5(SYS_setsockopt, fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
   if (unsent_tcp_bytes(fd) > 0) {
     int unsent = unsent_tcp_bytes(fd);
     error << "descriptor " << fd << " is a TCP connection with " << unsent << " bytes its peer has "
@@ -344,3 +351,19 @@ int capture_socket_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data,
 }
 
 }  // namespace stasis::rt
+
+// Every TCP listener allows address reuse. The connections it accepts inherit that, and so do the
+// ends they leave in TIME_WAIT for a minute after they close, by the program (MPI libraries close
+// surplus connections while they start) or because it was killed after a checkpoint; without it
+// they keep the listener's port from restart, which must listen there again. A listener that
+// allows reuse still keeps every other socket off its port, so the program sees no difference
+// but getsockopt(SO_REUSEADDR) (and a checkpoint records 1).
+extern "C" __attribute__((visibility("default"))) int listen(int fd, int backlog) {
+  int domain = stasis::rt::socket_option(fd, SO_DOMAIN), reuse = 1;
+  if (domain == AF_INET || domain == AF_INET6)
+    STASIS_SYS5(SYS_setsockopt, fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse);
+  long result = STASIS_SYS2(SYS_listen, fd, backlog);
+  if (result == 0) return 0;
+  errno = static_cast<int>(-result);
+  return -1;
+}
