@@ -1,6 +1,5 @@
-// zstd and lz4 for the image writer, loaded with dlopen by the checkpoint thread once the process
-// has joined: a process that ends before it could checkpoint (a shell's short commands) never
-// pays for loading them, and the program's start-up does not wait for it.
+// zstd and lz4 for the image writer, loaded with dlopen when the runtime starts in a process (not
+// linked, so the runtime's own start does not depend on them; a fork child inherits them).
 #pragma once
 #define ZSTD_STATIC_LINKING_ONLY
 #include <lz4.h>
@@ -19,7 +18,7 @@ struct Compressors {
   int lz4_state_size;
 };
 
-// In the checkpoint thread, before it serves any barrier. False (with `error`) when a library is
+// In the runtime's constructor, before the program runs. False (with `error`) when a library is
 // missing; checkpoints that ask for it then fail.
 bool load_compressors(LogLine& error);
 // nullptr until loaded.

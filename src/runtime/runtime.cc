@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -237,8 +238,6 @@ void* checkpoint_thread_main(void*) {
   }
   LogLine error;
   bool joined = connect_to_coordinator(false, error);
-  LogLine no_compressors;
-  if (joined && !load_compressors(no_compressors)) no_compressors.emit();
   g_join_state.store(joined ? kJoined : kJoinFailed);  // forks waiting for the join go on
   futex_wake_all(&g_join_state);
   if (!joined) {
@@ -361,10 +360,13 @@ __attribute__((constructor)) void stasis_runtime_init() {
   else if (!have_pid_table()) note_external_fds_from_env();
   g_config.tcb_tid_offset = find_tcb_tid_offset(sys_gettid());
   load_plugins_from_env();  // before joining: the coordinator learns the barriers they add
+  // Here, before the program runs: loading opens descriptors, and a thread doing it beside the
+  // program could close one the program had just dup2'ed onto that number.
+  LogLine no_compressors;
+  if (!load_compressors(no_compressors)) no_compressors.emit();
   install_suspend_handler();
-  // A fork while the checkpoint thread is joining would copy the descriptors it has open for a
-  // moment (/proc/self/comm, libraries being loaded) into a child that never closes them: such a
-  // fork waits for the join to end (only forks in the first moments of a process do).
+  // A fork while the checkpoint thread is joining copies its half-made connection: such a fork
+  // waits for the join to end (only forks in the first moments of a process do).
   pthread_atfork(wait_briefly_until_joined, nullptr, atfork_child);
   atexit(at_exit);
   g_config.active = true;  // before the thread, which clears it if it cannot join
@@ -428,12 +430,10 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
   info.restart_process_count = restarted ? g_restart_info.restart_process_count : 0;
   struct utsname_like { char s[6][65]; } uts;
   if (STASIS_SYS1(SYS_uname, &uts) == 0) str_copy(info.hostname, uts.s[1], sizeof info.hostname);
-  char comm[32];
-  if (read_small_file("/proc/self/comm", comm, sizeof comm) > 0) {
-    size_t n = str_len(comm);
-    if (n && comm[n - 1] == '\n') comm[n - 1] = 0;
-    str_copy(info.program, comm, sizeof info.program);
-  }
+  // The thread's name is the program's (inherited when the thread was made): no descriptor is
+  // opened here, as this runs beside the program, which may dup2 onto any number meanwhile.
+  char comm[17] = {};
+  if (STASIS_SYS2(SYS_prctl, PR_GET_NAME, comm) == 0) str_copy(info.program, comm, sizeof info.program);
   str_copy(info.ckpt_dir, g_config.ckpt_dir, sizeof info.ckpt_dir);
   str_copy(info.compress, g_config.compress, sizeof info.compress);
   info.interval_seconds = g_config.interval_seconds;
