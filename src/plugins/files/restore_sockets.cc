@@ -33,34 +33,40 @@ struct EndUse {
   const StasisFdRecord* rec;
 };
 
-void send_back(int writer, const EndUse& at, const char* data, size_t len) {
+// `send_flags`: MSG_DONTWAIT where the bytes must fit at once (a socketpair nobody reads yet).
+void send_back(int writer, const StasisFdRecord& rec, const char* data, size_t len, int send_flags) {
   for (size_t done = 0; done < len;) {
-    ssize_t n = send(writer, data + done, len - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t n = send(writer, data + done, len - done, send_flags | MSG_NOSIGNAL);
     if (n <= 0)
-      throw Error(fmt::format("cannot put {} bytes back into the Unix socket of descriptor {} (only "
-                              "{} fit)", len, at.rec->fd, done));
+      throw Error(fmt::format("cannot put {} bytes back into the socket of descriptor {} (only {} fit)",
+                              len, rec.fd, done));
     done += static_cast<size_t>(n);
   }
 }
 
-// What was queued for reading at `at` goes in through its peer, `writer`.
-void refill(int writer, const EndUse& at) {
-  int fd = at.rec->fd;
-  if (at.img->has_fd_data(fd, STASIS_FD_DATA_SOCKET_BYTES)) {
-    std::vector<char> bytes = at.img->fd_data(fd, STASIS_FD_DATA_SOCKET_BYTES);
-    send_back(writer, at, bytes.data(), bytes.size());
+// What was queued for reading at the end `rec` (of `img`) goes in through its peer, `writer`:
+// a stream's bytes, or a datagram/seqpacket queue message by message.
+void refill(int writer, const image::Image& img, const StasisFdRecord& rec, int send_flags) {
+  if (img.has_fd_data(rec.fd, STASIS_FD_DATA_SOCKET_BYTES)) {
+    std::vector<char> bytes = img.fd_data(rec.fd, STASIS_FD_DATA_SOCKET_BYTES);
+    send_back(writer, rec, bytes.data(), bytes.size(), send_flags);
   }
-  if (!at.img->has_fd_data(fd, STASIS_FD_DATA_SOCKET_MESSAGES)) return;
-  std::vector<char> messages = at.img->fd_data(fd, STASIS_FD_DATA_SOCKET_MESSAGES);
+  if (!img.has_fd_data(rec.fd, STASIS_FD_DATA_SOCKET_MESSAGES)) return;
+  std::vector<char> messages = img.fd_data(rec.fd, STASIS_FD_DATA_SOCKET_MESSAGES);
   for (size_t at_byte = 0; at_byte < messages.size();) {
     uint32_t len = 0;
-    if (messages.size() - at_byte < sizeof len) throw Error(fmt::format("{}: damaged socket messages", at.img->path()));
+    if (messages.size() - at_byte < sizeof len) throw Error(fmt::format("{}: damaged socket messages", img.path()));
     std::memcpy(&len, messages.data() + at_byte, sizeof len);
     at_byte += sizeof len;
-    if (messages.size() - at_byte < len) throw Error(fmt::format("{}: damaged socket messages", at.img->path()));
-    send_back(writer, at, messages.data() + at_byte, len);  // one message, its boundary kept
+    if (messages.size() - at_byte < len) throw Error(fmt::format("{}: damaged socket messages", img.path()));
+    send_back(writer, rec, messages.data() + at_byte, len, send_flags);  // one message, its boundary kept
     at_byte += len;
   }
+}
+
+uint16_t port_of(const struct sockaddr_storage& address) {
+  return ntohs(address.ss_family == AF_INET ? reinterpret_cast<const struct sockaddr_in&>(address).sin_port
+                                            : reinterpret_cast<const struct sockaddr_in6&>(address).sin6_port);
 }
 
 void apply_options(int end, const StasisFdRecord& rec) {
@@ -96,8 +102,8 @@ void create_socket_pairs(const std::vector<image::Image>& images) {
                               std::strerror(errno)));
     apply_options(pair[0], *use.rec);
     if (peer != ends.end()) apply_options(pair[1], *peer->second.rec);
-    refill(pair[1], use);  // bytes queued at this end were sent by the peer
-    if (peer != ends.end()) refill(pair[0], peer->second);
+    refill(pair[1], *use.img, *use.rec, MSG_DONTWAIT);  // bytes queued at this end were sent by the peer
+    if (peer != ends.end()) refill(pair[0], *peer->second.img, *peer->second.rec, MSG_DONTWAIT);
     g_ends[ino] = lift_descriptor(pair[0]);
     made.emplace_back(g_ends[ino], use.rec);
     if (peer != ends.end()) {
@@ -266,18 +272,6 @@ void apply_tcp_options(int fd, const StasisTcpData& t, TcpRole role) {
   if (receive > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive, sizeof receive);
 }
 
-void refill_tcp(int writer, const TcpUse& at) {
-  if (!at.img->has_fd_data(at.rec->fd, STASIS_FD_DATA_SOCKET_BYTES)) return;
-  std::vector<char> bytes = at.img->fd_data(at.rec->fd, STASIS_FD_DATA_SOCKET_BYTES);
-  for (size_t done = 0; done < bytes.size();) {
-    ssize_t n = send(writer, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n <= 0)
-      throw Error(fmt::format("cannot put {} bytes back into the TCP connection of descriptor {}",
-                              bytes.size(), at.rec->fd));
-    done += static_cast<size_t>(n);
-  }
-}
-
 // Accepts from `listener` until the connection from `from`'s port arrives (strays are closed).
 int accept_from(int listener, const Endpoint& from) {
   for (int tries = 0; tries < 64; tries++) {
@@ -285,8 +279,7 @@ int accept_from(int listener, const Endpoint& from) {
     socklen_t len = sizeof peer;
     int fd = accept4(listener, reinterpret_cast<struct sockaddr*>(&peer), &len, SOCK_CLOEXEC);
     if (fd < 0) break;
-    uint16_t port = ntohs(peer.ss_family == AF_INET ? reinterpret_cast<struct sockaddr_in&>(peer).sin_port
-                                                    : reinterpret_cast<struct sockaddr_in6&>(peer).sin6_port);
+    uint16_t port = port_of(peer);
     if (port == from.second) return fd;
     close(fd);
   }
@@ -338,14 +331,13 @@ void remake_connection(const TcpUse& a, const TcpUse& b, const std::map<Endpoint
   struct sockaddr_storage bound;
   socklen_t bound_len = sizeof bound;
   getsockname(client_fd, reinterpret_cast<struct sockaddr*>(&bound), &bound_len);
-  uint16_t client_port = ntohs(bound.ss_family == AF_INET ? reinterpret_cast<struct sockaddr_in&>(bound).sin_port
-                                                          : reinterpret_cast<struct sockaddr_in6&>(bound).sin6_port);
+  uint16_t client_port = port_of(bound);
   int server_fd = accept_from(listener, {local_of(client->tcp).first, client_port});
   if (own_listener) close(listener);
   apply_tcp_options(client_fd, client->tcp, TcpRole::kConnection);
   apply_tcp_options(server_fd, server->tcp, TcpRole::kConnection);
-  refill_tcp(server_fd, *client);  // bytes queued at an end were sent by the other end
-  refill_tcp(client_fd, *server);
+  refill(server_fd, *client->img, *client->rec, 0);  // bytes queued at an end were sent by the other end
+  refill(client_fd, *server->img, *server->rec, 0);
   g_tcp[client->rec->ino] = lift_descriptor(client_fd);
   g_tcp[server->rec->ino] = lift_descriptor(server_fd);
 }
@@ -371,7 +363,7 @@ void orphan_connection(const TcpUse& end) {
   close(listener);
   if (peer < 0) throw Error("cannot accept from a stand-in peer for a TCP connection");
   bool had_bytes = end.img->has_fd_data(end.rec->fd, STASIS_FD_DATA_SOCKET_BYTES);
-  refill_tcp(peer, end);
+  refill(peer, *end.img, *end.rec, 0);
   if (!had_bytes) {
     struct linger reset = {1, 0};
     setsockopt(peer, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);

@@ -91,42 +91,64 @@ const char* socket_type_name(int type) {
 
 // Copies the messages queued at a datagram or seqpacket end, without taking them: the peek
 // offset walks the queue one message at a time. Each is saved as a uint32_t length and its bytes.
+// Reads the next queued message (or stream bytes) into `buf` without taking it. Returns the
+// length, -EAGAIN at the end of the queue, or -1 when it cannot be copied as it is (cut short,
+// or carrying descriptors or credentials: `*with_control` says which).
+long peek_queued(int fd, char* buf, size_t cap, bool* with_control) {
+  char control[256];
+  struct iovec iov = {buf, cap};
+  struct msghdr msg = {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  long n = STASIS_SYS3(SYS_recvmsg, fd, &msg, MSG_PEEK | MSG_DONTWAIT);
+  *with_control = n >= 0 && (msg.msg_controllen != 0 || (msg.msg_flags & MSG_CTRUNC));
+  if (n == -EAGAIN) return n;
+  return n < 0 || *with_control || (msg.msg_flags & MSG_TRUNC) ? -1 : n;
+}
+
+// Copies the messages queued at a datagram or seqpacket end, without taking them: the peek
+// offset walks the queue one message at a time, once to size the copy, once to make it. Each is
+// saved as a uint32_t length and its bytes.
 bool peek_messages(int fd, FdDataList& data, LogLine& error) {
   constexpr uint32_t kMaxMessage = 256u << 10;
-  constexpr uint32_t kMaxQueued = 16u << 20;
-  int old_offset = socket_option(fd, SO_PEEK_OFF), zero = 0;
-  if (STASIS_SYS5(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) != 0) {
-    error << "cannot walk the messages queued at the Unix socket of descriptor " << fd;
-    return false;
-  }
-  char* saved = static_cast<char*>(data.arena().alloc(kMaxQueued));
-  uint64_t used = 0;
-  bool ok = saved != nullptr;
-  while (ok) {
-    if (used + sizeof(uint32_t) + kMaxMessage > kMaxQueued) {
-      error << "more than " << (kMaxQueued >> 20) << " MiB queued at the Unix socket of descriptor " << fd;
+  int old_offset = socket_option(fd, SO_PEEK_OFF);
+  char* message = static_cast<char*>(data.arena().alloc(kMaxMessage));
+  char* saved = nullptr;
+  uint64_t total = 0, used = 0;
+  bool ok = message != nullptr;
+  for (int pass = 0; ok && pass < 2; pass++) {
+    int zero = 0;
+    if (STASIS_SYS5(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) != 0) {
+      error << "cannot walk the messages queued at the Unix socket of descriptor " << fd;
       ok = false;
       break;
     }
-    char control[256];
-    struct iovec iov = {saved + used + sizeof(uint32_t), kMaxMessage};
-    struct msghdr msg = {};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    long n = STASIS_SYS3(SYS_recvmsg, fd, &msg, MSG_PEEK | MSG_DONTWAIT);
-    if (n == -EAGAIN) break;
-    if (n < 0 || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || msg.msg_controllen != 0) {
-      error << "a message queued at the Unix socket of descriptor " << fd
-            << (n >= 0 && msg.msg_controllen ? " carries descriptors or credentials" : " cannot be copied")
-            << "; this version of Stasis cannot save it; not checkpointing";
-      ok = false;
+    if (pass == 1 && (total == 0 || !(saved = static_cast<char*>(data.arena().alloc(total))))) {
+      ok = total == 0;  // nothing queued, or out of scratch memory
       break;
     }
-    uint32_t len = static_cast<uint32_t>(n);
-    __builtin_memcpy(saved + used, &len, sizeof len);
-    used += sizeof len + len;
+    for (;;) {
+      bool with_control = false;
+      long n = peek_queued(fd, message, kMaxMessage, &with_control);
+      if (n == -EAGAIN) break;
+      if (n < 0 || (pass == 1 && used + sizeof(uint32_t) + static_cast<uint64_t>(n) > total)) {
+        error << "a message queued at the Unix socket of descriptor " << fd
+              << (with_control ? " carries descriptors or credentials" : " cannot be copied")
+              << "; this version of Stasis cannot save it; not checkpointing";
+        ok = false;
+        break;
+      }
+      uint32_t len = static_cast<uint32_t>(n);
+      if (pass == 0) {
+        total += sizeof len + len;
+        continue;
+      }
+      __builtin_memcpy(saved + used, &len, sizeof len);
+      __builtin_memcpy(saved + used + sizeof len, message, len);
+      used += sizeof len + len;
+    }
   }
   STASIS_SYS5(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, &old_offset, sizeof old_offset);
   if (ok && used && !data.add_ref(fd, STASIS_FD_DATA_SOCKET_MESSAGES, saved, used)) {
@@ -141,18 +163,11 @@ bool peek_bytes(int fd, FdDataList& data, LogLine& error) {
   if (STASIS_SYS3(SYS_ioctl, fd, FIONREAD, &queued) != 0 || queued <= 0) return true;
   // (TCP: FIONREAD counts the bytes in order that a read would return.)
   char* bytes = static_cast<char*>(data.arena().alloc(static_cast<size_t>(queued)));
-  char control[256];
-  struct iovec iov = {bytes, static_cast<size_t>(queued)};
-  struct msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  long got = bytes ? STASIS_SYS3(SYS_recvmsg, fd, &msg, MSG_PEEK | MSG_DONTWAIT) : -1;
-  if (got != queued || msg.msg_controllen != 0 || (msg.msg_flags & MSG_CTRUNC)) {
+  bool with_control = false;
+  long got = bytes ? peek_queued(fd, bytes, static_cast<size_t>(queued), &with_control) : -1;
+  if (got != queued) {
     error << "cannot copy the " << queued << " bytes queued at the socket of descriptor " << fd
-          << (got >= 0 && msg.msg_controllen ? " (descriptors or credentials travel with them)" : "")
-          << "; not checkpointing";
+          << (with_control ? " (descriptors or credentials travel with them)" : "") << "; not checkpointing";
     return false;
   }
   if (!data.add_ref(fd, STASIS_FD_DATA_SOCKET_BYTES, bytes, static_cast<uint64_t>(got))) {
