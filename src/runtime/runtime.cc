@@ -89,13 +89,40 @@ bool parse_coord(const char* text, char* host, size_t host_cap, uint16_t* port) 
 }
 
 // Where glibc caches each thread's tid inside struct pthread: searched, not hard-coded, so a
-// different glibc build is detected rather than silently corrupted. Verified again in the
-// checkpoint thread (whose tid differs from the pid).
-int find_tcb_tid_offset(long tid) {
-  auto* tcb = reinterpret_cast<const int32_t*>(pthread_self());
-  for (int i = 4; i < 2048 / 4; i++)
-    if (tcb[i] == tid) return i * 4;
-  return -1;
+// different glibc build is detected rather than silently corrupted. One thread's search is not
+// enough: a pid like 0x7f6d equals the upper half of every mmap-area pointer in the TCB. So the
+// main thread notes each offset holding its tid, and the checkpoint thread (whose tid differs)
+// keeps the first of those that holds its own tid.
+constexpr int kMaxTidOffsetCandidates = 16;
+int g_tid_offset_candidates[kMaxTidOffsetCandidates];
+int g_tid_offset_candidate_count = 0;
+bool g_tid_offset_confirmed = false;
+
+bool tcb_holds_tid_at(int offset, long tid) {
+  auto* tcb = reinterpret_cast<const char*>(pthread_self());
+  int32_t value;
+  __builtin_memcpy(&value, tcb + offset, sizeof value);
+  return value == tid;
+}
+
+void note_tid_offset_candidates(long tid) {
+  g_tid_offset_candidate_count = 0;
+  for (int offset = 16; offset < 2048 && g_tid_offset_candidate_count < kMaxTidOffsetCandidates;
+       offset += 4)
+    if (tcb_holds_tid_at(offset, tid)) g_tid_offset_candidates[g_tid_offset_candidate_count++] = offset;
+  g_config.tcb_tid_offset = g_tid_offset_candidate_count > 0 ? g_tid_offset_candidates[0] : -1;
+}
+
+// In a thread other than the one that noted the candidates; false if none holds this tid.
+bool confirm_tid_offset(long tid) {
+  if (g_tid_offset_confirmed) return tcb_holds_tid_at(g_config.tcb_tid_offset, tid);
+  for (int i = 0; i < g_tid_offset_candidate_count; i++)
+    if (tcb_holds_tid_at(g_tid_offset_candidates[i], tid)) {
+      g_config.tcb_tid_offset = g_tid_offset_candidates[i];
+      g_tid_offset_confirmed = true;
+      return true;
+    }
+  return false;
 }
 
 void report_barrier(const char* name, int status, const char* message,
@@ -230,7 +257,7 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
 }
 
 void* checkpoint_thread_main(void*) {
-  if (g_config.tcb_tid_offset >= 0 && find_tcb_tid_offset(sys_gettid()) != g_config.tcb_tid_offset) {
+  if (g_config.tcb_tid_offset >= 0 && !confirm_tid_offset(sys_gettid())) {
     LogLine line;
     (line << "warning: cannot locate glibc's cached thread id; pthread_kill after restart may fail")
         .emit();
@@ -358,7 +385,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
   // after a restart, the pid table says (the environment is the one from before).
   if (!have_pid_table() && atol(launch_pid) == getpid()) note_inherited_fds();
   else if (!have_pid_table()) note_external_fds_from_env();
-  g_config.tcb_tid_offset = find_tcb_tid_offset(sys_gettid());
+  note_tid_offset_candidates(sys_gettid());
   load_plugins_from_env();  // before joining: the coordinator learns the barriers they add
   // Here, before the program runs: loading opens descriptors, and a thread doing it beside the
   // program could close one the program had just dup2'ed onto that number.
