@@ -829,6 +829,7 @@ class Scenario:
             launch_argv += ["--compress", a.compress]
         if a.interval:
             launch_argv += ["--interval", str(a.interval)]
+        launch_argv += a.launch_arg
         launch_argv += ["--", *self.prog_argv(self.env.run_dir)]
         proc = self.env.start("launch", launch_argv, self.env.run_dir, self.env.env(),
                               self.stdout_path(self.env.run_dir, "launch"), self.stdin_feed, tty=self.a.mode == "tty")
@@ -1052,6 +1053,7 @@ def parse_args(argv=None):
     ap.add_argument("--coordinator-interval", type=float, default=0,
                     help="coordinator --interval S; like --interval, wait for 2 generations instead of checkpointing")
     ap.add_argument("--compress", choices=["zstd", "lz4", "none"], help="launch --compress")
+    ap.add_argument("--launch-arg", action="append", default=[], help="one more `stasis launch` option (e.g. --ib=soft); repeatable")
     ap.add_argument("--checkpoint-compress", choices=["zstd", "lz4", "none"], help="checkpoint --compress")
     ap.add_argument("--stdin-after", help="regex: once output matches, write --stdin-data to the program's stdin and close it")
     ap.add_argument("--stdin-data", default="hello stasis\\n", help="data for --stdin-after (backslash escapes allowed)")

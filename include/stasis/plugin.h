@@ -70,6 +70,17 @@ int stasis_register_plugin(const stasis_plugin_t* plugin) __attribute__((weak));
  * event. */
 void stasis_plugin_log(const char* message) __attribute__((weak));
 
+/* From an event handler about to return non-zero: the one-line reason (naming the object and
+ * its kind) that the checkpoint's failure reports instead of "plugin NAME failed". */
+void stasis_plugin_refuse(const char* message) __attribute__((weak));
+
+/* Marks thread `tid` (exempt=1) as one the checkpoint must not stop, or unmarks it (exempt=0,
+ * before it ends: tids are reused). For threads a library runs on the plugin's behalf that the
+ * plugin itself ends before the image is written (e.g. by closing the library's device at its
+ * last barrier): they keep running while user threads are stopped, so the plugin can drive and
+ * join them. Such a thread is not in the image. Returns 0, or -1 when 64 threads are marked. */
+int stasis_plugin_exempt_thread(int tid, int exempt) __attribute__((weak));
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 // `stasis inspect IMAGE [--json]`: decode an image and verify every checksum.
 #include <fmt/format.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
@@ -13,7 +14,46 @@ std::string prot_text(uint32_t prot) {
   return fmt::format("{}{}{}", prot & 1 ? 'r' : '-', prot & 2 ? 'w' : '-', prot & 4 ? 'x' : '-');
 }
 
-nlohmann::json to_json(const image::Image& img) {
+// Where an increment's region gets its bytes: per generation of the chain, and its holes.
+struct RegionSources {
+  std::map<uint64_t, uint64_t> bytes_by_generation;  // newest first when printed
+  uint64_t hole_bytes = 0;
+};
+
+RegionSources region_sources(const image::Image& img, const std::vector<image::Image>& ancestors,
+                             const image::Region& region) {
+  RegionSources out;
+  for (const auto& piece : image::region_pieces(img, ancestors, region))
+    out.bytes_by_generation[piece.image->process().generation] += piece.len;
+  for (const auto& hole : region.holes) out.hole_bytes += hole.len;
+  return out;
+}
+
+std::string sources_text(const RegionSources& sources) {
+  std::string text;
+  for (auto it = sources.bytes_by_generation.rbegin(); it != sources.bytes_by_generation.rend(); ++it)
+    text += fmt::format("{}gen {}: {} bytes", text.empty() ? "" : ", ", it->first, it->second);
+  if (sources.hole_bytes) text += fmt::format("{}holes (zero): {} bytes", text.empty() ? "" : ", ", sources.hole_bytes);
+  return text.empty() ? "no pages" : text;
+}
+
+// The chain an increment builds on, newest first: this image, then each parent.
+nlohmann::json chain_json(const image::Image& img, const std::vector<image::Image>& ancestors) {
+  nlohmann::json chain = nlohmann::json::array();
+  auto member = [](const image::Image& image) {
+    const StasisParentRecord* parent = image.parent();
+    return nlohmann::json{{"generation", image.process().generation},
+                          {"image", image.path()},
+                          {"kind", parent ? "increment" : "full"},
+                          {"depth", parent ? parent->depth : 0},
+                          {"checksums", "verified"}};
+  };
+  chain.push_back(member(img));
+  for (const auto& ancestor : ancestors) chain.push_back(member(ancestor));
+  return chain;
+}
+
+nlohmann::json to_json(const image::Image& img, const std::vector<image::Image>& ancestors) {
   using nlohmann::json;
   const auto& h = img.header();
   const auto& p = img.process();
@@ -42,6 +82,13 @@ nlohmann::json to_json(const image::Image& img) {
                        {"rseq", t.rseq_addr ? fmt::format("{:#x}", t.rseq_addr) : ""},
                        {"blocked_syscall", t.blocked_syscall}});
   out["threads"] = threads;
+  if (const StasisParentRecord* parent = img.parent()) {
+    out["parent"] = {{"generation", parent->parent_generation},
+                     {"image", parent->parent_image},
+                     {"depth", parent->depth},
+                     {"chain_id", fmt::format("{:#018x}", parent->chain_id)}};
+    out["chain"] = chain_json(img, ancestors);
+  }
   json regions = json::array();
   uint64_t memory = 0;
   for (const auto& region : img.regions()) {
@@ -57,6 +104,15 @@ nlohmann::json to_json(const image::Image& img) {
                        {"path", r.path},
                        {"saved_bytes", r.saved_bytes},
                        {"stored_bytes", stored}});
+    if (img.parent()) {
+      RegionSources sources = region_sources(img, ancestors, region);
+      json by_generation = json::array();
+      for (auto it = sources.bytes_by_generation.rbegin(); it != sources.bytes_by_generation.rend(); ++it)
+        by_generation.push_back({{"generation", it->first}, {"bytes", it->second}});
+      regions.back()["inherited"] = region.inherited;
+      regions.back()["sources"] = by_generation;
+      regions.back()["hole_bytes"] = sources.hole_bytes;
+    }
   }
   out["regions"] = regions;
   out["memory_bytes"] = memory;
@@ -84,7 +140,10 @@ class InspectCommand : public Command {
   }
   int run() override {
     image::Image img = image::Image::open(path_, /*verify_payloads=*/true);
-    nlohmann::json j = to_json(img);
+    // An increment is only as good as its chain: every parent is verified too (a missing,
+    // damaged or replaced one fails the command, naming it).
+    std::vector<image::Image> ancestors = image::open_ancestors(img, /*verify_payloads=*/true);
+    nlohmann::json j = to_json(img, ancestors);
     if (json_) {
       fmt::print("{}\n", j.dump(2));
       return 0;
@@ -96,6 +155,15 @@ class InspectCommand : public Command {
     fmt::print("process    pid {} (launched as {}) {} exe {} cwd {}\n", p.pid, p.original_pid, p.comm,
                p.exe, p.cwd);
     fmt::print("cpu        xcr0 {:#x}, xsave area {} bytes\n", h.xcr0, h.xsave_size);
+    if (const StasisParentRecord* parent = img.parent()) {
+      fmt::print("parent     generation {} ({}), increment depth {}, chain {:#018x}\n",
+                 parent->parent_generation, parent->parent_image, parent->depth, parent->chain_id);
+      std::string chain;
+      for (const auto& member : j["chain"])
+        chain += fmt::format("{}gen {} ({})", chain.empty() ? "" : " <- ",
+                             member["generation"].get<uint64_t>(), member["kind"].get<std::string>());
+      fmt::print("chain      {}: every image verified\n", chain);
+    }
     fmt::print("threads    {}\n", img.threads().size());
     for (const auto& t : img.threads())
       fmt::print("  tid {:<8} {:<16}{}{}\n", t.tid, t.name, t.is_leader ? " main" : "",
@@ -106,6 +174,8 @@ class InspectCommand : public Command {
       const auto& r = region.record;
       fmt::print("  {:#014x}-{:#014x} {} {:<12} {:>12} saved {}\n", r.start, r.end, prot_text(r.prot),
                  image::region_kind_name(r.kind), r.saved_bytes, r.path);
+      if (region.inherited)  // pages of this image, of older ones, and holes
+        fmt::print("      inherited: {}\n", sources_text(region_sources(img, ancestors, region)));
     }
     fmt::print("fds        {}\n", img.fds().size());
     for (const auto& f : img.fds())

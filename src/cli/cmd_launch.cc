@@ -90,8 +90,9 @@ class LaunchCommand : public Command {
     app.add_option("--full-every", full_every_,
                    "With --incremental: a full image after every K incremental ones (default 8)")
         ->check(CLI::PositiveNumber);
-    app.add_option("--ib", ib_, "InfiniBand verbs: 'system' (the installed libibverbs) or 'soft' "
-                                "(softib, Stasis's user-space HCA; see docs/softib.md)")
+    app.add_option("--ib", ib_, "Checkpoint InfiniBand verbs programs (the InfiniBand plugin) over "
+                                "'system' (the installed libibverbs) or 'soft' (softib, Stasis's "
+                                "user-space HCA; see docs/softib.md and docs/infiniband.md)")
         ->check(CLI::IsMember({"system", "soft"}));
     app.add_option("--plugin", plugins_, "Load a Stasis plugin (a shared library) into the program; repeatable")
         ->check(CLI::ExistingFile);
@@ -125,6 +126,13 @@ class LaunchCommand : public Command {
 
     const char* preload = getenv("LD_PRELOAD");
     std::string preload_value = runtime + (preload && *preload ? std::string(":") + preload : "");
+    // The InfiniBand plugin goes first: it interposes verbs calls in front of the runtime's
+    // own record of open devices and of libibverbs (docs/infiniband.md).
+    if (!ib_.empty()) {
+      std::string ib_plugin = ib_plugin_library_path();
+      preload_value = ib_plugin + ":" + preload_value;
+      plugins_.push_back(ib_plugin);
+    }
     setenv("LD_PRELOAD", preload_value.c_str(), 1);
     setenv("STASIS_COORD", addr.str().c_str(), 1);
     setenv("STASIS_SECRET", secret.c_str(), 1);
@@ -156,7 +164,7 @@ class LaunchCommand : public Command {
   }
 
  private:
-  std::string coord_, ckpt_dir_, compress_, ib_ = "system", save_files_;
+  std::string coord_, ckpt_dir_, compress_, ib_, save_files_;
   double interval_ = 0;
   bool incremental_ = false, join_ = false;
   unsigned full_every_ = 0;

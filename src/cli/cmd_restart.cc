@@ -14,12 +14,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <map>
+#include <random>
 #include <set>
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "cli/command.h"
 #include "cli/coord_client.h"
+#include "cli/restart_hosts.h"
+#include "cli/progress.h"
 #include "common/error.h"
 #include "image/reader.h"
 #include "plugins/files/restore.h"
@@ -39,29 +42,11 @@ struct Checkpoint {
   fs::path dir;
   uint64_t generation = 0;
   std::vector<fs::path> images;
+  std::vector<std::string> hosts;  // of each image: the address it reached the coordinator from
 };
 
 bool is_generation_name(const std::string& name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), ::isdigit);
-}
-
-// `stasis restart` rebuilds the whole process tree on this host: a computation that ran on
-// several hosts (other host names, or other addresses towards the coordinator, as network
-// namespaces have) would come back here entirely, its remote processes on the wrong host.
-void refuse_several_hosts(const nlohmann::json& processes, const fs::path& dir) {
-  auto where = [](const nlohmann::json& process) {
-    std::string address = process.value("address", "");
-    return process.value("host", "") + (address.empty() ? "" : " (" + address + ")");
-  };
-  auto describe = [&](const nlohmann::json& process) {
-    return fmt::format("pid {} ({}) on {}", process.value("pid", 0u), process.value("program", ""),
-                       where(process));
-  };
-  for (const auto& process : processes)
-    if (where(process) != where(processes.front()))
-      throw Error(fmt::format("processes on several hosts: {} and {}; restarting a computation "
-                              "across hosts is not supported yet ({})",
-                              describe(processes.front()), describe(process), dir.string()));
 }
 
 Checkpoint load_checkpoint(const fs::path& given) {
@@ -99,9 +84,11 @@ Checkpoint load_checkpoint(const fs::path& given) {
   if (manifest.value("format", "") != "stasis-checkpoint" || !manifest.value("complete", false))
     throw Error(fmt::format("{}/MANIFEST.json does not describe a complete Stasis checkpoint", dir.string()));
   ckpt.generation = manifest.value("generation", 0ull);
-  refuse_several_hosts(manifest.at("processes"), ckpt.dir);
-  for (const auto& process : manifest.at("processes"))
+  for (const auto& process : manifest.at("processes")) {
     ckpt.images.push_back(ckpt.dir / process.at("image").get<std::string>());
+    std::string address = process.value("address", "");
+    ckpt.hosts.push_back(address.empty() ? process.value("host", "") : address);
+  }
   return ckpt;
 }
 
@@ -270,11 +257,13 @@ bool can_map(const image::MemoryPiece& piece, int image_fd, uint32_t region_kind
 
 // The bytes of a piece. A compressed payload is decoded once for all the pieces taken from it (the
 // pieces of a region taken from an older image of a chain are often several parts of one record);
-// an uncompressed one is read piece by piece.
+// an uncompressed one is read piece by piece when opening the image verified it, else whole,
+// checking it as it is read.
 class PagesCache {
  public:
+  explicit PagesCache(bool payloads_verified) : payloads_verified_(payloads_verified) {}
   const char* bytes_at(const image::MemoryPiece& piece) {
-    if (piece.pages->compression == STASIS_COMPRESS_NONE) {
+    if (piece.pages->compression == STASIS_COMPRESS_NONE && payloads_verified_) {
       data_.resize(piece.len);
       piece.image->read_raw_pages(*piece.pages, piece.addr, piece.len, data_.data());
       cached_ = nullptr;
@@ -289,14 +278,17 @@ class PagesCache {
   }
 
  private:
+  bool payloads_verified_;
   const image::PagesRef* cached_ = nullptr;
   std::vector<char> data_, scratch_;
 };
 
 // `objects`: regions mapped from a shared memory object `stasis restart` made (start -> descriptor).
+// `payloads_verified`: every payload was checked when the images were opened (else only what is
+// copied is checked here; mapped memory is not: restart --lazy).
 void feed_loader(const image::Image& img, const AncestorFds& ancestors,
                  const std::map<uint64_t, int>& objects, const StasisRestartInfo& info, int image_fd,
-                 int out) {
+                 bool payloads_verified, int out) {
   PipeWriter pipe(out);
   const auto& proc = img.process();
   StasisLoaderPlan plan = {};
@@ -325,8 +317,14 @@ void feed_loader(const image::Image& img, const AncestorFds& ancestors,
   uint64_t previous_end = 0;
   uint64_t stack_limit = proc.rlimits[RLIMIT_STACK].cur;
   if (stack_limit == RLIM_INFINITY || stack_limit > (64ull << 20)) stack_limit = 8ull << 20;
-  PagesCache cache;
+  PagesCache cache(payloads_verified);
   uint32_t mapped_chunks = 0;
+  Progress progress(fmt::format("stasis restart: process {}: memory", proc.original_pid));
+  uint64_t copied_bytes = 0, mapped_bytes = 0;
+  auto show_progress = [&] {
+    progress.update(copied_bytes + mapped_bytes,
+                    fmt::format("({} mapped from images)", human_bytes(static_cast<double>(mapped_bytes))));
+  };
   for (const auto& region : img.regions()) {
     const auto& r = region.record;
     StasisLoaderRegion lr = {};
@@ -364,13 +362,19 @@ void feed_loader(const image::Image& img, const AncestorFds& ancestors,
         chunk.mapped = 1;
         chunk.image_fd = source_fd;
         pipe.put(&chunk, sizeof chunk);
+        mapped_bytes += piece.len;
         continue;
       }
       pipe.put(&chunk, sizeof chunk);
       pipe.put(cache.bytes_at(piece), piece.len);
+      copied_bytes += piece.len;
+      show_progress();
     }
     previous_end = r.end;
   }
+  // Before the end of the feed: the loader cannot resume the program (and its output) earlier.
+  show_progress();
+  progress.finish();
   uint64_t end = STASIS_LOADER_END_MAGIC;
   pipe.put(&end, sizeof end);
   pipe.flush();
@@ -411,6 +415,17 @@ class RestartCommand : public Command {
   }
   void configure(CLI::App& app) override {
     app.add_option("--coord", coord_, "Coordinator HOST:PORT (default $STASIS_COORD or 127.0.0.1:7781)");
+    app.add_option("--hosts", hosts_text_,
+                   "For a computation that ran on several hosts: OLD=NEW,... restarts the processes of "
+                   "host OLD (as MANIFEST.json lists it) on host NEW; others on their own host");
+    app.add_option("--rsh", rsh_, "How to run a command on another host (default $STASIS_RSH or ssh)");
+    app.add_option("--part", part_vpid_, "(internal) restart only the part of the computation rooted at this process")
+        ->group("");
+    app.add_option("--restart-id", restart_id_, "(internal) names this restart's meetings")->group("");
+    app.add_flag("--lazy", lazy_,
+                 "Map uncompressed memory without reading it first: the program runs again at once "
+                 "and pages load as it touches them, but their checksums are not verified "
+                 "(memory that is copied still is)");
     app.add_option("path", path_,
                    "A checkpoint directory, or the checkpoint root (default $STASIS_CKPT_DIR or ./stasis-ckpt)");
   }
@@ -418,22 +433,27 @@ class RestartCommand : public Command {
     fs::path given = path_;
     if (given.empty()) given = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
     Checkpoint ckpt = load_checkpoint(given);
+    ProgressSampler verifying("stasis restart: verifying images", bytes_read_by_this_process);
     for (const auto& path : ckpt.images) {
-      images_.push_back(image::Image::open(path.string(), /*verify_payloads=*/true));
-      ancestors_.push_back(image::open_ancestors(images_.back(), /*verify_payloads=*/true));
-      check_restartable(images_.back());
+      images_.push_back(image::Image::open(path.string(), /*verify_payloads=*/!lazy_));
+      ancestors_.push_back(image::open_ancestors(images_.back(), /*verify_payloads=*/!lazy_));
       images_.back().load_fd_data();
     }
+    plan_tree();
+    split_into_parts(ckpt);
+    restore::recreate_named_shm_files(images_);  // before the checks: regions find them by path
+    for (const auto& img : images_) check_restartable(img);
+    verifying.stop();  // its thread ends before this process forks the tree
     loader_ = restart_loader_path();
     plan_tree();
 
     CoordAddress addr = coord_address_from(coord_);
     CoordinatorOptions options;
     options.ckpt_dir = ckpt.dir.parent_path().string();
-    std::string secret = ensure_coordinator(addr, options);
+    std::string secret = expect_restart(addr, options);
     info_.generation = ckpt.generation;
     info_.test_clock_shift_ns = restore::test_clock_shift_ns_from_env();
-    info_.restart_process_count = static_cast<uint32_t>(images_.size());
+    info_.restart_process_count = static_cast<uint32_t>(total_processes_);
     info_.coord_port = addr.port;
     snprintf(info_.coord_host, sizeof info_.coord_host, "%s", addr.host.c_str());
     snprintf(info_.secret_hex, sizeof info_.secret_hex, "%s", secret.c_str());
@@ -446,7 +466,9 @@ class RestartCommand : public Command {
     create_pid_table();
     restore::create_ptys(images_);  // before any description that is an end of one
     restore::create_socket_pairs(images_);
-    restore::create_tcp_sockets(images_);
+    if (several_hosts_) start_other_parts(addr, ckpt);
+    restore::CrossHostTcp cross{addr.str(), own_address_, old_address_, restart_id_, &others_};
+    restore::create_tcp_sockets(images_, several_hosts_ ? &cross : nullptr);
     create_shared_descriptions();
     shared_memory_ = restore::create_shared_memory(images_);
     // Other roots (processes whose parent had already ended: init adopted them) are adopted by
@@ -467,6 +489,192 @@ class RestartCommand : public Command {
  private:
   // Parent/child relations by virtual pid; the launched process (the ancestor of the others)
   // stays this process, so a shell's job control still sees the pid it started.
+  // A coordinator that exits when idle (the one a launch started, whose processes were just
+  // killed) must stay for the processes this restart brings back; one exiting at this very
+  // moment is replaced.
+  std::string expect_restart(const CoordAddress& addr, const CoordinatorOptions& options) {
+    StasisCommand expect{};
+    expect.verb = STASIS_CMD_EXPECT_RESTART;
+    for (int attempt = 0;; attempt++) {
+      std::string secret = ensure_coordinator(addr, options);
+      try {
+        CoordConnection coordinator(addr);
+        bool ok = false;
+        coordinator.command(expect, ok);
+        return secret;
+      } catch (const Error&) {
+        if (attempt == 1) throw;
+      }
+    }
+  }
+
+  // A computation that ran on several hosts comes back part by part (cli/restart_hosts.h): this
+  // restart keeps only its own part's images (the others', in others_, tell it about the far
+  // ends of connections), and notes the parts it must start.
+  void split_into_parts(const Checkpoint& ckpt) {
+    total_processes_ = images_.size();
+    const std::vector<std::string>& old_hosts = ckpt.hosts;
+    bool several = std::any_of(old_hosts.begin(), old_hosts.end(), [&](const auto& h) { return h != old_hosts.front(); });
+    if (!several && part_vpid_ == 0) {
+      if (!hosts_text_.empty()) throw Error(fmt::format("--hosts: this checkpoint ran on one host ({})", old_hosts.front()));
+      return;
+    }
+    several_hosts_ = true;
+    std::map<std::string, std::string> mapping = parse_host_mapping(hosts_text_);
+    for (const auto& [from, to] : mapping)
+      if (std::find(old_hosts.begin(), old_hosts.end(), from) == old_hosts.end())
+        throw Error(fmt::format("--hosts: {} is not a host of this checkpoint (MANIFEST.json lists {})", from,
+                                fmt::join(std::set<std::string>(old_hosts.begin(), old_hosts.end()), ", ")));
+    auto new_host = [&](size_t i) {
+      auto it = mapping.find(old_hosts[i]);
+      return it == mapping.end() ? old_hosts[i] : it->second;
+    };
+    std::vector<size_t> roots = part_roots(parent_, old_hosts);
+    size_t mine = roots[root_];
+    if (part_vpid_ != 0) {
+      mine = images_.size();
+      for (size_t i = 0; i < images_.size(); i++)
+        if (images_[i].process().original_pid == part_vpid_ && roots[i] == i) mine = i;
+      if (mine == images_.size())
+        throw Error(fmt::format("--part {}: no part of this checkpoint starts at that process", part_vpid_));
+    } else {
+      std::random_device random;
+      restart_id_ = fmt::format("{:08x}{:08x}", random(), random());
+      for (size_t i = 0; i < images_.size(); i++)
+        if (roots[i] == i && parent_[i] < 0 && i != mine)
+          detached_parts_.push_back({0, images_[i].process().original_pid, new_host(i)});
+      if (!is_local_address(new_host(mine))) root_elsewhere_ = {0, images_[mine].process().original_pid, new_host(mine)};
+    }
+    own_address_ = new_host(mine);
+    old_address_ = old_hosts[mine];
+    refuse_descriptors_across_parts(roots, mine, old_hosts);
+    std::vector<image::Image> part, other;
+    std::vector<std::vector<image::Image>> part_ancestors;
+    for (size_t i = 0; i < images_.size(); i++) {
+      if (roots[i] != mine) {
+        // A part whose root's parent is in this one: that parent starts it.
+        if (roots[i] == i && parent_[i] >= 0 && roots[static_cast<size_t>(parent_[i])] == mine)
+          remote_children_[images_[static_cast<size_t>(parent_[i])].process().original_pid].push_back(
+              {other.size(), images_[i].process().original_pid, new_host(i)});
+        other.push_back(std::move(images_[i]));
+        continue;
+      }
+      for (const auto& outside : outside_streams_)
+        if (outside.image == i) images_[i].treat_as_outside(outside.fd, outside.restart_fd);
+      part.push_back(std::move(images_[i]));
+      part_ancestors.push_back(std::move(ancestors_[i]));
+    }
+    images_ = std::move(part);
+    ancestors_ = std::move(part_ancestors);
+    others_ = std::move(other);
+    // A process started on another host through a remote launcher took its standard streams as
+    // outside ones; where they are pipes of this part, they become ends of those pipes again.
+    for (const auto& [parent, children] : remote_children_)
+      for (const RemotePart& child : children)
+        for (const auto& f : others_[child.index].fds()) {
+          if (f.fd > 2 || f.kind != STASIS_FD_EXTERNAL) continue;
+          for (const auto& img : images_)
+            for (const auto& mine : img.fds())
+              if ((mine.kind == STASIS_FD_PIPE || mine.kind == STASIS_FD_FIFO) && mine.dev == f.dev && mine.ino == f.ino)
+                others_[child.index].treat_as_end_of(f.fd, mine);
+        }
+    plan_tree();
+  }
+
+  // Only standard streams can join processes on two hosts (a remote launcher carries them): a
+  // description this part shares with another must be a standard stream of the root of one of
+  // them, whose parent is in the other. Anything else both hold is refused, naming it. What this
+  // part's root has from its parent's part becomes what this restart has there (the remote
+  // launcher's stream), for every process of the part that holds it.
+  void refuse_descriptors_across_parts(const std::vector<size_t>& roots, size_t mine,
+                                       const std::vector<std::string>& old_hosts) {
+    auto key_of = [](const StasisFdRecord& f) {
+      if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) return fmt::format("pipe {}:{}", f.dev, f.ino);
+      return fmt::format("description {}:{}", f.owner_pid, f.owner_fd);
+    };
+    auto crosses = [](const StasisFdRecord& f) {
+      return f.kind != STASIS_FD_EXTERNAL && f.kind != STASIS_FD_TCP_CONNECTION && f.kind != STASIS_FD_TCP_LISTENER;
+    };
+    std::map<std::string, std::set<size_t>> parts_holding;      // key -> part roots
+    std::map<std::pair<std::string, size_t>, int> root_stream;  // (key, part root) -> its number there
+    for (size_t i = 0; i < images_.size(); i++)
+      for (const auto& f : images_[i].fds())
+        if (crosses(f)) {
+          parts_holding[key_of(f)].insert(roots[i]);
+          if (roots[i] == i && f.fd <= 2) root_stream.emplace(std::pair{key_of(f), i}, f.fd);
+        }
+    auto parent_part = [&](size_t part) { return parent_[part] < 0 ? images_.size() : roots[static_cast<size_t>(parent_[part])]; };
+    for (size_t i = 0; i < images_.size(); i++) {
+      if (roots[i] != mine) continue;
+      for (const auto& f : images_[i].fds()) {
+        if (!crosses(f)) continue;
+        std::string key = key_of(f);
+        for (size_t part : parts_holding[key]) {
+          if (part == mine) continue;
+          if (root_stream.count({key, part}) && parent_part(part) == mine) continue;  // it starts that part
+          if (auto from = root_stream.find({key, mine}); from != root_stream.end() && parent_part(mine) == part) {
+            outside_streams_.push_back({i, f.fd, from->second});
+            continue;
+          }
+          throw Error(fmt::format("descriptor {} ({}) of process {} on {} is shared with process(es) on {}: "
+                                  "only standard streams of a process started on another host can be",
+                                  f.fd, f.path, images_[i].process().original_pid, old_hosts[i], old_hosts[part]));
+        }
+      }
+    }
+  }
+
+  // The parts no restarted process starts, and this restart's own if it belongs elsewhere.
+  void start_other_parts(const CoordAddress& addr, const Checkpoint& ckpt) {
+    coord_for_parts_ = addr.str();
+    ckpt_dir_ = ckpt.dir.string();
+    for (const auto& part : detached_parts_) {
+      pid_t middle = fork();
+      if (middle < 0) throw Error("cannot fork to start a part of the restart");
+      if (middle == 0) {
+        if (fork() == 0) exec_part(part.vpid, part.host);
+        _exit(0);
+      }
+      waitpid(middle, nullptr, 0);
+    }
+    if (root_elsewhere_.vpid) exec_part(root_elsewhere_.vpid, root_elsewhere_.host);
+  }
+
+  // Becomes `stasis restart --part VPID` on `host`: directly if it is this host, else through the
+  // remote launcher (as ssh passes no environment, what the part needs is on its command line).
+  [[noreturn]] void exec_part(uint32_t vpid, const std::string& host) {
+    std::string self = fs::read_symlink("/proc/self/exe").string();
+    std::vector<std::string> args = {self, "restart", "--part", std::to_string(vpid), "--restart-id", restart_id_,
+                                     "--coord", coord_for_parts_};
+    if (!hosts_text_.empty()) args.insert(args.end(), {"--hosts", hosts_text_});
+    std::string rsh = !rsh_.empty() ? rsh_ : getenv("STASIS_RSH") ? getenv("STASIS_RSH") : "ssh";
+    args.insert(args.end(), {"--rsh", rsh, ckpt_dir_});
+    std::vector<std::string> words;
+    if (is_local_address(host)) {
+      words = args;
+    } else {
+      for (size_t at = 0; at < rsh.size();) {
+        size_t space = rsh.find(' ', at);
+        if (space == std::string::npos) space = rsh.size();
+        if (space > at) words.push_back(rsh.substr(at, space - at));
+        at = space + 1;
+      }
+      std::string command = "exec env";
+      for (const char* name : {"STASIS_RUNTIME_DIR", "STASIS_IB"})
+        if (getenv(name)) command += fmt::format(" {}={}", name, shell_quote(getenv(name)));
+      for (const auto& arg : args) command += " " + shell_quote(arg);
+      words.push_back(host);
+      words.push_back(command);
+    }
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    fmt::print(stderr, "stasis restart: cannot run {} to restart process {} on {}: {}\n", words[0], vpid, host,
+               std::strerror(errno));
+    _exit(127);
+  }
+
   void plan_tree() {
     std::map<uint32_t, size_t> by_vpid;
     for (size_t i = 0; i < images_.size(); i++) {
@@ -524,25 +732,31 @@ class RestartCommand : public Command {
   // several processes hold are made here, before the tree is forked, so every process inherits
   // the same one.
   void create_shared_descriptions() {
+    // The part's processes, and the standard streams of the parts they start on other hosts.
+    std::vector<std::pair<const image::Image*, int>> holders_of;  // image, highest descriptor counted
+    for (const auto& img : images_) holders_of.push_back({&img, INT32_MAX});
+    for (const auto& [parent, children] : remote_children_)
+      for (const auto& child : children) holders_of.push_back({&others_[child.index], 2});
     std::map<restore::DescriptionKey, std::set<size_t>> holders;
     std::map<std::pair<uint64_t, uint64_t>, std::set<size_t>> pipe_holders;
-    for (size_t i = 0; i < images_.size(); i++)
-      for (const auto& f : images_[i].fds()) {
-        if (f.kind == STASIS_FD_EXTERNAL) continue;
+    for (size_t i = 0; i < holders_of.size(); i++)
+      for (const auto& f : holders_of[i].first->fds()) {
+        if (f.kind == STASIS_FD_EXTERNAL || f.fd > holders_of[i].second) continue;
         holders[{f.owner_pid, f.owner_fd}].insert(i);
         if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) pipe_holders[{f.dev, f.ino}].insert(i);
       }
     // Every end with saved bytes refills the one pipe; any end creates it.
-    for (size_t i = 0; i < images_.size(); i++)
-      for (const auto& f : images_[i].fds())
-        if ((f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) && pipe_holders[{f.dev, f.ino}].size() > 1)
-          restore::create_pipe(images_[i], f);
+    for (const auto& [img, highest] : holders_of)
+      for (const auto& f : img->fds())
+        if ((f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) && f.fd <= highest &&
+            pipe_holders[{f.dev, f.ino}].size() > 1)
+          restore::create_pipe(*img, f);
     for (const auto& [key, who] : holders) {
       if (who.size() < 2) continue;
       // The owner's own record when the owner is among them, else any holder's.
-      const image::Image* from = &images_[*who.begin()];
+      const image::Image* from = holders_of[*who.begin()].first;
       for (size_t i : who)
-        if (static_cast<int32_t>(images_[i].process().original_pid) == key.first) from = &images_[i];
+        if (static_cast<int32_t>(holders_of[i].first->process().original_pid) == key.first) from = holders_of[i].first;
       for (const auto& f : from->fds())
         if (f.owner_pid == key.first && f.owner_fd == key.second && f.same_description_as < 0) {
           shared_[key] = restore::open_description(*from, f);
@@ -566,6 +780,25 @@ class RestartCommand : public Command {
       stasis_pid_table_map(table_, images_[c].process().original_pid, child);
       join_group(child, images_[c].process());
     }
+    if (auto remote = remote_children_.find(proc.original_pid); remote != remote_children_.end())
+      for (const RemotePart& part : remote->second) {
+        const image::Image& img = others_[part.index];
+        pid_t child = fork();
+        if (child < 0) throw Error("cannot fork a restarted process");
+        if (child == 0) {
+          // Its standard streams travel through the remote launcher; what this restart has there
+          // stands for the outside world.
+          for (const auto& f : img.fds())
+            if (f.fd <= 2 && f.kind != STASIS_FD_EXTERNAL) {
+              auto it = shared_.find({f.owner_pid, f.owner_fd});
+              int source = it != shared_.end() ? it->second : restore::open_description(img, f);
+              if (source != f.fd) dup2(source, f.fd);
+            }
+          exec_part(part.vpid, part.host);
+        }
+        stasis_pid_table_map(table_, part.vpid, child);
+        join_group(child, img.process());
+      }
     for (uint32_t z = 0; z < proc.zombie_count && z < STASIS_MAX_ZOMBIES; z++) {
       const StasisZombie& zombie = proc.zombies[z];
       pid_t child = fork();
@@ -631,7 +864,7 @@ class RestartCommand : public Command {
       if (fork() != 0) _exit(0);  // the grandchild feeds; init adopts it
       close(feed[0]);
       try {
-        feed_loader(img, ancestor_fds, objects, info, image_fd, feed[1]);
+        feed_loader(img, ancestor_fds, objects, info, image_fd, /*payloads_verified=*/!lazy_, feed[1]);
       } catch (const std::exception& e) {
         fmt::print(stderr, "stasis restart: {}\n", e.what());
         _exit(1);
@@ -653,6 +886,7 @@ class RestartCommand : public Command {
     for (const auto& f : img.fds())
       if (f.kind == STASIS_FD_EXTERNAL) keep.insert(f.fd);
     close_all_except(keep, floor_);
+    restore::connect_cross_host_tcp(img);
     place_descriptor(feed_out_of_way, feed_fd);
     place_descriptor(image_out_of_way, image_fd);
     restore::place_descriptors(img, shared_);
@@ -688,6 +922,26 @@ class RestartCommand : public Command {
   std::map<restore::DescriptionKey, int> shared_;
   std::map<restore::MemoryObjectKey, int> shared_memory_;  // memory several regions map
   std::string coord_, path_;
+  bool lazy_ = false;  // --lazy
+  // Restarts on several hosts (split_into_parts).
+  struct RemotePart {
+    size_t index = 0;  // in others_
+    uint32_t vpid = 0;
+    std::string host;
+  };
+  std::string hosts_text_, rsh_, restart_id_, own_address_, old_address_, coord_for_parts_, ckpt_dir_;
+  uint32_t part_vpid_ = 0;
+  bool several_hosts_ = false;
+  size_t total_processes_ = 0;
+  std::vector<image::Image> others_;                            // the other parts' processes
+  std::map<uint32_t, std::vector<RemotePart>> remote_children_;  // by the parent's virtual pid
+  std::vector<RemotePart> detached_parts_;                       // parts with no parent restarted
+  RemotePart root_elsewhere_;                                    // this restart's part, on another host
+  struct OutsideStream {
+    size_t image;
+    int fd, restart_fd;
+  };
+  std::vector<OutsideStream> outside_streams_;  // descriptors this restart's own streams stand for
 };
 
 }  // namespace

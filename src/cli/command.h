@@ -29,5 +29,6 @@ std::string self_executable();
 std::string runtime_library_path();  // libstasis_runtime.so
 std::string restart_loader_path();   // stasis-loader
 std::string softib_library_dir();    // the folder holding softib's libibverbs.so.1
+std::string ib_plugin_library_path();  // the InfiniBand plugin (libstasis_ib.so)
 
 }  // namespace stasis::cli

@@ -175,4 +175,25 @@ std::string CoordConnection::command(const StasisCommand& cmd, bool& ok) {
   }
 }
 
+void CoordConnection::publish(const std::string& key, const std::string& value) {
+  std::string payload = key + '\0' + value;
+  if (stasis_send_msg(fd_, STASIS_MSG_NS_PUBLISH, 0, payload.data(), static_cast<uint32_t>(payload.size())) != 0)
+    throw Error("the coordinator closed the connection (name service publish)");
+}
+
+std::optional<std::string> CoordConnection::lookup(const std::string& key) {
+  const std::string lost = "the coordinator closed the connection (name service lookup)";
+  if (stasis_send_msg(fd_, STASIS_MSG_NS_LOOKUP, 0, key.data(), static_cast<uint32_t>(key.size())) != 0)
+    throw Error(lost);
+  for (;;) {
+    StasisMsgHeader header;
+    if (stasis_recv_header(fd_, &header) != 0) throw Error(lost);
+    std::string value(header.payload_len, '\0');
+    if (stasis_recv_exact(fd_, value.data(), value.size()) != 0) throw Error(lost);
+    if (header.type != STASIS_MSG_NS_REPLY) continue;
+    if (header.reserved != 0) return std::nullopt;
+    return value;
+  }
+}
+
 }  // namespace stasis

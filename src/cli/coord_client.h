@@ -1,6 +1,7 @@
 // How commands (and `launch`/`restart`) find, start and talk to a coordinator.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,10 @@ class CoordConnection {
   CoordConnection& operator=(const CoordConnection&) = delete;
   // Sends one COMMAND and waits for its reply; returns the reply text; sets ok from header.arg.
   std::string command(const StasisCommand& cmd, bool& ok);
+  // The coordinator's name service (what restarts on several hosts meet through).
+  void publish(const std::string& key, const std::string& value);
+  // The value published under `key`, or nullopt if none is (yet).
+  std::optional<std::string> lookup(const std::string& key);
 
  private:
   int fd_ = -1;

@@ -373,6 +373,9 @@ class Coordinator {
   bool idle_after_work() const;
   static constexpr std::chrono::milliseconds kIdleGrace{1000};  // --exit-when-idle waits this long
   std::optional<Clock::time_point> idle_since_;
+  static constexpr std::chrono::minutes kRestartPatience{10};
+  static constexpr double kChildrenJoinPatienceSeconds = 20;
+  std::optional<Clock::time_point> restart_expected_until_;
   json status_json() const;
 
   Options options_;
@@ -852,6 +855,7 @@ void Coordinator::process_joined(Client& client) {
     op.restart_generation = info.restarted_generation;
     op.restart_members = std::move(group);
     restart_groups_.erase(info.restarted_generation);
+    if (restart_groups_.empty()) restart_expected_until_.reset();
     enqueue(std::move(op));
   }
 }
@@ -924,6 +928,10 @@ void Coordinator::handle_command(Client& client, const StasisCommand& command) {
   switch (command.verb) {
     case STASIS_CMD_STATUS:
       reply(client.id, true, status_json());
+      return;
+    case STASIS_CMD_EXPECT_RESTART:
+      restart_expected_until_ = Clock::now() + kRestartPatience;
+      reply(client.id, true, {{"ok", true}});
       return;
     case STASIS_CMD_CHECKPOINT: {
       std::string compress = bounded(command.compress, sizeof command.compress);
@@ -1194,7 +1202,10 @@ void Coordinator::barrier_complete() {
     return;
   }
   if (finished == "suspend") {
-    op.children_deadline = after_seconds(options_.barrier_timeout);
+    // A child forked as the checkpoint began joins within moments; one that has not by then
+    // never will (it runs without Stasis): no reason to hold the computation for the barrier
+    // timeout.
+    op.children_deadline = after_seconds(std::min(options_.barrier_timeout, kChildrenJoinPatienceSeconds));
     start_barrier("children", op.generation);
   } else if (finished == "children") {
     check_children();
@@ -1440,6 +1451,7 @@ int Coordinator::next_timeout_ms() const {
   if (running_ && running_->children_retry) consider(*running_->children_retry);
   if (next_interval_) consider(*next_interval_);
   if (idle_since_) consider(*idle_since_ + kIdleGrace);
+  if (restart_expected_until_) consider(*restart_expected_until_);
   if (!dead_.empty()) return 0;
   if (!soonest) return -1;
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(*soonest - Clock::now()).count();
@@ -1447,6 +1459,7 @@ int Coordinator::next_timeout_ms() const {
 }
 
 bool Coordinator::idle_after_work() const {
+  if (restart_expected_until_ && Clock::now() < *restart_expected_until_) return false;
   return seen_process_ && process_count_ == 0 && !running_ && queue_.empty();
 }
 

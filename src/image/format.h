@@ -388,7 +388,19 @@ enum StasisFdDataTag STASIS_ENUM_BASE {
   // shm: the segment's bytes; sem: uint16_t value per semaphore; msg: StasisSysvMessage + bytes
   // per message, in queue order
   STASIS_FD_DATA_SYSV_CONTENTS = 0x103,
+  // A file directly in /dev/shm (a POSIX shared memory object) that processes of the computation
+  // mapped shared, saved by one of them per host (src/plugins/memory/named_shm.h); `fd` is the
+  // file's index in this image.
+  STASIS_FD_DATA_SHM_FILE = 0x104,        // StasisShmFile
+  STASIS_FD_DATA_SHM_FILE_BYTES = 0x105,  // the file's contents (StasisShmFile::size bytes)
 };
+
+typedef struct StasisShmFile {
+  uint64_t size;
+  uint32_t mode;  // permission bits
+  uint32_t reserved;
+  char path[STASIS_IMAGE_PATH_MAX];
+} StasisShmFile;
 
 struct StasisFdDataHeader {
   int32_t fd;

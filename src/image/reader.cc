@@ -89,6 +89,9 @@ Image Image::open(const std::string& path, bool verify_payloads) {
 
   uint64_t offset = sizeof hdr, records = 0, chain = 0;
   bool have_end = false, have_process = false;
+  // Without the payloads, the scan reads one header per record, a payload apart: readahead
+  // would read most of the file around them (restart --lazy of 1 GiB took 0.1-0.2 s cold).
+  if (!verify_payloads) posix_fadvise(image.fd_, 0, 0, POSIX_FADV_RANDOM);
   std::vector<char> payload;
   while (offset < image.file_size_) {
     if (offset + sizeof(StasisRecordHeader) > image.file_size_) break;
@@ -193,6 +196,7 @@ Image Image::open(const std::string& path, bool verify_payloads) {
     records++;
     offset = payload_offset + h.stored_size;
   }
+  if (!verify_payloads) posix_fadvise(image.fd_, 0, 0, POSIX_FADV_NORMAL);
   if (!have_end)
     throw Error(fmt::format("{} is truncated: it ends at byte {} without its END record (the checkpoint "
                             "that wrote it did not complete)",

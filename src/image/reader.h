@@ -2,6 +2,7 @@
 // stasis::Error whose message names the file and what is wrong with it.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,19 @@ class Image {
   // Reads every FD_DATA payload into memory now, so fd_data() keeps working after the image's
   // descriptor is closed (restart closes everything before it rebuilds the program's table).
   void load_fd_data();
+  // Restores descriptor `fd` as one on the outside world: what `stasis restart` itself has at
+  // number `restart_fd` (a process restarted on another host gets its standard streams so).
+  // Restores descriptor `fd` (an outside one: a process started through a remote launcher saw
+  // its streams so) as another end of the pipe `end` is one of.
+  void treat_as_end_of(int fd, const StasisFdRecord& end) {
+    for (auto& f : fds_)
+      if (f.fd == fd) f.kind = end.kind, std::memcpy(f.kind_data, end.kind_data, sizeof f.kind_data), f.same_description_as = -1;
+  }
+  void treat_as_outside(int fd, int restart_fd) {
+    for (auto& f : fds_)
+      if (f.fd == fd)
+        f.kind = STASIS_FD_EXTERNAL, f.kind_data[0] = static_cast<uint64_t>(restart_fd) + 1, f.same_description_as = -1;
+  }
   const StasisEndRecord& end() const { return end_; }
   // The PARENT record of an incremental image; nullptr for a full one.
   const StasisParentRecord* parent() const { return has_parent_ ? &parent_ : nullptr; }

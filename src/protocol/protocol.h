@@ -156,6 +156,9 @@ enum StasisCommandVerb STASIS_PROTOCOL_ENUM_BASE(uint32_t) {
   STASIS_CMD_CHECKPOINT = 1,
   STASIS_CMD_STATUS = 2,
   STASIS_CMD_KILL = 3,
+  // `stasis restart` is bringing processes back: a coordinator that exits when idle stays until
+  // they have joined (or for kRestartPatience), however long their images take to load.
+  STASIS_CMD_EXPECT_RESTART = 4,
 };
 
 struct StasisCommand {

@@ -14,9 +14,11 @@
 #include <time.h>
 
 #include "plugins/files/files.h"
+#include "plugins/infiniband/verbs_guard.h"
 #include "plugins/ipc/ipc.h"
 #include "plugins/memory/dirty_tracking.h"
 #include "plugins/memory/memory.h"
+#include "plugins/memory/named_shm.h"
 #include "plugins/memory/shared_memory.h"
 #include "plugins/process/process_state.h"
 #include "runtime/image_writer.h"
@@ -137,7 +139,7 @@ void image_complete(const CheckpointResult& result, const IncrementPlan& plan, u
 
 int write_checkpoint(const char* dir, const char* compress, bool forked, uint64_t offered_parent,
                      CheckpointResult* result, LogLine& error) {
-  if (!refuse_if_posix_timers(error)) return -1;
+  if (!refuse_if_posix_timers(error) || !refuse_if_verbs_in_use(error)) return -1;
   if (!g_arena.create(kArenaBytes)) {
     error << "cannot map checkpoint scratch memory";
     return -1;
@@ -146,7 +148,8 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, uint64_
   uint32_t fd_count = 0;
   FdDataList* fd_data = static_cast<FdDataList*>(g_arena.alloc(sizeof(FdDataList)));
   if (!fd_data || !fd_data->init(g_arena, 4096) || !capture_fds(g_arena, &fds, &fd_count, *fd_data, error) ||
-      !capture_sysv_objects(g_arena, *fd_data, error)) {
+      !capture_sysv_objects(g_arena, *fd_data, error) ||
+      !capture_named_shm_files(g_arena, *fd_data, dir, error)) {
     g_arena.destroy();
     return -1;
   }

@@ -10,6 +10,8 @@ namespace {
 constexpr int kMaxPlugins = 32;
 const stasis_plugin_t* g_plugins[kMaxPlugins];
 std::atomic<int> g_plugin_count{0};
+// The reason a plugin gave (stasis_plugin_refuse) for failing the event it is handling.
+char g_refusal[512];
 }  // namespace
 
 void load_plugins_from_env() {
@@ -36,9 +38,11 @@ int plugins_event(stasis_event_t event, const stasis_event_data_t* data, LogLine
   int count = g_plugin_count.load();
   for (int i = 0; i < count; i++) {
     const stasis_plugin_t* plugin = g_plugins[i];
+    g_refusal[0] = 0;
     int rc = plugin->event(event, data, plugin->state);
     if (rc != 0) {
-      error << "plugin " << plugin->name << " failed (" << rc << ")";
+      if (g_refusal[0]) error << g_refusal;
+      else error << "plugin " << plugin->name << " failed (" << rc << ")";
       return rc;
     }
   }
@@ -78,4 +82,8 @@ extern "C" __attribute__((visibility("default"))) int stasis_register_plugin(
 extern "C" __attribute__((visibility("default"))) void stasis_plugin_log(const char* message) {
   LogLine line;
   (line << message).emit();
+}
+
+extern "C" __attribute__((visibility("default"))) void stasis_plugin_refuse(const char* message) {
+  str_copy(g_refusal, message, sizeof g_refusal);
 }

@@ -18,6 +18,7 @@
 #include "protocol/wire.h"
 #include "runtime/compressors.h"
 #include "runtime/rt.h"
+#include "runtime/mapped_restart.h"
 
 namespace stasis::rt {
 
@@ -156,6 +157,7 @@ void after_restart() {
     STASIS_SYS2(SYS_munmap, g_restart_info.loader_start,
                 g_restart_info.loader_end - g_restart_info.loader_start);
   restore_process_state();
+  note_image_mappings();  // before the program can madvise or mremap them
   wrap_program_siginfo_handlers();  // the handlers restore_process_state put back
   retake_held_locks();  // before any thread of the program runs again
   note_inherited_fds(g_restart_info.external_fds);  // now whatever `stasis restart` had there

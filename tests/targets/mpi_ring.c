@@ -8,14 +8,11 @@
  * sum/xor of integers), never on timing. */
 #include "target_common.h" /* first: defines _GNU_SOURCE */
 
-#include <mpi.h>
+#include "mpi_common.h"
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  line_buffered_stdout();
   int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  mpi_start(&argc, &argv, &rank, &size);
   long steps = arg_long(argc, argv, 1, 60);
   long delay = arg_long(argc, argv, 2, 50);
   long words = arg_long(argc, argv, 3, 4096);

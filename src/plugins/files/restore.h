@@ -42,7 +42,19 @@ int open_socket_end(const image::Image& img, const StasisFdRecord& rec);
 // A listening Unix socket, bound to its name again (a stale socket file left there is replaced).
 int open_unix_listener(const image::Image& img, const StasisFdRecord& rec);
 // TCP (restore_sockets.cc): listeners and connections made again before the tree is forked.
-void create_tcp_sockets(const std::vector<image::Image>& images);
+// In a restart on several hosts, `cross` says how to meet the other parts: a connection whose
+// other end another part brings back is made through the coordinator's name service, in the
+// process itself (connect_cross_host_tcp), since that part may start only once this one runs.
+struct CrossHostTcp {
+  std::string coord;        // the coordinator, HOST:PORT
+  std::string own_address;  // where the other hosts reach this part's host
+  std::string old_address;  // where they reached the host this part ran on (its addresses move)
+  std::string restart_id;   // keeps one restart's names apart from another's
+  const std::vector<image::Image>* elsewhere = nullptr;  // the other parts' images
+};
+void create_tcp_sockets(const std::vector<image::Image>& images, const CrossHostTcp* cross = nullptr);
+// In the process that becomes `img`, before its descriptors are placed.
+void connect_cross_host_tcp(const image::Image& img);
 int open_tcp_socket(const image::Image& img, const StasisFdRecord& rec);
 int open_event_fd(const image::Image& img, const StasisFdRecord& rec);       // restore_event_fds.cc
 void check_event_fd(const image::Image& img, const StasisFdRecord& rec);

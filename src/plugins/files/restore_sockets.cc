@@ -16,10 +16,19 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 using namespace std::string_literals;
 
+#include <poll.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cli/coord_client.h"
 #include "common/error.h"
 #include "plugins/files/restore.h"
 
@@ -218,6 +227,27 @@ socklen_t socket_address(uint16_t family, const Endpoint& e, struct sockaddr_sto
   return sizeof *v6;
 }
 
+// A part of a restart on several hosts that comes back on another host: its old host's address
+// stands for the new one's wherever it binds or connects (old -> new, 16-byte forms).
+std::map<std::string, std::string> g_moved_addresses;
+
+Endpoint moved(const Endpoint& e) {
+  auto it = g_moved_addresses.find(e.first);
+  return it == g_moved_addresses.end() ? e : Endpoint{it->second, e.second};
+}
+
+// "10.0.0.1" or "fd00::1" in the 16-byte form of StasisTcpData (IPv4 mapped); "" if neither.
+std::string address_bytes(const std::string& text) {
+  std::string bytes(16, '\0');
+  struct in_addr v4;
+  if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
+    bytes[10] = bytes[11] = '\xff';
+    std::memcpy(bytes.data() + 12, &v4, 4);
+    return bytes;
+  }
+  return inet_pton(AF_INET6, text.c_str(), bytes.data()) == 1 ? bytes : std::string();
+}
+
 int tcp_socket(const StasisTcpData& t) {
   int fd = socket(t.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw Error(fmt::format("cannot create a TCP socket: {}", std::strerror(errno)));
@@ -309,7 +339,7 @@ void remake_connection(const TcpUse& a, const TcpUse& b, const std::map<Endpoint
   bool own_listener = listener < 0;
   if (own_listener) {
     listener = tcp_socket(server->tcp);
-    bind_listener(listener, server->tcp, local_of(server->tcp));
+    bind_listener(listener, server->tcp, moved(local_of(server->tcp)));
     if (listen(listener, 1) != 0) throw Error("cannot listen to re-make a TCP connection");
   }
   // The connecting end keeps its port when it can; a lingering connection of the killed run may
@@ -317,13 +347,13 @@ void remake_connection(const TcpUse& a, const TcpUse& b, const std::map<Endpoint
   // reused) refuse the connection from it, and then it takes another (only getsockname on that
   // end can tell).
   struct sockaddr_storage address;
-  socklen_t len = socket_address(client->tcp.family, local_of(server->tcp), &address);
+  socklen_t len = socket_address(client->tcp.family, moved(local_of(server->tcp)), &address);
   int client_fd = tcp_socket(client->tcp);
-  if (!try_bind(client_fd, client->tcp, local_of(client->tcp)) ||
+  if (!try_bind(client_fd, client->tcp, moved(local_of(client->tcp))) ||
       connect(client_fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0) {
     close(client_fd);
     client_fd = tcp_socket(client->tcp);
-    bind_to(client_fd, client->tcp, {local_of(client->tcp).first, 0}, "end of a TCP connection");
+    bind_to(client_fd, client->tcp, {moved(local_of(client->tcp)).first, 0}, "end of a TCP connection");
     if (connect(client_fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0)
       throw Error(fmt::format("cannot re-make the TCP connection {} -> {}: {}", describe(local_of(client->tcp)),
                               describe(local_of(server->tcp)), std::strerror(errno)));
@@ -376,9 +406,68 @@ void orphan_connection(const TcpUse& end) {
   g_tcp[end.rec->ino] = lift_descriptor(fd);
 }
 
+// A connection whose other end another part of a restart on several hosts brings back: the end
+// whose address sorts first listens on a port of its own and publishes it; the other connects.
+struct CrossHostEnd {
+  TcpUse mine, peer;
+  bool listens = false;
+  std::string name;  // in the name service, and the first bytes the connecting end sends
+  int listener = -1;
+};
+std::vector<CrossHostEnd> g_cross_host;
+std::string g_coord;
+constexpr size_t kCrossHostNameBytes = 160;
+constexpr auto kCrossHostWait = std::chrono::seconds(120);
+
+// On a host that is not the one it ran on, a listener's own address may not exist: it listens on
+// every address at the same port instead.
+Endpoint bindable_here(const StasisTcpData& t, const Endpoint& e) {
+  if (is_any(e)) return e;
+  int probe = tcp_socket(t);
+  bool missing = !try_bind(probe, t, {e.first, 0}) && errno == EADDRNOTAVAIL;
+  close(probe);
+  if (!missing) return e;
+  Endpoint any = {t.family == AF_INET ? std::string(10, '\0') + "\xff\xff" + std::string(4, '\0')
+                                      : std::string(16, '\0'), e.second};
+  fmt::print(stderr, "stasis restart: {} is not an address of this host; listening on {} instead\n",
+             describe(e), describe(any));
+  return any;
+}
+
+void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp& cross,
+                     stasis::CoordConnection& coordinator) {
+  CrossHostEnd end{mine, peer};
+  Endpoint a = local_of(mine.tcp), b = peer_of(mine.tcp);
+  end.listens = a < b;
+  end.name = fmt::format("tcp/{}/{}/{}", cross.restart_id, describe(std::min(a, b)), describe(std::max(a, b)));
+  if (end.name.size() >= kCrossHostNameBytes) throw Error("internal error: cross-host connection name too long");
+  if (end.listens) {
+    struct sockaddr_storage address = {};
+    socklen_t len = sizeof address;
+    int family = cross.own_address.find(':') == std::string::npos ? AF_INET : AF_INET6;
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (family == AF_INET) {
+      auto* v4 = reinterpret_cast<struct sockaddr_in*>(&address);
+      v4->sin_family = AF_INET;
+      len = sizeof *v4;
+    } else {
+      auto* v6 = reinterpret_cast<struct sockaddr_in6*>(&address);
+      v6->sin6_family = AF_INET6;
+      len = sizeof *v6;
+    }
+    if (fd < 0 || bind(fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0 || listen(fd, 1) != 0 ||
+        getsockname(fd, reinterpret_cast<struct sockaddr*>(&address), &len) != 0)
+      throw Error(fmt::format("cannot listen to re-make the TCP connection {} -> {} across hosts: {}",
+                              describe(a), describe(b), std::strerror(errno)));
+    end.listener = lift_descriptor(fd);
+    coordinator.publish(end.name, fmt::format("{} {}", cross.own_address, port_of(address)));
+  }
+  g_cross_host.push_back(end);
+}
+
 }  // namespace
 
-void create_tcp_sockets(const std::vector<image::Image>& images) {
+void create_tcp_sockets(const std::vector<image::Image>& images, const CrossHostTcp* cross) {
   std::map<uint64_t, TcpUse> listeners, connections;  // by saved inode; one use of each
   for (const auto& img : images)
     for (const auto& f : img.fds()) {
@@ -389,12 +478,25 @@ void create_tcp_sockets(const std::vector<image::Image>& images) {
       auto [it, fresh] = by_ino.emplace(f.ino, use);
       if (!fresh && img.has_fd_data(f.fd, STASIS_FD_DATA_SOCKET_BYTES)) it->second = use;
     }
+  if (cross && cross->old_address != cross->own_address) {
+    std::string from = address_bytes(cross->old_address), to = address_bytes(cross->own_address);
+    if (!from.empty() && !to.empty()) g_moved_addresses[from] = to;
+  }
   std::map<Endpoint, int> listening;
   for (const auto& [ino, use] : listeners) {
     int fd = tcp_socket(use.tcp);
-    bind_listener(fd, use.tcp, local_of(use.tcp));
+    Endpoint where = cross ? bindable_here(use.tcp, moved(local_of(use.tcp))) : local_of(use.tcp);
+    if (!g_moved_addresses.empty() && !try_bind(fd, use.tcp, where)) {
+      // On another host nothing reaches the old address anyway, and the killed run's connections
+      // there may hold the port for a minute: any free port will do.
+      if (errno != EADDRINUSE) throw Error(fmt::format("cannot listen on {} again: {}", describe(where), std::strerror(errno)));
+      fmt::print(stderr, "stasis restart: {} is taken on this host; listening on another port\n", describe(where));
+      bind_to(fd, use.tcp, {where.first, 0}, "listener");
+    } else if (g_moved_addresses.empty()) {
+      bind_listener(fd, use.tcp, where);
+    }
     if (listen(fd, use.tcp.backlog ? static_cast<int>(use.tcp.backlog) : SOMAXCONN) != 0)
-      throw Error(fmt::format("cannot listen on {} again: {}", describe(local_of(use.tcp)), std::strerror(errno)));
+      throw Error(fmt::format("cannot listen on {} again: {}", describe(where), std::strerror(errno)));
     apply_tcp_options(fd, use.tcp, TcpRole::kListener);
     g_tcp[ino] = lift_descriptor(fd);
     listening[local_of(use.tcp)] = g_tcp[ino];
@@ -402,13 +504,99 @@ void create_tcp_sockets(const std::vector<image::Image>& images) {
   // By both endpoints: the connections a listener accepted all have its address as their own.
   std::map<std::pair<Endpoint, Endpoint>, uint64_t> by_endpoints;
   for (const auto& [ino, use] : connections) by_endpoints[{local_of(use.tcp), peer_of(use.tcp)}] = ino;
+  std::map<std::pair<Endpoint, Endpoint>, TcpUse> elsewhere;
+  if (cross && cross->elsewhere)
+    for (const auto& img : *cross->elsewhere)
+      for (const auto& f : img.fds())
+        if (f.kind == STASIS_FD_TCP_CONNECTION) {
+          TcpUse use{&img, &f, {}};
+          std::memcpy(&use.tcp, f.kind_data, sizeof use.tcp);
+          elsewhere.emplace(std::pair{local_of(use.tcp), peer_of(use.tcp)}, use);
+        }
+  std::unique_ptr<stasis::CoordConnection> coordinator;
   for (const auto& [ino, use] : connections) {
     if (g_tcp.count(ino)) continue;
     auto peer = by_endpoints.find({peer_of(use.tcp), local_of(use.tcp)});
-    if (peer != by_endpoints.end() && peer->second != ino)
+    auto remote = elsewhere.find({peer_of(use.tcp), local_of(use.tcp)});
+    if (peer != by_endpoints.end() && peer->second != ino) {
       remake_connection(use, connections.at(peer->second), listening);
-    else
+    } else if (remote != elsewhere.end()) {
+      if (!coordinator) coordinator = std::make_unique<stasis::CoordConnection>(stasis::CoordAddress::parse(cross->coord));
+      g_coord = cross->coord;
+      plan_cross_host(use, remote->second, *cross, *coordinator);
+    } else {
       orphan_connection(use);
+    }
+  }
+}
+
+void connect_cross_host_tcp(const image::Image& img) {
+  std::unique_ptr<stasis::CoordConnection> coordinator;
+  const auto deadline = std::chrono::steady_clock::now() + kCrossHostWait;
+  for (CrossHostEnd& end : g_cross_host) {
+    if (end.mine.img != &img) continue;
+    Endpoint a = local_of(end.mine.tcp), b = peer_of(end.mine.tcp);
+    auto failed = [&](const std::string& why) {
+      return Error(fmt::format("cannot re-make the TCP connection {} -> {} across hosts: {}", describe(a),
+                               describe(b), why));
+    };
+    int fd = -1;
+    char name[kCrossHostNameBytes] = {};
+    if (end.listens) {
+      // Strays (anything that connects without the connection's name first) are closed.
+      while (fd < 0) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        struct pollfd p = {end.listener, POLLIN, 0};
+        if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0)
+          throw failed("the other host's process did not connect within 120 s");
+        fd = accept4(end.listener, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) continue;
+        struct timeval limit = {10, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+        if (recv(fd, name, sizeof name, MSG_WAITALL) != static_cast<ssize_t>(sizeof name) ||
+            std::string(name, strnlen(name, sizeof name)) != end.name) {
+          close(fd);
+          fd = -1;
+        }
+        struct timeval forever = {0, 0};
+        if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
+      }
+      close(end.listener);
+    } else {
+      if (!coordinator) coordinator = std::make_unique<stasis::CoordConnection>(stasis::CoordAddress::parse(g_coord));
+      std::optional<std::string> where;
+      while (!(where = coordinator->lookup(end.name))) {
+        if (std::chrono::steady_clock::now() > deadline) throw failed("its other end was not published within 120 s");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      size_t space = where->rfind(' ');
+      std::string host = where->substr(0, space);
+      uint16_t port = static_cast<uint16_t>(std::stoul(where->substr(space + 1)));
+      struct sockaddr_storage address = {};
+      socklen_t len = 0;
+      if (host.find(':') == std::string::npos) {
+        auto* v4 = reinterpret_cast<struct sockaddr_in*>(&address);
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        inet_pton(AF_INET, host.c_str(), &v4->sin_addr);
+        len = sizeof *v4;
+      } else {
+        auto* v6 = reinterpret_cast<struct sockaddr_in6*>(&address);
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr);
+        len = sizeof *v6;
+      }
+      fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0 || connect(fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0)
+        throw failed(fmt::format("connecting to {}:{}: {}", host, port, std::strerror(errno)));
+      std::memcpy(name, end.name.data(), end.name.size());
+      if (send(fd, name, sizeof name, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof name))
+        throw failed("the other end closed the connection");
+    }
+    apply_tcp_options(fd, end.mine.tcp, TcpRole::kConnection);
+    refill(fd, *end.peer.img, *end.peer.rec, 0);  // what the other end had received, it gets again
+    g_tcp[end.mine.rec->ino] = lift_descriptor(fd);
   }
 }
 

@@ -22,4 +22,9 @@ std::map<MemoryObjectKey, int> create_shared_memory(const std::vector<image::Ima
 std::map<uint64_t, int> pass_shared_memory(const image::Image& img,
                                            const std::map<MemoryObjectKey, int>& objects, int floor);
 
+// In `stasis restart`, before any region is checked or mapped: the named /dev/shm files the
+// computation mapped shared (named_shm.h), written again at their paths with the bytes saved at
+// the checkpoint (restore_named_shm.cc). Throws an Error naming a file that cannot be made.
+void recreate_named_shm_files(const std::vector<image::Image>& images);
+
 }  // namespace stasis::restore

@@ -157,15 +157,6 @@ bool plan_shared_memory(Arena& arena, bool copy_for_forked_writer, LogLine& erro
   Mapping* maps = nullptr;
   uint32_t count = read_mappings(arena, &maps, error);
   if (count == 0) return false;
-  // Open MPI's shared-memory transport keeps its message queues in named files, which restart maps
-  // again by path with what they hold then (the killed run's later state): refused until named
-  // files shared inside the computation are saved.
-  for (uint32_t i = 0; i < count; i++)
-    if (maps[i].shared && str_starts(maps[i].path, "/dev/shm/vader_segment.")) {
-      error << "memory mapping " << maps[i].path << " is Open MPI's shared-memory transport (vader), which "
-            << "this version of Stasis cannot save; run Open MPI with --mca btl tcp,self; not checkpointing";
-      return false;
-    }
   uint32_t wanted = 0;
   for (uint32_t i = 0; i < count; i++) wanted += is_unnamed_shared_memory(maps[i], arena);
   if (wanted == 0) return true;

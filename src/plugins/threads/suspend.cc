@@ -49,6 +49,17 @@ std::atomic<uint32_t> g_restored_count{0};    // futex: threads that re-register
 std::atomic<uint32_t> g_resume_sequence{0};   // futex: bumped to release parked threads
 bool g_threads_suspended = false;
 
+// Threads a plugin runs for a library it shuts down itself before the image is written (a verbs
+// library's progress thread): never stopped, so the plugin can still drive and join them.
+constexpr int kMaxExemptThreads = 64;
+constinit std::atomic<int32_t> g_exempt_tids[kMaxExemptThreads];
+
+bool is_exempt(int32_t tid) {
+  for (auto& exempt : g_exempt_tids)
+    if (exempt.load() == tid) return true;
+  return false;
+}
+
 ThreadSlot* find_slot(int32_t tid) {
   uint32_t high = g_slot_high.load();
   for (uint32_t i = 0; i < high; i++)
@@ -272,7 +283,7 @@ bool suspend_user_threads(LogLine& error) {
     uint32_t count = list_tasks(tids, STASIS_MAX_THREADS);
     uint32_t signalled_now = 0;
     for (uint32_t i = 0; i < count; i++) {
-      if (tids[i] == self || find_slot(tids[i])) continue;
+      if (tids[i] == self || find_slot(tids[i]) || is_exempt(tids[i])) continue;
       ThreadSlot* slot = claim_slot(tids[i]);
       if (!slot) {
         error << "more than " << STASIS_MAX_THREADS << " threads";
@@ -355,3 +366,12 @@ void wait_for_restored_threads() {
 }
 
 }  // namespace stasis::rt
+
+extern "C" __attribute__((visibility("default"))) int stasis_plugin_exempt_thread(int tid, int exempt) {
+  using stasis::rt::g_exempt_tids;
+  for (auto& slot : g_exempt_tids) {
+    int32_t expected = exempt ? 0 : tid;
+    if (slot.compare_exchange_strong(expected, exempt ? tid : 0)) return 0;
+  }
+  return -1;
+}

@@ -1,0 +1,28 @@
+// Restarting a computation that ran on several hosts: which processes come back together, and
+// where. Processes are grouped into parts: a part is a process whose parent is not on its host
+// (or not in the computation) with its descendants on the same host. Each part is restarted by
+// a `stasis restart --part VPID` of its own on the part's new host, started through a remote
+// launcher by the restarted parent (so a process started through ssh is started through ssh
+// again) or, for a part with no parent in the computation, by the first `stasis restart`.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace stasis::cli {
+
+// "OLD=NEW,OLD=NEW": old host (the address it reached the coordinator from, as MANIFEST.json
+// lists it) to the host that restarts its processes. Throws stasis::Error when malformed.
+std::map<std::string, std::string> parse_host_mapping(const std::string& text);
+
+// True if `address` is an address of one of this host's interfaces.
+bool is_local_address(const std::string& address);
+
+// For each process (parents[i]: index of its parent, -1 if none in the computation), the index of
+// the root of its part: the nearest ancestor-or-self whose parent is on another host or absent.
+std::vector<size_t> part_roots(const std::vector<int>& parents, const std::vector<std::string>& hosts);
+
+// `text` as one word of a POSIX shell command line.
+std::string shell_quote(const std::string& text);
+
+}  // namespace stasis::cli

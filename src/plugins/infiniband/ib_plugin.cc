@@ -1,0 +1,612 @@
+// The InfiniBand plugin, checkpoint side (docs/infiniband.md):
+//   PRE_SUSPEND   refuse what cannot be re-created; close the gate (no user thread inside verbs)
+//   DRAIN         poll every CQ into its buffer until each QP's signaled sends have completed
+//   ib-quiesce    (every process has drained its sends, so every message reached its receiver)
+//                 poll once more, then destroy every real object and close the devices: the
+//                 library's threads end and its descriptors close before the image is written
+//   RESUME        re-create the objects, exchange the new QP numbers and LIDs with the peers,
+//   RESTART       replay the QP transitions, re-post the outstanding receives; open the gate
+// The exchange goes through a directory of small files (one host; see the docs).
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "plugins/infiniband/ib_plugin.h"
+#include "stasis/plugin.h"
+
+namespace stasis::ib {
+namespace {
+
+constexpr int kPidTableFd = 1020;  // STASIS_PID_TABLE_FD: present in every restarted process
+constexpr long kDrainTimeoutNs = 20'000'000'000L;
+constexpr long kExchangeTimeoutNs = 30'000'000'000L;
+
+// ---- the gate ------------------------------------------------------------------------------
+std::atomic<uint32_t> g_gate_closed{0};
+std::atomic<int32_t> g_inside{0};
+__thread int t_gate_depth __attribute__((tls_model("initial-exec")));
+
+long now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1'000'000'000L + ts.tv_nsec;
+}
+
+void sleep_us(long us) {
+  timespec ts = {0, us * 1000};
+  nanosleep(&ts, nullptr);
+}
+
+void close_gate() {
+  g_gate_closed.store(1);
+  while (g_inside.load() != 0) sleep_us(200);
+}
+
+void open_gate() {
+  g_gate_closed.store(0);
+  syscall(SYS_futex, &g_gate_closed, FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+// ---- the library's threads -----------------------------------------------------------------
+__thread int t_owning_library_threads __attribute__((tls_model("initial-exec")));
+std::atomic<int32_t> g_library_threads{0};
+
+struct ThreadStart {
+  void* (*routine)(void*);
+  void* arg;
+  std::atomic<uint32_t> exempted;
+};
+
+void unexempt(void*) {
+  if (stasis_plugin_exempt_thread) stasis_plugin_exempt_thread(static_cast<int>(gettid()), 0);
+  g_library_threads.fetch_sub(1);
+}
+
+void* exempt_thread_start(void* p) {
+  auto* start = static_cast<ThreadStart*>(p);
+  void* (*routine)(void*) = start->routine;
+  void* arg = start->arg;
+  if (stasis_plugin_exempt_thread) stasis_plugin_exempt_thread(static_cast<int>(gettid()), 1);
+  g_library_threads.fetch_add(1);
+  start->exempted.store(1);  // the creator frees `start` from here on
+  syscall(SYS_futex, &start->exempted, FUTEX_WAKE, 1, nullptr, nullptr, 0);
+  void* result;
+  pthread_cleanup_push(unexempt, nullptr);
+  result = routine(arg);
+  pthread_cleanup_pop(1);
+  return result;
+}
+
+using PthreadCreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+PthreadCreateFn g_pthread_create;
+
+// ---- the exchange of new identifiers -------------------------------------------------------
+char g_exchange_root[512];  // ${STASIS_RUNTIME_DIR:-$HOME/.stasis}/infiniband
+char g_launch_id[128];      // the coordinator of the launch, for exchanges before any restart
+char g_exchange_dir[768];   // this re-creation's
+
+struct RemoteQp {
+  uint16_t virtual_lid, real_lid;
+  uint32_t virtual_qpn, real_qpn;
+};
+RemoteQp g_remote[kMaxObjects * 4];
+int g_remote_count;
+struct RemoteMr {
+  uint16_t virtual_lid;
+  uint32_t virtual_rkey, real_rkey;
+};
+// Looked up by user threads posting RDMA concurrently: appended under a spin lock, the count
+// published after the entry.
+RemoteMr g_remote_mrs[kMaxObjects * 4];
+std::atomic<int> g_remote_mr_count{0};
+std::atomic_flag g_remote_mr_lock = ATOMIC_FLAG_INIT;
+// What this process published, for withdraw_published.
+struct Published {
+  const char* kind;
+  uint16_t virtual_lid;
+  uint32_t number;
+};
+Published g_published[kMaxObjects * 2];
+int g_published_count;
+
+
+void append(char* out, size_t cap, const char* s) {
+  size_t n = strlen(out);
+  while (*s && n + 1 < cap) out[n++] = *s++;
+  out[n] = 0;
+}
+
+void append_number(char* out, size_t cap, unsigned long v) {
+  char digits[24];
+  int n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v);
+  char text[24];
+  for (int i = 0; i < n; i++) text[i] = digits[n - 1 - i];
+  text[n] = 0;
+  append(out, cap, text);
+}
+
+// DIR/qp-LID-QPN or DIR/mr-LID-RKEY: the virtual LID (of the owner's port) and number.
+void exchange_file(char* out, size_t cap, const char* kind, uint16_t vlid, uint32_t number) {
+  out[0] = 0;
+  append(out, cap, g_exchange_dir);
+  append(out, cap, kind);
+  append_number(out, cap, vlid);
+  append(out, cap, "-");
+  append_number(out, cap, number);
+}
+
+void qp_file(char* out, size_t cap, uint16_t vlid, uint32_t vqpn) { exchange_file(out, cap, "/qp-", vlid, vqpn); }
+
+// One directory per re-creation, the same in every process of the computation: the generation,
+// whether it follows a checkpoint (the live computation) or a restart, and which computation
+// (its launch's coordinator, or the restart's pid table, a memfd each restart makes anew).
+bool choose_exchange_dir(uint64_t generation, bool restart) {
+  g_published_count = 0;  // a restart's image still lists the files of the exchange before it
+  char id[160] = "";
+  struct stat st;
+  if (fstat(kPidTableFd, &st) == 0) {
+    append(id, sizeof id, "restart");
+    append_number(id, sizeof id, st.st_ino);
+  } else {
+    append(id, sizeof id, g_launch_id);
+  }
+  g_exchange_dir[0] = 0;
+  append(g_exchange_dir, sizeof g_exchange_dir, g_exchange_root);
+  mkdir(g_exchange_dir, 0700);
+  append(g_exchange_dir, sizeof g_exchange_dir, "/");
+  append(g_exchange_dir, sizeof g_exchange_dir, id);
+  append(g_exchange_dir, sizeof g_exchange_dir, restart ? "-restart-" : "-resume-");
+  append_number(g_exchange_dir, sizeof g_exchange_dir, generation);
+  return mkdir(g_exchange_dir, 0700) == 0 || errno == EEXIST;
+}
+
+// The port a QP was bound to (ibv_modify_qp to INIT names it).
+uint8_t port_of(const VQp* qp) {
+  uint8_t port = 1;
+  for (int i = 0; i < qp->modify_count; i++)
+    if (qp->modifies[i].mask & IBV_QP_PORT) port = qp->modifies[i].attr.port_num;
+  return port >= 1 && port <= kMaxPorts ? port : 1;
+}
+
+bool write_exchange_file(const char* path, const void* record, size_t size) {
+  char tmp[920] = "";
+  append(tmp, sizeof tmp, path);
+  append(tmp, sizeof tmp, ".tmp");
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  bool ok = write(fd, record, size) == static_cast<ssize_t>(size);
+  close(fd);
+  return ok && rename(tmp, path) == 0;
+}
+
+bool read_exchange_file(const char* path, void* record, size_t size) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = read(fd, record, size) == static_cast<ssize_t>(size);
+  close(fd);
+  return ok;
+}
+
+bool publish(const char* kind, uint16_t vlid, uint32_t number, const void* record, size_t size) {
+  char path[900];
+  exchange_file(path, sizeof path, kind, vlid, number);
+  if (!write_exchange_file(path, record, size)) return false;
+  if (g_published_count < static_cast<int>(sizeof g_published / sizeof g_published[0]))
+    g_published[g_published_count++] = {kind, vlid, number};
+  return true;
+}
+
+bool publish_qp(const VQp* qp) {
+  uint8_t port = port_of(qp);
+  RemoteQp record = {qp->ctx->virtual_lid[port], qp->ctx->real_lid[port], qp->ibv.qp_num, qp->real->qp_num};
+  return publish("/qp-", record.virtual_lid, record.virtual_qpn, &record, sizeof record);
+}
+
+// Under every port's virtual LID: a peer names the region's owner by the LID it connected to.
+bool publish_mr(const VMr* mr) {
+  for (int port = 1; port <= kMaxPorts; port++) {
+    uint16_t vlid = mr->pd->ctx->virtual_lid[port];
+    if (vlid && !publish("/mr-", vlid, mr->ibv.rkey, &mr->real->rkey, sizeof mr->real->rkey)) return false;
+  }
+  return true;
+}
+
+// The previous exchange's files of this process, once every peer has read them: at the next
+// checkpoint (each process finished its re-creation before the computation could checkpoint
+// again) and at exit. The last process out removes the directory.
+void withdraw_published() {
+  if (!g_exchange_dir[0]) return;
+  for (int i = 0; i < g_published_count; i++) {
+    char path[900];
+    exchange_file(path, sizeof path, g_published[i].kind, g_published[i].virtual_lid, g_published[i].number);
+    unlink(path);
+  }
+  g_published_count = 0;
+  rmdir(g_exchange_dir);
+  g_exchange_dir[0] = 0;
+}
+
+const RemoteQp* known_remote(uint16_t vlid, uint32_t vqpn) {
+  for (int i = 0; i < g_remote_count; i++)
+    if (g_remote[i].virtual_lid == vlid && g_remote[i].virtual_qpn == vqpn) return &g_remote[i];
+  return nullptr;
+}
+
+// The peer's current (LID, QPN) for the virtual pair the program gave; waits for the peer to
+// publish it while objects are being re-created (`wait`).
+const RemoteQp* remote_qp(uint16_t vlid, uint32_t vqpn, bool wait) {
+  if (const RemoteQp* known = known_remote(vlid, vqpn)) return known;
+  char path[900];
+  qp_file(path, sizeof path, vlid, vqpn);
+  long deadline = now_ns() + kExchangeTimeoutNs;
+  for (;;) {
+    RemoteQp record;
+    if (read_exchange_file(path, &record, sizeof record) &&
+        g_remote_count < static_cast<int>(sizeof g_remote / sizeof g_remote[0])) {
+      g_remote[g_remote_count] = record;
+      return &g_remote[g_remote_count++];
+    }
+    if (!wait || now_ns() > deadline) return nullptr;
+    sleep_us(1000);
+  }
+}
+
+// ---- refusals ------------------------------------------------------------------------------
+char g_refusal[400];
+
+void refuse(const char* what, const char* why, unsigned long number = 0, bool with_number = false) {
+  g_refusal[0] = 0;
+  append(g_refusal, sizeof g_refusal, what);
+  if (with_number) {
+    append(g_refusal, sizeof g_refusal, " ");
+    append_number(g_refusal, sizeof g_refusal, number);
+  }
+  append(g_refusal, sizeof g_refusal, " ");
+  append(g_refusal, sizeof g_refusal, why);
+  if (stasis_plugin_refuse) stasis_plugin_refuse(g_refusal);
+  else if (stasis_plugin_log) stasis_plugin_log(g_refusal);
+}
+
+bool refuse_unsupported() {
+  if (g_unsupported) {
+    refuse("InfiniBand: the process uses", g_unsupported);
+    append(g_refusal, sizeof g_refusal, ", which the plugin cannot re-create yet");
+    if (stasis_plugin_refuse) stasis_plugin_refuse(g_refusal);
+    return true;
+  }
+  for (VQp* qp : g_qps) {
+    if (!qp) continue;
+    if (qp->unsupported) {
+      refuse("InfiniBand queue pair", qp->unsupported, qp->ibv.qp_num, true);
+      return true;
+    }
+    if (qp->unsignaled_sends) {
+      refuse("InfiniBand queue pair", "posts unsignaled sends: the drain cannot tell when they completed",
+             qp->ibv.qp_num, true);
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---- drain, teardown, re-creation ----------------------------------------------------------
+bool have_objects() {
+  for (VContext* ctx : g_contexts)
+    if (ctx) return true;
+  return false;
+}
+
+bool drain_cq(VCq* cq) {
+  ibv_wc batch[16];
+  for (;;) {
+    int got = ::ibv_poll_cq(cq->real, 16, batch);
+    if (got < 0) return false;
+    for (int i = 0; i < got; i++) {
+      if (cq->drained_count == cq->drained_cap) return false;
+      translate_completion(cq, &batch[i]);
+      cq->drained[(cq->drained_head + cq->drained_count) % cq->drained_cap] = batch[i];
+      cq->drained_count++;
+    }
+    if (got < 16) return true;
+  }
+}
+
+bool drain_all_cqs() {
+  for (VCq* cq : g_cqs)
+    if (cq && cq->real && !drain_cq(cq)) {
+      refuse("InfiniBand completion queue", "overflowed its drain buffer (or failed) at the checkpoint");
+      return false;
+    }
+  return true;
+}
+
+bool drain_sends() {
+  long deadline = now_ns() + kDrainTimeoutNs;
+  for (;;) {
+    if (!drain_all_cqs()) return false;
+    VQp* waiting = nullptr;
+    for (VQp* qp : g_qps)
+      if (qp && qp->real && qp->sends_in_flight.load() > 0) waiting = qp;
+    if (!waiting) return true;
+    if (now_ns() > deadline) {
+      refuse("InfiniBand queue pair", "still has sends in flight after 20 s (is its peer a process of the computation?)",
+             waiting->ibv.qp_num, true);
+      return false;
+    }
+    sleep_us(100);
+  }
+}
+
+bool g_torn_down = false;
+
+void tear_down() {
+  for (VQp* qp : g_qps)
+    if (qp && qp->real) {
+      g_real.destroy_qp(qp->real);
+      qp->real = nullptr;
+    }
+  for (VCq* cq : g_cqs)
+    if (cq && cq->real) {
+      g_real.destroy_cq(cq->real);
+      cq->real = nullptr;
+    }
+  for (VMr* mr : g_mrs)
+    if (mr && mr->real) {
+      g_real.dereg_mr(mr->real);
+      mr->real = nullptr;
+    }
+  for (VPd* pd : g_pds)
+    if (pd && pd->real) {
+      g_real.dealloc_pd(pd->real);
+      pd->real = nullptr;
+    }
+  for (VContext* ctx : g_contexts)
+    if (ctx && ctx->real) {
+      g_real.close_device(ctx->real);
+      ctx->real = nullptr;
+    }
+  g_torn_down = true;
+}
+
+void fail_recreate(const char* what) {
+  if (stasis_plugin_log) {
+    char line[300] = "InfiniBand: cannot re-create ";
+    append(line, sizeof line, what);
+    append(line, sizeof line, "; the program's verbs calls will fail");
+    stasis_plugin_log(line);
+  }
+}
+
+ibv_device* find_device(const char* name) {
+  int count = 0;
+  ibv_device** list = g_real.get_device_list(&count);  // kept: the devices must outlive contexts
+  for (int i = 0; list && i < count; i++)
+    if (strcmp(g_real.get_device_name(list[i]), name) == 0) return list[i];
+  return nullptr;
+}
+
+bool recreate(uint64_t generation, bool restart) {
+  LibraryThreads owned;
+  if (!choose_exchange_dir(generation, restart)) {
+    fail_recreate("the objects: no exchange directory");
+    return false;
+  }
+  g_remote_count = 0;
+  g_remote_mr_count.store(0);
+  for (VContext* ctx : g_contexts) {
+    if (!ctx) continue;
+    ibv_device* device = find_device(ctx->device_name);
+    if (!device || !(ctx->real = g_real.open_device(device))) return fail_recreate(ctx->device_name), false;
+    learn_lids(ctx);
+  }
+  for (VPd* pd : g_pds)
+    if (pd && !(pd->real = g_real.alloc_pd(pd->ctx->real))) return fail_recreate("a protection domain"), false;
+  for (VMr* mr : g_mrs) {
+    if (!mr) continue;
+    if (!(mr->real = g_real.reg_mr(mr->pd->real, mr->ibv.addr, mr->ibv.length, mr->access)))
+      return fail_recreate("a memory region"), false;
+    // Before the QPs: a peer that sees a QP published finds the regions published too.
+    if (!publish_mr(mr)) return fail_recreate("a memory region: cannot publish its new key"), false;
+  }
+  for (VCq* cq : g_cqs)
+    if (cq && !(cq->real = g_real.create_cq(cq->ctx->real, cq->ibv.cqe, &cq->ibv, nullptr, cq->comp_vector)))
+      return fail_recreate("a completion queue"), false;
+  for (VQp* qp : g_qps) {
+    if (!qp) continue;
+    ibv_qp_init_attr attr = qp->init;
+    attr.send_cq = qp->send_cq->real;
+    attr.recv_cq = qp->recv_cq->real;
+    if (!(qp->real = g_real.create_qp(qp->pd->real, &attr))) return fail_recreate("a queue pair"), false;
+    if (!publish_qp(qp)) return fail_recreate("a queue pair: cannot publish its new number"), false;
+  }
+  g_translating.store(true);
+  for (VQp* qp : g_qps) {
+    if (!qp) continue;
+    for (int i = 0; i < qp->modify_count; i++)
+      if (modify_real_qp(qp, qp->modifies[i].attr, qp->modifies[i].mask) != 0)
+        return fail_recreate("a queue pair's state (its peer did not publish its new number)"), false;
+    for (uint32_t i = 0; i < qp->recv_count; i++) {
+      ibv_recv_wr* bad = nullptr;
+      if (real_post_recv(qp, qp->recvs[(qp->recv_head + i) % qp->recv_cap], &bad) != 0)
+        return fail_recreate("a posted receive"), false;
+    }
+  }
+  g_torn_down = false;
+  return true;
+}
+
+// ---- the plugin ----------------------------------------------------------------------------
+bool g_gate_closed_by_checkpoint = false;
+
+int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
+  t_gate_depth++;  // the checkpoint thread's own calls pass the gate
+  int rc = 0;
+  switch (event) {
+    case STASIS_EVENT_PRE_SUSPEND:
+      withdraw_published();
+      if (have_objects()) {
+        if (refuse_unsupported()) {
+          rc = 1;
+          break;
+        }
+        close_gate();
+        g_gate_closed_by_checkpoint = true;
+      }
+      break;
+    case STASIS_EVENT_DRAIN:
+      if (g_gate_closed_by_checkpoint && !drain_sends()) rc = 1;
+      break;
+    case STASIS_EVENT_BARRIER:
+      if (g_gate_closed_by_checkpoint && strcmp(data->barrier, "ib-quiesce") == 0) {
+        if (!drain_all_cqs()) {
+          rc = 1;
+          break;
+        }
+        tear_down();
+      }
+      break;
+    case STASIS_EVENT_PRE_CHECKPOINT:
+      if (g_library_threads.load() != 0) {
+        refuse("InfiniBand:", "the verbs library still runs threads after its devices were closed");
+        rc = 1;
+      }
+      break;
+    case STASIS_EVENT_RESUME:
+    case STASIS_EVENT_RESTART:
+      if (g_torn_down) recreate(data->generation, event == STASIS_EVENT_RESTART);
+      if (g_gate_closed_by_checkpoint) {
+        g_gate_closed_by_checkpoint = false;
+        open_gate();
+      }
+      break;
+    case STASIS_EVENT_EXIT:
+      withdraw_published();
+      break;
+    case STASIS_EVENT_ATFORK_CHILD:
+      // The parent's verbs objects are not usable here (their library state is the parent's).
+      if (have_objects()) g_unsupported = "verbs objects inherited across fork() (the child of a verbs process)";
+      break;
+    default:
+      break;
+  }
+  t_gate_depth--;
+  return rc;
+}
+
+const char* const kBarriers[] = {"ib-quiesce", nullptr};
+stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "infiniband", on_event, nullptr, kBarriers};
+
+__attribute__((constructor)) void register_plugin() {
+  const char* runtime_dir = getenv("STASIS_RUNTIME_DIR");
+  const char* home = getenv("HOME");
+  g_exchange_root[0] = 0;
+  if (runtime_dir && *runtime_dir) {
+    append(g_exchange_root, sizeof g_exchange_root, runtime_dir);
+  } else {
+    append(g_exchange_root, sizeof g_exchange_root, home ? home : "/tmp");
+    append(g_exchange_root, sizeof g_exchange_root, "/.stasis");
+  }
+  append(g_exchange_root, sizeof g_exchange_root, "/infiniband");
+  g_launch_id[0] = 0;
+  append(g_launch_id, sizeof g_launch_id, "launch-");
+  for (const char* p = getenv("STASIS_COORD") ? getenv("STASIS_COORD") : "local"; *p; p++) {
+    char c[2] = {(*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ? *p : '_', 0};
+    append(g_launch_id, sizeof g_launch_id, c);
+  }
+  g_pthread_create = reinterpret_cast<PthreadCreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  if (stasis_register_plugin) stasis_register_plugin(&g_plugin);
+}
+
+}  // namespace
+
+void gate_enter() {
+  if (t_gate_depth++ > 0) return;
+  for (;;) {
+    g_inside.fetch_add(1);
+    if (g_gate_closed.load() == 0) return;
+    g_inside.fetch_sub(1);
+    while (g_gate_closed.load() != 0)
+      syscall(SYS_futex, &g_gate_closed, FUTEX_WAIT, 1, nullptr, nullptr, 0);
+  }
+}
+
+void gate_leave() {
+  if (--t_gate_depth == 0) g_inside.fetch_sub(1);
+}
+
+LibraryThreads::LibraryThreads() { t_owning_library_threads++; }
+LibraryThreads::~LibraryThreads() { t_owning_library_threads--; }
+
+uint16_t translate_remote_lid_back(uint16_t real_lid) {
+  for (int i = 0; i < g_remote_count; i++)
+    if (g_remote[i].real_lid == real_lid) return g_remote[i].virtual_lid;
+  return real_lid;
+}
+
+int modify_real_qp(VQp* qp, const ibv_qp_attr& attr, int mask) {
+  ibv_qp_attr real = attr;
+  if (g_translating.load() && (mask & IBV_QP_DEST_QPN) && (mask & IBV_QP_AV)) {
+    const RemoteQp* remote = remote_qp(attr.ah_attr.dlid, attr.dest_qp_num, g_torn_down);
+    if (!remote && g_torn_down) return EAGAIN;
+    if (remote) {
+      real.dest_qp_num = remote->real_qpn;
+      real.ah_attr.dlid = remote->real_lid;
+    }
+  }
+  return g_real.modify_qp(qp->real, &real, mask);
+}
+
+uint32_t real_remote_rkey(const VQp* qp, uint32_t virtual_rkey) {
+  uint16_t vlid = 0;
+  for (int i = 0; i < qp->modify_count; i++)
+    if (qp->modifies[i].mask & IBV_QP_AV) vlid = qp->modifies[i].attr.ah_attr.dlid;
+  for (int i = 0, n = g_remote_mr_count.load(std::memory_order_acquire); i < n; i++)
+    if (g_remote_mrs[i].virtual_lid == vlid && g_remote_mrs[i].virtual_rkey == virtual_rkey)
+      return g_remote_mrs[i].real_rkey;
+  // First use since the re-creation: the peer published it then (its QPs, which this process
+  // waited for, come after its regions), or it is a region the peer registered since (its key
+  // is already today's). Either answer is remembered.
+  RemoteMr entry = {vlid, virtual_rkey, virtual_rkey};
+  char path[900];
+  exchange_file(path, sizeof path, "/mr-", vlid, virtual_rkey);
+  read_exchange_file(path, &entry.real_rkey, sizeof entry.real_rkey);
+  while (g_remote_mr_lock.test_and_set(std::memory_order_acquire)) {
+  }
+  int n = g_remote_mr_count.load();
+  if (n < static_cast<int>(sizeof g_remote_mrs / sizeof g_remote_mrs[0])) {
+    g_remote_mrs[n] = entry;
+    g_remote_mr_count.store(n + 1, std::memory_order_release);
+  }
+  g_remote_mr_lock.clear(std::memory_order_release);
+  return entry.real_rkey;
+}
+
+}  // namespace stasis::ib
+
+using namespace stasis::ib;
+
+// Threads started inside the plugin's calls into the library belong to the library: they are
+// exempted from the checkpoint's stop before they run a line of their own.
+extern "C" __attribute__((visibility("default"))) int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
+                                                                     void* (*routine)(void*), void* arg) {
+  if (!g_pthread_create) g_pthread_create = reinterpret_cast<PthreadCreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  if (t_owning_library_threads == 0 || !stasis_plugin_exempt_thread) return g_pthread_create(thread, attr, routine, arg);
+  ThreadStart start = {routine, arg, {0}};
+  int rc = g_pthread_create(thread, attr, exempt_thread_start, &start);
+  if (rc != 0) return rc;
+  while (start.exempted.load() == 0) syscall(SYS_futex, &start.exempted, FUTEX_WAIT, 0, nullptr, nullptr, 0);
+  return 0;
+}

@@ -1,0 +1,141 @@
+#include "plugins/memory/named_shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+
+#include "plugins/memory/mappings.h"
+
+namespace stasis::rt {
+namespace {
+
+// Descriptors this checkpoint reads saved files through; closed at resume (a forked writer has
+// its copy of the bytes by then, and an in-place one has written them).
+constexpr uint32_t kMaxSavedFiles = 256;
+int g_source_fds[kMaxSavedFiles];
+uint32_t g_source_fd_count = 0;
+
+void close_source_fds() {
+  for (uint32_t i = 0; i < g_source_fd_count; i++) STASIS_SYS1(SYS_close, g_source_fds[i]);
+  g_source_fd_count = 0;
+}
+
+// POSIX shared memory objects (shm_open, or a file made directly in /dev/shm as Open MPI does).
+// Files in directories of their own are left to hold what they hold at restart: those are tools'
+// machine-wide state (softib's fabric directory: its counters must never go back).
+bool is_named_shm_mapping(const Mapping& m) {
+  if (!m.shared || !str_starts(m.path, "/dev/shm/") || unnamed_file(m)) return false;
+  for (const char* c = m.path + 9; *c; c++)
+    if (*c == '/') return false;
+  return true;
+}
+
+void append(char* out, size_t cap, const char* text) {
+  size_t n = str_len(out);
+  str_copy(out + n, text, cap - n);
+}
+
+void append_number(char* out, size_t cap, uint64_t v) {
+  char digits[24];
+  format_uint(digits, static_cast<unsigned long>(v));
+  append(out, cap, digits);
+}
+
+// 1: this process saves the file (it created the marker), 0: another process of the host does,
+// -1: the marker cannot be made (error set).
+int claim(const char* generation_dir, const char* host, const Mapping& m, LogLine& error) {
+  char marker[STASIS_IMAGE_PATH_MAX + 128];
+  marker[0] = 0;
+  append(marker, sizeof marker, generation_dir);
+  append(marker, sizeof marker, "/.shm-");
+  append(marker, sizeof marker, host);
+  append(marker, sizeof marker, "-");
+  append_number(marker, sizeof marker, m.dev);
+  append(marker, sizeof marker, "-");
+  append_number(marker, sizeof marker, m.inode);
+  long fd = STASIS_SYS3(SYS_open, marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    STASIS_SYS1(SYS_close, fd);
+    return 1;
+  }
+  if (fd == -EEXIST) return 0;
+  error << "cannot create " << marker << " (errno " << -fd << ") to decide who saves the shared file "
+        << m.path << "; not checkpointing";
+  return -1;
+}
+
+bool save(Arena& arena, FdDataList& data, const Mapping& m, uint32_t index, LogLine& error) {
+  if (g_source_fd_count == kMaxSavedFiles) {
+    error << "more than " << kMaxSavedFiles << " named shared-memory files to save (" << m.path
+          << "); not checkpointing";
+    return false;
+  }
+  long fd = STASIS_SYS3(SYS_open, m.path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) {
+    error << "shared memory file " << m.path << " is mapped but cannot be opened to save it (errno " << -fd
+          << "); not checkpointing";
+    return false;
+  }
+  g_source_fds[g_source_fd_count++] = static_cast<int>(fd);
+  struct stat st;
+  if (STASIS_SYS2(SYS_fstat, fd, &st) != 0 || st.st_dev != m.dev || st.st_ino != m.inode) {
+    error << "shared memory file " << m.path << " now names another file than the one mapped (it was "
+          << "replaced), which restart could not map again; not checkpointing";
+    return false;
+  }
+  auto* header = static_cast<StasisShmFile*>(arena.alloc(sizeof(StasisShmFile)));
+  if (!header) {
+    error << "no checkpoint scratch memory to save " << m.path << "; not checkpointing";
+    return false;
+  }
+  *header = {};
+  header->size = static_cast<uint64_t>(st.st_size);
+  header->mode = st.st_mode & 07777;
+  str_copy(header->path, m.path, sizeof header->path);
+  int key = static_cast<int>(index);
+  if (!data.add_ref(key, STASIS_FD_DATA_SHM_FILE, header, sizeof *header) ||
+      !data.add_file(key, STASIS_FD_DATA_SHM_FILE_BYTES, static_cast<int>(fd), header->size)) {
+    error << "too many saved contents in one image to save " << m.path << "; not checkpointing";
+    return false;
+  }
+  return true;
+}
+
+int on_event(stasis_event_t event, const stasis_event_data_t*, void*) {
+  if (event == STASIS_EVENT_RESUME) close_source_fds();
+  if (event == STASIS_EVENT_RESTART) g_source_fd_count = 0;  // numbers from before: not ours here
+  return 0;
+}
+
+const stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "named-shm", on_event, nullptr, nullptr};
+
+__attribute__((constructor)) void register_named_shm_plugin() { stasis_register_plugin(&g_plugin); }
+
+}  // namespace
+
+bool capture_named_shm_files(Arena& arena, FdDataList& data, const char* generation_dir, LogLine& error) {
+  close_source_fds();  // a checkpoint that failed before resume left them
+  Mapping* maps = nullptr;
+  uint32_t count = read_mappings(arena, &maps, error);
+  if (count == 0) return false;
+  struct utsname host;
+  if (STASIS_SYS1(SYS_uname, &host) != 0) host.nodename[0] = 0;
+  uint32_t saved = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    const Mapping& m = maps[i];
+    if (!is_named_shm_mapping(m)) continue;
+    bool seen = false;  // one file mapped several times
+    for (uint32_t k = 0; k < i && !seen; k++)
+      seen = is_named_shm_mapping(maps[k]) && maps[k].dev == m.dev && maps[k].inode == m.inode;
+    if (seen) continue;
+    int won = claim(generation_dir, host.nodename, m, error);
+    if (won < 0 || (won == 1 && !save(arena, data, m, saved++, error))) {
+      close_source_fds();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace stasis::rt

@@ -1,0 +1,21 @@
+// Named files directly in /dev/shm (POSIX shared memory objects) that processes of the
+// computation map shared (Open MPI's shared-memory transport keeps one per rank,
+// "vader_segment.*", which every rank on the host maps).
+//
+// Restart maps such a file again by path, so the file itself must hold its bytes as of the
+// checkpoint: the checkpoint saves them once per file and host, and `stasis restart` recreates
+// the file from them before any process is forked (restore_named_shm.cc). The saving process is
+// the one that wins an exclusive marker in the generation directory named after the host and the
+// file's identity: the processes that map one file need not be related (sibling ranks under
+// mpirun or orted), and all of them are stopped while they race, so every copy is of one instant.
+#pragma once
+#include "plugins/files/files.h"
+
+namespace stasis::rt {
+
+// While the computation is stopped, at capture time: for each such file this process maps and
+// wins, FD_DATA SHM_FILE (index i) and SHM_FILE_BYTES (read from a descriptor, copied now by
+// FdDataList::read_files_now for a forked writer). Fails, naming the file, when one cannot be saved.
+bool capture_named_shm_files(Arena& arena, FdDataList& data, const char* generation_dir, LogLine& error);
+
+}  // namespace stasis::rt

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""An Open MPI job on two hosts (network namespaces): mpirun on host 1 starts its daemon on host 2
+through an ssh stand-in (plm_rsh_agent), one rank on each host, over TCP. Checkpointed mid-run
+with `stasis checkpoint --kill`, then `stasis restart --rsh SSH` on host 1 brings each process
+back on its host (or, with --swap, each on the other host), the daemon again through the remote
+launcher. Rank 0's output (a file, through mpirun) must equal an uninterrupted run's, and the
+coordinator's log must show the restarted ranks joining from the hosts they were meant for.
+Exits 77 (skipped) when not root or without `ip netns`.
+usage: mpi_test.py --stasis STASIS --mpirun MPIRUN --program MPI_RING --nsrsh NSRSH [--swap]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from e2e_common import wait_for  # noqa: E402
+from multihost.hosts import TwoHosts, fail, remove_unless_kept, skip_reason, test_environment  # noqa: E402
+
+HOSTS = TwoHosts(("stasis_mpi1", "stasis_mpi2"), ("10.203.0.1", "10.203.0.2"), "stasis_mv")
+PORT = 7781
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--stasis", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--program", required=True)
+    parser.add_argument("--nsrsh", required=True)
+    parser.add_argument("--swap", action="store_true")
+    args = parser.parse_args()
+    if skip_reason(args.nsrsh):
+        print(f"SKIP: {skip_reason(args.nsrsh)}")
+        return 77
+    ssh = os.path.join(HERE, "bin", "ssh")
+    h1, h2 = HOSTS.addresses
+    tmp = tempfile.mkdtemp(prefix="stasis-mpi-hosts-")
+    coord = f"{h1}:{PORT}"
+    env = test_environment(tmp, args.nsrsh, HOSTS)
+    ckpt_dir = os.path.join(tmp, "ckpt")
+    log_path = os.path.join(ckpt_dir, "coordinator.log")
+    subnet = "10.203.0.0/24"
+    job = [os.path.join(os.path.dirname(HERE), "scripts", "mpi_run.sh"), args.mpirun, "--mca", "plm_rsh_agent", ssh,
+           "--host", f"{h1},{h2}", "--mca", "btl", "tcp,self", "--mca", "oob_tcp_if_include", subnet,
+           "--mca", "btl_tcp_if_include", subnet, "-np", "2", "--", args.program, "60", "100"]
+    try:
+        HOSTS.up()
+        reference = subprocess.run(HOSTS.in_ns(0, *job), capture_output=True, text=True, env=env, timeout=180)
+        if reference.returncode != 0 or "done ranks 2" not in reference.stdout:
+            fail(f"the reference run failed: {reference.stdout[-500:]}{reference.stderr[-500:]}")
+        out_path = os.path.join(tmp, "out.txt")
+        with open(out_path, "w") as out:
+            launch = subprocess.Popen(HOSTS.in_ns(0, args.stasis, "launch", "--coord", coord, "--ckpt-dir", ckpt_dir,
+                                                  "--", *job),
+                                      stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        wait_for(lambda: open(out_path).read().count("step ") >= 10 or launch.poll() is not None, "10 steps", 90)
+        try:
+            ckpt = subprocess.run(HOSTS.in_ns(0, args.stasis, "checkpoint", "--kill", "--coord", coord),
+                                  capture_output=True, text=True, env=env, timeout=120)
+        except subprocess.TimeoutExpired:
+            fail("the checkpoint did not finish within 120 s", out_path, log_path)
+        if ckpt.returncode != 0:
+            fail(f"checkpoint failed: {ckpt.stdout}{ckpt.stderr}", out_path, log_path)
+        launch.wait(timeout=60)
+        generation = ckpt.stdout.strip().splitlines()[-1]
+        steps_before = open(out_path).read().count("step ")
+        hosts = ["--hosts", f"{h1}={h2},{h2}={h1}"] if args.swap else []
+        # The output is a file: the restarted mpirun goes on writing it where it was.
+        restart_started = time.time()
+        restart = subprocess.run(HOSTS.in_ns(0, args.stasis, "restart", "--coord", coord, *hosts, "--rsh", ssh,
+                                             generation),
+                                 capture_output=True, text=True, env=env, timeout=240)
+        if restart.returncode != 0:
+            fail(f"the restart failed (status {restart.returncode}): {restart.stdout[-500:]}{restart.stderr[-1500:]}",
+                 out_path, log_path)
+        # A part restarted through mpirun's launcher reports on mpirun's stderr, which is this file.
+        got = [line for line in (open(out_path).read() + restart.stdout).splitlines()
+               if not line.startswith("stasis restart: ")]
+        if got != reference.stdout.splitlines():
+            fail("the output differs from an uninterrupted run", out_path, log_path)
+        log = open(log_path).read()
+        joins = re.findall(r"process joined: pid \d+ \((\S+)\) on \S+ from ([\d.]+):\d+, restarted", log)
+        ranks = sorted(address for program, address in joins if program.startswith("mpi_ring"))
+        daemons = [address for program, address in joins if program == "orted"]
+        want_daemon = h1 if args.swap else h2
+        if ranks != [h1, h2] or daemons != [want_daemon]:
+            fail(f"restarted ranks joined from {ranks} (want one per host), the daemon from {daemons} "
+                 f"(want {want_daemon})", log_path)
+        print(f"PASS: checkpointed after {steps_before} steps, ranks restarted on {ranks}, daemon on {daemons[0]}; "
+              f"output identical to an uninterrupted run; restart took {time.time() - restart_started:.1f} s; "
+              f"its stderr: {restart.stderr.strip()[-600:]}")
+        return 0
+    finally:
+        subprocess.run(["pkill", "-9", "-x", os.path.basename(args.program)[:15]], capture_output=True)
+        subprocess.run(["pkill", "-9", "-x", "orted"], capture_output=True)
+        time.sleep(0.2)
+        HOSTS.down()
+        remove_unless_kept(tmp)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
