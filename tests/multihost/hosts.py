@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -95,3 +96,12 @@ def remove_unless_kept(tmp):
         print("kept", tmp)
     else:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_run(hosts, nsrsh, prefix, port=7781):
+    """A test's temporary directory, environment, coordinator address (on host 1), checkpoint
+    directory and coordinator log."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    ckpt_dir = os.path.join(tmp, "ckpt")
+    return (tmp, test_environment(tmp, nsrsh, hosts), f"{hosts.addresses[0]}:{port}", ckpt_dir,
+            os.path.join(ckpt_dir, "coordinator.log"))

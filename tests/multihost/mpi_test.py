@@ -13,13 +13,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import TwoHosts, fail, remove_unless_kept, skip_reason, test_environment  # noqa: E402
+from multihost.hosts import TwoHosts, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
 
 HOSTS = TwoHosts(("stasis_mpi1", "stasis_mpi2"), ("10.203.0.1", "10.203.0.2"), "stasis_mv")
 PORT = 7781
@@ -38,11 +37,7 @@ def main():
         return 77
     ssh = os.path.join(HERE, "bin", "ssh")
     h1, h2 = HOSTS.addresses
-    tmp = tempfile.mkdtemp(prefix="stasis-mpi-hosts-")
-    coord = f"{h1}:{PORT}"
-    env = test_environment(tmp, args.nsrsh, HOSTS)
-    ckpt_dir = os.path.join(tmp, "ckpt")
-    log_path = os.path.join(ckpt_dir, "coordinator.log")
+    tmp, env, coord, ckpt_dir, log_path = test_run(HOSTS, args.nsrsh, "stasis-mpi-hosts-", PORT)
     subnet = "10.203.0.0/24"
     job = [os.path.join(os.path.dirname(HERE), "scripts", "mpi_run.sh"), args.mpirun, "--mca", "plm_rsh_agent", ssh,
            "--host", f"{h1},{h2}", "--mca", "btl", "tcp,self", "--mca", "oob_tcp_if_include", subnet,

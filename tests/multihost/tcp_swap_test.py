@@ -16,13 +16,12 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import TwoHosts, fail, remove_unless_kept, skip_reason, test_environment  # noqa: E402
+from multihost.hosts import TwoHosts, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
 
 HOSTS = TwoHosts(("stasis_tcp1", "stasis_tcp2"), ("10.202.0.1", "10.202.0.2"), "stasis_tv")
 PORT, SERVER_PORT, STEPS, DELAY_MS = 7781, 7790, "60", "60"
@@ -53,11 +52,7 @@ def main():
         return 77
     ssh = os.path.join(HERE, "bin", "ssh")
     h1, h2 = HOSTS.addresses
-    tmp = tempfile.mkdtemp(prefix="stasis-tcp-swap-")
-    coord = f"{h1}:{PORT}"
-    env = test_environment(tmp, args.nsrsh, HOSTS)
-    ckpt_dir = os.path.join(tmp, "ckpt")
-    log_path = os.path.join(ckpt_dir, "coordinator.log")
+    tmp, env, coord, ckpt_dir, log_path = test_run(HOSTS, args.nsrsh, "stasis-tcp-swap-", PORT)
     program = [os.path.join(HERE, "tcp_pair.sh"), ssh, h1, h2, args.peer, str(SERVER_PORT), STEPS, DELAY_MS]
     try:
         HOSTS.up()
