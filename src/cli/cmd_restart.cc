@@ -434,13 +434,20 @@ class RestartCommand : public Command {
     if (given.empty()) given = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
     Checkpoint ckpt = load_checkpoint(given);
     ProgressSampler verifying("stasis restart: verifying images", bytes_read_by_this_process);
+    // On several hosts only the images of this restart's part are verified (every part would
+    // otherwise read every host's); the others' saved socket bytes are checked as they are read.
+    several_hosts_ = part_vpid_ != 0 || std::any_of(ckpt.hosts.begin(), ckpt.hosts.end(),
+                                                    [&](const auto& h) { return h != ckpt.hosts.front(); });
     for (const auto& path : ckpt.images) {
-      images_.push_back(image::Image::open(path.string(), /*verify_payloads=*/!lazy_));
-      ancestors_.push_back(image::open_ancestors(images_.back(), /*verify_payloads=*/!lazy_));
+      images_.push_back(image::Image::open(path.string(), /*verify_payloads=*/!lazy_ && !several_hosts_));
       images_.back().load_fd_data();
     }
     plan_tree();
     split_into_parts(ckpt);
+    for (const auto& img : images_) {
+      if (several_hosts_ && !lazy_) image::Image::open(img.path(), /*verify_payloads=*/true);  // throws, naming the damage
+      ancestors_.push_back(image::open_ancestors(img, /*verify_payloads=*/!lazy_));
+    }
     restore::recreate_named_shm_files(images_);  // before the checks: regions find them by path
     for (const auto& img : images_) check_restartable(img);
     verifying.stop();  // its thread ends before this process forks the tree
@@ -514,12 +521,10 @@ class RestartCommand : public Command {
   void split_into_parts(const Checkpoint& ckpt) {
     total_processes_ = images_.size();
     const std::vector<std::string>& old_hosts = ckpt.hosts;
-    bool several = std::any_of(old_hosts.begin(), old_hosts.end(), [&](const auto& h) { return h != old_hosts.front(); });
-    if (!several && part_vpid_ == 0) {
+    if (!several_hosts_) {
       if (!hosts_text_.empty()) throw Error(fmt::format("--hosts: this checkpoint ran on one host ({})", old_hosts.front()));
       return;
     }
-    several_hosts_ = true;
     std::map<std::string, std::string> mapping = parse_host_mapping(hosts_text_);
     for (const auto& [from, to] : mapping)
       if (std::find(old_hosts.begin(), old_hosts.end(), from) == old_hosts.end())
@@ -549,7 +554,6 @@ class RestartCommand : public Command {
     old_address_ = old_hosts[mine];
     refuse_descriptors_across_parts(roots, mine, old_hosts);
     std::vector<image::Image> part, other;
-    std::vector<std::vector<image::Image>> part_ancestors;
     for (size_t i = 0; i < images_.size(); i++) {
       if (roots[i] != mine) {
         // A part whose root's parent is in this one: that parent starts it.
@@ -562,21 +566,22 @@ class RestartCommand : public Command {
       for (const auto& outside : outside_streams_)
         if (outside.image == i) images_[i].treat_as_outside(outside.fd, outside.restart_fd);
       part.push_back(std::move(images_[i]));
-      part_ancestors.push_back(std::move(ancestors_[i]));
     }
     images_ = std::move(part);
-    ancestors_ = std::move(part_ancestors);
     others_ = std::move(other);
     // A process started on another host through a remote launcher took its standard streams as
     // outside ones; where they are pipes of this part, they become ends of those pipes again.
+    std::map<std::pair<uint64_t, uint64_t>, StasisFdRecord> pipes_here;
+    for (const auto& img : images_)
+      for (const auto& f : img.fds())
+        if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) pipes_here.emplace(std::pair{f.dev, f.ino}, f);
     for (const auto& [parent, children] : remote_children_)
       for (const RemotePart& child : children)
-        for (const auto& f : others_[child.index].fds()) {
-          if (f.fd > 2 || f.kind != STASIS_FD_EXTERNAL) continue;
-          for (const auto& img : images_)
-            for (const auto& mine : img.fds())
-              if ((mine.kind == STASIS_FD_PIPE || mine.kind == STASIS_FD_FIFO) && mine.dev == f.dev && mine.ino == f.ino)
-                others_[child.index].treat_as_end_of(f.fd, mine);
+        for (int stdio = 0; stdio <= 2; stdio++) {
+          image::Image& img = others_[child.index];
+          auto f = std::find_if(img.fds().begin(), img.fds().end(), [&](const auto& r) { return r.fd == stdio; });
+          if (f == img.fds().end() || f->kind != STASIS_FD_EXTERNAL) continue;
+          if (auto pipe = pipes_here.find({f->dev, f->ino}); pipe != pipes_here.end()) img.treat_as_end_of(stdio, pipe->second);
         }
     plan_tree();
   }

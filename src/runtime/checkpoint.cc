@@ -146,10 +146,13 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, uint64_
   }
   StasisFdRecord* fds = nullptr;
   uint32_t fd_count = 0;
+  // The mappings as the pause froze them, read once for the plans below (the writer reads its own).
+  Mapping* maps = nullptr;
+  uint32_t map_count = read_mappings(g_arena, &maps, error);
   FdDataList* fd_data = static_cast<FdDataList*>(g_arena.alloc(sizeof(FdDataList)));
-  if (!fd_data || !fd_data->init(g_arena, 4096) || !capture_fds(g_arena, &fds, &fd_count, *fd_data, error) ||
-      !capture_sysv_objects(g_arena, *fd_data, error) ||
-      !capture_named_shm_files(g_arena, *fd_data, dir, error)) {
+  if (map_count == 0 || !fd_data || !fd_data->init(g_arena, 4096) ||
+      !capture_fds(g_arena, &fds, &fd_count, *fd_data, error) || !capture_sysv_objects(g_arena, *fd_data, error) ||
+      !capture_named_shm_files(g_arena, maps, map_count, *fd_data, dir, error)) {
     g_arena.destroy();
     return -1;
   }
@@ -180,7 +183,7 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, uint64_
       forked ? static_cast<WriterOutcome*>(g_arena.alloc(sizeof(WriterOutcome))) : nullptr;
   // Who saves memory shared with other processes, decided while all of them are stopped (and a
   // copy of it for a forked writer, which does not freeze shared memory).
-  if (!plan_shared_memory(g_arena, outcome != nullptr, error)) {
+  if (!plan_shared_memory(g_arena, maps, map_count, outcome != nullptr, error)) {
     g_arena.destroy();
     return -1;
   }

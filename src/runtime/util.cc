@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "common/fixed_text.h"
 #include "runtime/rt.h"
 
 namespace stasis::rt {
@@ -37,14 +38,8 @@ bool str_eq(const char* a, const char* b) {
 }
 
 void format_uint(char* out, unsigned long v) {
-  char tmp[24];
-  int n = 0;
-  do {
-    tmp[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v);
-  for (int i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
-  out[n] = 0;
+  out[0] = 0;
+  append_uint(out, 21, v);  // 20 digits at most
 }
 
 LogLine& LogLine::operator<<(const char* s) {

@@ -196,15 +196,22 @@ using Endpoint = std::pair<std::string, uint16_t>;  // 16-byte address, port
 Endpoint local_of(const StasisTcpData& t) { return {std::string(reinterpret_cast<const char*>(t.local_address), 16), t.local_port}; }
 Endpoint peer_of(const StasisTcpData& t) { return {std::string(reinterpret_cast<const char*>(t.peer_address), 16), t.peer_port}; }
 
-bool is_any(const Endpoint& e) {
-  static const std::string kAny6(16, '\0');
-  static const std::string kAny4 = std::string(10, '\0') + "\xff\xff" + std::string(4, '\0');
-  return e.first == kAny6 || e.first == kAny4;
+// Addresses are kept in IPv6 form, IPv4 ones mapped (::ffff:a.b.c.d).
+const std::string kV4MappedPrefix = std::string(10, '\0') + "\xff\xff";
+
+int family_of(const std::string& address) {
+  return address.compare(0, 12, kV4MappedPrefix) == 0 ? AF_INET : AF_INET6;
 }
+
+Endpoint any_address(int family, uint16_t port) {
+  return {family == AF_INET ? kV4MappedPrefix + std::string(4, '\0') : std::string(16, '\0'), port};
+}
+
+bool is_any(const Endpoint& e) { return e.first == any_address(family_of(e.first), 0).first; }
 
 std::string describe(const Endpoint& e) {
   const auto* b = reinterpret_cast<const unsigned char*>(e.first.data());
-  if (e.first.compare(0, 12, std::string(10, '\0') + "\xff\xff") == 0)
+  if (family_of(e.first) == AF_INET)
     return fmt::format("{}.{}.{}.{}:{}", b[12], b[13], b[14], b[15], e.second);
   std::string text = "[";
   for (int i = 0; i < 16; i += 2) text += fmt::format("{}{:x}", i ? ":" : "", b[i] << 8 | b[i + 1]);
@@ -241,7 +248,7 @@ std::string address_bytes(const std::string& text) {
   std::string bytes(16, '\0');
   struct in_addr v4;
   if (inet_pton(AF_INET, text.c_str(), &v4) == 1) {
-    bytes[10] = bytes[11] = '\xff';
+    bytes.replace(0, 12, kV4MappedPrefix);
     std::memcpy(bytes.data() + 12, &v4, 4);
     return bytes;
   }
@@ -378,8 +385,7 @@ void remake_connection(const TcpUse& a, const TcpUse& b, const std::map<Endpoint
 void orphan_connection(const TcpUse& end) {
   StasisTcpData loopback = end.tcp;
   loopback.options = 0;
-  Endpoint any_port = {end.tcp.family == AF_INET ? std::string(10, '\0') + "\xff\xff\x7f\0\0\x01"s
-                                                 : std::string(15, '\0') + "\x01"s, 0};
+  Endpoint any_port = {end.tcp.family == AF_INET ? kV4MappedPrefix + "\x7f\0\0\x01"s : std::string(15, '\0') + "\x01"s, 0};
   int listener = tcp_socket(loopback);
   bind_to(listener, loopback, any_port, "stand-in peer");
   struct sockaddr_storage address;
@@ -427,8 +433,7 @@ Endpoint bindable_here(const StasisTcpData& t, const Endpoint& e) {
   bool missing = !try_bind(probe, t, {e.first, 0}) && errno == EADDRNOTAVAIL;
   close(probe);
   if (!missing) return e;
-  Endpoint any = {t.family == AF_INET ? std::string(10, '\0') + "\xff\xff" + std::string(4, '\0')
-                                      : std::string(16, '\0'), e.second};
+  Endpoint any = any_address(t.family, e.second);
   fmt::print(stderr, "stasis restart: {} is not an address of this host; listening on {} instead\n",
              describe(e), describe(any));
   return any;
@@ -442,19 +447,12 @@ void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp&
   end.name = fmt::format("tcp/{}/{}/{}", cross.restart_id, describe(std::min(a, b)), describe(std::max(a, b)));
   if (end.name.size() >= kCrossHostNameBytes) throw Error("internal error: cross-host connection name too long");
   if (end.listens) {
-    struct sockaddr_storage address = {};
-    socklen_t len = sizeof address;
-    int family = cross.own_address.find(':') == std::string::npos ? AF_INET : AF_INET6;
+    std::string own = address_bytes(cross.own_address);
+    if (own.empty()) throw Error(fmt::format("{} is not a numeric address of this host", cross.own_address));
+    int family = family_of(own);
+    struct sockaddr_storage address;
+    socklen_t len = socket_address(family, any_address(family, 0), &address);
     int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (family == AF_INET) {
-      auto* v4 = reinterpret_cast<struct sockaddr_in*>(&address);
-      v4->sin_family = AF_INET;
-      len = sizeof *v4;
-    } else {
-      auto* v6 = reinterpret_cast<struct sockaddr_in6*>(&address);
-      v6->sin6_family = AF_INET6;
-      len = sizeof *v6;
-    }
     if (fd < 0 || bind(fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0 || listen(fd, 1) != 0 ||
         getsockname(fd, reinterpret_cast<struct sockaddr*>(&address), &len) != 0)
       throw Error(fmt::format("cannot listen to re-make the TCP connection {} -> {} across hosts: {}",
@@ -570,26 +568,13 @@ void connect_cross_host_tcp(const image::Image& img) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       size_t space = where->rfind(' ');
-      std::string host = where->substr(0, space);
-      uint16_t port = static_cast<uint16_t>(std::stoul(where->substr(space + 1)));
-      struct sockaddr_storage address = {};
-      socklen_t len = 0;
-      if (host.find(':') == std::string::npos) {
-        auto* v4 = reinterpret_cast<struct sockaddr_in*>(&address);
-        v4->sin_family = AF_INET;
-        v4->sin_port = htons(port);
-        inet_pton(AF_INET, host.c_str(), &v4->sin_addr);
-        len = sizeof *v4;
-      } else {
-        auto* v6 = reinterpret_cast<struct sockaddr_in6*>(&address);
-        v6->sin6_family = AF_INET6;
-        v6->sin6_port = htons(port);
-        inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr);
-        len = sizeof *v6;
-      }
+      Endpoint to = {address_bytes(where->substr(0, space)), static_cast<uint16_t>(std::stoul(where->substr(space + 1)))};
+      if (to.first.empty()) throw failed(fmt::format("the name service gave \"{}\", not an address", *where));
+      struct sockaddr_storage address;
+      socklen_t len = socket_address(family_of(to.first), to, &address);
       fd = socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
       if (fd < 0 || connect(fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0)
-        throw failed(fmt::format("connecting to {}:{}: {}", host, port, std::strerror(errno)));
+        throw failed(fmt::format("connecting to {}: {}", describe(to), std::strerror(errno)));
       std::memcpy(name, end.name.data(), end.name.size());
       if (send(fd, name, sizeof name, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof name))
         throw failed("the other end closed the connection");

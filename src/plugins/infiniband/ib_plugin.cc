@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/fixed_text.h"
 #include "plugins/infiniband/ib_plugin.h"
 #include "stasis/plugin.h"
 
@@ -119,33 +120,15 @@ Published g_published[kMaxObjects * 2];
 int g_published_count;
 
 
-void append(char* out, size_t cap, const char* s) {
-  size_t n = strlen(out);
-  while (*s && n + 1 < cap) out[n++] = *s++;
-  out[n] = 0;
-}
-
-void append_number(char* out, size_t cap, unsigned long v) {
-  char digits[24];
-  int n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v);
-  char text[24];
-  for (int i = 0; i < n; i++) text[i] = digits[n - 1 - i];
-  text[n] = 0;
-  append(out, cap, text);
-}
 
 // DIR/qp-LID-QPN or DIR/mr-LID-RKEY: the virtual LID (of the owner's port) and number.
 void exchange_file(char* out, size_t cap, const char* kind, uint16_t vlid, uint32_t number) {
   out[0] = 0;
-  append(out, cap, g_exchange_dir);
-  append(out, cap, kind);
-  append_number(out, cap, vlid);
-  append(out, cap, "-");
-  append_number(out, cap, number);
+  append_text(out, cap, g_exchange_dir);
+  append_text(out, cap, kind);
+  append_uint(out, cap, vlid);
+  append_text(out, cap, "-");
+  append_uint(out, cap, number);
 }
 
 void qp_file(char* out, size_t cap, uint16_t vlid, uint32_t vqpn) { exchange_file(out, cap, "/qp-", vlid, vqpn); }
@@ -158,18 +141,18 @@ bool choose_exchange_dir(uint64_t generation, bool restart) {
   char id[160] = "";
   struct stat st;
   if (fstat(kPidTableFd, &st) == 0) {
-    append(id, sizeof id, "restart");
-    append_number(id, sizeof id, st.st_ino);
+    append_text(id, sizeof id, "restart");
+    append_uint(id, sizeof id, st.st_ino);
   } else {
-    append(id, sizeof id, g_launch_id);
+    append_text(id, sizeof id, g_launch_id);
   }
   g_exchange_dir[0] = 0;
-  append(g_exchange_dir, sizeof g_exchange_dir, g_exchange_root);
+  append_text(g_exchange_dir, sizeof g_exchange_dir, g_exchange_root);
   mkdir(g_exchange_dir, 0700);
-  append(g_exchange_dir, sizeof g_exchange_dir, "/");
-  append(g_exchange_dir, sizeof g_exchange_dir, id);
-  append(g_exchange_dir, sizeof g_exchange_dir, restart ? "-restart-" : "-resume-");
-  append_number(g_exchange_dir, sizeof g_exchange_dir, generation);
+  append_text(g_exchange_dir, sizeof g_exchange_dir, "/");
+  append_text(g_exchange_dir, sizeof g_exchange_dir, id);
+  append_text(g_exchange_dir, sizeof g_exchange_dir, restart ? "-restart-" : "-resume-");
+  append_uint(g_exchange_dir, sizeof g_exchange_dir, generation);
   return mkdir(g_exchange_dir, 0700) == 0 || errno == EEXIST;
 }
 
@@ -183,8 +166,8 @@ uint8_t port_of(const VQp* qp) {
 
 bool write_exchange_file(const char* path, const void* record, size_t size) {
   char tmp[920] = "";
-  append(tmp, sizeof tmp, path);
-  append(tmp, sizeof tmp, ".tmp");
+  append_text(tmp, sizeof tmp, path);
+  append_text(tmp, sizeof tmp, ".tmp");
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   bool ok = write(fd, record, size) == static_cast<ssize_t>(size);
@@ -269,13 +252,13 @@ char g_refusal[400];
 
 void refuse(const char* what, const char* why, unsigned long number = 0, bool with_number = false) {
   g_refusal[0] = 0;
-  append(g_refusal, sizeof g_refusal, what);
+  append_text(g_refusal, sizeof g_refusal, what);
   if (with_number) {
-    append(g_refusal, sizeof g_refusal, " ");
-    append_number(g_refusal, sizeof g_refusal, number);
+    append_text(g_refusal, sizeof g_refusal, " ");
+    append_uint(g_refusal, sizeof g_refusal, number);
   }
-  append(g_refusal, sizeof g_refusal, " ");
-  append(g_refusal, sizeof g_refusal, why);
+  append_text(g_refusal, sizeof g_refusal, " ");
+  append_text(g_refusal, sizeof g_refusal, why);
   if (stasis_plugin_refuse) stasis_plugin_refuse(g_refusal);
   else if (stasis_plugin_log) stasis_plugin_log(g_refusal);
 }
@@ -283,7 +266,7 @@ void refuse(const char* what, const char* why, unsigned long number = 0, bool wi
 bool refuse_unsupported() {
   if (g_unsupported) {
     refuse("InfiniBand: the process uses", g_unsupported);
-    append(g_refusal, sizeof g_refusal, ", which the plugin cannot re-create yet");
+    append_text(g_refusal, sizeof g_refusal, ", which the plugin cannot re-create yet");
     if (stasis_plugin_refuse) stasis_plugin_refuse(g_refusal);
     return true;
   }
@@ -384,8 +367,8 @@ void tear_down() {
 void fail_recreate(const char* what) {
   if (stasis_plugin_log) {
     char line[300] = "InfiniBand: cannot re-create ";
-    append(line, sizeof line, what);
-    append(line, sizeof line, "; the program's verbs calls will fail");
+    append_text(line, sizeof line, what);
+    append_text(line, sizeof line, "; the program's verbs calls will fail");
     stasis_plugin_log(line);
   }
 }
@@ -514,17 +497,17 @@ __attribute__((constructor)) void register_plugin() {
   const char* home = getenv("HOME");
   g_exchange_root[0] = 0;
   if (runtime_dir && *runtime_dir) {
-    append(g_exchange_root, sizeof g_exchange_root, runtime_dir);
+    append_text(g_exchange_root, sizeof g_exchange_root, runtime_dir);
   } else {
-    append(g_exchange_root, sizeof g_exchange_root, home ? home : "/tmp");
-    append(g_exchange_root, sizeof g_exchange_root, "/.stasis");
+    append_text(g_exchange_root, sizeof g_exchange_root, home ? home : "/tmp");
+    append_text(g_exchange_root, sizeof g_exchange_root, "/.stasis");
   }
-  append(g_exchange_root, sizeof g_exchange_root, "/infiniband");
+  append_text(g_exchange_root, sizeof g_exchange_root, "/infiniband");
   g_launch_id[0] = 0;
-  append(g_launch_id, sizeof g_launch_id, "launch-");
+  append_text(g_launch_id, sizeof g_launch_id, "launch-");
   for (const char* p = getenv("STASIS_COORD") ? getenv("STASIS_COORD") : "local"; *p; p++) {
     char c[2] = {(*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ? *p : '_', 0};
-    append(g_launch_id, sizeof g_launch_id, c);
+    append_text(g_launch_id, sizeof g_launch_id, c);
   }
   g_pthread_create = reinterpret_cast<PthreadCreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
   if (stasis_register_plugin) stasis_register_plugin(&g_plugin);

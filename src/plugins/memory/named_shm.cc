@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
+#include "common/fixed_text.h"
 #include "plugins/memory/mappings.h"
 
 namespace stasis::rt {
@@ -31,29 +32,19 @@ bool is_named_shm_mapping(const Mapping& m) {
   return true;
 }
 
-void append(char* out, size_t cap, const char* text) {
-  size_t n = str_len(out);
-  str_copy(out + n, text, cap - n);
-}
-
-void append_number(char* out, size_t cap, uint64_t v) {
-  char digits[24];
-  format_uint(digits, static_cast<unsigned long>(v));
-  append(out, cap, digits);
-}
 
 // 1: this process saves the file (it created the marker), 0: another process of the host does,
 // -1: the marker cannot be made (error set).
 int claim(const char* generation_dir, const char* host, const Mapping& m, LogLine& error) {
   char marker[STASIS_IMAGE_PATH_MAX + 128];
   marker[0] = 0;
-  append(marker, sizeof marker, generation_dir);
-  append(marker, sizeof marker, "/.shm-");
-  append(marker, sizeof marker, host);
-  append(marker, sizeof marker, "-");
-  append_number(marker, sizeof marker, m.dev);
-  append(marker, sizeof marker, "-");
-  append_number(marker, sizeof marker, m.inode);
+  append_text(marker, sizeof marker, generation_dir);
+  append_text(marker, sizeof marker, "/.shm-");
+  append_text(marker, sizeof marker, host);
+  append_text(marker, sizeof marker, "-");
+  append_uint(marker, sizeof marker, m.dev);
+  append_text(marker, sizeof marker, "-");
+  append_uint(marker, sizeof marker, m.inode);
   long fd = STASIS_SYS3(SYS_open, marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd >= 0) {
     STASIS_SYS1(SYS_close, fd);
@@ -114,11 +105,9 @@ __attribute__((constructor)) void register_named_shm_plugin() { stasis_register_
 
 }  // namespace
 
-bool capture_named_shm_files(Arena& arena, FdDataList& data, const char* generation_dir, LogLine& error) {
+bool capture_named_shm_files(Arena& arena, const Mapping* maps, uint32_t count, FdDataList& data,
+                             const char* generation_dir, LogLine& error) {
   close_source_fds();  // a checkpoint that failed before resume left them
-  Mapping* maps = nullptr;
-  uint32_t count = read_mappings(arena, &maps, error);
-  if (count == 0) return false;
   struct utsname host;
   if (STASIS_SYS1(SYS_uname, &host) != 0) host.nodename[0] = 0;
   uint32_t saved = 0;

@@ -10,12 +10,15 @@
 // mpirun or orted), and all of them are stopped while they race, so every copy is of one instant.
 #pragma once
 #include "plugins/files/files.h"
+#include "plugins/memory/mappings.h"
 
 namespace stasis::rt {
 
 // While the computation is stopped, at capture time: for each such file this process maps and
 // wins, FD_DATA SHM_FILE (index i) and SHM_FILE_BYTES (read from a descriptor, copied now by
 // FdDataList::read_files_now for a forked writer). Fails, naming the file, when one cannot be saved.
-bool capture_named_shm_files(Arena& arena, FdDataList& data, const char* generation_dir, LogLine& error);
+// `maps`: the process's mappings, read once for the whole pause.
+bool capture_named_shm_files(Arena& arena, const Mapping* maps, uint32_t count, FdDataList& data,
+                             const char* generation_dir, LogLine& error);
 
 }  // namespace stasis::rt

@@ -146,7 +146,8 @@ bool is_unnamed_shared_memory(const Mapping& m, const Arena& arena) {
   return descriptor_holding_file(m.dev, m.inode) < 0;
 }
 
-bool plan_shared_memory(Arena& arena, bool copy_for_forked_writer, LogLine& error) {
+bool plan_shared_memory(Arena& arena, const Mapping* maps, uint32_t count, bool copy_for_forked_writer,
+                        LogLine& error) {
   g_plans = nullptr;
   g_plan_count = 0;
   g_runs = nullptr;
@@ -154,9 +155,6 @@ bool plan_shared_memory(Arena& arena, bool copy_for_forked_writer, LogLine& erro
   g_copy = nullptr;
   g_copy_len = 0;
   g_residency = static_cast<unsigned char*>(arena.alloc(kWindow));
-  Mapping* maps = nullptr;
-  uint32_t count = read_mappings(arena, &maps, error);
-  if (count == 0) return false;
   uint32_t wanted = 0;
   for (uint32_t i = 0; i < count; i++) wanted += is_unnamed_shared_memory(maps[i], arena);
   if (wanted == 0) return true;

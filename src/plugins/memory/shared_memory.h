@@ -27,9 +27,11 @@ struct SharedRegionPlan {
 // with the segment), and not reachable through one of the process's descriptors (saved with it).
 bool is_unnamed_shared_memory(const Mapping& m, const Arena& arena);
 
-// While the computation is stopped: decides who saves each such mapping of this process, and
-// with `copy_for_forked_writer` copies the bytes this process saves. Fails with `error` set.
-bool plan_shared_memory(Arena& arena, bool copy_for_forked_writer, LogLine& error);
+// While the computation is stopped: decides who saves each such mapping of this process (`maps`:
+// its mappings, read once for the whole pause), and with `copy_for_forked_writer` copies the
+// bytes this process saves. Fails with `error` set.
+bool plan_shared_memory(Arena& arena, const Mapping* maps, uint32_t count, bool copy_for_forked_writer,
+                        LogLine& error);
 // The plan for the mapping [start, end), or nullptr when it has none.
 const SharedRegionPlan* shared_region_plan(uint64_t start, uint64_t end);
 // The copy is the forked writer's: the program drops its own mapping of it once the writer exists.
