@@ -13,11 +13,16 @@ other_filesystem  the checkpoint root is on another file system than the program
                   Stasis.
 lazy_restart      `stasis restart --lazy` of an uncompressed image: the program's memory is mapped
                   from the image (it says so), and its output is that of a run without Stasis.
+corrupt_index     the record index at the end of a real image (docs/architecture.md, The image
+                  format): damaged, `stasis restart`, `restart --lazy` and `inspect` refuse the
+                  image naming the index; a record header in the file that differs from the
+                  index's copy is refused by a verified restart; the undamaged copy restarts.
 inspect_chain     `stasis inspect` of the third image of an incremental chain shows its parent,
                   the chain (verified), and per region how many bytes come from which
                   generation; with a damaged or missing older image it fails naming it."""
 import json
 import os
+import struct
 import pty
 import re
 import select
@@ -51,6 +56,15 @@ def launch(comp, out, program, *options, cwd=None, stderr=subprocess.DEVNULL):
 def kill(proc):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+
+
+def checkpointed_once(comp, out, program, after_lines, *options, stderr=subprocess.DEVNULL):
+    """Launches program, checkpoints it once it printed after_lines lines, kills it; the generation."""
+    proc = launch(comp, out, program, *options, stderr=stderr)
+    wait_lines(out, after_lines)
+    generation = checkpoint(comp)
+    kill(proc)
+    return generation
 
 
 def in_pty(argv, env, timeout=240):
@@ -192,10 +206,7 @@ def check_lazy_restart(stasis, targets):
         out = Path(tmp, "out")
         try:
             # stderr a pipe: inherited from outside, so the restarted program's is restart's own
-            proc = launch(comp, out, program, "--compress", "none", stderr=subprocess.PIPE)
-            wait_lines(out, 5)
-            generation = checkpoint(comp)
-            kill(proc)
+            generation = checkpointed_once(comp, out, program, 5, "--compress", "none", stderr=subprocess.PIPE)
             done = subprocess.run([stasis, "restart", "--lazy", str(generation)], env=comp.env,
                                   capture_output=True, text=True, timeout=120)
             if done.returncode:
@@ -207,6 +218,68 @@ def check_lazy_restart(stasis, targets):
         finally:
             comp.cleanup()
     print("lazy_restart: mapped, same output")
+
+
+def index_entries(image_bytes):
+    """(offset of the INDEX record, [(record offset, record type)]) from a version 3 image's END."""
+    end_payload = image_bytes[-32:]  # StasisEndRecord
+    index_offset = struct.unpack_from("<Q", end_payload, 24)[0]
+    if index_offset == 0:
+        fail("the image has no record index")
+    stored = struct.unpack_from("<Q", image_bytes, index_offset + 8)[0]
+    entries = []
+    for at in range(index_offset + 48, index_offset + 48 + stored, 56):  # StasisIndexEntry
+        offset, record_type = struct.unpack_from("<QI", image_bytes, at)
+        entries.append((offset, record_type))
+    return index_offset, entries
+
+
+def check_corrupt_index(stasis, targets):
+    program = [str(targets / "big_memory"), "32", "200", "100", "0"]
+    with tempfile.TemporaryDirectory() as tmp:
+        comp = Computation(stasis, tmp)
+        out = Path(tmp, "out")
+        try:
+            generation = checkpointed_once(comp, out, program, 3, "--compress", "none")
+            image = only_image(generation)
+            original = image.read_bytes()
+            index_offset, entries = index_entries(original)
+            pages = [offset for offset, record_type in entries if record_type == 5]  # STASIS_REC_PAGES
+            if len(pages) < 8:
+                fail(f"the index lists {len(pages)} memory records, expected at least 8 for 32 MiB")
+
+            def refused(damaged, options, expect):
+                image.write_bytes(bytes(damaged))
+                lines_before = len(lines(out))
+                done = subprocess.run([stasis, "restart", *options, str(generation)], env=comp.env,
+                                      capture_output=True, text=True, timeout=120)
+                if done.returncode == 0 or not re.search(expect, done.stderr):
+                    fail(f"restart {' '.join(options)} of a damaged image: exit {done.returncode}, "
+                         f"stderr {done.stderr!r} (expected /{expect}/)")
+                if len(lines(out)) != lines_before:
+                    fail("the program ran again from a damaged image")
+
+            damaged = bytearray(original)
+            damaged[index_offset + 48 + 56 * (len(entries) // 2) + 30] ^= 0x5A  # an entry's header
+            for options in ([], ["--lazy"]):
+                refused(damaged, options, r"is corrupt: its record index")
+            shown = inspect(stasis, image)
+            if shown.returncode == 0 or "record index" not in shown.stderr:
+                fail(f"inspect accepted an image with a damaged index: {shown.stdout}{shown.stderr}")
+            damaged = bytearray(original)
+            damaged[pages[len(pages) // 2] + 24] ^= 0x01  # the address in a memory record's header
+            refused(damaged, [], r"differs from its copy in the record index")
+
+            image.write_bytes(original)
+            wait_for = len(lines(out)) + 2
+            restarted = subprocess.Popen([stasis, "restart", "--lazy", str(generation)], env=comp.env,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_lines(out, wait_for)
+            restarted.kill()
+            restarted.wait()
+        finally:
+            comp.cleanup()
+    print("corrupt_index: damaged index and headers refused, the sound image restarts")
 
 
 def inspect(stasis, image, *options):
@@ -281,7 +354,8 @@ def check_inspect_chain(stasis, targets):
 def main():
     stasis, targets, check = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     {"progress": check_progress, "other_filesystem": check_other_filesystem,
-     "inspect_chain": check_inspect_chain, "lazy_restart": check_lazy_restart}[check](stasis, targets)
+     "inspect_chain": check_inspect_chain, "lazy_restart": check_lazy_restart,
+     "corrupt_index": check_corrupt_index}[check](stasis, targets)
 
 
 if __name__ == "__main__":

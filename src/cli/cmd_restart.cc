@@ -22,6 +22,7 @@
 #include "cli/command.h"
 #include "cli/coord_client.h"
 #include "cli/restart_hosts.h"
+#include "cli/restart_slurm.h"
 #include "cli/progress.h"
 #include "common/error.h"
 #include "image/reader.h"
@@ -433,7 +434,7 @@ class RestartCommand : public Command {
     fs::path given = path_;
     if (given.empty()) given = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
     Checkpoint ckpt = load_checkpoint(given);
-    ProgressSampler verifying("stasis restart: verifying images", bytes_read_by_this_process);
+    ProgressSampler verifying("stasis restart: verifying images", image::payload_bytes_verified);
     // On several hosts only the images of this restart's part are verified (every part would
     // otherwise read every host's); the others' saved socket bytes are checked as they are read.
     several_hosts_ = part_vpid_ != 0 || std::any_of(ckpt.hosts.begin(), ckpt.hosts.end(),
@@ -476,12 +477,16 @@ class RestartCommand : public Command {
     if (several_hosts_) start_other_parts(addr, ckpt);
     restore::CrossHostTcp cross{addr.str(), own_address_, old_address_, restart_id_, &others_};
     restore::create_tcp_sockets(images_, several_hosts_ ? &cross : nullptr);
+    restore::create_datagram_sockets(images_, several_hosts_);
     create_shared_descriptions();
     shared_memory_ = restore::create_shared_memory(images_);
+    // Tasks of a launcher outside the computation (srun) come back as this process's children.
+    std::vector<size_t> tasks = several_hosts_ ? std::vector<size_t>{} : launcher_tasks(parent_, saved_ppids(), root_);
+    auto is_task = [&](size_t i) { return std::find(tasks.begin(), tasks.end(), i) != tasks.end(); };
     // Other roots (processes whose parent had already ended: init adopted them) are adopted by
     // init again: started through a child that exits at once.
     for (size_t i = 0; i < images_.size(); i++) {
-      if (parent_[i] >= 0 || i == root_) continue;
+      if (parent_[i] >= 0 || (tasks.empty() ? i == root_ : is_task(i))) continue;
       pid_t middle = fork();
       if (middle < 0) throw Error("cannot fork a restarted process");
       if (middle == 0) {
@@ -490,6 +495,7 @@ class RestartCommand : public Command {
       }
       waitpid(middle, nullptr, 0);
     }
+    if (!tasks.empty()) restart_launcher_tasks(tasks);  // never returns
     become(root_);  // never returns
   }
 
@@ -772,6 +778,25 @@ class RestartCommand : public Command {
 
   // Runs in the process that becomes image i: its session and group, its children and zombies,
   // then its own descriptors and memory.
+  std::vector<pid_t> saved_ppids() const {
+    std::vector<pid_t> ppids;
+    for (const auto& img : images_) ppids.push_back(img.process().ppid);
+    return ppids;
+  }
+
+  [[noreturn]] void restart_launcher_tasks(const std::vector<size_t>& tasks) {
+    std::vector<pid_t> pids;
+    for (size_t i : tasks) {
+      pid_t child = fork();
+      if (child < 0) throw Error("cannot fork a restarted process");
+      if (child == 0) become(i);
+      stasis_pid_table_map(table_, images_[i].process().original_pid, child);
+      join_group(child, images_[i].process());
+      pids.push_back(child);
+    }
+    stand_in_for_launcher(pids);
+  }
+
   [[noreturn]] void become(size_t i) {
     const StasisProcessRecord& proc = images_[i].process();
     stasis_pid_table_map(table_, proc.original_pid, getpid());
@@ -848,6 +873,8 @@ class RestartCommand : public Command {
       if (f.kind == STASIS_FD_EXTERNAL) info.external_fds[f.fd / 64] |= 1ull << (f.fd % 64);
     }
     restore::recreate_sysv_objects(img, info);  // before the feeder: the loader needs their ids
+    restore::connect_cross_host_tcp(img);
+    restore::note_moved_socket_names(img, info);
 
     // Descriptor numbers the loader will find its feed and the image at: free in the program.
     std::set<int> saved;
@@ -891,7 +918,6 @@ class RestartCommand : public Command {
     for (const auto& f : img.fds())
       if (f.kind == STASIS_FD_EXTERNAL) keep.insert(f.fd);
     close_all_except(keep, floor_);
-    restore::connect_cross_host_tcp(img);
     place_descriptor(feed_out_of_way, feed_fd);
     place_descriptor(image_out_of_way, image_fd);
     restore::place_descriptors(img, shared_);

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 
 namespace stasis::cli {
 std::string human_bytes(double bytes) {
@@ -73,15 +72,6 @@ void ProgressSampler::stop() {
   stopping_.store(true);
   if (thread_.joinable()) thread_.join();
   progress_.finish();
-}
-
-uint64_t bytes_read_by_this_process() {
-  std::ifstream io("/proc/self/io");
-  std::string key;
-  uint64_t value = 0;
-  while (io >> key >> value)
-    if (key == "rchar:") return value;
-  return 0;
 }
 
 }  // namespace stasis::cli

@@ -53,7 +53,4 @@ class ProgressSampler {
 // "12.3 MiB", "1.05 GiB".
 std::string human_bytes(double bytes);
 
-// Bytes this process has read so far (/proc/self/io rchar): what verifying images costs.
-uint64_t bytes_read_by_this_process();
-
 }  // namespace stasis::cli

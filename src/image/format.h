@@ -1,7 +1,8 @@
 // The Stasis image format (one file per process per checkpoint).
 //
 //   StasisImageHeader
-//   StasisRecordHeader + payload      (repeated; order: PROCESS, THREAD*, FD*, (REGION, PAGES*)*, END)
+//   StasisRecordHeader + payload      (repeated; order: PROCESS, THREAD*, FD*, (REGION, PAGES*)*,
+//                                      INDEX, END)
 //
 // Every record header carries a checksum of itself and of its stored payload (XXH3-64), so a
 // reader detects a flipped bit anywhere; the END record carries the number of records and a
@@ -39,7 +40,10 @@ typedef struct StasisZombie StasisZombie;
 typedef struct StasisFdDataHeader StasisFdDataHeader;
 
 #define STASIS_IMAGE_MAGIC "STASISIM"
-#define STASIS_IMAGE_VERSION 2
+// Version 3 added the INDEX record and END's index_offset; version 2 images (no index, a shorter
+// END) are still read, by scanning every record header.
+#define STASIS_IMAGE_VERSION 3
+#define STASIS_IMAGE_VERSION_WITHOUT_INDEX 2
 #define STASIS_IMAGE_PATH_MAX 1024
 #define STASIS_MAX_THREADS 4096
 #define STASIS_MIN_MAPPED_CHUNK (64 * 1024)
@@ -73,6 +77,10 @@ enum StasisRecordType STASIS_ENUM_BASE {
   // except these runs, which the program had no page at (zero-filled). arg = the region's start;
   // payload = StasisPageRun[] (several records when long). A region without one is whole here.
   STASIS_REC_INHERIT = 10,
+  // The last record before END (version 3): payload = StasisIndexEntry[], the header and file
+  // offset of every record before it, so a reader that needs no payload (restart --lazy) reads
+  // the file's tail instead of one header per megabyte. END's index_offset says where it is.
+  STASIS_REC_INDEX = 11,
 };
 
 struct StasisImageHeader {
@@ -309,6 +317,15 @@ enum StasisFdKind STASIS_ENUM_BASE {
   // SOCKET_BYTES); a connection to the outside reports a reset (see docs/architecture.md).
   STASIS_FD_TCP_LISTENER = 17,
   STASIS_FD_TCP_CONNECTION = 18,
+  // A UDP socket over IPv4 or IPv6 (kind_data: a StasisTcpData; peer_port 0: not connected). It is
+  // bound to its address again, refilled with its queued datagrams (FD_DATA SOCKET_DATAGRAMS, each
+  // sent again from its sender's address), then connected as it was.
+  STASIS_FD_UDP_SOCKET = 19,
+  // A Unix datagram socket that is not one end of a pair: one with a name others send to, or one
+  // connected to a named socket. path = its name ("@name" abstract, "" none); kind_data as
+  // STASIS_FD_UNIX_SOCKET's. The owner saves its queued messages with their senders' names (FD_DATA
+  // SOCKET_DATAGRAMS) and the name of the socket it is connected to (FD_DATA SOCKET_PEER_NAME).
+  STASIS_FD_UNIX_DATAGRAM = 20,
   // A POSIX message queue (src/plugins/ipc); path = its name ("/NAME", " (deleted)" once
   // unlinked). kind_data: [0] mq_maxmsg, [1] mq_msgsize, [2] permission bits, [3] messages
   // queued; those are FD_DATA MQUEUE_MESSAGES of the queue's first descriptor.
@@ -330,8 +347,8 @@ enum StasisSavedFileVariant STASIS_ENUM_BASE {
   STASIS_SAVED_FILE_NAMED = 3,    // launch --save-files: recreated at its path when missing or changed
 };
 
-// kind_data of STASIS_FD_TCP_* records. Addresses are IPv6 (IPv4 as ::ffff:a.b.c.d when family is
-// AF_INET), ports in host order.
+// kind_data of STASIS_FD_TCP_* and STASIS_FD_UDP_SOCKET records. Addresses are IPv6 (IPv4 as
+// ::ffff:a.b.c.d when family is AF_INET), ports in host order.
 typedef struct StasisTcpData {
   uint8_t local_address[16], peer_address[16];
   uint16_t local_port, peer_port;
@@ -347,6 +364,7 @@ enum StasisTcpOption STASIS_ENUM_BASE {
   STASIS_TCP_REUSEADDR = 4,
   STASIS_TCP_REUSEPORT = 8,
   STASIS_TCP_V6ONLY = 16,
+  STASIS_TCP_BROADCAST = 32,  // UDP: SO_BROADCAST
 };
 
 // kind_data of STASIS_FD_PTY_MASTER and STASIS_FD_PTY_SLAVE records.
@@ -380,6 +398,14 @@ enum StasisFdDataTag STASIS_ENUM_BASE {
   // A datagram or seqpacket socket end: the messages queued for reading at it, in order, each a
   // uint32_t length and its bytes.
   STASIS_FD_DATA_SOCKET_MESSAGES = 7,
+  // Datagrams queued at a UDP or named Unix datagram socket, in order, each a uint32_t length, a
+  // uint32_t length of its sender's address, that address (a struct sockaddr; 0 bytes: unnamed
+  // sender) and the datagram's bytes.
+  STASIS_FD_DATA_SOCKET_DATAGRAMS = 8,
+  STASIS_FD_DATA_SOCKET_PEER_NAME = 9,  // a Unix socket's peer's name, as StasisFdRecord::path
+  // A TCP or UDP socket the program has seen other addresses of since a restart moved it (a
+  // StasisTcpData): a later restart shows it these again. kind_data keeps the real ones.
+  STASIS_FD_DATA_SOCKET_SEEN_NAMES = 10,
   STASIS_FD_DATA_MQUEUE_MESSAGES = 0x100,  // StasisMqueueMessage + bytes, in receive order
   // System V IPC objects (src/plugins/ipc) are not descriptors: these records use `fd` as the
   // object's index in the SYSV_OBJECTS table (fd -1 for the table itself).
@@ -496,8 +522,16 @@ typedef struct StasisPageRun {
   uint64_t start, len;
 } StasisPageRun;
 
+typedef struct StasisIndexEntry {
+  uint64_t offset;              // of the record's header in the file
+  StasisRecordHeader header;    // a copy of it
+} StasisIndexEntry;
+
 struct StasisEndRecord {
   uint64_t record_count;        // records before END
   uint64_t headers_checksum;    // XXH3-64 chain over every preceding record header
   uint64_t memory_bytes;        // total raw bytes of PAGES
+  uint64_t index_offset;        // of the INDEX record (0: none; version 2 images end before it)
 };
+// END's payload in a version 2 image.
+#define STASIS_END_RECORD_SIZE_V2 24

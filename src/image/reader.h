@@ -43,7 +43,8 @@ struct Region {
 
 class Image {
  public:
-  // Parses the whole file. With verify_payloads, also reads every payload and checks its
+  // Parses the whole file: from its record index (version 3) without reading the memory it
+  // holds, or record by record. With verify_payloads, also reads every payload and checks its
   // checksum (what `inspect` and `restart` do before trusting an image).
   static Image open(const std::string& path, bool verify_payloads);
   Image(Image&&) noexcept;
@@ -90,6 +91,12 @@ class Image {
 
  private:
   Image() = default;
+  std::vector<StasisIndexEntry> read_index();
+  void load_from_index(const std::vector<StasisIndexEntry>& index);
+  void verify_in_parallel(const std::vector<StasisIndexEntry>& index) const;
+  void scan_records(bool verify_payloads);
+  void take_record(const StasisRecordHeader& h, uint64_t offset, const std::vector<char>& payload);
+  StasisEndRecord parse_end(const std::vector<char>& payload, const StasisRecordHeader& h) const;
   std::string path_;
   int fd_ = -1;
   uint64_t file_size_ = 0;
@@ -101,9 +108,14 @@ class Image {
   std::vector<FdDataRef> fd_data_;
   std::vector<std::vector<char>> fd_data_payloads_;  // by index in fd_data_, after load_fd_data()
   StasisEndRecord end_{};
+  bool have_process_ = false;
   StasisParentRecord parent_{};
   bool has_parent_ = false;
 };
+
+// Payload bytes that opening images with verify_payloads has checked so far, in this process
+// (what `stasis restart` shows while it verifies).
+uint64_t payload_bytes_verified();
 
 // The images an incremental image builds on, parent first, each opened (and, with
 // verify_payloads, verified) and checked to be the very image its child was taken on. Empty for

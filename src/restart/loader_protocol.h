@@ -50,6 +50,16 @@ typedef struct StasisShmReattach {
   uint32_t flags;      // shmat flags (SHM_RDONLY, SHM_EXEC) | STASIS_SHM_REMOVE_AFTER_ATTACH
 } StasisShmReattach;
 
+// A TCP or UDP socket whose addresses changed at the restart (another host, another port): the
+// runtime's getsockname/getpeername show the program those it saw before.
+#define STASIS_MAX_SOCKET_NAMES 128
+typedef struct StasisSocketNames {
+  int32_t fd;
+  uint32_t reserved;
+  uint64_t ino;         // the restored socket's: a later socket at the same number is not this one
+  StasisTcpData names;  // local and peer addresses as the program saw them
+} StasisSocketNames;
+
 // Written by the loader into the restarted runtime's memory (at the address the image records).
 struct StasisRestartInfo {
   uint64_t magic;  // STASIS_RESTART_INFO_MAGIC once the loader has filled it in
@@ -77,6 +87,9 @@ struct StasisRestartInfo {
   uint32_t shm_attach_count;
   StasisSysvIdPair sysv_ids[STASIS_MAX_SYSV_OBJECTS];
   StasisShmReattach shm_attach[STASIS_MAX_SHM_ATTACHMENTS];
+  uint32_t socket_name_count;
+  uint32_t reserved3;
+  StasisSocketNames socket_names[STASIS_MAX_SOCKET_NAMES];
 };
 
 // The pid table (a memfd at STASIS_PID_TABLE_FD; see src/runtime/vpid.cc). Sparse: only the

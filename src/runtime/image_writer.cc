@@ -13,6 +13,7 @@ constexpr uint64_t kBufferBytes = 4u << 20;
 
 bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, LogLine& error) {
   compression_ = compression;
+  arena_ = &arena;
   buffer_ = static_cast<char*>(arena.alloc(kBufferBytes));
   if (!buffer_) {
     error << "out of checkpoint scratch memory";
@@ -99,7 +100,20 @@ bool ImageWriter::put_record(uint32_t type, uint32_t compression, uint64_t arg,
   h.header_checksum = XXH3_64bits(&h, offsetof(StasisRecordHeader, header_checksum));
   headers_checksum_ = XXH3_64bits_withSeed(&h, sizeof h, headers_checksum_);
   record_count_++;
+  if (type != STASIS_REC_INDEX) note_in_index(h);
   return write_out(&h, sizeof h) && write_out(payload, stored);
+}
+
+void ImageWriter::note_in_index(const StasisRecordHeader& header) {
+  if (!index_lost_ && !index_) {
+    index_capacity_ = 1024;
+    index_ = static_cast<StasisIndexEntry*>(arena_->alloc(sizeof(StasisIndexEntry) * index_capacity_));
+  }
+  if (index_lost_ || !index_ || (index_count_ == index_capacity_ && !arena_->grow(index_, index_capacity_))) {
+    index_lost_ = true;
+    return;
+  }
+  index_[index_count_++] = {file_offset_, header};
 }
 
 bool ImageWriter::add_record(uint32_t type, uint64_t arg, const void* payload, uint64_t size) {
@@ -239,7 +253,15 @@ bool ImageWriter::finish() {
     abandon();
     return false;
   }
-  StasisEndRecord end = {record_count_, headers_checksum_, memory_bytes_};
+  uint64_t index_offset = file_offset_;
+  if (index_lost_ || !put_record(STASIS_REC_INDEX, STASIS_COMPRESS_NONE, 0, index_,
+                                 sizeof(StasisIndexEntry) * index_count_, sizeof(StasisIndexEntry) * index_count_))
+    index_offset = 0;
+  if (failure_) {
+    abandon();
+    return false;
+  }
+  StasisEndRecord end = {record_count_, headers_checksum_, memory_bytes_, index_offset};
   StasisRecordHeader h = {};
   h.type = STASIS_REC_END;
   h.stored_size = h.raw_size = sizeof end;

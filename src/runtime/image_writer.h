@@ -59,6 +59,13 @@ class ImageWriter {
   uint64_t memory_bytes_ = 0;
   uint64_t header_checksum_ = 0;
   const char* failure_ = nullptr;
+  // Every record's header and offset, written as the INDEX record by finish(). Should the arena
+  // run out, the image is written without an index (readers then scan its headers).
+  void note_in_index(const StasisRecordHeader& header);
+  Arena* arena_ = nullptr;
+  StasisIndexEntry* index_ = nullptr;
+  uint32_t index_count_ = 0, index_capacity_ = 0;
+  bool index_lost_ = false;
 };
 
 }  // namespace stasis::rt

@@ -19,6 +19,7 @@
 #include "runtime/compressors.h"
 #include "runtime/rt.h"
 #include "runtime/mapped_restart.h"
+#include "runtime/slurm_tasks.h"
 
 namespace stasis::rt {
 
@@ -352,7 +353,8 @@ __attribute__((constructor)) void stasis_runtime_init() {
   resolve_wrapped_functions();
   const char* coord = getenv("STASIS_COORD");
   const char* launch_pid = getenv("STASIS_LAUNCH_PID");
-  if (!coord || !launch_pid) return;
+  if (!coord || !launch_pid || srun_stays_outside()) return;
+  const bool launched = adopt_srun_task(launch_pid) || atol(launch_pid) == getpid();
   // Every process the launched one starts (fork, exec, posix_spawn, system, popen) carries the
   // STASIS_* environment and joins the computation the same way.
   LogLine error;
@@ -385,7 +387,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
     stasis_hex_decode(g_config.secret_hex, g_config.secret, sizeof g_config.secret);
   // What the launched process inherited from outside, it notes and passes on in the environment;
   // after a restart, the pid table says (the environment is the one from before).
-  if (!have_pid_table() && atol(launch_pid) == getpid()) note_inherited_fds();
+  if (!have_pid_table() && launched) note_inherited_fds();
   else if (!have_pid_table()) note_external_fds_from_env();
   note_tid_offset_candidates(sys_gettid());
   load_plugins_from_env();  // before joining: the coordinator learns the barriers they add

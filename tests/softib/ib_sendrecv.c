@@ -4,12 +4,16 @@
  * completion's QP number and source LID are checked against the identifiers exchanged at start,
  * so a restart that lost a receive, re-numbered a QP visibly or delivered a message twice fails.
  * Output (client only) is deterministic: "step N ..." per round, paced by DELAY_MS.
- * Usage: ib_sendrecv ROUNDS DELAY_MS [events|rdma]
- *   events: wait on a completion channel;
+ * Usage: ib_sendrecv ROUNDS DELAY_MS [events|epoll] [rdma] [srq] [unsignaled]
+ *   events: wait on a completion channel (ibv_get_cq_event);
+ *   epoll: the same, waiting first with epoll_wait on the channel's descriptor;
  *   rdma: the client RDMA-writes each message (with immediate) into the server's buffer, with the
- *         server's rkey exchanged once at start, and RDMA-reads it back after the answer. */
+ *         server's rkey exchanged once at start, and RDMA-reads it back after the answer;
+ *   srq: both sides receive through a shared receive queue (receives posted on it);
+ *   unsignaled: the server's replies are posted unsignaled (no send completion). */
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 
 #include "../targets/target_common.h"
@@ -32,22 +36,25 @@ struct Side {
   struct ibv_comp_channel *channel; /* NULL: busy polling */
   struct ibv_cq *cq;
   struct ibv_qp *qp;
+  struct ibv_srq *srq; /* NULL: receives on the QP */
   char *buf; /* kSlots receive slots, kSendSlots send slots, the target and the read-back slot */
   int rdma;
+  int unsignaled_replies;
+  int epoll_fd; /* -1: none */
   struct Peer self, peer;
 };
 
 static void post_receive(struct Side *s, int slot) {
   struct ibv_sge sge = {(uintptr_t)(s->buf + slot * kSlotBytes), kSlotBytes, s->mr->lkey};
   struct ibv_recv_wr wr = {.wr_id = (uint64_t)slot, .sg_list = &sge, .num_sge = 1}, *bad;
-  CHECK(ibv_post_recv(s->qp, &wr, &bad) == 0);
+  CHECK((s->srq ? ibv_post_srq_recv(s->srq, &wr, &bad) : ibv_post_recv(s->qp, &wr, &bad)) == 0);
 }
 
 /* SEND_WITH_IMM, or with `remote` an RDMA operation on the peer's target slot. */
-static void post_op(struct Side *s, enum ibv_wr_opcode opcode, int slot, uint32_t len, uint32_t imm) {
+static void post_op(struct Side *s, enum ibv_wr_opcode opcode, int slot, uint32_t len, uint32_t imm, int signaled) {
   struct ibv_sge sge = {(uintptr_t)(s->buf + slot * kSlotBytes), len, s->mr->lkey};
   struct ibv_send_wr wr = {.wr_id = 1000, .sg_list = &sge, .num_sge = 1, .opcode = opcode,
-                           .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(imm)},
+                           .send_flags = signaled ? IBV_SEND_SIGNALED : 0, .imm_data = htonl(imm)},
                      *bad;
   if (opcode != IBV_WR_SEND_WITH_IMM) {
     wr.wr.rdma.remote_addr = s->peer.target;
@@ -57,7 +64,7 @@ static void post_op(struct Side *s, enum ibv_wr_opcode opcode, int slot, uint32_
 }
 
 static void post_send(struct Side *s, int slot, uint32_t len, uint32_t imm) {
-  post_op(s, IBV_WR_SEND_WITH_IMM, slot, len, imm);
+  post_op(s, IBV_WR_SEND_WITH_IMM, slot, len, imm, 1);
 }
 
 /* Waits for one completion; checks it belongs to our QP (and, for a receive, to our peer). */
@@ -70,6 +77,13 @@ static struct ibv_wc wait_completion(struct Side *s) {
     if ((n = ibv_poll_cq(s->cq, 1, &wc)) != 0) break; /* arrived before the request */
     struct ibv_cq *cq;
     void *cq_context;
+    if (s->epoll_fd >= 0) {
+      struct epoll_event ready;
+      int n_ready;
+      while ((n_ready = epoll_wait(s->epoll_fd, &ready, 1, -1)) < 0 && errno == EINTR) {
+      }
+      CHECK(n_ready == 1 && ready.data.u64 == 0xC0FFEE);
+    }
     CHECK(ibv_get_cq_event(s->channel, &cq, &cq_context) == 0 && cq == s->cq);
     ibv_ack_cq_events(cq, 1);
   }
@@ -91,10 +105,19 @@ static void set_up(struct Side *s, int to_peer, int from_peer) {
   s->buf = calloc(kAllSlots, kSlotBytes);
   s->mr = ibv_reg_mr(s->pd, s->buf, kAllSlots * kSlotBytes,
                      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-  if (s->channel) s->channel = ibv_create_comp_channel(s->ctx);
+  if (s->channel) CHECK((s->channel = ibv_create_comp_channel(s->ctx)) != NULL);
+  if (s->epoll_fd >= 0) {
+    struct epoll_event watch = {.events = EPOLLIN, .data.u64 = 0xC0FFEE};
+    CHECK((s->epoll_fd = epoll_create1(EPOLL_CLOEXEC)) >= 0);
+    CHECK(epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->channel->fd, &watch) == 0);
+  }
   s->cq = ibv_create_cq(s->ctx, 64, NULL, s->channel, 0);
   CHECK(s->pd && s->buf && s->mr && s->cq);
-  struct ibv_qp_init_attr init = {.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+  if (s->srq) {
+    struct ibv_srq_init_attr srq_init = {.attr = {.max_wr = 16, .max_sge = 1}};
+    CHECK((s->srq = ibv_create_srq(s->pd, &srq_init)) != NULL);
+  }
+  struct ibv_qp_init_attr init = {.send_cq = s->cq, .recv_cq = s->cq, .srq = s->srq, .qp_type = IBV_QPT_RC,
                                   .cap = {.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1}};
   s->qp = ibv_create_qp(s->pd, &init);
   CHECK(s->qp);
@@ -137,6 +160,7 @@ static void set_up(struct Side *s, int to_peer, int from_peer) {
 
 static void tear_down(struct Side *s) {
   CHECK(ibv_destroy_qp(s->qp) == 0);
+  if (s->srq) CHECK(ibv_destroy_srq(s->srq) == 0);
   CHECK(ibv_destroy_cq(s->cq) == 0);
   CHECK(ibv_dereg_mr(s->mr) == 0);
   CHECK(ibv_dealloc_pd(s->pd) == 0);
@@ -173,8 +197,8 @@ static void serve(struct Side *s, long rounds) {
     int send_slot = kSlots + (int)(round % 2);
     memcpy(s->buf + send_slot * kSlotBytes, &sum, sizeof sum);
     post_receive(s, (int)wc.wr_id);
-    post_send(s, send_slot, sizeof sum, (uint32_t)round);
-    sends_pending++;
+    post_op(s, IBV_WR_SEND_WITH_IMM, send_slot, sizeof sum, (uint32_t)round, !s->unsignaled_replies);
+    if (!s->unsignaled_replies) sends_pending++;
     round++;
   }
   /* The client's goodbye: it may still read this process's buffer until then. */
@@ -186,7 +210,7 @@ static void drive(struct Side *s, long rounds, long delay_ms) {
   uint64_t total = FNV_INIT;
   for (long round = 0; round < rounds; round++) {
     fill_message(s->buf + kSlots * kSlotBytes, round);
-    post_op(s, s->rdma ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND_WITH_IMM, kSlots, kMessageBytes, (uint32_t)round);
+    post_op(s, s->rdma ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND_WITH_IMM, kSlots, kMessageBytes, (uint32_t)round, 1);
     int sent = 0, answered = 0;
     uint64_t sum = 0;
     while (!sent || !answered) {
@@ -202,7 +226,7 @@ static void drive(struct Side *s, long rounds, long delay_ms) {
     }
     if (s->rdma) { /* what landed in the server's buffer, read back */
       memset(s->buf + kReadbackSlot * kSlotBytes, 0, kMessageBytes);
-      post_op(s, IBV_WR_RDMA_READ, kReadbackSlot, kMessageBytes, 0);
+      post_op(s, IBV_WR_RDMA_READ, kReadbackSlot, kMessageBytes, 0, 1);
       CHECK(wait_completion(s).opcode == IBV_WC_RDMA_READ);
       CHECK(memcmp(s->buf + kReadbackSlot * kSlotBytes, s->buf + kSlots * kSlotBytes, kMessageBytes) == 0);
     }
@@ -223,10 +247,16 @@ int main(int argc, char **argv) {
   CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
   pid_t child = fork(); /* before any verbs object exists: each process opens its own */
   CHECK(child >= 0);
-  struct Side side = {0};
-  /* Marks the wish for a channel; set_up replaces it with the real one. */
-  if (argc > 3 && strcmp(argv[3], "events") == 0) side.channel = (struct ibv_comp_channel *)&side;
-  side.rdma = argc > 3 && strcmp(argv[3], "rdma") == 0;
+  struct Side side = {.epoll_fd = -1};
+  /* Channel and SRQ: marks of the wish; set_up replaces them with the real ones. */
+  for (int i = 3; i < argc; i++) {
+    if (strcmp(argv[i], "events") == 0) side.channel = (struct ibv_comp_channel *)&side;
+    else if (strcmp(argv[i], "epoll") == 0) side.channel = (struct ibv_comp_channel *)&side, side.epoll_fd = 0;
+    else if (strcmp(argv[i], "srq") == 0) side.srq = (struct ibv_srq *)&side;
+    else if (strcmp(argv[i], "rdma") == 0) side.rdma = 1;
+    else if (strcmp(argv[i], "unsignaled") == 0) side.unsignaled_replies = 1;
+    else CHECK(!"unknown mode");
+  }
   if (child == 0) {
     set_up(&side, to_parent[1], to_child[0]);
     serve(&side, rounds);

@@ -67,6 +67,18 @@ int main(int argc, char **argv) {
     }
   }
   printf("%s done sum %016llx\n", name, (unsigned long long)sum);
+  /* What the connection's ends are called, as before any restart (the client's port is the
+   * kernel's choice, so not printed). */
+  struct sockaddr_in own, peer;
+  socklen_t own_len = sizeof own, peer_len = sizeof peer;
+  CHECK(getsockname(fd, (struct sockaddr *)&own, &own_len) == 0 && getpeername(fd, (struct sockaddr *)&peer, &peer_len) == 0);
+  char own_text[INET_ADDRSTRLEN], peer_text[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &own.sin_addr, own_text, sizeof own_text);
+  inet_ntop(AF_INET, &peer.sin_addr, peer_text, sizeof peer_text);
+  if (server)
+    printf("server is %s port %d, its peer %s\n", own_text, ntohs(own.sin_port), peer_text);
+  else
+    printf("client is %s, its peer %s port %d\n", own_text, peer_text, ntohs(peer.sin_port));
   close(fd);
   return 0;
 }

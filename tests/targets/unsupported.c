@@ -4,12 +4,14 @@
  *   pipe    a pipe between two descriptors of the process, used every step
  *   socket  a socketpair(AF_UNIX), used every step (supported now: a one-process test)
  *   dgram   a socketpair(AF_UNIX, SOCK_DGRAM) (supported now: a one-process test)
- *   named-dgram  an unconnected Unix datagram socket bound to an abstract name, sending to itself
- *   udp     a UDP socket on loopback connected to itself
- * usage: unsupported fork|pipe|socket|dgram|named-dgram|udp [STEPS=40] [DELAY_MS=50] */
+ *   named-dgram  a Unix datagram socket bound to an abstract name, connected to itself (supported)
+ *   udp     a UDP socket on loopback connected to itself (supported)
+ *   netlink a netlink route socket (refused: the kernel's end cannot be saved)
+ * usage: unsupported fork|pipe|socket|dgram|named-dgram|udp|netlink [STEPS=40] [DELAY_MS=50] */
 #include "target_common.h" /* first: defines _GNU_SOURCE */
 
 #include <arpa/inet.h>
+#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <stddef.h>
 #include <sys/socket.h>
@@ -20,7 +22,7 @@
 int main(int argc, char **argv) {
   line_buffered_stdout();
   if (argc < 2) {
-    fprintf(stderr, "usage: unsupported fork|pipe|socket|dgram|named-dgram|udp [STEPS] [DELAY_MS]\n");
+    fprintf(stderr, "usage: unsupported fork|pipe|socket|dgram|named-dgram|udp|netlink [STEPS] [DELAY_MS]\n");
     return 2;
   }
   const char *mode = argv[1];
@@ -63,6 +65,11 @@ int main(int argc, char **argv) {
     CHECK(s >= 0 && bind(s, (struct sockaddr *)&self, sizeof self) == 0);
     CHECK(getsockname(s, (struct sockaddr *)&self, &len) == 0);
     CHECK(connect(s, (struct sockaddr *)&self, sizeof self) == 0);
+    fds[0] = fds[1] = s;
+  } else if (strcmp(mode, "netlink") == 0) {
+    int s = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+    CHECK(s >= 0);
+    child = 0; /* nothing to echo through it: the values are echoed in place */
     fds[0] = fds[1] = s;
   } else {
     fprintf(stderr, "unknown mode %s\n", mode);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "image/reader.h"
+#include "restart/loader_protocol.h"
 
 namespace stasis::restore {
 
@@ -56,6 +57,13 @@ void create_tcp_sockets(const std::vector<image::Image>& images, const CrossHost
 // In the process that becomes `img`, before its descriptors are placed.
 void connect_cross_host_tcp(const image::Image& img);
 int open_tcp_socket(const image::Image& img, const StasisFdRecord& rec);
+// UDP sockets and Unix datagram sockets reached by name (restore_sockets.cc): made, bound, refilled
+// and connected before the tree is forked, after create_tcp_sockets (which learns moved addresses).
+void create_datagram_sockets(const std::vector<image::Image>& images, bool several_hosts);
+int open_datagram_socket(const image::Image& img, const StasisFdRecord& rec);
+// In the process that becomes `img`, once its sockets exist: TCP and UDP sockets whose addresses
+// differ from what the program saw get an entry in `info`, so the runtime shows it the old ones.
+void note_moved_socket_names(const image::Image& img, StasisRestartInfo& info);
 int open_event_fd(const image::Image& img, const StasisFdRecord& rec);       // restore_event_fds.cc
 void check_event_fd(const image::Image& img, const StasisFdRecord& rec);
 // After every descriptor is in place (epoll adds its interest list).

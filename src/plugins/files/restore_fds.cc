@@ -48,6 +48,8 @@ void check_descriptor(const image::Image& img, const StasisFdRecord& rec) {
     case STASIS_FD_UNIX_LISTENER:
     case STASIS_FD_TCP_LISTENER:
     case STASIS_FD_TCP_CONNECTION:
+    case STASIS_FD_UDP_SOCKET:
+    case STASIS_FD_UNIX_DATAGRAM:
       return;
     case STASIS_FD_EVENTFD:
     case STASIS_FD_EPOLL:
@@ -129,6 +131,9 @@ int open_description_anywhere(const image::Image& img, const StasisFdRecord& rec
     case STASIS_FD_TCP_LISTENER:
     case STASIS_FD_TCP_CONNECTION:
       return open_tcp_socket(img, rec);
+    case STASIS_FD_UDP_SOCKET:
+    case STASIS_FD_UNIX_DATAGRAM:
+      return open_datagram_socket(img, rec);
     case STASIS_FD_EVENTFD:
     case STASIS_FD_EPOLL:
     case STASIS_FD_SIGNALFD:

@@ -3,7 +3,8 @@
 // the checkpoint), refilled with what was queued at each end, then shut down as they were. A
 // process then gets its end (also in processes forked after, which inherit them). A connection
 // made through a listener comes back as such a pair too: the same bytes, without the names
-// getsockname/getpeername showed. Listeners are bound to their name again.
+// getsockname/getpeername showed. Listeners are bound to their name again. TCP and datagram
+// sockets (UDP, named Unix datagram sockets) follow in their own sections below.
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -134,42 +135,67 @@ void create_socket_pairs(const std::vector<image::Image>& images) {
   }
 }
 
-int open_socket_end(const image::Image& img, const StasisFdRecord& rec) {
-  auto end = g_ends.find(rec.ino);
-  if (end == g_ends.end())
-    throw Error(fmt::format("{}: descriptor {} is a Unix socket end that restart did not recreate",
-                            img.path(), rec.fd));
-  int fd = fcntl(end->second, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) throw Error(fmt::format("cannot open the Unix socket of descriptor {}", rec.fd));
+namespace {
+
+// A process's own descriptor of a socket restart made (`made`: saved inode -> restart's socket).
+int open_made_socket(const std::map<uint64_t, int>& made, const image::Image& img, const StasisFdRecord& rec,
+                     const char* what) {
+  auto socket_fd = made.find(rec.ino);
+  if (socket_fd == made.end())
+    throw Error(fmt::format("{}: descriptor {} is a {} that restart did not recreate", img.path(), rec.fd, what));
+  int fd = fcntl(socket_fd->second, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) throw Error(fmt::format("cannot open the {} of descriptor {}", what, rec.fd));
   fcntl(fd, F_SETFL, rec.flags & (O_NONBLOCK | O_ASYNC));
   return fd;
 }
 
-int open_unix_listener(const image::Image& img, const StasisFdRecord& rec) {
-  struct sockaddr_un address = {};
-  address.sun_family = AF_UNIX;
-  // A relative name was bound in the program's working directory (restart is elsewhere now).
-  std::string name = rec.path[0] == '/' || rec.path[0] == '@' ? std::string(rec.path)
-                                                              : fmt::format("{}/{}", img.process().cwd, rec.path);
-  size_t name_len = name.size();
-  if (name_len == 0 || name_len >= sizeof address.sun_path)
-    throw Error(fmt::format("{}: descriptor {} is a listening Unix socket without a usable name",
-                            img.path(), rec.fd));
-  std::memcpy(address.sun_path, name.data(), name_len);
-  bool abstract = name[0] == '@';
-  if (abstract) address.sun_path[0] = 0;
-  // The killed run left its socket file behind: replace it, and only it.
+}  // namespace
+
+int open_socket_end(const image::Image& img, const StasisFdRecord& rec) {
+  return open_made_socket(g_ends, img, rec, "Unix socket end");
+}
+
+namespace {
+
+// A Unix socket's name as saved ("/path", "relative", "@abstract") as an address. A relative name
+// was bound in the program's working directory (restart runs elsewhere). 0: no usable name.
+socklen_t unix_address(const image::Image& img, const std::string& saved, struct sockaddr_un* out) {
+  *out = {};
+  out->sun_family = AF_UNIX;
+  std::string name = saved.empty() || saved[0] == '/' || saved[0] == '@' ? saved
+                                                                         : fmt::format("{}/{}", img.process().cwd, saved);
+  if (name.empty() || name.size() >= sizeof out->sun_path) return 0;
+  std::memcpy(out->sun_path, name.data(), name.size());
+  if (name[0] == '@') out->sun_path[0] = 0;
+  return static_cast<socklen_t>(offsetof(struct sockaddr_un, sun_path) + name.size());
+}
+
+// Binds `fd` to the saved name again. The killed run left its socket file behind: it is
+// replaced, and only it.
+void bind_unix_name(int fd, const image::Image& img, const StasisFdRecord& rec, const char* what) {
+  struct sockaddr_un address;
+  socklen_t len = unix_address(img, rec.path, &address);
+  if (len == 0)
+    throw Error(fmt::format("{}: descriptor {} is a {} without a usable name", img.path(), rec.fd, what));
   struct stat st;
-  if (!abstract && lstat(name.c_str(), &st) == 0) {
+  if (address.sun_path[0] && lstat(address.sun_path, &st) == 0) {
     if (!S_ISSOCK(st.st_mode))
-      throw Error(fmt::format("{} (the name of listening socket {}) is now something else than a "
-                              "socket; remove it to restart", rec.path, rec.fd));
-    unlink(name.c_str());
+      throw Error(fmt::format("{} (the name of {} {}) is now something else than a socket; remove it to "
+                              "restart", rec.path, what, rec.fd));
+    unlink(address.sun_path);
   }
+  if (bind(fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0)
+    throw Error(fmt::format("cannot bind {} again (descriptor {}, a {}): {}", rec.path, rec.fd, what,
+                            std::strerror(errno)));
+}
+
+}  // namespace
+
+int open_unix_listener(const image::Image& img, const StasisFdRecord& rec) {
   int fd = socket(AF_UNIX, static_cast<int>(rec.kind_data[1]) | SOCK_CLOEXEC, 0);
-  socklen_t len = static_cast<socklen_t>(offsetof(struct sockaddr_un, sun_path) + name_len);
-  if (fd < 0 || bind(fd, reinterpret_cast<struct sockaddr*>(&address), len) != 0 ||
-      listen(fd, static_cast<int>(rec.kind_data[0])) != 0)
+  if (fd < 0) throw Error(fmt::format("cannot create a Unix socket: {}", std::strerror(errno)));
+  bind_unix_name(fd, img, rec, "listening Unix socket");
+  if (listen(fd, static_cast<int>(rec.kind_data[0])) != 0)
     throw Error(fmt::format("cannot listen on {} again (descriptor {}): {}", rec.path, rec.fd,
                             std::strerror(errno)));
   int passcred = static_cast<int>(rec.kind_data[2]);
@@ -421,6 +447,21 @@ struct CrossHostEnd {
   int listener = -1;
 };
 std::vector<CrossHostEnd> g_cross_host;
+
+// By saved inode: the addresses the program saw for a TCP or UDP socket that an earlier restart
+// had moved (FD_DATA SOCKET_SEEN_NAMES of its description's owner).
+std::map<uint64_t, StasisTcpData> g_seen_names;
+
+void collect_seen_names(const std::vector<image::Image>& images) {
+  for (const auto& img : images)
+    for (const auto& f : img.fds()) {
+      if (!img.has_fd_data(f.fd, STASIS_FD_DATA_SOCKET_SEEN_NAMES)) continue;
+      std::vector<char> saved = img.fd_data(f.fd, STASIS_FD_DATA_SOCKET_SEEN_NAMES);
+      if (saved.size() != sizeof(StasisTcpData))
+        throw Error(fmt::format("{}: the addresses saved for descriptor {} are damaged", img.path(), f.fd));
+      std::memcpy(&g_seen_names[f.ino], saved.data(), saved.size());
+    }
+}
 std::string g_coord;
 constexpr size_t kCrossHostNameBytes = 160;
 constexpr auto kCrossHostWait = std::chrono::seconds(120);
@@ -466,6 +507,7 @@ void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp&
 }  // namespace
 
 void create_tcp_sockets(const std::vector<image::Image>& images, const CrossHostTcp* cross) {
+  collect_seen_names(images);
   std::map<uint64_t, TcpUse> listeners, connections;  // by saved inode; one use of each
   for (const auto& img : images)
     for (const auto& f : img.fds()) {
@@ -586,13 +628,276 @@ void connect_cross_host_tcp(const image::Image& img) {
 }
 
 int open_tcp_socket(const image::Image& img, const StasisFdRecord& rec) {
-  auto socket_fd = g_tcp.find(rec.ino);
-  if (socket_fd == g_tcp.end())
-    throw Error(fmt::format("{}: descriptor {} is a TCP socket that restart did not recreate", img.path(), rec.fd));
-  int fd = fcntl(socket_fd->second, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) throw Error(fmt::format("cannot open the TCP socket of descriptor {}", rec.fd));
-  fcntl(fd, F_SETFL, rec.flags & (O_NONBLOCK | O_ASYNC));
+  return open_made_socket(g_tcp, img, rec, "TCP socket");
+}
+
+}  // namespace stasis::restore
+
+// ---- Datagrams: UDP, and Unix datagram sockets reached by name ------------------------------
+// Every socket is made and bound first, then each gets its queued datagrams again, each sent from
+// its sender's address (the sender's own socket when the computation holds it, a stand-in bound
+// there otherwise), and only then connected: a connected socket takes datagrams from its peer only.
+namespace stasis::restore {
+namespace {
+
+std::map<uint64_t, int> g_datagram;  // saved inode -> its new socket (lifted)
+
+struct DatagramUse {
+  const image::Image* img;
+  const StasisFdRecord* rec;
+};
+
+struct QueuedDatagram {
+  std::string sender;  // a struct sockaddr; empty: an unnamed sender
+  std::string bytes;
+};
+
+std::vector<QueuedDatagram> queued_datagrams(const DatagramUse& use) {
+  std::vector<QueuedDatagram> queue;
+  if (!use.img->has_fd_data(use.rec->fd, STASIS_FD_DATA_SOCKET_DATAGRAMS)) return queue;
+  std::vector<char> saved = use.img->fd_data(use.rec->fd, STASIS_FD_DATA_SOCKET_DATAGRAMS);
+  size_t at = 0;
+  auto take = [&](size_t n) {
+    if (saved.size() - at < n)
+      throw Error(fmt::format("{}: the datagrams saved for descriptor {} are damaged", use.img->path(), use.rec->fd));
+    std::string bytes(saved.data() + at, n);
+    at += n;
+    return bytes;
+  };
+  auto take_length = [&] {
+    uint32_t n = 0;
+    std::memcpy(&n, take(sizeof n).data(), sizeof n);
+    return n;
+  };
+  while (at < saved.size()) {
+    uint32_t len = take_length(), sender_len = take_length();
+    std::string sender = take(sender_len);
+    queue.push_back({sender, take(len)});
+  }
+  return queue;
+}
+
+std::map<uint64_t, DatagramUse> saved_datagram_sockets(const std::vector<image::Image>& images, uint32_t kind) {
+  std::map<uint64_t, DatagramUse> uses;  // one use of each; the owner's, which holds its state
+  for (const auto& img : images)
+    for (const auto& f : img.fds()) {
+      if (f.kind != kind) continue;
+      auto [it, fresh] = uses.emplace(f.ino, DatagramUse{&img, &f});
+      if (!fresh && (img.has_fd_data(f.fd, STASIS_FD_DATA_SOCKET_DATAGRAMS) ||
+                     img.has_fd_data(f.fd, STASIS_FD_DATA_SOCKET_PEER_NAME)))
+        it->second = {&img, &f};
+    }
+  return uses;
+}
+
+StasisTcpData inet_data(const StasisFdRecord& rec) {
+  StasisTcpData t;
+  std::memcpy(&t, rec.kind_data, sizeof t);
+  return t;
+}
+
+Endpoint endpoint_of(const std::string& sockaddr_bytes) {
+  struct sockaddr_storage address = {};
+  std::memcpy(&address, sockaddr_bytes.data(), std::min(sockaddr_bytes.size(), sizeof address));
+  if (address.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const struct sockaddr_in&>(address);
+    return {kV4MappedPrefix + std::string(reinterpret_cast<const char*>(&v4.sin_addr), 4), ntohs(v4.sin_port)};
+  }
+  const auto& v6 = reinterpret_cast<const struct sockaddr_in6&>(address);
+  return {std::string(reinterpret_cast<const char*>(&v6.sin6_addr), 16), ntohs(v6.sin6_port)};
+}
+
+std::string unix_name_of(const std::string& sockaddr_bytes) {
+  if (sockaddr_bytes.size() <= offsetof(struct sockaddr_un, sun_path)) return "";
+  std::string name = sockaddr_bytes.substr(offsetof(struct sockaddr_un, sun_path));
+  if (name[0] == 0) return "@" + name.substr(1);  // abstract: every byte after the NUL
+  return name.substr(0, strnlen(name.data(), name.size()));
+}
+
+int udp_socket(const StasisTcpData& t) {
+  int fd = socket(t.family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw Error(fmt::format("cannot create a UDP socket: {}", std::strerror(errno)));
+  int on = 1;
+  if (t.options & STASIS_TCP_REUSEADDR) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  if (t.options & STASIS_TCP_REUSEPORT) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on);
+  if (t.options & STASIS_TCP_BROADCAST) setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &on, sizeof on);
+  if (t.family == AF_INET6) {
+    int v6only = (t.options & STASIS_TCP_V6ONLY) ? 1 : 0;
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+  }
+  int send = static_cast<int>(t.send_buffer / 2), receive = static_cast<int>(t.receive_buffer / 2);
+  if (send > 0) setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &send, sizeof send);
+  if (receive > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive, sizeof receive);
   return fd;
+}
+
+void send_datagram(int from, const struct sockaddr* to, socklen_t to_len, const QueuedDatagram& d,
+                   const DatagramUse& at) {
+  if (sendto(from, d.bytes.data(), d.bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL, to, to_len) !=
+      static_cast<ssize_t>(d.bytes.size()))
+    throw Error(fmt::format("{}: cannot put a {}-byte datagram back into the socket of descriptor {}: {}",
+                            at.img->path(), d.bytes.size(), at.rec->fd, std::strerror(errno)));
+}
+
+void note_lost_sender(const DatagramUse& at, const std::string& sender) {
+  fmt::print(stderr, "stasis restart: {}: a datagram queued at descriptor {} came from {}, which cannot be "
+             "bound here now; after restart it comes from another address\n", at.img->path(), at.rec->fd, sender);
+}
+
+void refill_udp(const DatagramUse& use, const std::map<Endpoint, int>& bound) {
+  StasisTcpData t = inet_data(*use.rec);
+  Endpoint to = moved(local_of(t));
+  for (const QueuedDatagram& d : queued_datagrams(use)) {
+    if (d.sender.size() < sizeof(sa_family_t)) throw Error(fmt::format("{}: a datagram without its sender", use.img->path()));
+    Endpoint sender = endpoint_of(d.sender);
+    // The sender's own socket: bound there, or to every address (of either family) at its port.
+    auto own = bound.find(sender);
+    if (own == bound.end()) own = bound.find(any_address(family_of(sender.first), sender.second));
+    if (own == bound.end()) own = bound.find(any_address(AF_INET6, sender.second));
+    int from = own != bound.end() ? own->second : -1, stand_in = -1;
+    if (from < 0) {
+      StasisTcpData like = t;
+      like.family = static_cast<uint16_t>(family_of(sender.first));
+      like.options = STASIS_TCP_REUSEADDR;
+      stand_in = from = udp_socket(like);
+      if (!try_bind(from, like, moved(sender))) note_lost_sender(use, describe(sender));
+    }
+    int family = 0;
+    socklen_t family_len = sizeof family;
+    getsockopt(from, SOL_SOCKET, SO_DOMAIN, &family, &family_len);
+    Endpoint dest = to;
+    if (is_any(dest))  // bound to every address: reach it on loopback, in the sender's family
+      dest = {family == AF_INET || family_of(sender.first) == AF_INET ? kV4MappedPrefix + "\x7f\0\0\x01"s
+                                                                        : std::string(15, '\0') + "\x01"s,
+              dest.second};
+    struct sockaddr_storage address;
+    socklen_t len = socket_address(static_cast<uint16_t>(family), dest, &address);
+    send_datagram(from, reinterpret_cast<struct sockaddr*>(&address), len, d, use);
+    if (stand_in >= 0) close(stand_in);
+  }
+}
+
+void refill_unix_datagram(const DatagramUse& use, const std::map<std::string, int>& named) {
+  struct sockaddr_un to;
+  socklen_t to_len = unix_address(*use.img, use.rec->path, &to);
+  for (const QueuedDatagram& d : queued_datagrams(use)) {
+    std::string sender = unix_name_of(d.sender);
+    auto own = named.find(sender);
+    int from = own != named.end() ? own->second : -1, stand_in = -1;
+    std::string stand_in_path;
+    if (from < 0) {
+      stand_in = from = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      struct sockaddr_un address;
+      socklen_t len = sender.empty() ? 0 : unix_address(*use.img, sender, &address);
+      if (len && bind(from, reinterpret_cast<struct sockaddr*>(&address), len) == 0) {
+        if (address.sun_path[0]) stand_in_path = address.sun_path;
+      } else if (len) {
+        note_lost_sender(use, sender);
+      }
+    }
+    send_datagram(from, reinterpret_cast<struct sockaddr*>(&to), to_len, d, use);
+    if (stand_in >= 0) close(stand_in);
+    if (!stand_in_path.empty()) unlink(stand_in_path.c_str());
+  }
+}
+
+void apply_shutdown(int fd, uint64_t state) {
+  if (state & 1) shutdown(fd, SHUT_RD);
+  if (state & 2) shutdown(fd, SHUT_WR);
+}
+
+}  // namespace
+
+void create_datagram_sockets(const std::vector<image::Image>& images, bool several_hosts) {
+  auto udp = saved_datagram_sockets(images, STASIS_FD_UDP_SOCKET);
+  auto unix_named = saved_datagram_sockets(images, STASIS_FD_UNIX_DATAGRAM);
+  std::map<Endpoint, int> bound;       // saved address -> the new UDP socket there
+  std::map<std::string, int> named;    // saved name -> the new Unix datagram socket with it
+  for (const auto& [ino, use] : udp) {
+    StasisTcpData t = inet_data(*use.rec);
+    int fd = udp_socket(t);
+    Endpoint where = moved(local_of(t));
+    if (several_hosts) where = bindable_here(t, where);
+    if (where.second != 0 || !is_any(where)) bind_to(fd, t, where, "UDP socket");
+    g_datagram[ino] = lift_descriptor(fd);
+    bound[local_of(t)] = g_datagram[ino];
+  }
+  for (const auto& [ino, use] : unix_named) {
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw Error(fmt::format("cannot create a Unix datagram socket: {}", std::strerror(errno)));
+    apply_options(fd, *use.rec);
+    if (use.rec->path[0]) bind_unix_name(fd, *use.img, *use.rec, "Unix datagram socket");
+    g_datagram[ino] = lift_descriptor(fd);
+    if (use.rec->path[0]) named[use.rec->path] = g_datagram[ino];
+  }
+  for (const auto& [ino, use] : udp) refill_udp(use, bound);
+  for (const auto& [ino, use] : unix_named) refill_unix_datagram(use, named);
+  for (const auto& [ino, use] : udp) {
+    StasisTcpData t = inet_data(*use.rec);
+    if (t.peer_port == 0) continue;
+    struct sockaddr_storage address;
+    socklen_t len = socket_address(t.family, moved(peer_of(t)), &address);
+    if (connect(g_datagram[ino], reinterpret_cast<struct sockaddr*>(&address), len) != 0)
+      throw Error(fmt::format("cannot connect the UDP socket of descriptor {} to {} again: {}", use.rec->fd,
+                              describe(peer_of(t)), std::strerror(errno)));
+  }
+  for (const auto& [ino, use] : unix_named) {
+    if (use.rec->kind_data[0] != 0) {
+      // The peer's own record names it as restart bound it; one outside the computation (syslog's
+      // /dev/log) by the name the connection showed.
+      auto peer = unix_named.find(use.rec->kind_data[0]);
+      const image::Image& img = peer != unix_named.end() ? *peer->second.img : *use.img;
+      std::string name;
+      if (peer != unix_named.end()) name = peer->second.rec->path;
+      else if (use.img->has_fd_data(use.rec->fd, STASIS_FD_DATA_SOCKET_PEER_NAME)) {
+        std::vector<char> saved = use.img->fd_data(use.rec->fd, STASIS_FD_DATA_SOCKET_PEER_NAME);
+        name.assign(saved.data(), strnlen(saved.data(), saved.size()));
+      }
+      struct sockaddr_un address;
+      socklen_t len = unix_address(img, name, &address);
+      if (len == 0 || connect(g_datagram[ino], reinterpret_cast<struct sockaddr*>(&address), len) != 0) {
+        if (peer != unix_named.end())
+          throw Error(fmt::format("cannot connect the Unix datagram socket of descriptor {} to {} again: {}",
+                                  use.rec->fd, name, std::strerror(errno)));
+        fmt::print(stderr, "stasis restart: {}: descriptor {} was a Unix datagram socket connected to {}, "
+                   "outside the computation, which does not take connections now; after restart it is "
+                   "not connected\n", use.img->path(), use.rec->fd, name.empty() ? "an unnamed socket" : name);
+      }
+    }
+    apply_shutdown(g_datagram[ino], use.rec->kind_data[3]);
+  }
+}
+
+int open_datagram_socket(const image::Image& img, const StasisFdRecord& rec) {
+  return open_made_socket(g_datagram, img, rec, "datagram socket");
+}
+
+void note_moved_socket_names(const image::Image& img, StasisRestartInfo& info) {
+  for (const auto& f : img.fds()) {
+    bool tcp = f.kind == STASIS_FD_TCP_LISTENER || f.kind == STASIS_FD_TCP_CONNECTION;
+    if (!tcp && f.kind != STASIS_FD_UDP_SOCKET) continue;
+    const std::map<uint64_t, int>& made = tcp ? g_tcp : g_datagram;
+    auto restored = made.find(f.ino);
+    if (restored == made.end()) continue;
+    auto seen = g_seen_names.find(f.ino);
+    StasisTcpData shown = seen != g_seen_names.end() ? seen->second : inet_data(f);
+    struct sockaddr_storage address;
+    socklen_t len = sizeof address;
+    if (getsockname(restored->second, reinterpret_cast<struct sockaddr*>(&address), &len) != 0) continue;
+    bool same = endpoint_of(std::string(reinterpret_cast<const char*>(&address), len)) == local_of(shown);
+    len = sizeof address;
+    if (shown.peer_port != 0 && getpeername(restored->second, reinterpret_cast<struct sockaddr*>(&address), &len) == 0)
+      same = same && endpoint_of(std::string(reinterpret_cast<const char*>(&address), len)) == peer_of(shown);
+    if (same) continue;
+    if (info.socket_name_count == STASIS_MAX_SOCKET_NAMES) {
+      fmt::print(stderr, "stasis restart: {}: more than {} sockets changed address; descriptor {} shows the "
+                 "program its new one\n", img.path(), STASIS_MAX_SOCKET_NAMES, f.fd);
+      continue;
+    }
+    struct stat st;
+    if (fstat(restored->second, &st) != 0) continue;
+    info.socket_names[info.socket_name_count++] = {f.fd, 0, static_cast<uint64_t>(st.st_ino), shown};
+  }
 }
 
 }  // namespace stasis::restore

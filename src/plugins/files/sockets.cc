@@ -1,10 +1,11 @@
-// Sockets (checkpoint side). This version restores Unix sockets whose both ends belong to the
-// computation: connected ends (socketpairs of every type, and connections made through a
-// listener) and listening sockets. What is queued for reading at an end is copied with MSG_PEEK,
-// which leaves it in place (as tee does for pipes): every process of the computation is stopped,
-// so nothing is moving anywhere else. The peer end is found with sock_diag, which names its inode,
-// so restart can pair the two ends again. Other sockets are refused with a message naming the
-// descriptor and what it is.
+// Sockets (checkpoint side): Unix sockets (connected ends of every type, listeners, named datagram
+// sockets), TCP listeners and connections, UDP sockets. What is queued for reading at a socket is
+// copied with MSG_PEEK, which leaves it in place (as tee does for pipes): every process of the
+// computation is stopped, so nothing is moving anywhere else. A Unix end's peer is found with
+// sock_diag, which names its inode, so restart can pair the two ends again. Other sockets are
+// refused with a message naming the descriptor and what it is. Also here: the runtime's
+// getsockname/getpeername, which show the program the addresses it saw before a restart moved
+// a socket (docs/architecture.md, Sockets).
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -89,12 +90,12 @@ const char* socket_type_name(int type) {
 }
 
 
-// Copies the messages queued at a datagram or seqpacket end, without taking them: the peek
-// offset walks the queue one message at a time. Each is saved as a uint32_t length and its bytes.
-// Reads the next queued message (or stream bytes) into `buf` without taking it. Returns the
-// length, -EAGAIN at the end of the queue, or -1 when it cannot be copied as it is (cut short,
-// or carrying descriptors or credentials: `*with_control` says which).
-long peek_queued(int fd, char* buf, size_t cap, bool* with_control) {
+// Reads the next queued message (or stream bytes) into `buf` without taking it, and its sender's
+// address into `sender` when asked. Returns the length, -EAGAIN at the end of the queue, or -1
+// when it cannot be copied as it is (cut short, or carrying control data: descriptors, credentials
+// or packet information; `*with_control` says which).
+long peek_queued(int fd, char* buf, size_t cap, bool* with_control, struct sockaddr_storage* sender = nullptr,
+                 socklen_t* sender_len = nullptr) {
   char control[256];
   struct iovec iov = {buf, cap};
   struct msghdr msg = {};
@@ -102,7 +103,12 @@ long peek_queued(int fd, char* buf, size_t cap, bool* with_control) {
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
+  if (sender) {
+    msg.msg_name = sender;
+    msg.msg_namelen = sizeof *sender;
+  }
   long n = STASIS_SYS3(SYS_recvmsg, fd, &msg, MSG_PEEK | MSG_DONTWAIT);
+  if (sender_len) *sender_len = msg.msg_namelen;
   *with_control = n >= 0 && (msg.msg_controllen != 0 || (msg.msg_flags & MSG_CTRUNC));
   if (n == -EAGAIN) return n;
   return n < 0 || *with_control || (msg.msg_flags & MSG_TRUNC) ? -1 : n;
@@ -110,8 +116,9 @@ long peek_queued(int fd, char* buf, size_t cap, bool* with_control) {
 
 // Copies the messages queued at a datagram or seqpacket end, without taking them: the peek
 // offset walks the queue one message at a time, once to size the copy, once to make it. Each is
-// saved as a uint32_t length and its bytes.
-bool peek_messages(int fd, FdDataList& data, LogLine& error) {
+// saved as a uint32_t length and its bytes (SOCKET_MESSAGES), or with `with_senders` also with its
+// sender's address (SOCKET_DATAGRAMS: sockets that many senders reach).
+bool peek_messages(int fd, FdDataList& data, LogLine& error, bool with_senders = false) {
   constexpr uint32_t kMaxMessage = 256u << 10;
   int old_offset = socket_option(fd, SO_PEEK_OFF);
   char* message = static_cast<char*>(data.arena().alloc(kMaxMessage));
@@ -121,7 +128,7 @@ bool peek_messages(int fd, FdDataList& data, LogLine& error) {
   for (int pass = 0; ok && pass < 2; pass++) {
     int zero = 0;
     if (STASIS_SYS5(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) != 0) {
-      error << "cannot walk the messages queued at the Unix socket of descriptor " << fd;
+      error << "cannot walk the messages queued at the socket of descriptor " << fd;
       ok = false;
       break;
     }
@@ -131,27 +138,39 @@ bool peek_messages(int fd, FdDataList& data, LogLine& error) {
     }
     for (;;) {
       bool with_control = false;
-      long n = peek_queued(fd, message, kMaxMessage, &with_control);
+      struct sockaddr_storage sender = {};
+      socklen_t sender_len = 0;
+      long n = peek_queued(fd, message, kMaxMessage, &with_control, with_senders ? &sender : nullptr, &sender_len);
       if (n == -EAGAIN) break;
-      if (n < 0 || (pass == 1 && used + sizeof(uint32_t) + static_cast<uint64_t>(n) > total)) {
-        error << "a message queued at the Unix socket of descriptor " << fd
-              << (with_control ? " carries descriptors or credentials" : " cannot be copied")
+      uint32_t len = static_cast<uint32_t>(n), name_len = with_senders ? sender_len : 0;
+      if (name_len > sizeof sender) name_len = 0;  // cannot happen: the kernel cuts it to the buffer
+      uint64_t record = sizeof len + (with_senders ? sizeof name_len + name_len : 0) + len;
+      if (n < 0 || (pass == 1 && used + record > total)) {
+        error << "a message queued at the socket of descriptor " << fd
+              << (with_control ? " carries control data (descriptors, credentials or packet information)"
+                               : " cannot be copied")
               << "; this version of Stasis cannot save it; not checkpointing";
         ok = false;
         break;
       }
-      uint32_t len = static_cast<uint32_t>(n);
       if (pass == 0) {
-        total += sizeof len + len;
+        total += record;
         continue;
       }
       __builtin_memcpy(saved + used, &len, sizeof len);
-      __builtin_memcpy(saved + used + sizeof len, message, len);
-      used += sizeof len + len;
+      used += sizeof len;
+      if (with_senders) {
+        __builtin_memcpy(saved + used, &name_len, sizeof name_len);
+        __builtin_memcpy(saved + used + sizeof name_len, &sender, name_len);
+        used += sizeof name_len + name_len;
+      }
+      __builtin_memcpy(saved + used, message, len);
+      used += len;
     }
   }
   STASIS_SYS5(SYS_setsockopt, fd, SOL_SOCKET, SO_PEEK_OFF, &old_offset, sizeof old_offset);
-  if (ok && used && !data.add_ref(fd, STASIS_FD_DATA_SOCKET_MESSAGES, saved, used)) {
+  uint32_t tag = with_senders ? STASIS_FD_DATA_SOCKET_DATAGRAMS : STASIS_FD_DATA_SOCKET_MESSAGES;
+  if (ok && used && !data.add_ref(fd, tag, saved, used)) {
     error << "too much descriptor state to save";
     ok = false;
   }
@@ -177,22 +196,30 @@ bool peek_bytes(int fd, FdDataList& data, LogLine& error) {
   return true;
 }
 
-// The socket's own name: a path, "@name" for an abstract one, "" for none.
-void socket_name(int fd, char* out, size_t cap) {
-  struct sockaddr_un own = {};
-  socklen_t len = sizeof own;
-  out[0] = 0;
-  if (STASIS_SYS3(SYS_getsockname, fd, &own, &len) != 0 || len <= sizeof(sa_family_t)) return;
+// A Unix socket address as text: a path, "@name" for an abstract one.
+void sockaddr_un_text(const struct sockaddr_un& address, socklen_t len, char* out, size_t cap) {
   size_t name_len = len - sizeof(sa_family_t);
-  if (own.sun_path[0] == 0) {  // abstract: the name is every byte after the NUL
+  if (address.sun_path[0] == 0) {  // abstract: the name is every byte after the NUL
     out[0] = '@';
     size_t n = name_len - 1 < cap - 2 ? name_len - 1 : cap - 2;
-    __builtin_memcpy(out + 1, own.sun_path + 1, n);
+    __builtin_memcpy(out + 1, address.sun_path + 1, n);
     out[n + 1] = 0;
   } else {
-    str_copy(out, own.sun_path, cap);
+    str_copy(out, address.sun_path, cap);
   }
 }
+
+// A Unix socket's own name (SYS_getsockname) or its peer's (SYS_getpeername): a path, "@name" for
+// an abstract one, "" for none.
+void unix_socket_name(long call, int fd, char* out, size_t cap) {
+  struct sockaddr_un address = {};
+  socklen_t len = sizeof address;
+  out[0] = 0;
+  if (STASIS_SYS3(call, fd, &address, &len) != 0 || len <= sizeof(sa_family_t)) return;
+  sockaddr_un_text(address, len, out, cap);
+}
+
+void socket_name(int fd, char* out, size_t cap) { unix_socket_name(SYS_getsockname, fd, out, cap); }
 
 static_assert(sizeof(StasisTcpData) <= sizeof(StasisFdRecord::kind_data), "TCP state must fit kind_data");
 
@@ -208,6 +235,28 @@ void put_endpoint(const struct sockaddr_storage& address, uint8_t* ip, uint16_t*
     __builtin_memcpy(ip, &v6.sin6_addr, 16);
     *port = __builtin_bswap16(v6.sin6_port);
   }
+}
+
+// What TCP and UDP sockets share: both endpoints (the peer's only when connected), options, buffers.
+StasisTcpData describe_inet_socket(int fd, int domain) {
+  StasisTcpData inet = {};
+  inet.family = static_cast<uint16_t>(domain);
+  struct sockaddr_storage address = {};
+  socklen_t len = sizeof address;
+  if (STASIS_SYS3(SYS_getsockname, fd, &address, &len) == 0) put_endpoint(address, inet.local_address, &inet.local_port);
+  len = sizeof address;
+  if (STASIS_SYS3(SYS_getpeername, fd, &address, &len) == 0) put_endpoint(address, inet.peer_address, &inet.peer_port);
+  auto flag_if = [](bool on, StasisTcpOption bit) { return on ? static_cast<unsigned>(bit) : 0u; };
+  inet.options = static_cast<uint16_t>(
+      flag_if(socket_option_at(fd, IPPROTO_TCP, TCP_NODELAY) > 0, STASIS_TCP_NODELAY) |
+      flag_if(socket_option(fd, SO_KEEPALIVE) > 0, STASIS_TCP_KEEPALIVE) |
+      flag_if(socket_option(fd, SO_REUSEADDR) > 0, STASIS_TCP_REUSEADDR) |
+      flag_if(socket_option(fd, SO_REUSEPORT) > 0, STASIS_TCP_REUSEPORT) |
+      flag_if(socket_option(fd, SO_BROADCAST) > 0, STASIS_TCP_BROADCAST) |
+      flag_if(domain == AF_INET6 && socket_option_at(fd, IPPROTO_IPV6, IPV6_V6ONLY) > 0, STASIS_TCP_V6ONLY));
+  inet.send_buffer = static_cast<uint32_t>(socket_option(fd, SO_SNDBUF));
+  inet.receive_buffer = static_cast<uint32_t>(socket_option(fd, SO_RCVBUF));
+  return inet;
 }
 
 const char* tcp_state_name(int state) {
@@ -235,6 +284,29 @@ int unsent_tcp_bytes(int fd) {
   return unsent;
 }
 
+// After a restart that moved sockets (another host, another port): the addresses the program saw
+// for the socket at `fd` before it, while that is still the restored socket.
+const StasisTcpData* seen_names(int fd) {
+  uint32_t count = g_restart_info.socket_name_count;
+  if (__builtin_expect(count == 0, 1)) return nullptr;
+  for (uint32_t i = 0; i < count && i < STASIS_MAX_SOCKET_NAMES; i++) {
+    const StasisSocketNames& entry = g_restart_info.socket_names[i];
+    if (entry.fd != fd) continue;
+    struct stat st;
+    return STASIS_SYS2(SYS_fstat, fd, &st) == 0 && st.st_ino == entry.ino ? &entry.names : nullptr;
+  }
+  return nullptr;
+}
+
+// The description's owner keeps what the program saw for the next restart to show it again.
+bool keep_seen_names(int fd, const StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  const StasisTcpData* seen = seen_names(fd);
+  if (!seen || r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != fd) return true;
+  if (data.add_copy(fd, STASIS_FD_DATA_SOCKET_SEEN_NAMES, seen, sizeof *seen)) return true;
+  error << "too much descriptor state to save";
+  return false;
+}
+
 // TCP: listeners, and established connections (their peer may or may not be in the computation;
 // restart decides, seeing every image). Bytes the receiver has are copied with MSG_PEEK; bytes
 // the sender could not send yet (the receiver's window is full) cannot be read without taking
@@ -246,20 +318,8 @@ int capture_tcp_fd(int fd, int domain, StasisFdRecord& r, FdDataList& data, LogL
     error << "cannot read the TCP state of descriptor " << fd << "; not checkpointing";
     return -1;
   }
-  StasisTcpData tcp = {};
-  tcp.family = static_cast<uint16_t>(domain);
-  struct sockaddr_storage address = {};
-  socklen_t len = sizeof address;
-  if (STASIS_SYS3(SYS_getsockname, fd, &address, &len) == 0) put_endpoint(address, tcp.local_address, &tcp.local_port);
-  auto flag_if = [](bool on, StasisTcpOption bit) { return on ? static_cast<unsigned>(bit) : 0u; };
-  tcp.options = static_cast<uint16_t>(
-      flag_if(socket_option_at(fd, IPPROTO_TCP, TCP_NODELAY) > 0, STASIS_TCP_NODELAY) |
-      flag_if(socket_option(fd, SO_KEEPALIVE) > 0, STASIS_TCP_KEEPALIVE) |
-      flag_if(socket_option(fd, SO_REUSEADDR) > 0, STASIS_TCP_REUSEADDR) |
-      flag_if(socket_option(fd, SO_REUSEPORT) > 0, STASIS_TCP_REUSEPORT) |
-      flag_if(domain == AF_INET6 && socket_option_at(fd, IPPROTO_IPV6, IPV6_V6ONLY) > 0, STASIS_TCP_V6ONLY));
-  tcp.send_buffer = static_cast<uint32_t>(socket_option(fd, SO_SNDBUF));
-  tcp.receive_buffer = static_cast<uint32_t>(socket_option(fd, SO_RCVBUF));
+  StasisTcpData tcp = describe_inet_socket(fd, domain);
+  if (!keep_seen_names(fd, r, data, error)) return -1;
   if (info.tcpi_state == 10 /* TCP_LISTEN */) {
     if (info.tcpi_unacked) {  // a listener's accept queue
       error << "descriptor " << fd << " is a listening TCP socket with " << info.tcpi_unacked
@@ -276,8 +336,6 @@ int capture_tcp_fd(int fd, int domain, StasisFdRecord& r, FdDataList& data, LogL
           << "; this version of Stasis restores listeners and established connections; not checkpointing";
     return -1;
   }
-  len = sizeof address;
-  if (STASIS_SYS3(SYS_getpeername, fd, &address, &len) == 0) put_endpoint(address, tcp.peer_address, &tcp.peer_port);
   r.kind = STASIS_FD_TCP_CONNECTION;
   __builtin_memcpy(r.kind_data, &tcp, sizeof tcp);
   // Once the program is killed, this end lingers in TIME_WAIT for a minute and keeps its port from
@@ -296,6 +354,72 @@ int capture_tcp_fd(int fd, int domain, StasisFdRecord& r, FdDataList& data, LogL
   }
   if (r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != fd) return 1;
   return peek_bytes(fd, data, error) ? 1 : -1;
+}
+
+// UDP: the addresses it is bound and connected to, and the datagrams queued at it with their
+// senders. Every process of the computation is stopped and a datagram between two of them is
+// delivered when it is sent (loopback, or a virtual link that hands it on at once), so what is in
+// the queues is everything in flight between them.
+int capture_udp_fd(int fd, int domain, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  StasisTcpData udp = describe_inet_socket(fd, domain);
+  if (!keep_seen_names(fd, r, data, error)) return -1;
+  r.kind = STASIS_FD_UDP_SOCKET;
+  __builtin_memcpy(r.kind_data, &udp, sizeof udp);
+  if (r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != fd) return 1;
+  return peek_messages(fd, data, error, true) ? 1 : -1;
+}
+
+// A datagram socket comes back as one end of a pair when neither it nor its peer has a name and
+// each is the other's peer (socketpair), or when its peer of that kind is gone. Any other (a
+// named one others send to; one connected to a named socket, such as syslog's /dev/log) is bound
+// and connected by name again.
+bool is_datagram_pair_end(int fd, uint64_t ino, const UnixSocketState& state) {
+  char name[2];
+  socket_name(fd, name, sizeof name);
+  if (name[0]) return false;
+  if (state.peer_ino == 0) return (state.shutdown & 3) == 3;
+  UnixSocketState peer;
+  if (!query_unix_socket(state.peer_ino, &peer) || !peer.answered) return true;  // the peer is gone
+  unix_socket_name(SYS_getpeername, fd, name, sizeof name);
+  return peer.peer_ino == ino && !name[0];
+}
+
+// kind_data of STASIS_FD_UNIX_SOCKET and STASIS_FD_UNIX_DATAGRAM records.
+void describe_unix_end(int fd, int type, const UnixSocketState& state, StasisFdKind kind, StasisFdRecord& r) {
+  r.kind = kind;
+  r.kind_data[0] = state.peer_ino;
+  r.kind_data[1] = static_cast<uint64_t>(socket_option(fd, SO_SNDBUF));
+  r.kind_data[2] = static_cast<uint64_t>(socket_option(fd, SO_RCVBUF));
+  r.kind_data[3] = state.shutdown & 3;
+  r.kind_data[4] = socket_option(fd, SO_PASSCRED) > 0 ? 1 : 0;
+  r.kind_data[5] = static_cast<uint64_t>(type);
+}
+
+int capture_unix_datagram(const FdProbe& probe, const UnixSocketState& state, StasisFdRecord& r, FdDataList& data,
+                          LogLine& error) {
+  int fd = probe.fd;
+  socket_name(fd, r.path, sizeof r.path);
+  describe_unix_end(fd, SOCK_DGRAM, state, STASIS_FD_UNIX_DATAGRAM, r);
+  if (r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != fd) return 1;
+  int queued = 0;
+  if (!r.path[0] && STASIS_SYS3(SYS_ioctl, fd, SIOCINQ, &queued) == 0 && queued > 0) {
+    error << "descriptor " << fd << " is a Unix datagram socket without a name holding messages from "
+          << "a named one; this version of Stasis cannot send them to it again; not checkpointing";
+    return -1;
+  }
+  if (state.peer_ino) {
+    char* peer_name = static_cast<char*>(data.arena().alloc(STASIS_IMAGE_PATH_MAX));
+    if (!peer_name) {
+      error << "too much descriptor state to save";
+      return -1;
+    }
+    unix_socket_name(SYS_getpeername, fd, peer_name, STASIS_IMAGE_PATH_MAX);
+    if (peer_name[0] && !data.add_ref(fd, STASIS_FD_DATA_SOCKET_PEER_NAME, peer_name, str_len(peer_name) + 1)) {
+      error << "too much descriptor state to save";
+      return -1;
+    }
+  }
+  return peek_messages(fd, data, error, true) ? 1 : -1;
 }
 
 }  // namespace
@@ -317,6 +441,8 @@ int capture_socket_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data,
   int protocol = socket_option(fd, SO_PROTOCOL);
   if ((domain == AF_INET || domain == AF_INET6) && type == SOCK_STREAM && protocol == IPPROTO_TCP)
     return capture_tcp_fd(fd, domain, r, data, error);
+  if ((domain == AF_INET || domain == AF_INET6) && type == SOCK_DGRAM && protocol == IPPROTO_UDP)
+    return capture_udp_fd(fd, domain, r, data, error);
   if (domain != AF_UNIX) return 0;  // refused with the general message ("a socket")
   bool listening = socket_option(fd, SO_ACCEPTCONN) > 0;
   UnixSocketState state;
@@ -343,6 +469,8 @@ int capture_socket_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data,
   socklen_t peer_len = sizeof peer;
   bool connected = state.peer_ino != 0 || STASIS_SYS3(SYS_getpeername, fd, &peer, &peer_len) == 0 ||
                    (state.shutdown & 3) == 3;  // connected once, the peer since closed
+  if (type == SOCK_DGRAM && !is_datagram_pair_end(fd, probe.st.st_ino, state))
+    return capture_unix_datagram(probe, state, r, data, error);
   if (state.peer_ino == probe.st.st_ino) {
     error << "descriptor " << fd << " is a Unix " << socket_type_name(type) << " socket connected "
           << "to itself; this version of Stasis cannot restore that; not checkpointing";
@@ -354,13 +482,7 @@ int capture_socket_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data,
           << "sockets and listeners; not checkpointing";
     return -1;
   }
-  r.kind = STASIS_FD_UNIX_SOCKET;
-  r.kind_data[0] = state.peer_ino;
-  r.kind_data[1] = static_cast<uint64_t>(socket_option(fd, SO_SNDBUF));
-  r.kind_data[2] = static_cast<uint64_t>(socket_option(fd, SO_RCVBUF));
-  r.kind_data[3] = state.shutdown & 3;
-  r.kind_data[4] = socket_option(fd, SO_PASSCRED) > 0 ? 1 : 0;
-  r.kind_data[5] = static_cast<uint64_t>(type);
+  describe_unix_end(fd, type, state, STASIS_FD_UNIX_SOCKET, r);
   if (r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != fd) return 1;
   return (type == SOCK_STREAM ? peek_bytes(fd, data, error) : peek_messages(fd, data, error)) ? 1 : -1;
 }
@@ -381,4 +503,48 @@ extern "C" __attribute__((visibility("default"))) int listen(int fd, int backlog
   if (result == 0) return 0;
   errno = static_cast<int>(-result);
   return -1;
+}
+
+namespace {
+
+// getsockname/getpeername of a socket a restart moved: the address the program saw before.
+int socket_address_as_seen(long call, int fd, struct sockaddr* address, socklen_t* len) {
+  socklen_t cap = len ? *len : 0;
+  long result = STASIS_SYS3(call, fd, address, len);
+  if (result != 0) {
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  const StasisTcpData* seen = stasis::rt::seen_names(fd);
+  if (!seen) return 0;
+  const uint8_t* ip = call == SYS_getsockname ? seen->local_address : seen->peer_address;
+  uint16_t port = call == SYS_getsockname ? seen->local_port : seen->peer_port;
+  struct sockaddr_storage shown = {};
+  socklen_t shown_len;
+  if (seen->family == AF_INET) {
+    auto* v4 = reinterpret_cast<struct sockaddr_in*>(&shown);
+    v4->sin_family = AF_INET;
+    v4->sin_port = __builtin_bswap16(port);
+    __builtin_memcpy(&v4->sin_addr, ip + 12, 4);
+    shown_len = sizeof *v4;
+  } else {
+    auto* v6 = reinterpret_cast<struct sockaddr_in6*>(&shown);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = __builtin_bswap16(port);
+    __builtin_memcpy(&v6->sin6_addr, ip, 16);
+    shown_len = sizeof *v6;
+  }
+  __builtin_memcpy(address, &shown, cap < shown_len ? cap : shown_len);
+  *len = shown_len;
+  return 0;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int getsockname(int fd, struct sockaddr* address, socklen_t* len) {
+  return socket_address_as_seen(SYS_getsockname, fd, address, len);
+}
+
+extern "C" __attribute__((visibility("default"))) int getpeername(int fd, struct sockaddr* address, socklen_t* len) {
+  return socket_address_as_seen(SYS_getpeername, fd, address, len);
 }

@@ -7,6 +7,7 @@
 //   RESUME        re-create the objects, exchange the new QP numbers and LIDs with the peers,
 //   RESTART       replay the QP transitions, re-post the outstanding receives; open the gate
 // The exchange goes through a directory of small files (one host; see the docs).
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -95,12 +96,11 @@ char g_exchange_root[512];  // ${STASIS_RUNTIME_DIR:-$HOME/.stasis}/infiniband
 char g_launch_id[128];      // the coordinator of the launch, for exchanges before any restart
 char g_exchange_dir[768];   // this re-creation's
 
-struct RemoteQp {
-  uint16_t virtual_lid, real_lid;
-  uint32_t virtual_qpn, real_qpn;
-};
+// Looked up by user threads (UD sends and receives) concurrently: appended under a spin lock,
+// the count published after the entry.
 RemoteQp g_remote[kMaxObjects * 4];
-int g_remote_count;
+std::atomic<int> g_remote_count{0};
+std::atomic_flag g_remote_lock = ATOMIC_FLAG_INIT;
 struct RemoteMr {
   uint16_t virtual_lid;
   uint32_t virtual_rkey, real_rkey;
@@ -116,7 +116,7 @@ struct Published {
   uint16_t virtual_lid;
   uint32_t number;
 };
-Published g_published[kMaxObjects * 2];
+Published g_published[kMaxObjects * 8];
 int g_published_count;
 
 
@@ -131,13 +131,12 @@ void exchange_file(char* out, size_t cap, const char* kind, uint16_t vlid, uint3
   append_uint(out, cap, number);
 }
 
-void qp_file(char* out, size_t cap, uint16_t vlid, uint32_t vqpn) { exchange_file(out, cap, "/qp-", vlid, vqpn); }
 
 // One directory per re-creation, the same in every process of the computation: the generation,
 // whether it follows a checkpoint (the live computation) or a restart, and which computation
 // (its launch's coordinator, or the restart's pid table, a memfd each restart makes anew).
-bool choose_exchange_dir(uint64_t generation, bool restart) {
-  g_published_count = 0;  // a restart's image still lists the files of the exchange before it
+// ROOT/ID-STEP-GENERATION, made if missing.
+bool computation_dir(char* out, size_t cap, const char* step, uint64_t generation) {
   char id[160] = "";
   struct stat st;
   if (fstat(kPidTableFd, &st) == 0) {
@@ -146,14 +145,19 @@ bool choose_exchange_dir(uint64_t generation, bool restart) {
   } else {
     append_text(id, sizeof id, g_launch_id);
   }
-  g_exchange_dir[0] = 0;
-  append_text(g_exchange_dir, sizeof g_exchange_dir, g_exchange_root);
-  mkdir(g_exchange_dir, 0700);
-  append_text(g_exchange_dir, sizeof g_exchange_dir, "/");
-  append_text(g_exchange_dir, sizeof g_exchange_dir, id);
-  append_text(g_exchange_dir, sizeof g_exchange_dir, restart ? "-restart-" : "-resume-");
-  append_uint(g_exchange_dir, sizeof g_exchange_dir, generation);
-  return mkdir(g_exchange_dir, 0700) == 0 || errno == EEXIST;
+  out[0] = 0;
+  append_text(out, cap, g_exchange_root);
+  mkdir(out, 0700);
+  append_text(out, cap, "/");
+  append_text(out, cap, id);
+  append_text(out, cap, step);
+  append_uint(out, cap, generation);
+  return mkdir(out, 0700) == 0 || errno == EEXIST;
+}
+
+bool choose_exchange_dir(uint64_t generation, bool restart) {
+  g_published_count = 0;  // a restart's image still lists the files of the exchange before it
+  return computation_dir(g_exchange_dir, sizeof g_exchange_dir, restart ? "-restart-" : "-resume-", generation);
 }
 
 // The port a QP was bound to (ibv_modify_qp to INIT names it).
@@ -192,10 +196,37 @@ bool publish(const char* kind, uint16_t vlid, uint32_t number, const void* recor
   return true;
 }
 
-bool publish_qp(const VQp* qp) {
+// Under its virtual (LID, QPN) for its peers' connections and UD sends, under its real ones for
+// the receivers of its datagrams.
+RemoteQp published_record(const VQp* qp) {
   uint8_t port = port_of(qp);
-  RemoteQp record = {qp->ctx->virtual_lid[port], qp->ctx->real_lid[port], qp->ibv.qp_num, qp->real->qp_num};
-  return publish("/qp-", record.virtual_lid, record.virtual_qpn, &record, sizeof record);
+  return {qp->ctx->virtual_lid[port], qp->ctx->real_lid[port], qp->ibv.qp_num, qp->real->qp_num};
+}
+
+bool publish_qp(const VQp* qp) {
+  RemoteQp record = published_record(qp);
+  return publish("/qp-", record.virtual_lid, record.virtual_qpn, &record, sizeof record) &&
+         publish("/rqp-", record.real_lid, record.real_qpn, &record, sizeof record);
+}
+
+// Once its transitions are replayed and its receives posted again: peers may send to it. (Before,
+// a message would find it in RESET, which an adapter answers with no acknowledgement and softib
+// with a retry error, or a datagram no receive: lost.)
+bool publish_ready(const VQp* qp) {
+  RemoteQp record = published_record(qp);
+  return publish("/ready-", record.virtual_lid, record.virtual_qpn, &record, sizeof record);
+}
+
+// The virtual (LID, QPN) a connected QP's RTR named, or false for a QP not connected.
+bool connected_peer(const VQp* qp, uint16_t& vlid, uint32_t& vqpn) {
+  bool connected = false;
+  for (int i = 0; i < qp->modify_count; i++)
+    if ((qp->modifies[i].mask & IBV_QP_DEST_QPN) && (qp->modifies[i].mask & IBV_QP_AV)) {
+      vlid = qp->modifies[i].attr.ah_attr.dlid;
+      vqpn = qp->modifies[i].attr.dest_qp_num;
+      connected = true;
+    }
+  return connected;
 }
 
 // Under every port's virtual LID: a peer names the region's owner by the LID it connected to.
@@ -223,28 +254,167 @@ void withdraw_published() {
 }
 
 const RemoteQp* known_remote(uint16_t vlid, uint32_t vqpn) {
-  for (int i = 0; i < g_remote_count; i++)
+  for (int i = 0, n = g_remote_count.load(std::memory_order_acquire); i < n; i++)
     if (g_remote[i].virtual_lid == vlid && g_remote[i].virtual_qpn == vqpn) return &g_remote[i];
   return nullptr;
 }
 
-// The peer's current (LID, QPN) for the virtual pair the program gave; waits for the peer to
-// publish it while objects are being re-created (`wait`).
-const RemoteQp* remote_qp(uint16_t vlid, uint32_t vqpn, bool wait) {
-  if (const RemoteQp* known = known_remote(vlid, vqpn)) return known;
+const RemoteQp* known_remote_by_real(uint16_t real_lid, uint32_t real_qpn) {
+  for (int i = 0, n = g_remote_count.load(std::memory_order_acquire); i < n; i++)
+    if (g_remote[i].real_lid == real_lid && g_remote[i].real_qpn == real_qpn) return &g_remote[i];
+  return nullptr;
+}
+
+const RemoteQp* remember_remote(const RemoteQp& record) {
+  while (g_remote_lock.test_and_set(std::memory_order_acquire)) {
+  }
+  const RemoteQp* entry = nullptr;
+  int n = g_remote_count.load();
+  if (n < static_cast<int>(sizeof g_remote / sizeof g_remote[0])) {
+    g_remote[n] = record;
+    entry = &g_remote[n];
+    g_remote_count.store(n + 1, std::memory_order_release);
+  }
+  g_remote_lock.clear(std::memory_order_release);
+  return entry;
+}
+
+// The record a peer published as KIND-VLID-NUMBER; with `wait`, waits up to the exchange's
+// time limit for it.
+bool read_published(const char* kind, uint16_t vlid, uint32_t number, RemoteQp& record, bool wait) {
   char path[900];
-  qp_file(path, sizeof path, vlid, vqpn);
+  exchange_file(path, sizeof path, kind, vlid, number);
   long deadline = now_ns() + kExchangeTimeoutNs;
   for (;;) {
-    RemoteQp record;
-    if (read_exchange_file(path, &record, sizeof record) &&
-        g_remote_count < static_cast<int>(sizeof g_remote / sizeof g_remote[0])) {
-      g_remote[g_remote_count] = record;
-      return &g_remote[g_remote_count++];
-    }
-    if (!wait || now_ns() > deadline) return nullptr;
+    if (read_exchange_file(path, &record, sizeof record)) return true;
+    if (!wait || now_ns() > deadline) return false;
     sleep_us(1000);
   }
+}
+
+// The peer's current (LID, QPN) for the virtual pair the program gave, as published when its QP
+// was made again ("/qp-") or once it was ready to take messages ("/ready-": its transitions
+// replayed, its receives posted again); waits for it while objects are being re-created (`wait`).
+const RemoteQp* remote_qp(uint16_t vlid, uint32_t vqpn, bool wait, const char* kind = "/qp-") {
+  if (const RemoteQp* known = known_remote(vlid, vqpn)) return known;
+  RemoteQp record;
+  return read_published(kind, vlid, vqpn, record, wait) ? remember_remote(record) : nullptr;
+}
+
+// ---- the UD drain ----------------------------------------------------------------------------
+// A UD send completes when the adapter has put the datagram on the wire, not when it arrived: a
+// datagram may still be in flight (on softib: in a socket) when every send has completed. So each
+// process counts the datagrams it posted to each peer QP and received from each; at the
+// checkpoint it publishes what it sent, and after the barrier each receiver polls until it has
+// received what was sent to it. A datagram the receiver dropped (no receive posted, wrong qkey)
+// never comes: after kUdSettleNs the checkpoint goes on without it, as the fabric lost it.
+constexpr long kUdSettleNs = 3'000'000'000L;
+
+struct UdCount {
+  uint16_t from_lid;
+  uint32_t from_qpn;
+  uint16_t to_lid;
+  uint32_t to_qpn;
+  uint64_t datagrams;
+};
+UdCount g_ud_sent[kMaxObjects * 4];
+UdCount g_ud_received[kMaxObjects * 4];
+std::atomic<int> g_ud_sent_count{0}, g_ud_received_count{0};
+std::atomic_flag g_ud_lock = ATOMIC_FLAG_INIT;
+char g_drain_dir[768];  // this checkpoint's published counts
+int g_drain_files;      // how many of them this process wrote
+
+void count_datagrams(UdCount (&table)[kMaxObjects * 4], std::atomic<int>& used, const UdCount& key) {
+  while (g_ud_lock.test_and_set(std::memory_order_acquire)) {
+  }
+  int count = used.load();
+  int i = 0;
+  while (i < count && !(table[i].from_lid == key.from_lid && table[i].from_qpn == key.from_qpn &&
+                        table[i].to_lid == key.to_lid && table[i].to_qpn == key.to_qpn))
+    i++;
+  if (i == count && count < kMaxObjects * 4) {
+    table[i] = key;
+    table[i].datagrams = 0;
+    used.store(++count);
+  }
+  if (i < count) table[i].datagrams++;
+  g_ud_lock.clear(std::memory_order_release);
+}
+
+// DIR/ud-TOLID-TOQPN-FROMLID-FROMQPN (virtual identifiers): the datagrams FROM posted to TO.
+void ud_count_file(char* out, size_t cap, const UdCount& c) {
+  out[0] = 0;
+  append_text(out, cap, g_drain_dir);
+  append_text(out, cap, "/ud-");
+  for (unsigned long part : {static_cast<unsigned long>(c.to_lid), static_cast<unsigned long>(c.to_qpn),
+                             static_cast<unsigned long>(c.from_lid)}) {
+    append_uint(out, cap, part);
+    append_text(out, cap, "-");
+  }
+  append_uint(out, cap, c.from_qpn);
+}
+
+bool publish_ud_counts(uint64_t generation) {
+  g_drain_files = 0;
+  if (g_ud_sent_count.load() == 0) return true;
+  if (!computation_dir(g_drain_dir, sizeof g_drain_dir, "-drain-", generation)) return false;
+  for (int i = 0; i < g_ud_sent_count.load(); i++) {
+    char path[900];
+    ud_count_file(path, sizeof path, g_ud_sent[i]);
+    if (!write_exchange_file(path, &g_ud_sent[i], sizeof g_ud_sent[i])) return false;
+    g_drain_files++;
+  }
+  return true;
+}
+
+void withdraw_ud_counts() {
+  for (int i = 0; i < g_drain_files && i < g_ud_sent_count.load(); i++) {
+    char path[900];
+    ud_count_file(path, sizeof path, g_ud_sent[i]);
+    unlink(path);
+  }
+  if (g_drain_files) rmdir(g_drain_dir);
+  g_drain_files = 0;
+}
+
+uint64_t ud_received_from(const UdCount& sent) {
+  for (int i = 0; i < g_ud_received_count.load(); i++) {
+    const UdCount& r = g_ud_received[i];
+    if (r.from_lid == sent.from_lid && r.from_qpn == sent.from_qpn && r.to_lid == sent.to_lid && r.to_qpn == sent.to_qpn)
+      return r.datagrams;
+  }
+  return 0;
+}
+
+// Whether every datagram the computation sent to this process's UD QPs was received (published
+// counts in the drain directory, by every process of the computation that sent any).
+bool ud_datagrams_arrived(bool& any_missing) {
+  any_missing = false;
+  if (!g_drain_dir[0]) return true;
+  long dir = open(g_drain_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return true;  // nobody sent a datagram
+  alignas(8) char buf[4096];
+  for (long got; (got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
+    for (long off = 0; off < got;) {
+      auto* entry = reinterpret_cast<struct dirent64*>(buf + off);
+      off += entry->d_reclen;
+      if (strncmp(entry->d_name, "ud-", 3) != 0) continue;
+      UdCount sent;
+      char path[900] = "";
+      append_text(path, sizeof path, g_drain_dir);
+      append_text(path, sizeof path, "/");
+      append_text(path, sizeof path, entry->d_name);
+      if (!read_exchange_file(path, &sent, sizeof sent)) continue;
+      bool mine = false;
+      for (VQp* qp : g_qps)
+        if (qp && qp->init.qp_type == IBV_QPT_UD && qp->ibv.qp_num == sent.to_qpn &&
+            qp->ctx->virtual_lid[port_of(qp)] == sent.to_lid)
+          mine = true;
+      if (mine && ud_received_from(sent) < sent.datagrams) any_missing = true;
+    }
+  }
+  close(static_cast<int>(dir));
+  return !any_missing;
 }
 
 // ---- refusals ------------------------------------------------------------------------------
@@ -335,17 +505,48 @@ bool drain_sends() {
 
 bool g_torn_down = false;
 
+// Polls the CQs until the datagrams sent to this process have arrived (or kUdSettleNs passed).
+bool await_ud_datagrams() {
+  long deadline = now_ns() + kUdSettleNs;
+  bool missing = false;
+  while (!ud_datagrams_arrived(missing) && now_ns() < deadline) {
+    sleep_us(200);
+    if (!drain_all_cqs()) return false;
+  }
+  if (missing && stasis_plugin_log)
+    stasis_plugin_log("InfiniBand: UD datagrams sent to this process did not arrive (dropped by the receiver?); "
+                      "the checkpoint goes on without them");
+  return true;
+}
+
 void tear_down() {
   for (VQp* qp : g_qps)
     if (qp && qp->real) {
       g_real.destroy_qp(qp->real);
       qp->real = nullptr;
     }
+  for (VSrq* srq : g_srqs)
+    if (srq && srq->real) {
+      g_real.destroy_srq(srq->real);
+      srq->real = nullptr;
+    }
+  for (VAh* ah : g_ahs)  // made again for the destination's LID of the day at its next send
+    if (ah && ah->real) {
+      g_real.destroy_ah(ah->real);
+      ah->real = nullptr;
+    }
+  for (VChannel* ch : g_channels)
+    if (ch && ch->real) take_channel_events(ch);
   for (VCq* cq : g_cqs)
     if (cq && cq->real) {
+      // The library waits for every event it reported to be acknowledged (rdma-core does).
+      if (cq->real_events_unacked) g_real.ack_cq_events(cq->real, cq->real_events_unacked);
+      cq->real_events_unacked = 0;
       g_real.destroy_cq(cq->real);
       cq->real = nullptr;
     }
+  for (VChannel* ch : g_channels)
+    if (ch && ch->real) tear_down_channel(ch);
   for (VMr* mr : g_mrs)
     if (mr && mr->real) {
       g_real.dereg_mr(mr->real);
@@ -387,7 +588,7 @@ bool recreate(uint64_t generation, bool restart) {
     fail_recreate("the objects: no exchange directory");
     return false;
   }
-  g_remote_count = 0;
+  g_remote_count.store(0);
   g_remote_mr_count.store(0);
   for (VContext* ctx : g_contexts) {
     if (!ctx) continue;
@@ -404,14 +605,36 @@ bool recreate(uint64_t generation, bool restart) {
     // Before the QPs: a peer that sees a QP published finds the regions published too.
     if (!publish_mr(mr)) return fail_recreate("a memory region: cannot publish its new key"), false;
   }
-  for (VCq* cq : g_cqs)
-    if (cq && !(cq->real = g_real.create_cq(cq->ctx->real, cq->ibv.cqe, &cq->ibv, nullptr, cq->comp_vector)))
+  for (VChannel* ch : g_channels)
+    if (ch && !recreate_channel(ch)) return fail_recreate("a completion channel"), false;
+  for (VCq* cq : g_cqs) {
+    if (!cq) continue;
+    ibv_comp_channel* channel = cq->channel ? cq->channel->real : nullptr;
+    if (!(cq->real = g_real.create_cq(cq->ctx->real, cq->ibv.cqe, &cq->ibv, channel, cq->comp_vector)))
       return fail_recreate("a completion queue"), false;
+    // A notification the program asked for and that has not fired yet fires on the next one.
+    if (cq->armed && ::ibv_req_notify_cq(cq->real, cq->armed_solicited_only) != 0)
+      return fail_recreate("a completion queue's notification request"), false;
+  }
+  for (VSrq* srq : g_srqs) {
+    if (!srq) continue;
+    ibv_srq_init_attr attr = srq->init;
+    attr.srq_context = &srq->ibv;
+    if (!(srq->real = g_real.create_srq(srq->pd->real, &attr))) return fail_recreate("a shared receive queue"), false;
+    // Before any QP is connected: no message can come yet.
+    bool reposted = true;
+    for_each_posted(srq->recvs, [&](const PostedRecv& posted) {
+      ibv_recv_wr* bad = nullptr;
+      reposted = reposted && real_post_srq_recv(srq, posted, &bad) == 0;
+    });
+    if (!reposted) return fail_recreate("a receive posted on a shared receive queue"), false;
+  }
   for (VQp* qp : g_qps) {
     if (!qp) continue;
     ibv_qp_init_attr attr = qp->init;
     attr.send_cq = qp->send_cq->real;
     attr.recv_cq = qp->recv_cq->real;
+    attr.srq = qp->srq ? qp->srq->real : nullptr;
     if (!(qp->real = g_real.create_qp(qp->pd->real, &attr))) return fail_recreate("a queue pair"), false;
     if (!publish_qp(qp)) return fail_recreate("a queue pair: cannot publish its new number"), false;
   }
@@ -421,11 +644,21 @@ bool recreate(uint64_t generation, bool restart) {
     for (int i = 0; i < qp->modify_count; i++)
       if (modify_real_qp(qp, qp->modifies[i].attr, qp->modifies[i].mask) != 0)
         return fail_recreate("a queue pair's state (its peer did not publish its new number)"), false;
-    for (uint32_t i = 0; i < qp->recv_count; i++) {
+    bool reposted = true;
+    for_each_posted(qp->recvs, [&](const PostedRecv& posted) {
       ibv_recv_wr* bad = nullptr;
-      if (real_post_recv(qp, qp->recvs[(qp->recv_head + i) % qp->recv_cap], &bad) != 0)
-        return fail_recreate("a posted receive"), false;
-    }
+      reposted = reposted && real_post_recv(qp, posted, &bad) == 0;
+    });
+    if (!reposted) return fail_recreate("a posted receive"), false;
+    if (!publish_ready(qp)) return fail_recreate("a queue pair: cannot publish that it is ready"), false;
+  }
+  // The program sends as soon as its threads run: each connected peer must be ready by then.
+  for (VQp* qp : g_qps) {
+    uint16_t vlid;
+    uint32_t vqpn;
+    RemoteQp ready;
+    if (qp && connected_peer(qp, vlid, vqpn) && !read_published("/ready-", vlid, vqpn, ready, true))
+      return fail_recreate("a queue pair's connection (its peer did not get ready)"), false;
   }
   g_torn_down = false;
   return true;
@@ -440,6 +673,7 @@ int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
   switch (event) {
     case STASIS_EVENT_PRE_SUSPEND:
       withdraw_published();
+      withdraw_ud_counts();
       if (have_objects()) {
         if (refuse_unsupported()) {
           rc = 1;
@@ -451,10 +685,14 @@ int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
       break;
     case STASIS_EVENT_DRAIN:
       if (g_gate_closed_by_checkpoint && !drain_sends()) rc = 1;
+      else if (g_gate_closed_by_checkpoint && !publish_ud_counts(data->generation)) {
+        refuse("InfiniBand:", "cannot publish the counts of the UD datagrams it sent (exchange directory)");
+        rc = 1;
+      }
       break;
     case STASIS_EVENT_BARRIER:
       if (g_gate_closed_by_checkpoint && strcmp(data->barrier, "ib-quiesce") == 0) {
-        if (!drain_all_cqs()) {
+        if (!drain_all_cqs() || !await_ud_datagrams()) {
           rc = 1;
           break;
         }
@@ -469,6 +707,7 @@ int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
       break;
     case STASIS_EVENT_RESUME:
     case STASIS_EVENT_RESTART:
+      withdraw_ud_counts();  // every process has read them before the checkpoint barrier
       if (g_torn_down) recreate(data->generation, event == STASIS_EVENT_RESTART);
       if (g_gate_closed_by_checkpoint) {
         g_gate_closed_by_checkpoint = false;
@@ -477,6 +716,7 @@ int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
       break;
     case STASIS_EVENT_EXIT:
       withdraw_published();
+      withdraw_ud_counts();
       break;
     case STASIS_EVENT_ATFORK_CHILD:
       // The parent's verbs objects are not usable here (their library state is the parent's).
@@ -534,7 +774,7 @@ LibraryThreads::LibraryThreads() { t_owning_library_threads++; }
 LibraryThreads::~LibraryThreads() { t_owning_library_threads--; }
 
 uint16_t translate_remote_lid_back(uint16_t real_lid) {
-  for (int i = 0; i < g_remote_count; i++)
+  for (int i = 0, n = g_remote_count.load(std::memory_order_acquire); i < n; i++)
     if (g_remote[i].real_lid == real_lid) return g_remote[i].virtual_lid;
   return real_lid;
 }
@@ -575,6 +815,40 @@ uint32_t real_remote_rkey(const VQp* qp, uint32_t virtual_rkey) {
   }
   g_remote_mr_lock.clear(std::memory_order_release);
   return entry.real_rkey;
+}
+
+RemoteQp ud_destination(uint16_t virtual_lid, uint32_t virtual_qpn) {
+  if (const RemoteQp* known = known_remote(virtual_lid, virtual_qpn)) return *known;
+  // Every QP of the computation is published at each re-creation (before its process's threads
+  // run) and when made afterwards; only a peer outside the computation makes this wait in vain.
+  RemoteQp same = {virtual_lid, virtual_lid, virtual_qpn, virtual_qpn};
+  const RemoteQp* found = remote_qp(virtual_lid, virtual_qpn, true, "/ready-");
+  if (!found) found = remember_remote(same);
+  return found ? *found : same;
+}
+
+RemoteQp ud_source(uint16_t real_lid, uint32_t real_qpn) {
+  if (const RemoteQp* known = known_remote_by_real(real_lid, real_qpn)) return *known;
+  RemoteQp record = {real_lid, real_lid, real_qpn, real_qpn};  // not published: made since
+  char path[900];
+  exchange_file(path, sizeof path, "/rqp-", real_lid, real_qpn);
+  read_exchange_file(path, &record, sizeof record);
+  const RemoteQp* entry = remember_remote(record);
+  return entry ? *entry : record;
+}
+
+void publish_new_qp(const VQp* qp) {
+  if (g_exchange_dir[0] && publish_qp(qp)) publish_ready(qp);
+}
+
+void count_ud_sent(const VQp* qp, uint16_t virtual_dlid, uint32_t virtual_dqpn) {
+  UdCount key = {qp->ctx->virtual_lid[port_of(qp)], qp->ibv.qp_num, virtual_dlid, virtual_dqpn, 0};
+  count_datagrams(g_ud_sent, g_ud_sent_count, key);
+}
+
+void count_ud_received(const VQp* qp, uint16_t virtual_slid, uint32_t virtual_sqpn) {
+  UdCount key = {virtual_slid, virtual_sqpn, qp->ctx->virtual_lid[port_of(qp)], qp->ibv.qp_num, 0};
+  count_datagrams(g_ud_received, g_ud_received_count, key);
 }
 
 }  // namespace stasis::ib

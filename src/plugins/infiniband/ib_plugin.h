@@ -24,6 +24,7 @@ struct RealVerbs {
   ibv_comp_channel* (*create_comp_channel)(ibv_context*);
   ibv_cq* (*create_cq)(ibv_context*, int, void*, ibv_comp_channel*, int);
   int (*destroy_cq)(ibv_cq*);
+  int (*destroy_comp_channel)(ibv_comp_channel*);
   int (*get_cq_event)(ibv_comp_channel*, ibv_cq**, void**);
   void (*ack_cq_events)(ibv_cq*, unsigned int);
   ibv_qp* (*create_qp)(ibv_pd*, ibv_qp_init_attr*);
@@ -31,7 +32,11 @@ struct RealVerbs {
   int (*query_qp)(ibv_qp*, ibv_qp_attr*, int, ibv_qp_init_attr*);
   int (*destroy_qp)(ibv_qp*);
   ibv_srq* (*create_srq)(ibv_pd*, ibv_srq_init_attr*);
+  int (*modify_srq)(ibv_srq*, ibv_srq_attr*, int);
+  int (*query_srq)(ibv_srq*, ibv_srq_attr*);
+  int (*destroy_srq)(ibv_srq*);
   ibv_ah* (*create_ah)(ibv_pd*, ibv_ah_attr*);
+  int (*destroy_ah)(ibv_ah*);
 };
 extern RealVerbs g_real;
 void resolve_real_verbs();
@@ -42,6 +47,9 @@ extern VContext* g_contexts[kMaxObjects];
 extern VPd* g_pds[kMaxObjects];
 extern VMr* g_mrs[kMaxObjects];
 extern VCq* g_cqs[kMaxObjects];
+extern VChannel* g_channels[kMaxObjects];
+extern VSrq* g_srqs[kMaxObjects];
+extern VAh* g_ahs[kMaxObjects];
 extern VQp* g_qps[kMaxObjects];
 // The first object made that a restart could not re-create (nullptr: none).
 extern const char* g_unsupported;
@@ -76,11 +84,60 @@ uint16_t virtual_lid_of_real(uint16_t real_lid);
 uint16_t translate_remote_lid_back(uint16_t real_lid);
 void translate_completion(VCq* cq, ibv_wc* wc);
 int real_post_recv(VQp* qp, const PostedRecv& posted, ibv_recv_wr** bad);
+int real_post_srq_recv(VSrq* srq, const PostedRecv& posted, ibv_recv_wr** bad);
+
+// Outstanding receives (RecvRing in ib_objects.h).
+bool recv_ring_init(RecvRing& ring, uint32_t max_wr);
+// The slot the next receive goes to (filled by the caller, kept by recv_ring_commit), or nullptr
+// when the ring is full.
+PostedRecv* recv_ring_tail(RecvRing& ring);
+void recv_ring_commit(RecvRing& ring);
+void recv_ring_complete(RecvRing& ring, uint64_t wr_id);
+template <typename Visit>
+void for_each_posted(const RecvRing& ring, Visit visit) {
+  for (uint32_t i = 0; i < ring.count; i++) {
+    const PostedRecv& posted = ring.slots[(ring.head + i) % ring.cap];
+    if (!posted.consumed) visit(posted);
+  }
+}
 // ibv_modify_qp on the real QP, the remote QP number and LID translated to the peer's current
 // ones (once objects were re-created).
 int modify_real_qp(VQp* qp, const ibv_qp_attr& attr, int mask);
 // The current rkey of the memory region the QP's peer registered as `virtual_rkey` (published by
 // the peer at its re-creation); `virtual_rkey` itself for a region the peer registered since.
 uint32_t real_remote_rkey(const VQp* qp, uint32_t virtual_rkey);
+
+// A QP of the computation by its virtual (LID, QP number) and its current real ones.
+struct RemoteQp {
+  uint16_t virtual_lid, real_lid;
+  uint32_t virtual_qpn, real_qpn;
+};
+// The current identity of the destination of a UD send (the peer published it at its
+// re-creation; waits for it while the peer may still be re-creating). Itself when unknown.
+RemoteQp ud_destination(uint16_t virtual_lid, uint32_t virtual_qpn);
+// The virtual identity of the sender of a UD datagram, from its real LID and QP number.
+RemoteQp ud_source(uint16_t real_lid, uint32_t real_qpn);
+// A QP made after the last re-creation, published so that its peers can find it.
+void publish_new_qp(const VQp* qp);
+// The UD drain's bookkeeping: datagrams posted to and received from each peer QP.
+void count_ud_sent(const VQp* qp, uint16_t virtual_dlid, uint32_t virtual_dqpn);
+void count_ud_received(const VQp* qp, uint16_t virtual_slid, uint32_t virtual_sqpn);
+
+// Completion channels (ib_channels.cc).
+// Moves `fd` onto the channel's descriptor number (closing `fd`), with the program's descriptor
+// flags, and registers it again with the epoll sets that watched the number.
+bool move_onto_channel_number(VChannel* ch, int fd);
+// Notes the epoll sets watching the channel's descriptor and its flags (before its file goes).
+void note_channel_watchers(VChannel* ch);
+// Teardown, before the CQs go: takes the events the real channel holds into each CQ's
+// `replayed_events` and notes the descriptor's watchers and flags.
+void take_channel_events(VChannel* ch);
+// Teardown, after the CQs went: destroys the real channel and parks /dev/null on the number
+// (so the image keeps it taken).
+void tear_down_channel(VChannel* ch);
+// Serves one event taken at a teardown, if any is left for the channel.
+bool take_replayed_event(VChannel* ch, ibv_cq** cq, void** cq_context);
+// Re-creation: the real channel made again behind the program's number.
+bool recreate_channel(VChannel* ch);
 
 }  // namespace stasis::ib

@@ -1,0 +1,74 @@
+// srun talks to slurmctld and slurmd over TCP and its tasks are started by slurmstepd, a root
+// daemon: they are not srun's children, and srun's connections lead out of the computation, so
+// a restarted srun could do nothing useful. srun therefore never joins; its environment, which
+// Slurm hands to every task (--export=ALL, the default), carries the runtime and the launch's
+// STASIS_* variables, with STASIS_LAUNCH_PID replaced by a mark. A task seeing the mark is the
+// launched process of its own tree: what it inherited from slurmstepd (its standard streams)
+// is outside the computation, as a launched program's inheritance from its shell is.
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/fixed_text.h"
+#include "runtime/rt.h"
+#include "runtime/slurm_tasks.h"
+#include "stasis/plugin.h"
+
+namespace stasis::rt {
+namespace {
+constexpr const char kSrunTaskMark[] = "srun-task";
+
+// MPI under Slurm (srun --mpi=pmi2, --mpi=pmix) connects each task to a PMI server inside
+// slurmstepd: a socket it inherits (PMI_FD), or PMIx's socket and shared-memory store in
+// slurmd's spool. A restarted task would find no server there (seen: MPICH's MPI_Finalize fails
+// on its PMI barrier; Open MPI's store is gone), so such a task refuses every checkpoint.
+char g_pmi_refusal[200];
+
+// A constructor, before main: it may run before or after the runtime's own (adopt_srun_task).
+__attribute__((constructor)) void note_slurm_pmi_server() {
+  const char* launch_pid = getenv("STASIS_LAUNCH_PID");
+  // Only the task itself holds slurmstepd's end; a process it starts (an MPI rank of a launcher
+  // that is part of the computation) talks to a server inside the computation.
+  if (!getenv("SLURM_STEP_ID") || !launch_pid ||
+      !(str_eq(launch_pid, kSrunTaskMark) || atol(launch_pid) == sys_getpid()))
+    return;
+  if (const char* fd = getenv("PMI_FD")) {
+    append_text(g_pmi_refusal, sizeof g_pmi_refusal, "descriptor ");
+    append_text(g_pmi_refusal, sizeof g_pmi_refusal, fd);
+    append_text(g_pmi_refusal, sizeof g_pmi_refusal,
+                ": PMI connection to slurmstepd (srun --mpi=pmi2), which a restarted task cannot reach");
+  } else if (getenv("PMIX_NAMESPACE")) {
+    append_text(g_pmi_refusal, sizeof g_pmi_refusal,
+                "PMIx server of slurmstepd (srun --mpi=pmix): its connection and shared-memory store "
+                "cannot be restored");
+  }
+}
+
+int on_event(stasis_event_t event, const stasis_event_data_t*, void*) {
+  if (event == STASIS_EVENT_PRE_SUSPEND && g_pmi_refusal[0]) {
+    stasis_plugin_refuse(g_pmi_refusal);
+    return 1;
+  }
+  return 0;
+}
+
+const stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "slurm", on_event, nullptr, nullptr};
+
+__attribute__((constructor)) void register_slurm_plugin() { stasis_register_plugin(&g_plugin); }
+}  // namespace
+
+bool srun_stays_outside() {
+  if (!str_eq(program_invocation_short_name, "srun")) return false;
+  setenv("STASIS_LAUNCH_PID", kSrunTaskMark, 1);  // before main: srun reads its environment later
+  return true;
+}
+
+bool adopt_srun_task(const char* launch_pid) {
+  if (!str_eq(launch_pid, kSrunTaskMark)) return false;
+  char own[24];
+  format_uint(own, static_cast<unsigned long>(sys_getpid()));
+  setenv("STASIS_LAUNCH_PID", own, 1);  // what the processes this task starts see
+  return true;
+}
+
+}  // namespace stasis::rt

@@ -1,0 +1,15 @@
+// Slurm's srun under `stasis launch`: srun itself stays out of the computation and each task it
+// starts joins as a launched process (see docs/architecture.md, Slurm).
+#pragma once
+
+namespace stasis::rt {
+
+// Before joining, with the launch's STASIS_LAUNCH_PID. In srun: marks the environment its tasks
+// inherit and returns true (srun must not join). Elsewhere returns false.
+bool srun_stays_outside();
+
+// In a process started by slurmstepd for srun (its STASIS_LAUNCH_PID carries srun's mark): makes
+// it the launched process of its task (STASIS_LAUNCH_PID becomes its pid) and returns true.
+bool adopt_srun_task(const char* launch_pid);
+
+}  // namespace stasis::rt
