@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # softib throughput with Debian's unmodified ibv_rc_pingpong, server and client on this host:
-# message rate with small messages and bandwidth with large ones, each the median of 3 runs.
+# message rate with small messages and bandwidth with large ones, each the median of 3 runs, over
+# the local transport (Unix sockets) and over TCP (SOFTIB_TRANSPORT=tcp, loopback).
 # Usage: bench/softib_bench.sh [dir with softib's libibverbs.so.1]   (default build-softib/lib/softib)
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,12 +30,16 @@ median3() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
 
 small=64 small_iters=20000
 large=1048576 large_iters=500
-t=(); for _ in 1 2 3; do t+=("$(one_run $small $small_iters)"); done
-ts=$(median3 "${t[@]}")
-t=(); for _ in 1 2 3; do t+=("$(one_run $large $large_iters)"); done
-tl=$(median3 "${t[@]}")
-# Each iteration of ibv_rc_pingpong moves one message in each direction.
-awk -v n=$small_iters -v t="$ts" -v s=$small 'BEGIN {
-  printf "message rate (%d B, RC send, median of 3): %.0f msg/s per direction, %.1f us round trip\n", s, n/t, t/n*1e6 }'
-awk -v n=$large_iters -v t="$tl" -v s=$large 'BEGIN {
-  printf "bandwidth (%d B, RC send, median of 3): %.0f MB/s per direction (%.2f Gbit/s)\n", s, n*s/t/1e6, n*s*8/t/1e9 }'
+for transport in auto tcp; do
+  export SOFTIB_TRANSPORT=$transport
+  t=(); for _ in 1 2 3; do t+=("$(one_run $small $small_iters)"); done
+  ts=$(median3 "${t[@]}")
+  t=(); for _ in 1 2 3; do t+=("$(one_run $large $large_iters)"); done
+  tl=$(median3 "${t[@]}")
+  # Each iteration of ibv_rc_pingpong moves one message in each direction.
+  awk -v n=$small_iters -v t="$ts" -v s=$small -v via=$transport 'BEGIN {
+    printf "SOFTIB_TRANSPORT=%s: message rate (%d B, RC send, median of 3): %.0f msg/s per direction, %.1f us round trip\n", via, s, n/t, t/n*1e6 }'
+  awk -v n=$large_iters -v t="$tl" -v s=$large -v via=$transport 'BEGIN {
+    printf "SOFTIB_TRANSPORT=%s: bandwidth (%d B, RC send, median of 3): %.0f MB/s per direction (%.2f Gbit/s)\n", via, s, n*s/t/1e6, n*s*8/t/1e9 }'
+done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

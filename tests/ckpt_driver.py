@@ -719,7 +719,7 @@ class Scenario:
 
     def restart(self, gen: Path, index: int) -> Proc:
         how = self.a.restart_from
-        argv = [self.a.stasis, "restart"]
+        argv = [self.a.stasis, "restart", *self.a.restart_arg]
         ckpt_env = True
         cwd = self.env.other_dir if self.a.restart_cwd == "other" else self.env.run_dir
         if how == "gen":
@@ -741,7 +741,7 @@ class Scenario:
                            self.stdout_path(self.env.tmp, name), self.stdin_feed, tty=self.a.mode == "tty")
         if self.a.mode == "file":
             p.watch_file = self.env.run_dir / "launch.stdout"
-        log(f"started `stasis restart{'' if len(argv) == 2 else ' ' + str(argv[2])}` in {cwd} as pid {p.pid}")
+        log(f"started `{' '.join(str(w) for w in ['stasis', *argv[1:]])}` in {cwd} as pid {p.pid}")
         return p
 
     def bad_image_checks(self, gen: Path) -> None:
@@ -868,15 +868,24 @@ class Scenario:
         self.compare()
         if a.restart_stderr:
             self.check_restart_stderr()
+        if a.after_check:
+            self.after_check()
         if a.restart_twice:
             self.restart_again(gen)
 
-    def before_restart(self) -> None:
-        cmd = self.a.before_restart.replace("{dir}", str(self.env.run_dir))
+    def run_shell_option(self, option: str, cmd: str) -> None:
+        """Runs the shell command given with `option` in the run dir; a failure fails the test."""
+        cmd = cmd.replace("{dir}", str(self.env.run_dir))
         rc, out, err, _ = run_cmd(["/bin/sh", "-c", cmd], self.env.env(), self.env.run_dir, self.a.step_timeout)
         if rc != 0:
-            raise TestFailure(f"--before-restart `{cmd}` exited {rc}: {(err or out).strip()}")
-        log(f"before restart: ran `{cmd}`")
+            raise TestFailure(f"{option} `{cmd}` exited {rc}: {(err + out).strip()}")
+        log(f"{option}: ran `{cmd}`")
+
+    def before_restart(self) -> None:
+        self.run_shell_option("--before-restart", self.a.before_restart)
+
+    def after_check(self) -> None:
+        self.run_shell_option("--after-check", self.a.after_check)
 
     def check_restart_stderr(self) -> None:
         err = b"".join(p.stderr_bytes() for p in self.seg_procs[1:]).decode("utf-8", "replace")
@@ -1054,6 +1063,7 @@ def parse_args(argv=None):
                     help="coordinator --interval S; like --interval, wait for 2 generations instead of checkpointing")
     ap.add_argument("--compress", choices=["zstd", "lz4", "none"], help="launch --compress")
     ap.add_argument("--launch-arg", action="append", default=[], help="one more `stasis launch` option (e.g. --ib=soft); repeatable")
+    ap.add_argument("--restart-arg", action="append", default=[], help="one more `stasis restart` option (e.g. --setenv=NAME=VALUE); repeatable")
     ap.add_argument("--checkpoint-compress", choices=["zstd", "lz4", "none"], help="checkpoint --compress")
     ap.add_argument("--stdin-after", help="regex: once output matches, write --stdin-data to the program's stdin and close it")
     ap.add_argument("--stdin-data", default="hello stasis\\n", help="data for --stdin-after (backslash escapes allowed)")
@@ -1065,6 +1075,7 @@ def parse_args(argv=None):
                     help="the checkpoint must be refused (non-zero, one line matching REGEX) and the program run on unharmed")
     ap.add_argument("--before-restart", metavar="CMD", help="shell command run in the run dir after the kill, before each restart ({dir} = the run dir)")
     ap.add_argument("--restart-stderr", metavar="REGEX", help="what the restarts' stderr must contain")
+    ap.add_argument("--after-check", metavar="CMD", help="shell command run in the run dir once the outputs compared equal; must exit 0 ({dir} = the run dir)")
     ap.add_argument("--timeout", type=float, default=40, help="limit for a whole program run")
     ap.add_argument("--step-timeout", type=float, default=30, help="limit for each wait")
     ap.add_argument("--ckpt-timeout", type=float, default=40, help="limit for `stasis checkpoint`")

@@ -41,7 +41,7 @@ typedef enum stasis_event {
 
 typedef struct stasis_event_data {
   uint64_t generation;   /* the checkpoint's generation (RESTART: the one restarted from) */
-  const char* ckpt_dir;  /* PRE_CHECKPOINT: the generation directory the image goes to */
+  const char* ckpt_dir;  /* PRE_SUSPEND to RESUME: the generation directory the image goes to */
   int checkpoint_ok;     /* RESUME: 1 if this process wrote its image */
   const char* barrier;   /* BARRIER: its name */
 } stasis_event_data_t;
@@ -80,6 +80,30 @@ void stasis_plugin_refuse(const char* message) __attribute__((weak));
  * last barrier): they keep running while user threads are stopped, so the plugin can drive and
  * join them. Such a thread is not in the image. Returns 0, or -1 when 64 threads are marked. */
 int stasis_plugin_exempt_thread(int tid, int exempt) __attribute__((weak));
+
+/* The coordinator's name service, shared by every process of the computation on every host:
+ * what processes exchange when the identifiers they know one another by change (a re-created
+ * queue pair's number, a restarted process's new address). Keys are text (1 to 255 bytes);
+ * name them after the plugin and the checkpoint (generation) they belong to. No allocation:
+ * usable from every event (also RESTART: a restarted process joins the coordinator first) and
+ * from program threads.
+ *
+ * publish: the entry belongs to this process; it replaces any entry of that key and goes when
+ * the process withdraws its entries or leaves the computation (so a computation killed after a
+ * checkpoint leaves nothing behind for its restart to mistake for its own). Values up to 3840
+ * bytes. Returns 0, or -1 (not joined to a coordinator, key or value too long).
+ * withdraw: removes every entry this process published whose key starts with `prefix` (the
+ * plugin's own: other plugins' entries stay). Returns 0 or -1. */
+int stasis_plugin_ns_publish(const char* key, const void* value, uint32_t len) __attribute__((weak));
+int stasis_plugin_ns_withdraw(const char* prefix) __attribute__((weak));
+/* The value published under `key` (copied up to `cap` bytes); with wait_ms > 0, waits up to that
+ * long for it to be published. Returns the value's length (more than cap: truncated), or -1 (not
+ * published in time, no coordinator). Each call opens a connection of its own (about 0.3 ms). */
+long stasis_plugin_ns_lookup(const char* key, void* value, uint32_t cap, int wait_ms) __attribute__((weak));
+/* Every entry whose key starts with `prefix`, in key order, into `out`: for each, the key and its
+ * '\0', the value's length (uint32_t, unaligned), the value. Returns the bytes of the whole list
+ * (more than cap: only the first cap bytes were copied), or -1. */
+long stasis_plugin_ns_list(const char* prefix, void* out, uint32_t cap) __attribute__((weak));
 
 #ifdef __cplusplus
 }

@@ -123,6 +123,10 @@ class LaunchCommand : public Command {
     refuse_static_binary(program);
     std::string runtime = runtime_library_path();
     std::string secret = join_ ? joined_coordinator_secret(addr) : ensure_coordinator(addr, options);
+    // A process a remote launcher started on another host joins with its launch's --ib.
+    const char* launch_ib = getenv("STASIS_IB");
+    if (ib_.empty() && launch_ib && (std::string_view(launch_ib) == "soft" || std::string_view(launch_ib) == "system"))
+      ib_ = launch_ib;
 
     const char* preload = getenv("LD_PRELOAD");
     std::string preload_value = runtime + (preload && *preload ? std::string(":") + preload : "");
@@ -146,6 +150,7 @@ class LaunchCommand : public Command {
         list += (list.empty() ? "" : ":") + std::filesystem::absolute(plugin).string();
       setenv("STASIS_PLUGINS", list.c_str(), 1);
     }
+    if (!ib_.empty()) setenv("STASIS_IB", ib_.c_str(), 1);
     if (ib_ == "soft") {
       const char* path = getenv("LD_LIBRARY_PATH");
       std::string dir = softib_library_dir();

@@ -408,6 +408,38 @@ void close_all_except(const std::set<int>& keep, int floor) {
     if (!keep.count(fd) && fd < floor) close(fd);
 }
 
+// --setenv's NAME=VALUE assignments as StasisRestartInfo carries them (a later one for the same
+// name wins, as with env(1)).
+void pack_setenv_entries(const std::vector<std::string>& assignments, char (&entries)[STASIS_MAX_SETENV_BYTES]) {
+  auto name_of = [](const std::string& assignment) {
+    size_t equals = assignment.find('=');
+    if (equals == std::string::npos || equals == 0)
+      throw Error(fmt::format("--setenv {}: expected NAME=VALUE", assignment));
+    return assignment.substr(0, equals);
+  };
+  size_t used = 0;
+  for (size_t i = 0; i < assignments.size(); i++) {
+    const std::string& assignment = assignments[i];
+    const std::string name = name_of(assignment);
+    if (std::any_of(assignments.begin() + i + 1, assignments.end(), [&](const auto& later) { return name_of(later) == name; }))
+      continue;
+    if (used + assignment.size() + 2 > sizeof entries)
+      throw Error(fmt::format("--setenv: the assignments exceed {} bytes in all", sizeof entries - 1));
+    memcpy(entries + used, assignment.c_str(), assignment.size() + 1);
+    used += assignment.size() + 1;
+  }
+  entries[used] = '\0';
+}
+
+// --ib's library: softib's (as `launch --ib=soft` uses it) or the file given.
+std::string verbs_library_path(const std::string& choice) {
+  if (choice == "soft") return (fs::path(softib_library_dir()) / "libibverbs.so.1").string();
+  std::error_code error;
+  if (!fs::is_regular_file(choice, error))
+    throw Error(fmt::format("--ib {}: expected 'soft' or the path of a verbs library (libibverbs.so.1)", choice));
+  return fs::absolute(choice).lexically_normal().string();
+}
+
 class RestartCommand : public Command {
  public:
   const char* name() const override { return "restart"; }
@@ -427,10 +459,23 @@ class RestartCommand : public Command {
                  "Map uncompressed memory without reading it first: the program runs again at once "
                  "and pages load as it touches them, but their checksums are not verified "
                  "(memory that is copied still is)");
+    app.add_option("--setenv", setenv_,
+                   "NAME=VALUE: every restarted process finds this in its environment (which is otherwise "
+                   "the checkpoint's) before its plugins re-create their resources; repeatable")
+        ->type_name("NAME=VALUE")
+        ->allow_extra_args(false);  // one assignment per --setenv: PATH follows
+    app.add_option("--ib", ib_library_,
+                   "Re-create InfiniBand verbs objects over another verbs library than the checkpoint's: "
+                   "'soft' (softib, for a host without InfiniBand) or the path of a libibverbs.so.1 "
+                   "(see docs/infiniband.md)")
+        ->type_name("soft|PATH");
     app.add_option("path", path_,
                    "A checkpoint directory, or the checkpoint root (default $STASIS_CKPT_DIR or ./stasis-ckpt)");
   }
   int run() override {
+    // The plugin reads it at its restart event, as any --setenv (remote parts get it so too).
+    if (!ib_library_.empty()) setenv_.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
+    pack_setenv_entries(setenv_, info_.setenv_entries);
     fs::path given = path_;
     if (given.empty()) given = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
     Checkpoint ckpt = load_checkpoint(given);
@@ -480,6 +525,7 @@ class RestartCommand : public Command {
     restore::create_datagram_sockets(images_, several_hosts_);
     create_shared_descriptions();
     shared_memory_ = restore::create_shared_memory(images_);
+    sysv_segments_ = restore::recreate_host_segments(images_);  // once, shared by the processes
     // Tasks of a launcher outside the computation (srun) come back as this process's children.
     std::vector<size_t> tasks = several_hosts_ ? std::vector<size_t>{} : launcher_tasks(parent_, saved_ppids(), root_);
     auto is_task = [&](size_t i) { return std::find(tasks.begin(), tasks.end(), i) != tasks.end(); };
@@ -540,6 +586,9 @@ class RestartCommand : public Command {
       auto it = mapping.find(old_hosts[i]);
       return it == mapping.end() ? old_hosts[i] : it->second;
     };
+    std::map<std::string, std::string> new_addresses;
+    for (size_t i = 0; i < old_hosts.size(); i++) new_addresses[old_hosts[i]] = new_host(i);
+    restore::note_new_host_addresses(new_addresses);
     std::vector<size_t> roots = part_roots(parent_, old_hosts);
     size_t mine = roots[root_];
     if (part_vpid_ != 0) {
@@ -658,6 +707,7 @@ class RestartCommand : public Command {
     std::vector<std::string> args = {self, "restart", "--part", std::to_string(vpid), "--restart-id", restart_id_,
                                      "--coord", coord_for_parts_};
     if (!hosts_text_.empty()) args.insert(args.end(), {"--hosts", hosts_text_});
+    for (const auto& assignment : setenv_) args.insert(args.end(), {"--setenv", assignment});
     std::string rsh = !rsh_.empty() ? rsh_ : getenv("STASIS_RSH") ? getenv("STASIS_RSH") : "ssh";
     args.insert(args.end(), {"--rsh", rsh, ckpt_dir_});
     std::vector<std::string> words;
@@ -872,7 +922,7 @@ class RestartCommand : public Command {
       if (f.cloexec) info.cloexec_fds[f.fd / 64] |= 1ull << (f.fd % 64);
       if (f.kind == STASIS_FD_EXTERNAL) info.external_fds[f.fd / 64] |= 1ull << (f.fd % 64);
     }
-    restore::recreate_sysv_objects(img, info);  // before the feeder: the loader needs their ids
+    restore::recreate_sysv_objects(img, sysv_segments_, info);  // before the feeder: the loader needs their ids
     restore::connect_cross_host_tcp(img);
     restore::note_moved_socket_names(img, info);
 
@@ -952,7 +1002,10 @@ class RestartCommand : public Command {
   StasisPidTable* table_ = nullptr;
   std::map<restore::DescriptionKey, int> shared_;
   std::map<restore::MemoryObjectKey, int> shared_memory_;  // memory several regions map
+  restore::HostSegments sysv_segments_;                     // System V segments, made once
   std::string coord_, path_;
+  std::vector<std::string> setenv_;  // --setenv NAME=VALUE
+  std::string ib_library_;           // --ib soft|PATH
   bool lazy_ = false;  // --lazy
   // Restarts on several hosts (split_into_parts).
   struct RemotePart {

@@ -145,6 +145,8 @@ struct Client {
   StasisProcessInfo info{};
   bool in_computation = false;  // takes part in checkpoints (restarted: after "restart")
   std::string state;
+  // Name-service keys it published (some may have been published again by another since).
+  std::vector<std::string> published;
 
   std::string describe() const {
     return fmt::format("pid {} ({})", info.pid, bounded(info.program, sizeof info.program));
@@ -348,6 +350,7 @@ class Coordinator {
   void remove_incomplete_generation();
   void handle_command(Client& client, const StasisCommand& command);
   void handle_name_service(Client& client, const StasisMsgHeader& header, const uint8_t* payload);
+  void withdraw_names(Client& client, const std::string& prefix = "");
   void reply(uint64_t command_client, bool ok, const json& body);
 
   // Operations.
@@ -400,7 +403,15 @@ class Coordinator {
   std::deque<Operation> queue_;
   std::optional<RunningOp> running_;
   std::map<uint64_t, std::vector<uint64_t>> restart_groups_;  // generation -> waiting processes
-  std::unordered_map<std::string, std::string> names_;
+  struct NameEntry {
+    std::string value;
+    uint64_t owner = 0;  // the process that published it (0: a command; stays until replaced)
+  };
+  std::map<std::string, NameEntry> names_;  // ordered: NS_LIST walks a prefix
+  struct NameWaiter {
+    uint64_t client = 0, arg = 0;
+  };
+  std::multimap<std::string, NameWaiter> name_waiters_;  // NS_WAIT for keys not published yet
   std::optional<Clock::time_point> next_interval_;
   std::vector<std::string> plugin_barriers_;  // run between "drain" and "checkpoint"
   json last_checkpoint_ = nullptr;
@@ -688,6 +699,8 @@ void Coordinator::reap() {
     Client& client = it->second;
     epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, client.fd, nullptr);
     close(client.fd);
+    withdraw_names(client);
+    std::erase_if(name_waiters_, [&](const auto& waiter) { return waiter.second.client == id; });
     if (client.role == Role::Process) {
       process_count_--;
       log_.line(fmt::format("process left: {}{}", client.describe(),
@@ -754,6 +767,9 @@ void Coordinator::handle_message(Client& client, const StasisMsgHeader& header,
     }
     case STASIS_MSG_NS_PUBLISH:
     case STASIS_MSG_NS_LOOKUP:
+    case STASIS_MSG_NS_WAIT:
+    case STASIS_MSG_NS_LIST:
+    case STASIS_MSG_NS_WITHDRAW:
       handle_name_service(client, header, payload);
       return;
     default:
@@ -966,18 +982,57 @@ void Coordinator::handle_name_service(Client& client, const StasisMsgHeader& hea
   const char* text = reinterpret_cast<const char*>(payload);
   size_t key_len = strnlen(text, header.payload_len);
   std::string key(text, key_len);
-  if (header.type == STASIS_MSG_NS_PUBLISH) {
-    size_t value_start = std::min<size_t>(key_len + 1, header.payload_len);
-    names_[key] = std::string(text + value_start, header.payload_len - value_start);
-    return;
+  switch (header.type) {
+    case STASIS_MSG_NS_PUBLISH: {
+      size_t value_start = std::min<size_t>(key_len + 1, header.payload_len);
+      uint64_t owner = client.role == Role::Process ? client.id : 0;
+      NameEntry& entry = names_[key];
+      entry = {std::string(text + value_start, header.payload_len - value_start), owner};
+      if (owner) client.published.push_back(key);
+      auto [first, last] = name_waiters_.equal_range(key);
+      for (auto it = first; it != last; ++it)
+        if (Client* waiter = find(it->second.client); waiter && !waiter->dead)
+          send(*waiter, STASIS_MSG_NS_REPLY, it->second.arg, entry.value.data(),
+               static_cast<uint32_t>(entry.value.size()), 0);
+      name_waiters_.erase(first, last);
+      return;
+    }
+    case STASIS_MSG_NS_WITHDRAW:
+      withdraw_names(client, key);
+      return;
+    case STASIS_MSG_NS_LIST: {
+      std::string reply;
+      for (auto it = names_.lower_bound(key); it != names_.end() && it->first.starts_with(key); ++it) {
+        auto length = static_cast<uint32_t>(it->second.value.size());
+        reply.append(it->first).push_back('\0');
+        reply.append(reinterpret_cast<const char*>(&length), sizeof length).append(it->second.value);
+        if (reply.size() > STASIS_MAX_PAYLOAD) break;
+      }
+      bool complete = reply.size() <= STASIS_MAX_PAYLOAD;
+      send(client, STASIS_MSG_NS_REPLY, header.arg, reply.data(),
+           complete ? static_cast<uint32_t>(reply.size()) : 0, complete ? 0 : 1);
+      return;
+    }
+    default: {  // NS_LOOKUP, NS_WAIT
+      auto it = names_.find(key);
+      if (it != names_.end()) {
+        send(client, STASIS_MSG_NS_REPLY, header.arg, it->second.value.data(),
+             static_cast<uint32_t>(it->second.value.size()), 0);
+      } else if (header.type == STASIS_MSG_NS_WAIT) {
+        name_waiters_.emplace(key, NameWaiter{client.id, header.arg});
+      } else {
+        send(client, STASIS_MSG_NS_REPLY, header.arg, nullptr, 0, 1);
+      }
+    }
   }
-  auto it = names_.find(key);
-  if (it == names_.end()) {
-    send(client, STASIS_MSG_NS_REPLY, header.arg, nullptr, 0, 1);
-  } else {
-    send(client, STASIS_MSG_NS_REPLY, header.arg, it->second.data(),
-         static_cast<uint32_t>(it->second.size()), 0);
-  }
+}
+
+void Coordinator::withdraw_names(Client& client, const std::string& prefix) {
+  std::erase_if(client.published, [&](const std::string& key) {
+    if (!key.starts_with(prefix)) return false;
+    if (auto it = names_.find(key); it != names_.end() && it->second.owner == client.id) names_.erase(it);
+    return true;
+  });
 }
 
 void Coordinator::reply(uint64_t command_client, bool ok, const json& body) {
@@ -1095,8 +1150,10 @@ void Coordinator::start_barrier(const std::string& name, uint64_t arg) {
   op.deadline = after_seconds(options_.barrier_timeout);
   StasisBarrier barrier{};
   copy_field(barrier.name, name);
+  // Every barrier of a checkpoint names its directory: plugins that share objects between
+  // processes decide there, before "checkpoint", who saves them (plugins/ipc/sysv.cc at "drain").
+  copy_field(barrier.ckpt_dir, op.generation_dir);
   if (name == "checkpoint") {
-    copy_field(barrier.ckpt_dir, op.generation_dir);
     copy_field(barrier.compress, op.op.compress.empty() ? compress_ : op.op.compress);
     barrier.kill_after = op.op.kill_after ? 1 : 0;
     // Processes that track their dirty pages since that generation's images write increments.

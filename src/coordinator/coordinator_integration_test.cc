@@ -805,6 +805,88 @@ TEST_F(CoordinatorIntegration, NameService) {
   close(fd);
 }
 
+// NS_WAIT answers once the key appears; NS_LIST gives a prefix's entries in key order; a
+// process's entries go when it withdraws them or leaves (a command's stay).
+TEST_F(CoordinatorIntegration, NameServiceWaitListAndOwnership) {
+  start_coordinator();
+  uint8_t key[32];
+  ASSERT_EQ(stasis_hex_decode(secret().c_str(), key, sizeof key), 0);
+  auto connect_as = [&](uint32_t role, uint32_t pid) {
+    int fd = stasis_connect_tcp("127.0.0.1", port_);
+    EXPECT_GE(fd, 0);
+    StasisProcessInfo info{};
+    info.pid = pid;
+    char reason[128];
+    EXPECT_EQ(stasis_client_handshake(fd, key, sizeof key, role, role == STASIS_ROLE_PROCESS ? &info : nullptr,
+                                      nullptr, reason, sizeof reason),
+              0)
+        << reason;
+    return fd;
+  };
+  auto publish = [](int fd, const std::string& name, const std::string& value) {
+    std::string payload = name + '\0' + value;
+    ASSERT_EQ(stasis_send_msg(fd, STASIS_MSG_NS_PUBLISH, 0, payload.data(), payload.size()), 0);
+  };
+  // The reply's status (0 found) and payload.
+  auto reply = [](int fd, uint64_t arg) {
+    StasisMsgHeader header;
+    EXPECT_EQ(stasis_recv_header(fd, &header), 0);
+    EXPECT_EQ(header.type, STASIS_MSG_NS_REPLY);
+    EXPECT_EQ(header.arg, arg);
+    std::string value(header.payload_len, '\0');
+    EXPECT_EQ(stasis_recv_exact(fd, value.data(), value.size()), 0);
+    return std::pair{header.reserved, value};
+  };
+  auto ask = [&](int fd, uint16_t type, const std::string& name, uint64_t arg) {
+    EXPECT_EQ(stasis_send_msg(fd, type, arg, name.data(), name.size()), 0);
+    return reply(fd, arg);
+  };
+  int first = connect_as(STASIS_ROLE_PROCESS, 9401), second = connect_as(STASIS_ROLE_PROCESS, 9402);
+  int command = connect_as(STASIS_ROLE_COMMAND, 0);
+
+  ASSERT_EQ(stasis_send_msg(command, STASIS_MSG_NS_WAIT, 5, "ib/1/qp-7", 9), 0);
+  pollfd waiting{command, POLLIN, 0};
+  EXPECT_EQ(poll(&waiting, 1, 200), 0) << "answered before the key was published";
+  publish(first, "ib/1/qp-7", "seven");
+  EXPECT_EQ(reply(command, 5), std::pair(0u, std::string("seven")));
+  EXPECT_EQ(ask(command, STASIS_MSG_NS_WAIT, "ib/1/qp-7", 6), std::pair(0u, std::string("seven")));
+
+  publish(second, "ib/1/ud-2/b", "B");
+  publish(first, "ib/1/ud-2/a", "A");
+  publish(first, "ib/1/ud-3/a", "other");
+  publish(command, "tcp/x", "kept");
+  // Each connection's messages are handled in order, not those of different connections.
+  EXPECT_EQ(ask(command, STASIS_MSG_NS_WAIT, "ib/1/ud-2/b", 17).first, 0u);
+  EXPECT_EQ(ask(command, STASIS_MSG_NS_WAIT, "ib/1/ud-3/a", 18).first, 0u);
+  auto [listed, entries] = ask(command, STASIS_MSG_NS_LIST, "ib/1/ud-2/", 7);
+  EXPECT_EQ(listed, 0u);
+  using namespace std::string_literals;
+  EXPECT_EQ(entries, "ib/1/ud-2/a\0\x01\0\0\0A"s + "ib/1/ud-2/b\0\x01\0\0\0B"s);
+  EXPECT_EQ(ask(command, STASIS_MSG_NS_LIST, "ib/9/", 8), std::pair(0u, std::string()));
+
+  publish(first, "other/x", "not withdrawn");
+  ASSERT_EQ(stasis_send_msg(first, STASIS_MSG_NS_WITHDRAW, 0, "ib/", 3), 0);
+  for (int tries = 0; tries < 200 && ask(command, STASIS_MSG_NS_LOOKUP, "ib/1/qp-7", 19).first == 0; tries++)
+    usleep(10000);
+  EXPECT_EQ(ask(command, STASIS_MSG_NS_LOOKUP, "ib/1/qp-7", 9).first, 1u) << "withdrawn";
+  EXPECT_EQ(ask(command, STASIS_MSG_NS_LIST, "ib/1/", 10).second, "ib/1/ud-2/b\0\x01\0\0\0B"s);
+  EXPECT_EQ(ask(command, STASIS_MSG_NS_LOOKUP, "other/x", 16).first, 0u) << "outside the prefix";
+  close(second);  // leaves the computation: its entries go with it
+  for (int tries = 0; tries < 200 && ask(command, STASIS_MSG_NS_LOOKUP, "ib/1/ud-2/b", 11).first == 0; tries++)
+    usleep(10000);
+  EXPECT_EQ(ask(command, STASIS_MSG_NS_LOOKUP, "ib/1/ud-2/b", 12).first, 1u) << "its publisher left";
+  EXPECT_EQ(ask(command, STASIS_MSG_NS_LOOKUP, "tcp/x", 13), std::pair(0u, std::string("kept")));
+  // A waiter that gave up (closed) is forgotten: a later publish must not trip over it.
+  int gone = connect_as(STASIS_ROLE_COMMAND, 0);
+  ASSERT_EQ(stasis_send_msg(gone, STASIS_MSG_NS_WAIT, 14, "late", 4), 0);
+  close(gone);
+  usleep(50000);
+  publish(first, "late", "L");
+  EXPECT_EQ(ask(command, STASIS_MSG_NS_WAIT, "late", 15), std::pair(0u, std::string("L")));
+  close(first);
+  close(command);
+}
+
 TEST_F(CoordinatorIntegration, DaemonReturnsOnceListening) {
   fs::path port_file = tmp_ / "daemon.port";
   Output result = stasis({"coordinator", "--daemon", "--port", "0", "--port-file",

@@ -486,7 +486,9 @@ typedef struct StasisSysvObject {
   uint32_t mode;        // permission bits
   uint32_t uid, gid, cuid;
   uint32_t removed;     // shm: marked for removal (IPC_RMID), gone once the last attachment goes
-  uint32_t reserved;
+  // shm: another process of the host saved the segment (it is shared; see plugins/ipc/sysv.cc);
+  // this image holds its attachments only
+  uint32_t saved_elsewhere;
   uint64_t size;        // shm: bytes; sem: semaphores; msg: queue limit in bytes (msg_qbytes)
   uint64_t count;       // msg: messages queued
 } StasisSysvObject;

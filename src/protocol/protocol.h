@@ -64,6 +64,13 @@ enum StasisMsgType STASIS_PROTOCOL_ENUM_BASE(uint16_t) {
   STASIS_MSG_NS_PUBLISH = 30,
   STASIS_MSG_NS_LOOKUP = 31,
   STASIS_MSG_NS_REPLY = 32,
+  // A lookup answered only once the key is published (at once if it is); the client gives up
+  // by closing its connection.
+  STASIS_MSG_NS_WAIT = 33,
+  // Every entry whose key starts with the payload (reply: see below).
+  STASIS_MSG_NS_LIST = 34,
+  // Removes every entry this connection published under the payload's key prefix (no reply).
+  STASIS_MSG_NS_WITHDRAW = 35,
 };
 
 enum StasisRole STASIS_PROTOCOL_ENUM_BASE(uint32_t) {
@@ -127,7 +134,7 @@ struct StasisAuthOk {
 //   "resume"     continue running
 struct StasisBarrier {
   char name[32];
-  char ckpt_dir[STASIS_PATH_MAX];  // for "checkpoint": the generation directory to write into
+  char ckpt_dir[STASIS_PATH_MAX];  // every barrier of a checkpoint: the generation directory
   char compress[16];               // for "checkpoint": "zstd" or "none"
   uint32_t kill_after;             // for "checkpoint": the computation ends after this checkpoint
   uint32_t abort;                  // for "commit": the checkpoint failed; discard this image
@@ -174,5 +181,9 @@ struct StasisCommand {
 //   failure: JSON {"ok":false,"error":"one line"}
 //   status: JSON (see docs/user-guide.md)
 
-// Name service: NS_PUBLISH payload = key '\0' value; NS_LOOKUP payload = key;
+// Name service: NS_PUBLISH payload = key '\0' value; NS_LOOKUP and NS_WAIT payload = key;
 // NS_REPLY: header.arg echoes the request's arg, reserved = 0 found / 1 not found, payload = value.
+// NS_LIST payload = key prefix; its NS_REPLY payload is each entry under it, in key order, as
+// key '\0', the value's length (uint32_t), the value.
+// Entries a process publishes belong to it: they go when it withdraws them or leaves the
+// computation (a killed computation leaves nothing a restart could mistake for its own).

@@ -60,6 +60,18 @@ typedef struct StasisSocketNames {
   StasisTcpData names;  // local and peer addresses as the program saw them
 } StasisSocketNames;
 
+// A host of the computation that a restart moved (`stasis restart --hosts OLD=NEW`), addresses in
+// the 16-byte form of StasisTcpData (IPv4 mapped). The runtime composes these with the moves of
+// earlier restarts and translates the addresses the program passes to the socket calls (old ->
+// new) and those it is shown (new -> old).
+#define STASIS_MAX_ADDRESS_MOVES 64
+typedef struct StasisAddressMove {
+  uint8_t old_address[16];
+  uint8_t new_address[16];
+} StasisAddressMove;
+
+#define STASIS_MAX_SETENV_BYTES 4096
+
 // Written by the loader into the restarted runtime's memory (at the address the image records).
 struct StasisRestartInfo {
   uint64_t magic;  // STASIS_RESTART_INFO_MAGIC once the loader has filled it in
@@ -90,6 +102,12 @@ struct StasisRestartInfo {
   uint32_t socket_name_count;
   uint32_t reserved3;
   StasisSocketNames socket_names[STASIS_MAX_SOCKET_NAMES];
+  uint32_t address_move_count;
+  uint32_t reserved4;
+  StasisAddressMove address_moves[STASIS_MAX_ADDRESS_MOVES];
+  // `stasis restart --setenv NAME=VALUE`: "NAME=VALUE\0" entries, then an empty one. The restored
+  // environment is the checkpoint's; the runtime puts these into it before the plugins' RESTART.
+  char setenv_entries[STASIS_MAX_SETENV_BYTES];
 };
 
 // The pid table (a memfd at STASIS_PID_TABLE_FD; see src/runtime/vpid.cc). Sparse: only the

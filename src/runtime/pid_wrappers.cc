@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "plugins/ipc/ipc.h"
 #include "runtime/remote_launch.h"
 #include "runtime/rt.h"
 
@@ -56,6 +57,7 @@ STASIS_EXPORT long syscall(long number, ...) {
   long a1 = va_arg(args, long), a2 = va_arg(args, long), a3 = va_arg(args, long);
   long a4 = va_arg(args, long), a5 = va_arg(args, long), a6 = va_arg(args, long);
   va_end(args);
+  if (number == SYS_shmat) return shmat_syscall(a1, a2, a3);  // not pid-related: System V ids (plugins/ipc)
   if (have_pid_table()) {
     siginfo_t info;
     switch (number) {

@@ -41,7 +41,7 @@ size_t g_launcher_count = 0;
 constexpr const char* kForwardedVariables[] = {
     "STASIS_RUNTIME_DIR", "STASIS_CKPT_DIR",   "STASIS_COMPRESS",         "STASIS_INCREMENTAL",
     "STASIS_FULL_EVERY",  "STASIS_PLUGINS",    "STASIS_SAVE_FILES",       "STASIS_INTERVAL",
-    "STASIS_SIGNAL",      "STASIS_FORKED_CHECKPOINT", "STASIS_REMOTE_LAUNCHERS"};
+    "STASIS_SIGNAL",      "STASIS_FORKED_CHECKPOINT", "STASIS_REMOTE_LAUNCHERS", "STASIS_IB"};
 
 const char* base_name(const char* path) {
   const char* base = path;
@@ -81,14 +81,24 @@ void add_launchers(const char* list) {
   }
 }
 
-// Runs before main with the program's arguments (glibc passes them to ELF constructors): an MPI
-// starter names its agent on its command line.
-__attribute__((constructor)) void find_remote_launchers(int argc, char** argv, char**) {
-  if (!getenv("STASIS_COORD")) return;
+// `name`'s value in the environment block `envp`, or null.
+const char* value_in(char** envp, const char* name) {
+  size_t n = str_len(name);
+  for (char** e = envp; e && *e; e++)
+    if (__builtin_memcmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  return nullptr;
+}
+
+// Runs before main with the program's arguments and environment (glibc passes them to ELF
+// constructors): an MPI starter names its agent on its command line. Not getenv: bash defines its
+// own, which finds nothing before the shell has set up its variables (a launcher that bash starts
+// was not rewritten).
+__attribute__((constructor)) void find_remote_launchers(int argc, char** argv, char** envp) {
+  if (!value_in(envp, "STASIS_COORD")) return;
   add_launchers("ssh:rsh");
-  add_launchers(getenv("STASIS_REMOTE_LAUNCHERS"));
-  add_launchers(getenv("OMPI_MCA_plm_rsh_agent"));
-  add_launchers(getenv("HYDRA_LAUNCHER_EXEC"));
+  add_launchers(value_in(envp, "STASIS_REMOTE_LAUNCHERS"));
+  add_launchers(value_in(envp, "OMPI_MCA_plm_rsh_agent"));
+  add_launchers(value_in(envp, "HYDRA_LAUNCHER_EXEC"));
   for (int i = 1; argv && i + 1 < argc; i++) {
     const char* name = argv[i];
     while (*name == '-') name++;

@@ -196,6 +196,10 @@ void restore_process_state();
 // then connects and authenticates it (in the checkpoint thread, off the program's path).
 bool reserve_coordinator_fd(LogLine& error);
 bool connect_to_coordinator(bool restarted, LogLine& error);
+// One message on the process's connection, from any thread (false when it cannot be sent).
+bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint32_t len);
+// Whether the process's connection is joined (and not lost): only then may others send on it.
+bool coordinator_joined();
 void join_as_new_process();
 
 // ---- virtual pids (vpid.cc) -------------------------------------------------------------------

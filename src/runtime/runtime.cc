@@ -19,6 +19,7 @@
 #include "runtime/compressors.h"
 #include "runtime/rt.h"
 #include "runtime/mapped_restart.h"
+#include "runtime/restart_environment.h"
 #include "runtime/slurm_tasks.h"
 
 namespace stasis::rt {
@@ -63,13 +64,6 @@ void lock_send() {
   }
 }
 void unlock_send() { g_send_lock.store(0); }
-
-bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint32_t len) {
-  lock_send();
-  bool ok = stasis_send_msg(kCoordinatorFd, type, arg, payload, len) == 0;
-  unlock_send();
-  return ok;
-}
 
 bool parse_coord(const char* text, char* host, size_t host_cap, uint16_t* port) {
   const char* colon = nullptr;
@@ -170,22 +164,45 @@ void after_restart() {
   str_copy(g_config.secret_hex, g_restart_info.secret_hex, sizeof g_config.secret_hex);
   stasis_hex_decode(g_config.secret_hex, g_config.secret, sizeof g_config.secret);
   g_generation.store(g_restart_info.generation);
+  apply_restart_environment(g_restart_info.setenv_entries);  // plugins re-create what it configures
   LogLine error;
-  stasis_event_data_t event = {g_restart_info.generation, nullptr, 1, nullptr};
-  if (plugins_event(STASIS_EVENT_RESTART, &event, error) != 0) error.emit();
+  // Joined before the plugins re-create what they own, so that they can use the name service
+  // (their entries belong to this process); the coordinator's "restart" barrier waits in the
+  // connection until this thread reads it.
   // `stasis restart` made the connection's descriptor (before lowering the program's limits).
   bool reserved = STASIS_SYS3(SYS_fcntl, kCoordinatorFd, F_SETFD, FD_CLOEXEC) == 0 || reserve_coordinator_fd(error);
-  if (!reserved || !connect_to_coordinator(true, error)) {
-    error.emit();
-    // Without a coordinator nobody will send "resume": continue on our own.
-    resume_user_threads();
-  }
+  bool joined = reserved && connect_to_coordinator(true, error);
+  g_join_state.store(joined ? kJoined : kJoinFailed);
+  g_connection_lost.store(!joined);
+  if (!joined) error.emit();
+  error.clear();
+  stasis_event_data_t event = {g_restart_info.generation, nullptr, 1, nullptr};
+  if (plugins_event(STASIS_EVENT_RESTART, &event, error) != 0) error.emit();
+  // Without a coordinator nobody will send "resume": continue on our own.
+  if (!joined) resume_user_threads();
   g_restarts_done.fetch_add(1);
   futex_wake_all(&g_restarts_done);
 }
 
 bool g_last_checkpoint_ok = false;
 std::atomic<bool> g_last_commit_ok{false};
+
+}  // namespace
+
+// Any thread may send (the application API, plugins' name-service entries); the checkpoint
+// thread must not find the lock held by a thread it stopped.
+bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint32_t len) {
+  g_delay_depth.fetch_add(1);
+  lock_send();
+  bool ok = stasis_send_msg(kCoordinatorFd, type, arg, payload, len) == 0;
+  unlock_send();
+  g_delay_depth.fetch_sub(1);
+  return ok;
+}
+
+bool coordinator_joined() { return g_join_state.load() == kJoined && !g_connection_lost.load(); }
+
+namespace {
 
 void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
   const char* name = barrier.name;
@@ -494,9 +511,7 @@ extern "C" __attribute__((visibility("default"))) int stasis_runtime_checkpoint(
   if (g_config.active) wait_until_joined();
   if (!g_config.active) return -1;
   uint32_t checkpoints = g_checkpoints_done.load(), restarts = g_restarts_done.load();
-  g_delay_depth.fetch_add(1);  // no suspension while this thread holds the send lock
   bool sent = send_to_coordinator(STASIS_MSG_REQUEST_CHECKPOINT, 0, nullptr, 0);
-  g_delay_depth.fetch_sub(1);
   if (!sent) return -1;
   while (g_checkpoints_done.load() == checkpoints && g_restarts_done.load() == restarts)
     futex_wait(&g_checkpoints_done, checkpoints, 10 * 1000000L);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "transport.h"
 
@@ -87,6 +88,16 @@ int op_compat_query_port(ibv_context* context, uint8_t port, _compat_ibv_port_at
 std::mutex& open_contexts_lock = *new std::mutex;
 std::vector<Context*>& open_contexts = *new std::vector<Context*>;
 
+// SOFTIB_TRANSPORT, read at every open: a restarted program re-opens its device and may be given
+// another value (`stasis restart --setenv`). Empty when the value is not one softib knows.
+std::optional<bool> tcp_only_from_environment() {
+  const char* value = getenv("SOFTIB_TRANSPORT");
+  if (!value || !*value || strcmp(value, "auto") == 0) return false;
+  if (strcmp(value, "tcp") == 0) return true;
+  fprintf(stderr, "softib: SOFTIB_TRANSPORT=%s is neither auto nor tcp\n", value);
+  return std::nullopt;
+}
+
 __attribute__((destructor)) void withdraw_at_exit() {
   std::lock_guard<std::mutex> g(open_contexts_lock);
   for (Context* c : open_contexts) {
@@ -121,7 +132,13 @@ SOFTIB_API ibv_context* ibv_open_device(ibv_device* device) {
     errno = ENODEV;
     return nullptr;
   }
+  std::optional<bool> tcp_only = tcp_only_from_environment();
+  if (!tcp_only) {
+    errno = EINVAL;
+    return nullptr;
+  }
   auto* c = new Context;
+  c->tcp_only = *tcp_only;
   memset(&c->vctx, 0, sizeof c->vctx);
   c->vctx.sz = sizeof(verbs_context);
   c->vctx.query_port = op_query_port_ex;

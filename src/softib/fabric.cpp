@@ -198,8 +198,8 @@ bool lookup_qp(uint16_t lid, uint32_t qpn, Endpoint* ep) {
   return true;
 }
 
-int connect_endpoint(const Endpoint& ep, bool same_host) {
-  if (same_host) {
+int connect_endpoint(const Endpoint& ep, Route route) {
+  if (route == Route::kUnixSocket) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     sockaddr_un addr{};
@@ -212,8 +212,12 @@ int connect_endpoint(const Endpoint& ep, bool same_host) {
     fcntl(fd, F_SETFL, O_NONBLOCK);
     return fd;
   }
-  // Another host: reach its TCP listener on any of its addresses.
-  for (const auto& ip : ep.ipv4) {
+  // TCP: the listener takes every address; the published ones leave out loopback, which reaches
+  // a context of this host even when its other addresses are filtered.
+  if (ep.tcp_port == 0) return -1;  // its context has no TCP listener
+  std::vector<std::string> addresses = ep.ipv4;
+  if (route == Route::kSameHostTcp) addresses.insert(addresses.begin(), "127.0.0.1");
+  for (const auto& ip : addresses) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return -1;
     sockaddr_in addr{};

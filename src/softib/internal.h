@@ -66,7 +66,10 @@ std::string qp_record_path(uint16_t lid, uint32_t qpn);
 bool publish_qp(uint16_t lid, uint32_t qpn, const Endpoint& ep);
 void withdraw_qp(uint16_t lid, uint32_t qpn);
 bool lookup_qp(uint16_t lid, uint32_t qpn, Endpoint* ep);
-int connect_endpoint(const Endpoint& ep, bool same_host);  // returns a non-blocking fd or -1
+// How a context reaches a queue pair's owner: over the Unix socket on its own host, over TCP to
+// another host's addresses, or over TCP on its own host too (SOFTIB_TRANSPORT=tcp), loopback first.
+enum class Route { kUnixSocket, kOtherHostTcp, kSameHostTcp };
+int connect_endpoint(const Endpoint& ep, Route route);  // returns a non-blocking fd or -1
 std::vector<std::string> local_ipv4_addresses();
 
 // ---- verbs objects ----
@@ -157,6 +160,7 @@ struct Context {
   verbs_context vctx;  // must be first: verbs.h finds it in front of ibv_context
   std::mutex lock;     // guards every object of this context and its connections
   uint16_t lid = 0;
+  bool tcp_only = false;  // SOFTIB_TRANSPORT=tcp when the device was opened
   ibv_gid gid{};
   std::string endpoint_id;
   Endpoint self;

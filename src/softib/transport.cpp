@@ -3,6 +3,7 @@
 // frame parsing. Frame semantics live in queues.cpp (handle_frame).
 #include "transport.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,6 +15,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace softib {
@@ -106,6 +108,21 @@ void progress_loop(Context* c) {
   }
 }
 
+// What the socket really is (not what was asked for), so that a test can tell the transport.
+void trace_connection(int fd, uint16_t lid, uint32_t qpn) {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  char where[INET_ADDRSTRLEN + 8] = "";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 && peer.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(peer);
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &in.sin_addr, ip, sizeof ip);
+    snprintf(where, sizeof where, " %s:%u", ip, ntohs(in.sin_port));
+  }
+  fprintf(stderr, "softib[%d]: connected to %u-%u over %s%s\n", getpid(), lid, qpn,
+          peer.ss_family == AF_INET ? "tcp" : peer.ss_family == AF_UNIX ? "unix" : "?", where);
+}
+
 void watch_fd(Context* c, int fd) {
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -151,12 +168,13 @@ void conn_failed(Context* c, Conn* k) {
 Conn* conn_to(Context* c, uint16_t lid, uint32_t qpn) {
   Endpoint ep;
   if (!lookup_qp(lid, qpn, &ep)) return nullptr;
-  bool same_host = lid == c->lid;
-  std::string key = same_host ? ep.unix_path : ep.unix_path + "@tcp" + std::to_string(ep.tcp_port);
+  Route route = lid != c->lid ? Route::kOtherHostTcp : c->tcp_only ? Route::kSameHostTcp : Route::kUnixSocket;
+  std::string key = route == Route::kUnixSocket ? ep.unix_path : ep.unix_path + "@tcp" + std::to_string(ep.tcp_port);
   auto it = c->outbound.find(key);
   if (it != c->outbound.end() && !it->second->dead) return it->second;
-  int fd = connect_endpoint(ep, same_host);
+  int fd = connect_endpoint(ep, route);
   if (fd < 0) return nullptr;
+  if (getenv("SOFTIB_TRACE")) trace_connection(fd, lid, qpn);
   return add_conn(c, fd, key);
 }
 
@@ -228,9 +246,10 @@ bool transport_start(Context* c) {
     c->self.tcp_port = ntohs(ta.sin_port);
     c->self.ipv4 = local_ipv4_addresses();
     watch_fd(c, c->listen_tcp);
-  } else if (c->listen_tcp >= 0) {
-    close(c->listen_tcp);
+  } else {
+    if (c->listen_tcp >= 0) close(c->listen_tcp);
     c->listen_tcp = -1;
+    if (c->tcp_only) return false;  // its peers would have no way in
   }
   watch_fd(c, c->listen_unix);
   watch_fd(c, c->wake_fd);

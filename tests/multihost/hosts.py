@@ -22,8 +22,10 @@ def unavailable():
 
 
 class TwoHosts:
-    def __init__(self, namespaces, addresses, veth_prefix):
+    """`spare_addresses`: a second address per host, standing for other machines a restart moves to."""
+    def __init__(self, namespaces, addresses, veth_prefix, spare_addresses=()):
         self.namespaces, self.addresses, self.veth = namespaces, addresses, veth_prefix
+        self.spare_addresses = spare_addresses
 
     def in_ns(self, index, *argv):
         return ["ip", "netns", "exec", self.namespaces[index], *argv]
@@ -46,6 +48,8 @@ class TwoHosts:
             f"{self.veth}2", "netns", self.namespaces[1])
         for i, ns in enumerate(self.namespaces):
             run("ip", "-n", ns, "addr", "add", self.addresses[i] + "/24", "dev", f"{self.veth}{i + 1}")
+            if self.spare_addresses:
+                run("ip", "-n", ns, "addr", "add", self.spare_addresses[i] + "/24", "dev", f"{self.veth}{i + 1}")
             run("ip", "-n", ns, "link", "set", f"{self.veth}{i + 1}", "up")
         # Both ends carry before the test starts (a link just set up may not yet).
         for i, ns in enumerate(self.namespaces):
@@ -56,13 +60,33 @@ class TwoHosts:
             else:
                 raise RuntimeError(f"the link of {ns} does not come up")
 
+    def prefer_spare_addresses(self):
+        """Connections from each host leave from its spare address from now on, as from another machine."""
+        for i, ns in enumerate(self.namespaces):
+            subnet = self.addresses[i].rsplit(".", 1)[0] + ".0/24"
+            run("ip", "-n", ns, "route", "replace", subnet, "dev", f"{self.veth}{i + 1}", "src", self.spare_addresses[i])
+
     def nsrsh_map(self):
-        return ",".join(f"{a}={n}" for a, n in zip(self.addresses, self.namespaces))
+        pairs = list(zip(self.addresses, self.namespaces)) + list(zip(self.spare_addresses, self.namespaces))
+        return ",".join(f"{a}={n}" for a, n in pairs)
 
     def host_of(self, pid):
         """The index of the namespace process `pid` runs in, or None."""
         name = subprocess.run(["ip", "netns", "identify", str(pid)], capture_output=True, text=True).stdout.strip()
         return self.namespaces.index(name) if name in self.namespaces else None
+
+
+def checkpoint_and_kill(hosts, stasis, coord, env, launch, *logs, timeout=120):
+    """`stasis checkpoint --kill` from host 1, then the launch's end: the new checkpoint's directory."""
+    try:
+        ckpt = subprocess.run(hosts.in_ns(0, stasis, "checkpoint", "--kill", "--coord", coord),
+                              capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        fail(f"the checkpoint did not finish within {timeout} s", *logs)
+    if ckpt.returncode != 0:
+        fail(f"checkpoint failed: {ckpt.stdout}{ckpt.stderr}", *logs)
+    launch.wait(timeout=60)
+    return ckpt.stdout.strip().splitlines()[-1]
 
 
 def fail(message, *logs):

@@ -18,7 +18,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import TwoHosts, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
+from multihost.hosts import TwoHosts, checkpoint_and_kill, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
 
 HOSTS = TwoHosts(("stasis_mpi1", "stasis_mpi2"), ("10.203.0.1", "10.203.0.2"), "stasis_mv")
 PORT = 7781
@@ -53,15 +53,7 @@ def main():
                                                   "--", *job),
                                       stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         wait_for(lambda: open(out_path).read().count("step ") >= 10 or launch.poll() is not None, "10 steps", 90)
-        try:
-            ckpt = subprocess.run(HOSTS.in_ns(0, args.stasis, "checkpoint", "--kill", "--coord", coord),
-                                  capture_output=True, text=True, env=env, timeout=120)
-        except subprocess.TimeoutExpired:
-            fail("the checkpoint did not finish within 120 s", out_path, log_path)
-        if ckpt.returncode != 0:
-            fail(f"checkpoint failed: {ckpt.stdout}{ckpt.stderr}", out_path, log_path)
-        launch.wait(timeout=60)
-        generation = ckpt.stdout.strip().splitlines()[-1]
+        generation = checkpoint_and_kill(HOSTS, args.stasis, coord, env, launch, out_path, log_path)
         steps_before = open(out_path).read().count("step ")
         hosts = ["--hosts", f"{h1}={h2},{h2}={h1}"] if args.swap else []
         # The output is a file: the restarted mpirun goes on writing it where it was.

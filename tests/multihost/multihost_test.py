@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Two hosts (network namespaces) in one computation.
 
-Host 1 runs a shell under `stasis launch --coord 10.201.0.1:PORT` that starts a worker (the
-counter target) on host 2 through an ssh stand-in passing no environment. Checks:
+Host 1 runs a shell (bash, which defines its own getenv) under `stasis launch --coord
+10.201.0.1:PORT` that starts a worker (the counter target) on host 2 through an ssh stand-in
+passing no environment. Checks:
   - the worker joins the coordinator (its remote command was rewritten by the runtime), its lines
     come back through the launcher's pipe;
   - `stasis checkpoint` completes and MANIFEST.json lists the worker at host 2's address and
@@ -54,7 +55,7 @@ def main():
         with open(out_path, "w") as out:
             program = subprocess.Popen(
                 in_ns(0, args.stasis, "launch", "--coord", coord, "--ckpt-dir", ckpt_dir, "--",
-                      "/bin/sh", os.path.join(HERE, "host1_program.sh"),
+                      "/bin/bash", os.path.join(HERE, "host1_program.sh"),
                       os.path.join(HERE, "bin", "ssh"), ADDRESSES[1], args.counter, "400", "100"),
                 stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         lines = lambda: open(out_path).read().count("host1 got: step")

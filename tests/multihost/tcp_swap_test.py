@@ -8,7 +8,12 @@ checksum. `stasis checkpoint --kill` mid-stream, then `stasis restart --hosts H1
 SSH` on host 1: the server must come back on host 2 and the client on host 1 (checked through
 their network namespaces), the connection between them made again through the coordinator's
 name service, and each end's lines must be those of an uninterrupted run. With --same-hosts,
-no host map: each process comes back on its own host.
+no host map: each process comes back on its own host. With --new-addresses, the two processes
+swap hosts that are known by addresses the computation never ran at (a second address of each
+namespace, as other machines of a new allocation), and once the stream is done the client
+connects again and sends a datagram to the server's old address, as learnt at start: both must
+reach the server where it runs now and show each end the old addresses (in a plain swap an old
+address is also a new one, so such new connections are not translated).
 Exits 77 (skipped) when not root or without `ip netns`.
 usage: tcp_swap_test.py --stasis STASIS --peer TCP_PEER --nsrsh NSRSH
 """
@@ -21,9 +26,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import TwoHosts, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
+from multihost.hosts import TwoHosts, checkpoint_and_kill, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
 
-HOSTS = TwoHosts(("stasis_tcp1", "stasis_tcp2"), ("10.202.0.1", "10.202.0.2"), "stasis_tv")
+HOSTS = TwoHosts(("stasis_tcp1", "stasis_tcp2"), ("10.202.0.1", "10.202.0.2"), "stasis_tv",
+                 ("10.202.0.11", "10.202.0.12"))
 PORT, SERVER_PORT, STEPS, DELAY_MS = 7781, 7790, "60", "60"
 
 
@@ -45,7 +51,9 @@ def main():
     parser.add_argument("--stasis", required=True)
     parser.add_argument("--peer", required=True)
     parser.add_argument("--nsrsh", required=True)
-    parser.add_argument("--same-hosts", action="store_true", help="restart each process on its own host")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--same-hosts", action="store_true", help="restart each process on its own host")
+    modes.add_argument("--new-addresses", action="store_true", help="swap the hosts, at their spare addresses")
     args = parser.parse_args()
     if skip_reason(args.nsrsh):
         print(f"SKIP: {skip_reason(args.nsrsh)}")
@@ -54,6 +62,12 @@ def main():
     h1, h2 = HOSTS.addresses
     tmp, env, coord, ckpt_dir, log_path = test_run(HOSTS, args.nsrsh, "stasis-tcp-swap-", PORT)
     program = [os.path.join(HERE, "tcp_pair.sh"), ssh, h1, h2, args.peer, str(SERVER_PORT), STEPS, DELAY_MS]
+    if not args.new_addresses:
+        hosts = [] if args.same_hosts else ["--hosts", f"{h1}={h2},{h2}={h1}"]
+    else:
+        program.append("again")
+        spare1, spare2 = HOSTS.spare_addresses
+        hosts = ["--hosts", f"{h1}={spare2},{h2}={spare1}"]
     try:
         HOSTS.up()
         reference = subprocess.run(HOSTS.in_ns(0, *program), capture_output=True, text=True, env=env, timeout=120)
@@ -68,16 +82,12 @@ def main():
                                       stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         client_lines = lambda: open(first_out).read().count("host2: client step")
         wait_for(lambda: client_lines() >= 12 or launch.poll() is not None, "the client's first lines", 60)
-        ckpt = subprocess.run(HOSTS.in_ns(0, args.stasis, "checkpoint", "--kill", "--coord", coord),
-                              capture_output=True, text=True, env=env, timeout=120)
-        if ckpt.returncode != 0:
-            fail(f"checkpoint failed: {ckpt.stdout}{ckpt.stderr}", first_out, log_path)
-        launch.wait(timeout=60)
-        generation = ckpt.stdout.strip().splitlines()[-1]
+        generation = checkpoint_and_kill(HOSTS, args.stasis, coord, env, launch, first_out, log_path)
+        if args.new_addresses:
+            HOSTS.prefer_spare_addresses()
 
         second_out = os.path.join(tmp, "second.txt")
         with open(second_out, "w") as out:
-            hosts = [] if args.same_hosts else ["--hosts", f"{h1}={h2},{h2}={h1}"]
             restart = subprocess.Popen(HOSTS.in_ns(0, args.stasis, "restart", "--coord", coord, *hosts, "--rsh", ssh,
                                                    generation),
                                        stdout=out, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)

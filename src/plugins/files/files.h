@@ -66,6 +66,9 @@ int capture_socket_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data,
 // At the "drain" barrier, before any process of the computation captures anything: bytes TCP
 // holds back (Nagle) are pushed to the peers, so each receiver's copy of its queue has them.
 void push_held_back_tcp_bytes();
+// After a restart that moved sockets (another host, another port): the addresses the program saw
+// for the socket at `fd` before it, while that is still the restored socket; else null.
+const StasisTcpData* seen_names(int fd);  // sockets.cc
 int capture_event_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
 int capture_saved_file_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
 int capture_mqueue_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);  // plugins/ipc

@@ -61,8 +61,12 @@ int open_tcp_socket(const image::Image& img, const StasisFdRecord& rec);
 // and connected before the tree is forked, after create_tcp_sockets (which learns moved addresses).
 void create_datagram_sockets(const std::vector<image::Image>& images, bool several_hosts);
 int open_datagram_socket(const image::Image& img, const StasisFdRecord& rec);
+// A restart on several hosts: where every host of the checkpoint is now (old -> new address, the
+// unmoved ones too), before any socket is made.
+void note_new_host_addresses(const std::map<std::string, std::string>& old_to_new);
 // In the process that becomes `img`, once its sockets exist: TCP and UDP sockets whose addresses
-// differ from what the program saw get an entry in `info`, so the runtime shows it the old ones.
+// differ from what the program saw get an entry in `info`, so the runtime shows it the old ones;
+// so does every host's new address, for the program's new connections to old addresses.
 void note_moved_socket_names(const image::Image& img, StasisRestartInfo& info);
 int open_event_fd(const image::Image& img, const StasisFdRecord& rec);       // restore_event_fds.cc
 void check_event_fd(const image::Image& img, const StasisFdRecord& rec);

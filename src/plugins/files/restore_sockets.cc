@@ -269,6 +269,15 @@ Endpoint moved(const Endpoint& e) {
   return it == g_moved_addresses.end() ? e : Endpoint{it->second, e.second};
 }
 
+// Every host of a restart on several hosts, this part's and the others' (old -> new address,
+// 16-byte forms; unmoved ones too): where a peer of this part runs now.
+std::map<std::string, std::string> g_new_host_addresses;
+
+Endpoint where_peer_runs(const Endpoint& e) {
+  auto it = g_new_host_addresses.find(e.first);
+  return it == g_new_host_addresses.end() ? e : Endpoint{it->second, e.second};
+}
+
 // "10.0.0.1" or "fd00::1" in the 16-byte form of StasisTcpData (IPv4 mapped); "" if neither.
 std::string address_bytes(const std::string& text) {
   std::string bytes(16, '\0');
@@ -836,7 +845,7 @@ void create_datagram_sockets(const std::vector<image::Image>& images, bool sever
     StasisTcpData t = inet_data(*use.rec);
     if (t.peer_port == 0) continue;
     struct sockaddr_storage address;
-    socklen_t len = socket_address(t.family, moved(peer_of(t)), &address);
+    socklen_t len = socket_address(t.family, where_peer_runs(peer_of(t)), &address);
     if (connect(g_datagram[ino], reinterpret_cast<struct sockaddr*>(&address), len) != 0)
       throw Error(fmt::format("cannot connect the UDP socket of descriptor {} to {} again: {}", use.rec->fd,
                               describe(peer_of(t)), std::strerror(errno)));
@@ -872,7 +881,24 @@ int open_datagram_socket(const image::Image& img, const StasisFdRecord& rec) {
   return open_made_socket(g_datagram, img, rec, "datagram socket");
 }
 
+void note_new_host_addresses(const std::map<std::string, std::string>& old_to_new) {
+  for (const auto& [from, to] : old_to_new) {
+    // A host given by name (`--hosts 10.0.0.1=node7`) is left out: the runtime compares addresses.
+    std::string old_bytes = address_bytes(from), new_bytes = address_bytes(to);
+    if (!old_bytes.empty() && !new_bytes.empty()) g_new_host_addresses[old_bytes] = new_bytes;
+  }
+  if (g_new_host_addresses.size() > STASIS_MAX_ADDRESS_MOVES)
+    throw Error(fmt::format("the checkpoint ran on {} hosts; a restart handles at most {}",
+                            g_new_host_addresses.size(), STASIS_MAX_ADDRESS_MOVES));
+}
+
 void note_moved_socket_names(const image::Image& img, StasisRestartInfo& info) {
+  info.address_move_count = 0;
+  for (const auto& [from, to] : g_new_host_addresses) {
+    StasisAddressMove& move = info.address_moves[info.address_move_count++];
+    std::memcpy(move.old_address, from.data(), 16);
+    std::memcpy(move.new_address, to.data(), 16);
+  }
   for (const auto& f : img.fds()) {
     bool tcp = f.kind == STASIS_FD_TCP_LISTENER || f.kind == STASIS_FD_TCP_CONNECTION;
     if (!tcp && f.kind != STASIS_FD_UDP_SOCKET) continue;

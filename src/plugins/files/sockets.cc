@@ -3,9 +3,8 @@
 // copied with MSG_PEEK, which leaves it in place (as tee does for pipes): every process of the
 // computation is stopped, so nothing is moving anywhere else. A Unix end's peer is found with
 // sock_diag, which names its inode, so restart can pair the two ends again. Other sockets are
-// refused with a message naming the descriptor and what it is. Also here: the runtime's
-// getsockname/getpeername, which show the program the addresses it saw before a restart moved
-// a socket (docs/architecture.md, Sockets).
+// refused with a message naming the descriptor and what it is. What the program sees of the
+// addresses after a restart moved sockets or hosts: socket_addresses.cc.
 #include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -284,6 +283,8 @@ int unsent_tcp_bytes(int fd) {
   return unsent;
 }
 
+}  // namespace
+
 // After a restart that moved sockets (another host, another port): the addresses the program saw
 // for the socket at `fd` before it, while that is still the restored socket.
 const StasisTcpData* seen_names(int fd) {
@@ -297,6 +298,8 @@ const StasisTcpData* seen_names(int fd) {
   }
   return nullptr;
 }
+
+namespace {
 
 // The description's owner keeps what the program saw for the next restart to show it again.
 bool keep_seen_names(int fd, const StasisFdRecord& r, FdDataList& data, LogLine& error) {
@@ -503,48 +506,4 @@ extern "C" __attribute__((visibility("default"))) int listen(int fd, int backlog
   if (result == 0) return 0;
   errno = static_cast<int>(-result);
   return -1;
-}
-
-namespace {
-
-// getsockname/getpeername of a socket a restart moved: the address the program saw before.
-int socket_address_as_seen(long call, int fd, struct sockaddr* address, socklen_t* len) {
-  socklen_t cap = len ? *len : 0;
-  long result = STASIS_SYS3(call, fd, address, len);
-  if (result != 0) {
-    errno = static_cast<int>(-result);
-    return -1;
-  }
-  const StasisTcpData* seen = stasis::rt::seen_names(fd);
-  if (!seen) return 0;
-  const uint8_t* ip = call == SYS_getsockname ? seen->local_address : seen->peer_address;
-  uint16_t port = call == SYS_getsockname ? seen->local_port : seen->peer_port;
-  struct sockaddr_storage shown = {};
-  socklen_t shown_len;
-  if (seen->family == AF_INET) {
-    auto* v4 = reinterpret_cast<struct sockaddr_in*>(&shown);
-    v4->sin_family = AF_INET;
-    v4->sin_port = __builtin_bswap16(port);
-    __builtin_memcpy(&v4->sin_addr, ip + 12, 4);
-    shown_len = sizeof *v4;
-  } else {
-    auto* v6 = reinterpret_cast<struct sockaddr_in6*>(&shown);
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = __builtin_bswap16(port);
-    __builtin_memcpy(&v6->sin6_addr, ip, 16);
-    shown_len = sizeof *v6;
-  }
-  __builtin_memcpy(address, &shown, cap < shown_len ? cap : shown_len);
-  *len = shown_len;
-  return 0;
-}
-
-}  // namespace
-
-extern "C" __attribute__((visibility("default"))) int getsockname(int fd, struct sockaddr* address, socklen_t* len) {
-  return socket_address_as_seen(SYS_getsockname, fd, address, len);
-}
-
-extern "C" __attribute__((visibility("default"))) int getpeername(int fd, struct sockaddr* address, socklen_t* len) {
-  return socket_address_as_seen(SYS_getpeername, fd, address, len);
 }

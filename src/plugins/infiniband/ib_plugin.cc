@@ -6,10 +6,8 @@
 //                 library's threads end and its descriptors close before the image is written
 //   RESUME        re-create the objects, exchange the new QP numbers and LIDs with the peers,
 //   RESTART       replay the QP transitions, re-post the outstanding receives; open the gate
-// The exchange goes through a directory of small files (one host; see the docs).
-#include <dirent.h>
+// The exchange goes through the coordinator's name service (every host of the computation).
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -28,9 +26,8 @@
 namespace stasis::ib {
 namespace {
 
-constexpr int kPidTableFd = 1020;  // STASIS_PID_TABLE_FD: present in every restarted process
 constexpr long kDrainTimeoutNs = 20'000'000'000L;
-constexpr long kExchangeTimeoutNs = 30'000'000'000L;
+constexpr int kExchangeTimeoutMs = 30'000;
 
 // ---- the gate ------------------------------------------------------------------------------
 std::atomic<uint32_t> g_gate_closed{0};
@@ -92,9 +89,11 @@ using PthreadCreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(voi
 PthreadCreateFn g_pthread_create;
 
 // ---- the exchange of new identifiers -------------------------------------------------------
-char g_exchange_root[512];  // ${STASIS_RUNTIME_DIR:-$HOME/.stasis}/infiniband
-char g_launch_id[128];      // the coordinator of the launch, for exchanges before any restart
-char g_exchange_dir[768];   // this re-creation's
+// Name-service keys of this re-creation: ib/GENERATION/resume/ after a checkpoint of the live
+// computation, ib/GENERATION/restart/ after a restart. The entries belong to the process that
+// published them (the coordinator drops them when it leaves): a restart never finds those of a
+// killed computation. Each process withdraws its own at its next re-creation.
+char g_exchange_prefix[64];  // "" before the first re-creation
 
 // Looked up by user threads (UD sends and receives) concurrently: appended under a spin lock,
 // the count published after the entry.
@@ -110,54 +109,39 @@ struct RemoteMr {
 RemoteMr g_remote_mrs[kMaxObjects * 4];
 std::atomic<int> g_remote_mr_count{0};
 std::atomic_flag g_remote_mr_lock = ATOMIC_FLAG_INIT;
-// What this process published, for withdraw_published.
-struct Published {
-  const char* kind;
-  uint16_t virtual_lid;
-  uint32_t number;
-};
-Published g_published[kMaxObjects * 8];
-int g_published_count;
 
-
-
-// DIR/qp-LID-QPN or DIR/mr-LID-RKEY: the virtual LID (of the owner's port) and number.
-void exchange_file(char* out, size_t cap, const char* kind, uint16_t vlid, uint32_t number) {
+// ib/G/STEP/ (STEP: resume, restart, drain).
+void step_prefix(char* out, size_t cap, uint64_t generation, const char* step) {
   out[0] = 0;
-  append_text(out, cap, g_exchange_dir);
+  append_text(out, cap, "ib/");
+  append_uint(out, cap, generation);
+  append_text(out, cap, "/");
+  append_text(out, cap, step);
+  append_text(out, cap, "/");
+}
+
+// PREFIX KIND-LID-NUMBER: the virtual LID (of the owner's port) and number, or real ones for rqp-.
+void exchange_key(char* out, size_t cap, const char* kind, uint16_t lid, uint32_t number) {
+  out[0] = 0;
+  append_text(out, cap, g_exchange_prefix);
   append_text(out, cap, kind);
-  append_uint(out, cap, vlid);
+  append_uint(out, cap, lid);
   append_text(out, cap, "-");
   append_uint(out, cap, number);
 }
 
-
-// One directory per re-creation, the same in every process of the computation: the generation,
-// whether it follows a checkpoint (the live computation) or a restart, and which computation
-// (its launch's coordinator, or the restart's pid table, a memfd each restart makes anew).
-// ROOT/ID-STEP-GENERATION, made if missing.
-bool computation_dir(char* out, size_t cap, const char* step, uint64_t generation) {
-  char id[160] = "";
-  struct stat st;
-  if (fstat(kPidTableFd, &st) == 0) {
-    append_text(id, sizeof id, "restart");
-    append_uint(id, sizeof id, st.st_ino);
-  } else {
-    append_text(id, sizeof id, g_launch_id);
-  }
-  out[0] = 0;
-  append_text(out, cap, g_exchange_root);
-  mkdir(out, 0700);
-  append_text(out, cap, "/");
-  append_text(out, cap, id);
-  append_text(out, cap, step);
-  append_uint(out, cap, generation);
-  return mkdir(out, 0700) == 0 || errno == EEXIST;
+bool publish(const char* kind, uint16_t lid, uint32_t number, const void* record, size_t size) {
+  char key[128];
+  exchange_key(key, sizeof key, kind, lid, number);
+  return stasis_plugin_ns_publish && stasis_plugin_ns_publish(key, record, static_cast<uint32_t>(size)) == 0;
 }
 
-bool choose_exchange_dir(uint64_t generation, bool restart) {
-  g_published_count = 0;  // a restart's image still lists the files of the exchange before it
-  return computation_dir(g_exchange_dir, sizeof g_exchange_dir, restart ? "-restart-" : "-resume-", generation);
+// The record published as KIND-LID-NUMBER; waits up to `wait_ms` for it to be published.
+bool lookup(const char* kind, uint16_t lid, uint32_t number, void* record, size_t size, int wait_ms) {
+  char key[128];
+  exchange_key(key, sizeof key, kind, lid, number);
+  return stasis_plugin_ns_lookup &&
+         stasis_plugin_ns_lookup(key, record, static_cast<uint32_t>(size), wait_ms) == static_cast<long>(size);
 }
 
 // The port a QP was bound to (ibv_modify_qp to INIT names it).
@@ -166,34 +150,6 @@ uint8_t port_of(const VQp* qp) {
   for (int i = 0; i < qp->modify_count; i++)
     if (qp->modifies[i].mask & IBV_QP_PORT) port = qp->modifies[i].attr.port_num;
   return port >= 1 && port <= kMaxPorts ? port : 1;
-}
-
-bool write_exchange_file(const char* path, const void* record, size_t size) {
-  char tmp[920] = "";
-  append_text(tmp, sizeof tmp, path);
-  append_text(tmp, sizeof tmp, ".tmp");
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  bool ok = write(fd, record, size) == static_cast<ssize_t>(size);
-  close(fd);
-  return ok && rename(tmp, path) == 0;
-}
-
-bool read_exchange_file(const char* path, void* record, size_t size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  bool ok = read(fd, record, size) == static_cast<ssize_t>(size);
-  close(fd);
-  return ok;
-}
-
-bool publish(const char* kind, uint16_t vlid, uint32_t number, const void* record, size_t size) {
-  char path[900];
-  exchange_file(path, sizeof path, kind, vlid, number);
-  if (!write_exchange_file(path, record, size)) return false;
-  if (g_published_count < static_cast<int>(sizeof g_published / sizeof g_published[0]))
-    g_published[g_published_count++] = {kind, vlid, number};
-  return true;
 }
 
 // Under its virtual (LID, QPN) for its peers' connections and UD sends, under its real ones for
@@ -205,8 +161,8 @@ RemoteQp published_record(const VQp* qp) {
 
 bool publish_qp(const VQp* qp) {
   RemoteQp record = published_record(qp);
-  return publish("/qp-", record.virtual_lid, record.virtual_qpn, &record, sizeof record) &&
-         publish("/rqp-", record.real_lid, record.real_qpn, &record, sizeof record);
+  return publish("qp-", record.virtual_lid, record.virtual_qpn, &record, sizeof record) &&
+         publish("rqp-", record.real_lid, record.real_qpn, &record, sizeof record);
 }
 
 // Once its transitions are replayed and its receives posted again: peers may send to it. (Before,
@@ -214,7 +170,7 @@ bool publish_qp(const VQp* qp) {
 // with a retry error, or a datagram no receive: lost.)
 bool publish_ready(const VQp* qp) {
   RemoteQp record = published_record(qp);
-  return publish("/ready-", record.virtual_lid, record.virtual_qpn, &record, sizeof record);
+  return publish("ready-", record.virtual_lid, record.virtual_qpn, &record, sizeof record);
 }
 
 // The virtual (LID, QPN) a connected QP's RTR named, or false for a QP not connected.
@@ -233,24 +189,9 @@ bool connected_peer(const VQp* qp, uint16_t& vlid, uint32_t& vqpn) {
 bool publish_mr(const VMr* mr) {
   for (int port = 1; port <= kMaxPorts; port++) {
     uint16_t vlid = mr->pd->ctx->virtual_lid[port];
-    if (vlid && !publish("/mr-", vlid, mr->ibv.rkey, &mr->real->rkey, sizeof mr->real->rkey)) return false;
+    if (vlid && !publish("mr-", vlid, mr->ibv.rkey, &mr->real->rkey, sizeof mr->real->rkey)) return false;
   }
   return true;
-}
-
-// The previous exchange's files of this process, once every peer has read them: at the next
-// checkpoint (each process finished its re-creation before the computation could checkpoint
-// again) and at exit. The last process out removes the directory.
-void withdraw_published() {
-  if (!g_exchange_dir[0]) return;
-  for (int i = 0; i < g_published_count; i++) {
-    char path[900];
-    exchange_file(path, sizeof path, g_published[i].kind, g_published[i].virtual_lid, g_published[i].number);
-    unlink(path);
-  }
-  g_published_count = 0;
-  rmdir(g_exchange_dir);
-  g_exchange_dir[0] = 0;
 }
 
 const RemoteQp* known_remote(uint16_t vlid, uint32_t vqpn) {
@@ -279,26 +220,14 @@ const RemoteQp* remember_remote(const RemoteQp& record) {
   return entry;
 }
 
-// The record a peer published as KIND-VLID-NUMBER; with `wait`, waits up to the exchange's
-// time limit for it.
-bool read_published(const char* kind, uint16_t vlid, uint32_t number, RemoteQp& record, bool wait) {
-  char path[900];
-  exchange_file(path, sizeof path, kind, vlid, number);
-  long deadline = now_ns() + kExchangeTimeoutNs;
-  for (;;) {
-    if (read_exchange_file(path, &record, sizeof record)) return true;
-    if (!wait || now_ns() > deadline) return false;
-    sleep_us(1000);
-  }
-}
-
 // The peer's current (LID, QPN) for the virtual pair the program gave, as published when its QP
 // was made again ("/qp-") or once it was ready to take messages ("/ready-": its transitions
 // replayed, its receives posted again); waits for it while objects are being re-created (`wait`).
-const RemoteQp* remote_qp(uint16_t vlid, uint32_t vqpn, bool wait, const char* kind = "/qp-") {
+const RemoteQp* remote_qp(uint16_t vlid, uint32_t vqpn, bool wait, const char* kind = "qp-") {
   if (const RemoteQp* known = known_remote(vlid, vqpn)) return known;
   RemoteQp record;
-  return read_published(kind, vlid, vqpn, record, wait) ? remember_remote(record) : nullptr;
+  return lookup(kind, vlid, vqpn, &record, sizeof record, wait ? kExchangeTimeoutMs : 0) ? remember_remote(record)
+                                                                                          : nullptr;
 }
 
 // ---- the UD drain ----------------------------------------------------------------------------
@@ -321,8 +250,9 @@ UdCount g_ud_sent[kMaxObjects * 4];
 UdCount g_ud_received[kMaxObjects * 4];
 std::atomic<int> g_ud_sent_count{0}, g_ud_received_count{0};
 std::atomic_flag g_ud_lock = ATOMIC_FLAG_INIT;
-char g_drain_dir[768];  // this checkpoint's published counts
-int g_drain_files;      // how many of them this process wrote
+// What the computation sent to this process's UD QPs, as published at this checkpoint's drain.
+UdCount g_ud_expected[kMaxObjects * 4];
+int g_ud_expected_count;
 
 void count_datagrams(UdCount (&table)[kMaxObjects * 4], std::atomic<int>& used, const UdCount& key) {
   while (g_ud_lock.test_and_set(std::memory_order_acquire)) {
@@ -341,40 +271,54 @@ void count_datagrams(UdCount (&table)[kMaxObjects * 4], std::atomic<int>& used, 
   g_ud_lock.clear(std::memory_order_release);
 }
 
-// DIR/ud-TOLID-TOQPN-FROMLID-FROMQPN (virtual identifiers): the datagrams FROM posted to TO.
-void ud_count_file(char* out, size_t cap, const UdCount& c) {
-  out[0] = 0;
-  append_text(out, cap, g_drain_dir);
-  append_text(out, cap, "/ud-");
-  for (unsigned long part : {static_cast<unsigned long>(c.to_lid), static_cast<unsigned long>(c.to_qpn),
-                             static_cast<unsigned long>(c.from_lid)}) {
-    append_uint(out, cap, part);
-    append_text(out, cap, "-");
-  }
-  append_uint(out, cap, c.from_qpn);
+// ib/G/drain/ud-TOLID-TOQPN/ (virtual identifiers): what every sender posted to TO, each under
+// FROMLID-FROMQPN.
+void ud_counts_prefix(char* out, size_t cap, uint64_t generation, uint16_t to_lid, uint32_t to_qpn) {
+  step_prefix(out, cap, generation, "drain");
+  append_text(out, cap, "ud-");
+  append_uint(out, cap, to_lid);
+  append_text(out, cap, "-");
+  append_uint(out, cap, to_qpn);
+  append_text(out, cap, "/");
 }
 
+// Published before this process answers "drain" on its coordinator connection, so every count
+// is in the name service once the ib-quiesce barrier begins anywhere.
 bool publish_ud_counts(uint64_t generation) {
-  g_drain_files = 0;
-  if (g_ud_sent_count.load() == 0) return true;
-  if (!computation_dir(g_drain_dir, sizeof g_drain_dir, "-drain-", generation)) return false;
   for (int i = 0; i < g_ud_sent_count.load(); i++) {
-    char path[900];
-    ud_count_file(path, sizeof path, g_ud_sent[i]);
-    if (!write_exchange_file(path, &g_ud_sent[i], sizeof g_ud_sent[i])) return false;
-    g_drain_files++;
+    const UdCount& sent = g_ud_sent[i];
+    char key[128];
+    ud_counts_prefix(key, sizeof key, generation, sent.to_lid, sent.to_qpn);
+    append_uint(key, sizeof key, sent.from_lid);
+    append_text(key, sizeof key, "-");
+    append_uint(key, sizeof key, sent.from_qpn);
+    if (!stasis_plugin_ns_publish || stasis_plugin_ns_publish(key, &sent, sizeof sent) != 0) return false;
   }
   return true;
 }
 
-void withdraw_ud_counts() {
-  for (int i = 0; i < g_drain_files && i < g_ud_sent_count.load(); i++) {
-    char path[900];
-    ud_count_file(path, sizeof path, g_ud_sent[i]);
-    unlink(path);
+// At ib-quiesce: the counts the computation's senders published for this process's UD QPs.
+bool fetch_expected_ud_counts(uint64_t generation) {
+  static char list[64 * 1024];
+  g_ud_expected_count = 0;
+  for (VQp* qp : g_qps) {
+    if (!qp || qp->init.qp_type != IBV_QPT_UD) continue;
+    char prefix[128];
+    ud_counts_prefix(prefix, sizeof prefix, generation, qp->ctx->virtual_lid[port_of(qp)], qp->ibv.qp_num);
+    long size = stasis_plugin_ns_list ? stasis_plugin_ns_list(prefix, list, sizeof list) : -1;
+    if (size < 0 || size > static_cast<long>(sizeof list)) return false;
+    for (long at = 0; at < size;) {  // key '\0', length, value
+      at += static_cast<long>(strnlen(list + at, size - at)) + 1;
+      uint32_t length;
+      if (at + static_cast<long>(sizeof length) > size) return false;
+      memcpy(&length, list + at, sizeof length);
+      at += sizeof length;
+      if (length == sizeof(UdCount) && at + length <= size && g_ud_expected_count < kMaxObjects * 4)
+        memcpy(&g_ud_expected[g_ud_expected_count++], list + at, sizeof(UdCount));
+      at += length;
+    }
   }
-  if (g_drain_files) rmdir(g_drain_dir);
-  g_drain_files = 0;
+  return true;
 }
 
 uint64_t ud_received_from(const UdCount& sent) {
@@ -386,34 +330,11 @@ uint64_t ud_received_from(const UdCount& sent) {
   return 0;
 }
 
-// Whether every datagram the computation sent to this process's UD QPs was received (published
-// counts in the drain directory, by every process of the computation that sent any).
+// Whether every datagram the computation sent to this process's UD QPs was received.
 bool ud_datagrams_arrived(bool& any_missing) {
   any_missing = false;
-  if (!g_drain_dir[0]) return true;
-  long dir = open(g_drain_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return true;  // nobody sent a datagram
-  alignas(8) char buf[4096];
-  for (long got; (got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0;) {
-    for (long off = 0; off < got;) {
-      auto* entry = reinterpret_cast<struct dirent64*>(buf + off);
-      off += entry->d_reclen;
-      if (strncmp(entry->d_name, "ud-", 3) != 0) continue;
-      UdCount sent;
-      char path[900] = "";
-      append_text(path, sizeof path, g_drain_dir);
-      append_text(path, sizeof path, "/");
-      append_text(path, sizeof path, entry->d_name);
-      if (!read_exchange_file(path, &sent, sizeof sent)) continue;
-      bool mine = false;
-      for (VQp* qp : g_qps)
-        if (qp && qp->init.qp_type == IBV_QPT_UD && qp->ibv.qp_num == sent.to_qpn &&
-            qp->ctx->virtual_lid[port_of(qp)] == sent.to_lid)
-          mine = true;
-      if (mine && ud_received_from(sent) < sent.datagrams) any_missing = true;
-    }
-  }
-  close(static_cast<int>(dir));
+  for (int i = 0; i < g_ud_expected_count; i++)
+    if (ud_received_from(g_ud_expected[i]) < g_ud_expected[i].datagrams) any_missing = true;
   return !any_missing;
 }
 
@@ -574,6 +495,48 @@ void fail_recreate(const char* what) {
   }
 }
 
+bool same_file(const char* a, const char* b) {
+  struct stat sa {}, sb {};
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// `stasis restart --ib` (STASIS_IB_LIBRARY) may name another verbs library than the one the image
+// holds (softib on a host without InfiniBand). The teardown left no object of the old library
+// alive, and the program only holds virtual objects, so the real ones can be made over a library
+// loaded now: its entry points replace g_real's; the old one stays mapped, unused. RTLD_LOCAL:
+// the program's own calls still bind to the old library's symbols, which the plugin interposes.
+// False (logged) when the library cannot be loaded: nothing can be re-created then.
+bool use_restart_library() {
+  const char* wanted = getenv("STASIS_IB_LIBRARY");
+  if (!wanted || !*wanted) return true;
+  Dl_info current{};
+  const char* old_library = dladdr(reinterpret_cast<void*>(g_real.open_device), &current) && current.dli_fname
+                                ? current.dli_fname
+                                : "an unknown library";
+  if (same_file(old_library, wanted)) return true;
+  char line[400] = "InfiniBand: ";
+  void* library = dlopen(wanted, RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    append_text(line, sizeof line, "cannot re-create the verbs objects: cannot load the verbs library ");
+    append_text(line, sizeof line, wanted);
+    append_text(line, sizeof line, " (");
+    const char* why = dlerror();
+    append_text(line, sizeof line, why ? why : "unknown error");
+    append_text(line, sizeof line, "); the program's verbs calls will fail");
+    if (stasis_plugin_log) stasis_plugin_log(line);
+    return false;
+  }
+  append_text(line, sizeof line, "re-creating over ");
+  append_text(line, sizeof line, wanted);
+  append_text(line, sizeof line, " (the image used ");
+  append_text(line, sizeof line, old_library);
+  append_text(line, sizeof line, ")");
+  g_real = RealVerbs{};
+  resolve_real_verbs(library);
+  if (stasis_plugin_log) stasis_plugin_log(line);
+  return true;
+}
+
 ibv_device* find_device(const char* name) {
   int count = 0;
   ibv_device** list = g_real.get_device_list(&count);  // kept: the devices must outlive contexts
@@ -584,10 +547,7 @@ ibv_device* find_device(const char* name) {
 
 bool recreate(uint64_t generation, bool restart) {
   LibraryThreads owned;
-  if (!choose_exchange_dir(generation, restart)) {
-    fail_recreate("the objects: no exchange directory");
-    return false;
-  }
+  step_prefix(g_exchange_prefix, sizeof g_exchange_prefix, generation, restart ? "restart" : "resume");
   g_remote_count.store(0);
   g_remote_mr_count.store(0);
   for (VContext* ctx : g_contexts) {
@@ -657,7 +617,7 @@ bool recreate(uint64_t generation, bool restart) {
     uint16_t vlid;
     uint32_t vqpn;
     RemoteQp ready;
-    if (qp && connected_peer(qp, vlid, vqpn) && !read_published("/ready-", vlid, vqpn, ready, true))
+    if (qp && connected_peer(qp, vlid, vqpn) && !lookup("ready-", vlid, vqpn, &ready, sizeof ready, kExchangeTimeoutMs))
       return fail_recreate("a queue pair's connection (its peer did not get ready)"), false;
   }
   g_torn_down = false;
@@ -672,8 +632,6 @@ int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
   int rc = 0;
   switch (event) {
     case STASIS_EVENT_PRE_SUSPEND:
-      withdraw_published();
-      withdraw_ud_counts();
       if (have_objects()) {
         if (refuse_unsupported()) {
           rc = 1;
@@ -686,12 +644,17 @@ int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
     case STASIS_EVENT_DRAIN:
       if (g_gate_closed_by_checkpoint && !drain_sends()) rc = 1;
       else if (g_gate_closed_by_checkpoint && !publish_ud_counts(data->generation)) {
-        refuse("InfiniBand:", "cannot publish the counts of the UD datagrams it sent (exchange directory)");
+        refuse("InfiniBand:", "cannot publish the counts of the UD datagrams it sent (coordinator's name service)");
         rc = 1;
       }
       break;
     case STASIS_EVENT_BARRIER:
       if (g_gate_closed_by_checkpoint && strcmp(data->barrier, "ib-quiesce") == 0) {
+        if (!fetch_expected_ud_counts(data->generation)) {
+          refuse("InfiniBand:", "cannot read the counts of the UD datagrams sent to it (coordinator's name service)");
+          rc = 1;
+          break;
+        }
         if (!drain_all_cqs() || !await_ud_datagrams()) {
           rc = 1;
           break;
@@ -707,16 +670,16 @@ int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
       break;
     case STASIS_EVENT_RESUME:
     case STASIS_EVENT_RESTART:
-      withdraw_ud_counts();  // every process has read them before the checkpoint barrier
-      if (g_torn_down) recreate(data->generation, event == STASIS_EVENT_RESTART);
+      // This process's entries of the last re-creation and of this drain: every peer has read
+      // them (the drain's before the checkpoint barrier). A restarted process has none yet.
+      if (event == STASIS_EVENT_RESUME && g_gate_closed_by_checkpoint && stasis_plugin_ns_withdraw)
+        stasis_plugin_ns_withdraw("ib/");
+      if (g_torn_down && (event != STASIS_EVENT_RESTART || use_restart_library()))
+        recreate(data->generation, event == STASIS_EVENT_RESTART);
       if (g_gate_closed_by_checkpoint) {
         g_gate_closed_by_checkpoint = false;
         open_gate();
       }
-      break;
-    case STASIS_EVENT_EXIT:
-      withdraw_published();
-      withdraw_ud_counts();
       break;
     case STASIS_EVENT_ATFORK_CHILD:
       // The parent's verbs objects are not usable here (their library state is the parent's).
@@ -733,22 +696,6 @@ const char* const kBarriers[] = {"ib-quiesce", nullptr};
 stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "infiniband", on_event, nullptr, kBarriers};
 
 __attribute__((constructor)) void register_plugin() {
-  const char* runtime_dir = getenv("STASIS_RUNTIME_DIR");
-  const char* home = getenv("HOME");
-  g_exchange_root[0] = 0;
-  if (runtime_dir && *runtime_dir) {
-    append_text(g_exchange_root, sizeof g_exchange_root, runtime_dir);
-  } else {
-    append_text(g_exchange_root, sizeof g_exchange_root, home ? home : "/tmp");
-    append_text(g_exchange_root, sizeof g_exchange_root, "/.stasis");
-  }
-  append_text(g_exchange_root, sizeof g_exchange_root, "/infiniband");
-  g_launch_id[0] = 0;
-  append_text(g_launch_id, sizeof g_launch_id, "launch-");
-  for (const char* p = getenv("STASIS_COORD") ? getenv("STASIS_COORD") : "local"; *p; p++) {
-    char c[2] = {(*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ? *p : '_', 0};
-    append_text(g_launch_id, sizeof g_launch_id, c);
-  }
   g_pthread_create = reinterpret_cast<PthreadCreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
   if (stasis_register_plugin) stasis_register_plugin(&g_plugin);
 }
@@ -803,9 +750,7 @@ uint32_t real_remote_rkey(const VQp* qp, uint32_t virtual_rkey) {
   // waited for, come after its regions), or it is a region the peer registered since (its key
   // is already today's). Either answer is remembered.
   RemoteMr entry = {vlid, virtual_rkey, virtual_rkey};
-  char path[900];
-  exchange_file(path, sizeof path, "/mr-", vlid, virtual_rkey);
-  read_exchange_file(path, &entry.real_rkey, sizeof entry.real_rkey);
+  lookup("mr-", vlid, virtual_rkey, &entry.real_rkey, sizeof entry.real_rkey, 0);
   while (g_remote_mr_lock.test_and_set(std::memory_order_acquire)) {
   }
   int n = g_remote_mr_count.load();
@@ -822,7 +767,7 @@ RemoteQp ud_destination(uint16_t virtual_lid, uint32_t virtual_qpn) {
   // Every QP of the computation is published at each re-creation (before its process's threads
   // run) and when made afterwards; only a peer outside the computation makes this wait in vain.
   RemoteQp same = {virtual_lid, virtual_lid, virtual_qpn, virtual_qpn};
-  const RemoteQp* found = remote_qp(virtual_lid, virtual_qpn, true, "/ready-");
+  const RemoteQp* found = remote_qp(virtual_lid, virtual_qpn, true, "ready-");
   if (!found) found = remember_remote(same);
   return found ? *found : same;
 }
@@ -830,15 +775,13 @@ RemoteQp ud_destination(uint16_t virtual_lid, uint32_t virtual_qpn) {
 RemoteQp ud_source(uint16_t real_lid, uint32_t real_qpn) {
   if (const RemoteQp* known = known_remote_by_real(real_lid, real_qpn)) return *known;
   RemoteQp record = {real_lid, real_lid, real_qpn, real_qpn};  // not published: made since
-  char path[900];
-  exchange_file(path, sizeof path, "/rqp-", real_lid, real_qpn);
-  read_exchange_file(path, &record, sizeof record);
+  lookup("rqp-", real_lid, real_qpn, &record, sizeof record, 0);
   const RemoteQp* entry = remember_remote(record);
   return entry ? *entry : record;
 }
 
 void publish_new_qp(const VQp* qp) {
-  if (g_exchange_dir[0] && publish_qp(qp)) publish_ready(qp);
+  if (g_exchange_prefix[0] && publish_qp(qp)) publish_ready(qp);
 }
 
 void count_ud_sent(const VQp* qp, uint16_t virtual_dlid, uint32_t virtual_dqpn) {

@@ -2,6 +2,8 @@
 // interposed verbs calls) and its checkpoint side (ib_plugin.cc: drain, teardown, re-creation).
 #pragma once
 
+#include <dlfcn.h>
+
 #include "plugins/infiniband/ib_objects.h"
 
 namespace stasis::ib {
@@ -39,7 +41,9 @@ struct RealVerbs {
   int (*destroy_ah)(ibv_ah*);
 };
 extern RealVerbs g_real;
-void resolve_real_verbs();
+// Fills the entries of g_real still unresolved from `library` (a dlopen handle; by default the
+// libibverbs the program itself loaded).
+void resolve_real_verbs(void* library = RTLD_NEXT);
 
 // Every virtual object of the process (null slots are free). Changed only by user threads inside
 // the gate; read by the checkpoint side while the gate is closed.

@@ -38,11 +38,11 @@ std::atomic<bool> g_translating{false};
 namespace {
 
 template <typename Fn>
-void resolve(Fn& slot, const char* name) {
+void resolve(Fn& slot, const char* name, void* library) {
   // IBVERBS_1.1 is the current ABI of most entry points, 1.0 that of the channel functions.
   for (const char* version : {"IBVERBS_1.1", "IBVERBS_1.0"})
-    if (!slot) slot = reinterpret_cast<Fn>(dlvsym(RTLD_NEXT, name, version));
-  if (!slot) slot = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+    if (!slot) slot = reinterpret_cast<Fn>(dlvsym(library, name, version));
+  if (!slot) slot = reinterpret_cast<Fn>(dlsym(library, name));
 }
 
 template <typename T>
@@ -122,35 +122,35 @@ int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 
 }  // namespace
 
-void resolve_real_verbs() {
-  resolve(g_real.get_device_list, "ibv_get_device_list");
-  resolve(g_real.get_device_name, "ibv_get_device_name");
-  resolve(g_real.open_device, "ibv_open_device");
-  resolve(g_real.close_device, "ibv_close_device");
-  resolve(g_real.query_device, "ibv_query_device");
-  resolve(g_real.query_port, "ibv_query_port");
-  resolve(g_real.query_gid, "ibv_query_gid");
-  resolve(g_real.query_pkey, "ibv_query_pkey");
-  resolve(g_real.alloc_pd, "ibv_alloc_pd");
-  resolve(g_real.dealloc_pd, "ibv_dealloc_pd");
-  resolve(g_real.reg_mr, "ibv_reg_mr");
-  resolve(g_real.dereg_mr, "ibv_dereg_mr");
-  resolve(g_real.create_comp_channel, "ibv_create_comp_channel");
-  resolve(g_real.destroy_comp_channel, "ibv_destroy_comp_channel");
-  resolve(g_real.create_cq, "ibv_create_cq");
-  resolve(g_real.destroy_cq, "ibv_destroy_cq");
-  resolve(g_real.get_cq_event, "ibv_get_cq_event");
-  resolve(g_real.ack_cq_events, "ibv_ack_cq_events");
-  resolve(g_real.create_qp, "ibv_create_qp");
-  resolve(g_real.modify_qp, "ibv_modify_qp");
-  resolve(g_real.query_qp, "ibv_query_qp");
-  resolve(g_real.destroy_qp, "ibv_destroy_qp");
-  resolve(g_real.create_srq, "ibv_create_srq");
-  resolve(g_real.modify_srq, "ibv_modify_srq");
-  resolve(g_real.query_srq, "ibv_query_srq");
-  resolve(g_real.destroy_srq, "ibv_destroy_srq");
-  resolve(g_real.create_ah, "ibv_create_ah");
-  resolve(g_real.destroy_ah, "ibv_destroy_ah");
+void resolve_real_verbs(void* library) {
+  resolve(g_real.get_device_list, "ibv_get_device_list", library);
+  resolve(g_real.get_device_name, "ibv_get_device_name", library);
+  resolve(g_real.open_device, "ibv_open_device", library);
+  resolve(g_real.close_device, "ibv_close_device", library);
+  resolve(g_real.query_device, "ibv_query_device", library);
+  resolve(g_real.query_port, "ibv_query_port", library);
+  resolve(g_real.query_gid, "ibv_query_gid", library);
+  resolve(g_real.query_pkey, "ibv_query_pkey", library);
+  resolve(g_real.alloc_pd, "ibv_alloc_pd", library);
+  resolve(g_real.dealloc_pd, "ibv_dealloc_pd", library);
+  resolve(g_real.reg_mr, "ibv_reg_mr", library);
+  resolve(g_real.dereg_mr, "ibv_dereg_mr", library);
+  resolve(g_real.create_comp_channel, "ibv_create_comp_channel", library);
+  resolve(g_real.destroy_comp_channel, "ibv_destroy_comp_channel", library);
+  resolve(g_real.create_cq, "ibv_create_cq", library);
+  resolve(g_real.destroy_cq, "ibv_destroy_cq", library);
+  resolve(g_real.get_cq_event, "ibv_get_cq_event", library);
+  resolve(g_real.ack_cq_events, "ibv_ack_cq_events", library);
+  resolve(g_real.create_qp, "ibv_create_qp", library);
+  resolve(g_real.modify_qp, "ibv_modify_qp", library);
+  resolve(g_real.query_qp, "ibv_query_qp", library);
+  resolve(g_real.destroy_qp, "ibv_destroy_qp", library);
+  resolve(g_real.create_srq, "ibv_create_srq", library);
+  resolve(g_real.modify_srq, "ibv_modify_srq", library);
+  resolve(g_real.query_srq, "ibv_query_srq", library);
+  resolve(g_real.destroy_srq, "ibv_destroy_srq", library);
+  resolve(g_real.create_ah, "ibv_create_ah", library);
+  resolve(g_real.destroy_ah, "ibv_destroy_ah", library);
 }
 
 uint16_t real_lid_of(VContext* ctx, uint8_t port) {

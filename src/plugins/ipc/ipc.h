@@ -13,4 +13,8 @@ namespace stasis::rt {
 // when one cannot be restored.
 bool capture_sysv_objects(Arena& arena, FdDataList& data, LogLine& error);
 
+// syscall(SYS_shmat, ...) as the shmat wrapper treats shmat (the id translated after a restart,
+// the attachment noted); returns as syscall() does.
+long shmat_syscall(long id, long address, long flags);
+
 }  // namespace stasis::rt

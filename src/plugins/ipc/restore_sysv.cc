@@ -206,6 +206,17 @@ void set_permissions(const StasisSysvObject& o, int id) {
                             o.gid, o.mode, std::strerror(errno)));
 }
 
+// Makes the object again, filled and with its permissions; returns its new id.
+int recreate(const image::Image& img, const StasisSysvObject& o, int index) {
+  clear_the_way(img, o);
+  const int id = create(o);
+  if (o.kind == STASIS_SYSV_SHM) fill_segment(img, o, index, id);
+  else if (o.kind == STASIS_SYSV_SEM) fill_semaphores(img, o, index, id);
+  else fill_messages(img, o, index, id);
+  set_permissions(o, id);
+  return id;
+}
+
 }  // namespace
 
 bool checkpointed_process_ended(const image::Image& img) {
@@ -217,23 +228,71 @@ bool checkpointed_process_ended(const image::Image& img) {
   return comm != std::string(proc.comm, strnlen(proc.comm, sizeof proc.comm));
 }
 
-void recreate_sysv_objects(const image::Image& img, StasisRestartInfo& info) {
+HostSegments recreate_host_segments(const std::vector<image::Image>& images) {
+  HostSegments segments;
+  std::vector<int32_t> unattached_removed;  // marked for removal and attached nowhere: removed once made
+  for (const auto& img : images) {
+    std::vector<StasisSysvObject> objects = table_of<StasisSysvObject>(img, STASIS_FD_DATA_SYSV_OBJECTS);
+    for (size_t i = 0; i < objects.size(); i++) {
+      const StasisSysvObject& o = objects[i];
+      if (o.kind != STASIS_SYSV_SHM || o.saved_elsewhere) continue;
+      if (segments.new_id_of.count(o.kernel_id))
+        throw Error(fmt::format("{} is corrupt: it saves {}, which another image of this host saves too", img.path(),
+                                describe(o)));
+      const int id = recreate(img, o, static_cast<int>(i));
+      segments.new_id_of[o.kernel_id] = id;
+      if (o.removed) unattached_removed.push_back(id);
+    }
+  }
+  std::map<int32_t, int32_t> new_id_of_program_id;
+  for (const auto& img : images) {
+    std::vector<StasisSysvObject> objects = table_of<StasisSysvObject>(img, STASIS_FD_DATA_SYSV_OBJECTS);
+    std::vector<StasisSysvAttachment> attachments = table_of<StasisSysvAttachment>(img, STASIS_FD_DATA_SYSV_ATTACHMENTS);
+    for (const auto& o : objects) {
+      if (o.kind != STASIS_SYSV_SHM) continue;
+      auto made = segments.new_id_of.find(o.kernel_id);
+      if (made == segments.new_id_of.end())
+        throw Error(fmt::format("{}: the program's {} was saved by a process this restart does not bring back on "
+                                "this host (a segment belongs to the processes of its host)",
+                                img.path(), describe(o)));
+      auto [known, added] = new_id_of_program_id.emplace(o.id, made->second);
+      if (!added && known->second != made->second)
+        throw Error(fmt::format("{}: processes of this host hold id {} for two different System V shared memory "
+                                "segments (ids handed out after an earlier restart), which this version of Stasis "
+                                "cannot tell apart", img.path(), o.id));
+      if (added) segments.translations.push_back({STASIS_SYSV_SHM, o.id, made->second});
+    }
+    for (const auto& a : attachments)
+      if (a.object < objects.size())
+        std::erase(unattached_removed, segments.new_id_of[objects[a.object].kernel_id]);
+  }
+  // A segment marked for removal lives on only through its attachments, which the loaders make
+  // (the first marks it again; Linux lets the others attach it until its last detach).
+  for (int32_t id : unattached_removed) remove_object(STASIS_SYSV_SHM, id);
+  return segments;
+}
+
+void recreate_sysv_objects(const image::Image& img, const HostSegments& segments, StasisRestartInfo& info) {
   std::vector<StasisSysvObject> objects = table_of<StasisSysvObject>(img, STASIS_FD_DATA_SYSV_OBJECTS);
   std::vector<StasisSysvAttachment> attachments = table_of<StasisSysvAttachment>(img, STASIS_FD_DATA_SYSV_ATTACHMENTS);
-  if (objects.size() > STASIS_MAX_SYSV_OBJECTS || attachments.size() > STASIS_MAX_SHM_ATTACHMENTS)
-    throw Error(fmt::format("{} holds more System V IPC objects than this build restores", img.path()));
+  if (attachments.size() > STASIS_MAX_SHM_ATTACHMENTS)
+    throw Error(fmt::format("{} holds more System V attachments than this build restores", img.path()));
+  auto add_translation = [&](const StasisSysvIdPair& pair) {
+    if (info.sysv_count == STASIS_MAX_SYSV_OBJECTS)
+      throw Error(fmt::format("{}: its host has more System V IPC objects than this build restores ({})", img.path(),
+                              STASIS_MAX_SYSV_OBJECTS));
+    info.sysv_ids[info.sysv_count++] = pair;
+  };
+  for (const auto& pair : segments.translations) add_translation(pair);
   std::vector<int> new_ids(objects.size());
   for (size_t i = 0; i < objects.size(); i++) {
     const StasisSysvObject& o = objects[i];
-    const int index = static_cast<int>(i);
-    clear_the_way(img, o);
-    const int id = create(o);
-    new_ids[i] = id;
-    if (o.kind == STASIS_SYSV_SHM) fill_segment(img, o, index, id);
-    else if (o.kind == STASIS_SYSV_SEM) fill_semaphores(img, o, index, id);
-    else fill_messages(img, o, index, id);
-    set_permissions(o, id);
-    info.sysv_ids[info.sysv_count++] = {o.kind, o.id, id};
+    if (o.kind == STASIS_SYSV_SHM) {
+      new_ids[i] = segments.new_id_of.at(o.kernel_id);  // recreate_host_segments checked it is there
+    } else {
+      new_ids[i] = recreate(img, o, static_cast<int>(i));
+      add_translation({o.kind, o.id, new_ids[i]});
+    }
   }
   for (const auto& a : attachments) {
     if (a.object >= objects.size())
@@ -241,13 +300,6 @@ void recreate_sysv_objects(const image::Image& img, StasisRestartInfo& info) {
     uint32_t flags = a.shmat_flags | (objects[a.object].removed ? STASIS_SHM_REMOVE_AFTER_ATTACH : 0);
     info.shm_attach[info.shm_attach_count++] = {a.address, new_ids[a.object], flags};
   }
-  // A segment marked for removal lives on only through its attachments, which the loader makes.
-  for (size_t i = 0; i < objects.size(); i++)
-    if (objects[i].removed && objects[i].kind == STASIS_SYSV_SHM) {
-      bool attached = false;
-      for (const auto& a : attachments) attached |= a.object == i;
-      if (!attached) remove_object(STASIS_SYSV_SHM, new_ids[i]);
-    }
 }
 
 }  // namespace stasis::restore

@@ -6,6 +6,13 @@
 // leaves them queued), and restart re-creates it. The kernel then gives it a new id, so after a
 // restart the wrappers translate the ids the program holds; before a restart they only forward
 // (one load of an empty table's size).
+//
+// A segment may be shared by several processes of the computation (MPI ranks attach each other's
+// by id): it is saved once per host, by the process that wins its marker (claim_for_host) at
+// "drain", while the whole computation is stopped and before any forked writer inherits an
+// attachment. Each process adds one byte per mapping of the segment it has to the marker, so at
+// "checkpoint" the winner compares the marker's size with the kernel's attachment count: any
+// attachment more belongs to a process outside the computation, and the segment is refused.
 #include <dlfcn.h>
 #include <new>
 #include <errno.h>
@@ -16,7 +23,9 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 
+#include "common/fixed_text.h"
 #include "plugins/ipc/ipc.h"
+#include "plugins/memory/named_shm.h"
 
 namespace stasis::rt {
 namespace {
@@ -130,6 +139,30 @@ int obtained(uint32_t kind, int kernel_id) {
 int g_content_fds[STASIS_MAX_SYSV_OBJECTS];
 uint32_t g_content_fd_count;
 
+// The segments this process knew at "drain" and who saves each (see the top of this file).
+struct SegmentClaim {
+  int kernel_id;
+  int key;
+  bool won;              // this process saves it
+  uint64_t attachments;  // the kernel's count (shm_nattch) at "drain"
+};
+SegmentClaim g_claims[STASIS_MAX_SYSV_OBJECTS];
+uint32_t g_claim_count;
+char g_claims_dir[STASIS_PATH_MAX];  // the generation directory the markers are in
+
+void marker_of(const SegmentClaim& claim, char* out, size_t cap) {
+  host_marker_path(out, cap, g_claims_dir, "sysv-shm", static_cast<uint32_t>(claim.kernel_id),
+                   static_cast<uint32_t>(claim.key));
+}
+
+const SegmentClaim* claim_of(int kernel_id) {
+  for (uint32_t i = 0; i < g_claim_count; i++)
+    if (g_claims[i].kernel_id == kernel_id) return &g_claims[i];
+  return nullptr;
+}
+
+void forget_claims() { g_claim_count = 0; }
+
 const char* kind_name(uint32_t kind) {
   switch (kind) {
     case STASIS_SYSV_SHM: return "System V shared memory segment";
@@ -153,22 +186,34 @@ struct Attachment {
 
 class SysvCapture {
  public:
-  SysvCapture(Arena& arena, FdDataList& data, LogLine& error) : arena_(arena), data_(data), error_(error) {}
+  SysvCapture(Arena& arena, LogLine& error) : arena_(arena), error_(error) {}
 
-  bool run() {
-    if (g_obtained_overflow.load()) {
-      error_ << "the program obtained more than " << STASIS_MAX_SYSV_OBJECTS
-             << " System V IPC objects, more than this version of Stasis can save; not checkpointing";
-      return false;
+  // At "drain": competes for every segment this process obtained or attached, and counts its
+  // mappings of each in the segment's marker.
+  bool claim_segments() {
+    if (!collect()) return false;
+    for (uint32_t i = 0; i < object_count_; i++) {
+      const StasisSysvObject& o = objects_[i];
+      if (o.kind != STASIS_SYSV_SHM) continue;
+      struct shmid_ds ds;
+      if (STASIS_SYS3(SYS_shmctl, o.kernel_id, IPC_STAT, &ds) != 0) continue;  // gone, or refused later
+      SegmentClaim& claim = g_claims[g_claim_count];
+      claim = {o.kernel_id, ds.shm_perm.__key, false, ds.shm_nattch};
+      char what[96] = "System V shared memory segment id ";
+      append_uint(what, sizeof what, static_cast<unsigned long>(o.kernel_id));
+      char marker[STASIS_PATH_MAX + 128];
+      marker_of(claim, marker, sizeof marker);
+      int won = claim_for_host(marker, what, mappings_of(i), error_);
+      if (won < 0) return false;
+      claim.won = won == 1;
+      g_claim_count++;
     }
-    objects_ = static_cast<StasisSysvObject*>(arena_.alloc(sizeof(StasisSysvObject) * STASIS_MAX_SYSV_OBJECTS));
-    attachments_ = static_cast<Attachment*>(arena_.alloc(sizeof(Attachment) * STASIS_MAX_SHM_ATTACHMENTS));
-    if (!objects_ || !attachments_) return out_of_memory();
-    if (g_shm_attached.load() && !find_attachments()) return false;
-    for (uint32_t i = 0, n = g_obtained.size(); i < n; i++) {
-      const IdPair& p = g_obtained[i];
-      if (add_object(p.kind, p.id, kernel_id_of(p.kind, p.id)) < 0) return false;
-    }
+    return true;
+  }
+
+  bool run(FdDataList& data) {
+    data_ = &data;
+    if (!collect()) return false;
     uint32_t kept = 0;
     for (uint32_t i = 0; i < object_count_; i++) {
       int r = describe(objects_[i], i);
@@ -185,12 +230,38 @@ class SysvCapture {
     for (uint32_t i = 0; i < attachment_count_; i++)
       saved[i] = {attachments_[i].address, attachment_object_[i],
                   attachments_[i].may_write ? 0u : static_cast<uint32_t>(SHM_RDONLY)};
-    return add(data_.add_ref(-1, STASIS_FD_DATA_SYSV_OBJECTS, objects_, sizeof(StasisSysvObject) * object_count_)) &&
+    return add(data_->add_ref(-1, STASIS_FD_DATA_SYSV_OBJECTS, objects_, sizeof(StasisSysvObject) * object_count_)) &&
            (attachment_count_ == 0 ||
-            add(data_.add_ref(-1, STASIS_FD_DATA_SYSV_ATTACHMENTS, saved, sizeof(StasisSysvAttachment) * attachment_count_)));
+            add(data_->add_ref(-1, STASIS_FD_DATA_SYSV_ATTACHMENTS, saved, sizeof(StasisSysvAttachment) * attachment_count_)));
   }
 
  private:
+  // The objects the program obtained and the segments it has attached, with their attachments.
+  bool collect() {
+    if (g_obtained_overflow.load()) {
+      error_ << "the program obtained more than " << STASIS_MAX_SYSV_OBJECTS
+             << " System V IPC objects, more than this version of Stasis can save; not checkpointing";
+      return false;
+    }
+    objects_ = static_cast<StasisSysvObject*>(arena_.alloc(sizeof(StasisSysvObject) * STASIS_MAX_SYSV_OBJECTS));
+    attachments_ = static_cast<Attachment*>(arena_.alloc(sizeof(Attachment) * STASIS_MAX_SHM_ATTACHMENTS));
+    if (!objects_ || !attachments_) return out_of_memory();
+    if (g_shm_attached.load() && !find_attachments()) return false;
+    for (uint32_t i = 0, n = g_obtained.size(); i < n; i++) {
+      const IdPair& p = g_obtained[i];
+      if (add_object(p.kind, p.id, kernel_id_of(p.kind, p.id)) < 0) return false;
+    }
+    return true;
+  }
+
+  // The kernel counts each mapping of a segment (an attachment split by mprotect is several).
+  uint64_t mappings_of(uint32_t object) const {
+    uint64_t mappings = 0;
+    for (uint32_t a = 0; a < attachment_count_; a++)
+      if (attachment_object_[a] == object) mappings += attachments_[a].mappings;
+    return mappings;
+  }
+
   bool out_of_memory() {
     error_ << "not enough checkpoint scratch memory for the System V IPC objects; not checkpointing";
     return false;
@@ -310,14 +381,11 @@ class SysvCapture {
         fill_perm(o, ds.shm_perm);
         o.size = ds.shm_segsz;
         o.removed = (ds.shm_perm.mode & SHM_DEST) ? 1 : 0;
-        uint64_t mappings = 0, whole = (o.size + kPage - 1) & ~(kPage - 1);
-        for (uint32_t a = 0; a < attachment_count_; a++) {
-          if (attachment_object_[a] != index) continue;
-          mappings += attachments_[a].mappings;
-          if (attachments_[a].end - attachments_[a].address != whole)
+        uint64_t whole = (o.size + kPage - 1) & ~(kPage - 1);
+        for (uint32_t a = 0; a < attachment_count_; a++)
+          if (attachment_object_[a] == index && attachments_[a].end - attachments_[a].address != whole)
             return refuse(o, "is attached only in part"), -1;
-        }
-        if (ds.shm_nattch > mappings) return refuse(o, "is attached by another process too"), -1;
+        if (!shared_by_computation_only(o, ds.shm_nattch, index)) return -1;
       }
     } else if (o.kind == STASIS_SYSV_SEM) {
       struct semid_ds ds;
@@ -348,6 +416,31 @@ class SysvCapture {
     return 1;
   }
 
+  // Whether the segment's attachments are all the computation's, and who saves it.
+  bool shared_by_computation_only(StasisSysvObject& o, uint64_t attachments_now, uint32_t index) {
+    const SegmentClaim* claim = claim_of(o.kernel_id);
+    if (!claim) {  // not seen at "drain" (a coordinator that names no directory there): this process only
+      if (attachments_now > mappings_of(index)) return refuse(o, "is attached by another process too");
+      return true;
+    }
+    if (!claim->won) {
+      o.saved_elsewhere = 1;
+      return true;
+    }
+    char marker[STASIS_PATH_MAX + 128];
+    marker_of(*claim, marker, sizeof marker);
+    struct stat counted;
+    if (STASIS_SYS2(SYS_stat, marker, &counted) != 0) return refuse(o, "cannot have its attachments counted");
+    uint64_t by_computation = static_cast<uint64_t>(counted.st_size);
+    if (claim->attachments != by_computation) {
+      name_object(error_, o) << " has " << claim->attachments << " attachments, of which the computation's processes hold "
+                             << by_computation << ": a process outside the computation uses it too, which this version "
+                             << "of Stasis cannot restore; not checkpointing";
+      return false;
+    }
+    return true;
+  }
+
   template <typename Perm>
   static void fill_perm(StasisSysvObject& o, const Perm& perm) {
     o.key = perm.__key;
@@ -363,13 +456,13 @@ class SysvCapture {
   }
 
   bool save_contents(const StasisSysvObject& o, uint32_t index) {
-    if (o.kind == STASIS_SYSV_SHM) return save_segment(o, index);
+    if (o.kind == STASIS_SYSV_SHM) return o.saved_elsewhere || save_segment(o, index);
     if (o.kind == STASIS_SYSV_SEM) {
       auto* values = static_cast<uint16_t*>(arena_.alloc(sizeof(uint16_t) * (o.size + 1)));
       if (!values) return out_of_memory();
       if (STASIS_SYS4(SYS_semctl, o.kernel_id, 0, GETALL, values) != 0)
         return refuse(o, "has values that cannot be read");
-      return add(data_.add_ref(static_cast<int>(index), STASIS_FD_DATA_SYSV_CONTENTS, values, sizeof(uint16_t) * o.size));
+      return add(data_->add_ref(static_cast<int>(index), STASIS_FD_DATA_SYSV_CONTENTS, values, sizeof(uint16_t) * o.size));
     }
     return save_messages(o, index);
   }
@@ -396,7 +489,7 @@ class SysvCapture {
                              << "); not checkpointing";
       return false;
     }
-    return add(data_.add_file(static_cast<int>(index), STASIS_FD_DATA_SYSV_CONTENTS, static_cast<int>(fd), o.size));
+    return add(data_->add_file(static_cast<int>(index), STASIS_FD_DATA_SYSV_CONTENTS, static_cast<int>(fd), o.size));
   }
 
   // MSG_COPY reads the message at an index and leaves the queue as it is.
@@ -421,11 +514,11 @@ class SysvCapture {
       __builtin_memcpy(saved + used + sizeof header, buffer + sizeof(long), static_cast<size_t>(n));
       used += sizeof header + static_cast<uint64_t>(n);
     }
-    return add(data_.add_ref(static_cast<int>(index), STASIS_FD_DATA_SYSV_CONTENTS, saved, used));
+    return add(data_->add_ref(static_cast<int>(index), STASIS_FD_DATA_SYSV_CONTENTS, saved, used));
   }
 
   Arena& arena_;
-  FdDataList& data_;
+  FdDataList* data_ = nullptr;  // run() only
   LogLine& error_;
   StasisSysvObject* objects_ = nullptr;
   uint32_t object_count_ = 0;
@@ -437,12 +530,34 @@ class SysvCapture {
 
 // ---- events -----------------------------------------------------------------------------------
 
-int on_event(stasis_event_t event, const stasis_event_data_t*, void*) {
+// "drain": every process of the computation is stopped, and no forked writer exists yet.
+int claim_shared_segments(const char* generation_dir) {
+  forget_claims();
+  if (!generation_dir || !*generation_dir || (!g_shm_attached.load() && g_obtained.size() == 0)) return 0;
+  str_copy(g_claims_dir, generation_dir, sizeof g_claims_dir);
+  LogLine error;
+  Arena arena;  // for smaps and the tables; gone before the checkpoint's own arena is made
+  if (!arena.create(sizeof(SysvCapture) + (9u << 20))) {
+    stasis_plugin_refuse("not enough scratch memory to find the System V segments to save; not checkpointing");
+    return 1;
+  }
+  bool ok = (new (arena.alloc(sizeof(SysvCapture))) SysvCapture(arena, error))->claim_segments();
+  arena.destroy();
+  if (ok) return 0;
+  forget_claims();
+  stasis_plugin_refuse(error.c_str());
+  return 1;
+}
+
+int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
+  if (event == STASIS_EVENT_DRAIN) return claim_shared_segments(data ? data->ckpt_dir : nullptr);
   if (event == STASIS_EVENT_RESUME) {
     for (uint32_t i = 0; i < g_content_fd_count; i++) STASIS_SYS1(SYS_close, g_content_fds[i]);
     g_content_fd_count = 0;
+    forget_claims();
   } else if (event == STASIS_EVENT_RESTART) {
     g_content_fd_count = 0;  // numbers from before the checkpoint: not ours in this process
+    forget_claims();
     g_translation.replace(g_restart_info.sysv_ids, g_restart_info.sysv_count);
   }
   return 0;
@@ -462,7 +577,7 @@ bool capture_sysv_objects(Arena& arena, FdDataList& data, LogLine& error) {
     error << "not enough checkpoint scratch memory for the System V IPC objects; not checkpointing";
     return false;
   }
-  return (new (memory) SysvCapture(arena, data, error))->run();
+  return (new (memory) SysvCapture(arena, error))->run(data);
 }
 
 }  // namespace stasis::rt
@@ -482,6 +597,22 @@ __attribute__((visibility("default"))) void* shmat(int id, const void* address, 
   if (!g_shm_attached.load(std::memory_order_relaxed)) g_shm_attached.store(true);
   return next_symbol(real, "shmat")(kernel_id_of(STASIS_SYSV_SHM, id), address, flags);
 }
+
+}  // extern "C"
+
+// UCX's memory hooks (libucm) take over libc's shmat and attach through syscall(SYS_shmat): the
+// same as the wrapper above, straight to the kernel (libc's shmat may be the hook itself).
+long stasis::rt::shmat_syscall(long id, long address, long flags) {
+  if (!g_shm_attached.load(std::memory_order_relaxed)) g_shm_attached.store(true);
+  long r = STASIS_SYS3(SYS_shmat, kernel_id_of(STASIS_SYSV_SHM, static_cast<int>(id)), address, flags);
+  if (r < 0 && r > -4096) {
+    errno = static_cast<int>(-r);
+    return -1;
+  }
+  return r;
+}
+
+extern "C" {
 
 __attribute__((visibility("default"))) int shmctl(int id, int cmd, struct shmid_ds* buf) {
   static int (*real)(int, int, struct shmid_ds*);

@@ -33,29 +33,6 @@ bool is_named_shm_mapping(const Mapping& m) {
 }
 
 
-// 1: this process saves the file (it created the marker), 0: another process of the host does,
-// -1: the marker cannot be made (error set).
-int claim(const char* generation_dir, const char* host, const Mapping& m, LogLine& error) {
-  char marker[STASIS_IMAGE_PATH_MAX + 128];
-  marker[0] = 0;
-  append_text(marker, sizeof marker, generation_dir);
-  append_text(marker, sizeof marker, "/.shm-");
-  append_text(marker, sizeof marker, host);
-  append_text(marker, sizeof marker, "-");
-  append_uint(marker, sizeof marker, m.dev);
-  append_text(marker, sizeof marker, "-");
-  append_uint(marker, sizeof marker, m.inode);
-  long fd = STASIS_SYS3(SYS_open, marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd >= 0) {
-    STASIS_SYS1(SYS_close, fd);
-    return 1;
-  }
-  if (fd == -EEXIST) return 0;
-  error << "cannot create " << marker << " (errno " << -fd << ") to decide who saves the shared file "
-        << m.path << "; not checkpointing";
-  return -1;
-}
-
 bool save(Arena& arena, FdDataList& data, const Mapping& m, uint32_t index, LogLine& error) {
   if (g_source_fd_count == kMaxSavedFiles) {
     error << "more than " << kMaxSavedFiles << " named shared-memory files to save (" << m.path
@@ -105,11 +82,51 @@ __attribute__((constructor)) void register_named_shm_plugin() { stasis_register_
 
 }  // namespace
 
+void host_marker_path(char* out, size_t cap, const char* generation_dir, const char* kind, uint64_t a, uint64_t b) {
+  struct utsname host;
+  if (STASIS_SYS1(SYS_uname, &host) != 0) host.nodename[0] = 0;
+  out[0] = 0;
+  append_text(out, cap, generation_dir);
+  append_text(out, cap, "/.");
+  append_text(out, cap, kind);
+  append_text(out, cap, "-");
+  append_text(out, cap, host.nodename);
+  append_text(out, cap, "-");
+  append_uint(out, cap, a);
+  append_text(out, cap, "-");
+  append_uint(out, cap, b);
+}
+
+int claim_for_host(const char* marker, const char* what, uint64_t count, LogLine& error) {
+  const long flags = O_WRONLY | O_APPEND | O_CLOEXEC;
+  long fd = STASIS_SYS3(SYS_open, marker, flags | O_CREAT | O_EXCL, 0600);
+  const int won = fd >= 0 ? 1 : 0;
+  if (fd == -EEXIST && count > 0) fd = STASIS_SYS3(SYS_open, marker, flags, 0);
+  if (fd == -EEXIST) return 0;
+  if (fd < 0) {
+    error << "cannot create " << marker << " (errno " << -fd << ") to decide who saves " << what
+          << "; not checkpointing";
+    return -1;
+  }
+  static const char kCounted[256] = {};  // what the bytes hold does not matter, their number does
+  long written = 0;
+  while (count > 0) {
+    written = STASIS_SYS3(SYS_write, fd, kCounted, count < sizeof kCounted ? count : sizeof kCounted);
+    if (written == -EINTR) continue;
+    if (written <= 0) break;
+    count -= static_cast<uint64_t>(written);
+  }
+  STASIS_SYS1(SYS_close, fd);
+  if (count > 0) {
+    error << "cannot count in " << marker << " (errno " << -written << ") for " << what << "; not checkpointing";
+    return -1;
+  }
+  return won;
+}
+
 bool capture_named_shm_files(Arena& arena, const Mapping* maps, uint32_t count, FdDataList& data,
                              const char* generation_dir, LogLine& error) {
   close_source_fds();  // a checkpoint that failed before resume left them
-  struct utsname host;
-  if (STASIS_SYS1(SYS_uname, &host) != 0) host.nodename[0] = 0;
   uint32_t saved = 0;
   for (uint32_t i = 0; i < count; i++) {
     const Mapping& m = maps[i];
@@ -118,7 +135,9 @@ bool capture_named_shm_files(Arena& arena, const Mapping* maps, uint32_t count, 
     for (uint32_t k = 0; k < i && !seen; k++)
       seen = is_named_shm_mapping(maps[k]) && maps[k].dev == m.dev && maps[k].inode == m.inode;
     if (seen) continue;
-    int won = claim(generation_dir, host.nodename, m, error);
+    char marker[STASIS_IMAGE_PATH_MAX + 128];
+    host_marker_path(marker, sizeof marker, generation_dir, "shm", m.dev, m.inode);
+    int won = claim_for_host(marker, m.path, 0, error);
     if (won < 0 || (won == 1 && !save(arena, data, m, saved++, error))) {
       close_source_fds();
       return false;

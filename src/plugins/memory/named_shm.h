@@ -14,6 +14,18 @@
 
 namespace stasis::rt {
 
+// Which process of a host saves an object that several processes of the computation share (a
+// file here, a System V segment in plugins/ipc): the one that creates the object's marker first,
+// with O_EXCL, while the whole computation is stopped. The marker is
+// GENERATION_DIR/.KIND-HOST-A-B (A and B name the object on its host).
+void host_marker_path(char* out, size_t cap, const char* generation_dir, const char* kind, uint64_t a, uint64_t b);
+
+// 1: this process created `marker` (it saves the object), 0: another one did, -1: the marker
+// cannot be made (error names `what`). Appends `count` bytes to it either way, so that its size
+// sums what every process counted (plugins/ipc counts attachments). The marker is closed again:
+// a descriptor left open would be saved as the program's.
+int claim_for_host(const char* marker, const char* what, uint64_t count, LogLine& error);
+
 // While the computation is stopped, at capture time: for each such file this process maps and
 // wins, FD_DATA SHM_FILE (index i) and SHM_FILE_BYTES (read from a descriptor, copied now by
 // FdDataList::read_files_now for a forked writer). Fails, naming the file, when one cannot be saved.
