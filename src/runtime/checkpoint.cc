@@ -61,12 +61,6 @@ uint32_t compression_from(const char* name) {
 
 namespace {
 
-uint64_t monotonic_ns() {
-  timespec now{};
-  STASIS_SYS2(SYS_clock_gettime, CLOCK_MONOTONIC, &now);
-  return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
-}
-
 // Writes the image of the memory as it is now (in place, or in a forked writer whose memory is
 // the snapshot). Fills result or error; returns 0 or -1.
 int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint32_t fd_count,

@@ -20,11 +20,7 @@ namespace {
 constexpr size_t kMaxKey = 255;
 constexpr size_t kMaxValue = 3840;  // key '\0' value fits one 4 KiB buffer on the stack
 
-long monotonic_ms() {
-  timespec now;
-  STASIS_SYS2(SYS_clock_gettime, CLOCK_MONOTONIC, &now);
-  return now.tv_sec * 1000L + now.tv_nsec / 1000000;
-}
+long monotonic_ms() { return static_cast<long>(monotonic_ns() / 1000000); }
 
 // An authenticated command connection to the computation's coordinator, or -1.
 int open_lookup_connection() {

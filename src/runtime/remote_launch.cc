@@ -84,9 +84,8 @@ void add_launchers(const char* list) {
 // `name`'s value in the environment block `envp`, or null.
 const char* value_in(char** envp, const char* name) {
   size_t n = str_len(name);
-  for (char** e = envp; e && *e; e++)
-    if (__builtin_memcmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
-  return nullptr;
+  char** entry = stasis::rt::environment_entry(envp, name, n);
+  return entry ? *entry + n + 1 : nullptr;
 }
 
 // Runs before main with the program's arguments and environment (glibc passes them to ELF

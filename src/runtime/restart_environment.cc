@@ -19,12 +19,6 @@ size_t name_length(const char* assignment) {
   return n;
 }
 
-bool same_name(const char* entry, const char* assignment, size_t name_len) {
-  for (size_t i = 0; i < name_len; i++)
-    if (entry[i] != assignment[i]) return false;
-  return entry[name_len] == '=';
-}
-
 }  // namespace
 
 void apply_restart_environment(const char* entries) {
@@ -52,11 +46,13 @@ void apply_restart_environment(const char* entries) {
   for (const char* a = entries; *a; a += str_len(a) + 1) {
     size_t len = str_len(a) + 1;
     __builtin_memcpy(strings, a, len);
-    size_t name_len = name_length(a);
-    size_t at = 0;
-    while (at < count && !same_name(array[at], a, name_len)) at++;
-    array[at] = strings;
-    if (at == count) count++;
+    array[count] = nullptr;  // the block ends here for the lookup
+    char** entry = environment_entry(array, a, name_length(a));
+    if (entry) {
+      *entry = strings;
+    } else {
+      array[count++] = strings;
+    }
     strings += len;
   }
   array[count] = nullptr;

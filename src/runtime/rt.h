@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include <atomic>
 
@@ -99,6 +100,15 @@ class Arena {
 // ---- small helpers (raw syscalls) ------------------------------------------------------------
 inline long sys_gettid() { return STASIS_SYS0(SYS_gettid); }
 inline long sys_getpid() { return STASIS_SYS0(SYS_getpid); }
+inline uint64_t monotonic_ns() {
+  timespec now{};
+  STASIS_SYS2(SYS_clock_gettime, CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+// The entry of the environment block `envp` that assigns the name made of `name`'s first
+// `name_len` bytes ("NAME=..."), or null. For code that must not call getenv (a shell's own
+// getenv finds nothing before it set up its variables; user threads may be stopped in setenv).
+char** environment_entry(char** envp, const char* name, size_t name_len);
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, long timeout_ns = -1);
 void futex_wake_all(std::atomic<uint32_t>* word);
 void sleep_ns(long ns);

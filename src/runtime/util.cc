@@ -37,6 +37,15 @@ bool str_eq(const char* a, const char* b) {
   return *a == *b;
 }
 
+char** environment_entry(char** envp, const char* name, size_t name_len) {
+  for (char** e = envp; e && *e; e++) {
+    size_t i = 0;  // byte by byte: an entry may be shorter than the name
+    while (i < name_len && (*e)[i] == name[i]) i++;
+    if (i == name_len && (*e)[i] == '=') return e;
+  }
+  return nullptr;
+}
+
 void format_uint(char* out, unsigned long v) {
   out[0] = 0;
   append_uint(out, 21, v);  // 20 digits at most
