@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "common/error.h"
+#include "image/format.h"
 
 namespace {
 
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
   using stasis::cli::Command;
   CLI::App app{"Stasis: transparent checkpoint-restart for Linux processes.", "stasis"};
   app.set_version_flag("--version", fmt::format("stasis {} (image format {})", STASIS_VERSION,
-                                                STASIS_IMAGE_FORMAT_VERSION));
+                                                STASIS_IMAGE_VERSION));
   app.require_subcommand(1);
 
   struct Entry {

@@ -13,10 +13,11 @@
 #include <filesystem>
 #include <thread>
 #define XXH_INLINE_ALL
-#include <xxhash.h>
+
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "image/framing.h"
 
 namespace stasis::image {
 namespace {
@@ -86,9 +87,7 @@ Image Image::open(const std::string& path, bool verify_payloads) {
   if (hdr.format_version != STASIS_IMAGE_VERSION && hdr.format_version != STASIS_IMAGE_VERSION_WITHOUT_INDEX)
     throw Error(fmt::format("{} has image format version {}; this stasis reads versions {} and {}", path,
                             hdr.format_version, STASIS_IMAGE_VERSION_WITHOUT_INDEX, STASIS_IMAGE_VERSION));
-  StasisImageHeader copy = hdr;
-  copy.header_checksum = 0;
-  if (hdr.header_size != sizeof hdr || XXH3_64bits(&copy, sizeof copy) != hdr.header_checksum)
+  if (hdr.header_size != sizeof hdr || image_header_checksum(hdr) != hdr.header_checksum)
     throw Error(fmt::format("{} is corrupt: the image header checksum does not match", path));
 
   // Without the payloads, the records are read one by one, a payload apart: readahead would read
@@ -121,9 +120,7 @@ bool is_bulk(uint32_t type) {
 
 std::atomic<uint64_t> g_payload_bytes_verified{0};
 
-bool header_sound(const StasisRecordHeader& h) {
-  return XXH3_64bits(&h, offsetof(StasisRecordHeader, header_checksum)) == h.header_checksum;
-}
+bool header_sound(const StasisRecordHeader& h) { return record_header_sound(h); }
 
 const char* record_kind(uint32_t type) {
   return type == STASIS_REC_PAGES ? "memory pages" : type == STASIS_REC_FD_DATA ? "descriptor data" : "metadata";
@@ -159,7 +156,7 @@ std::vector<StasisIndexEntry> Image::read_index() {
   pread_exact(fd_, &h, sizeof h, end_at, path_);
   pread_exact(fd_, payload.data(), payload.size(), end_at + sizeof h, path_);
   if (h.type != STASIS_REC_END || !header_sound(h) || h.stored_size != sizeof(StasisEndRecord) ||
-      XXH3_64bits(payload.data(), payload.size()) != h.payload_checksum)
+      !payload_sound(h, payload.data()))
     return {};
   StasisEndRecord end = parse_end(payload, h);
   if (end.index_offset == 0) return {};  // written without one
@@ -176,7 +173,7 @@ std::vector<StasisIndexEntry> Image::read_index() {
       sizeof index_header + index_header.stored_size != tail.size() ||
       index_header.stored_size % sizeof(StasisIndexEntry) != 0)
     throw corrupt("has a bad header");
-  if (XXH3_64bits(tail.data() + sizeof index_header, index_header.stored_size) != index_header.payload_checksum)
+  if (!payload_sound(index_header, tail.data() + sizeof index_header))
     throw corrupt("does not match its checksum");
   std::vector<StasisIndexEntry> index(index_header.stored_size / sizeof(StasisIndexEntry));
   std::memcpy(index.data(), tail.data() + sizeof index_header, index_header.stored_size);
@@ -186,9 +183,9 @@ std::vector<StasisIndexEntry> Image::read_index() {
     if (entry.offset != expected_offset || r.type == STASIS_REC_END || r.type == STASIS_REC_INDEX || !header_sound(r))
       throw corrupt(fmt::format("lists a record at byte {} that cannot be there", entry.offset));
     expected_offset = entry.offset + sizeof r + r.stored_size;
-    chain = XXH3_64bits_withSeed(&r, sizeof r, chain);
+    chain = chain_record_header(chain, r);
   }
-  chain = XXH3_64bits_withSeed(&index_header, sizeof index_header, chain);
+  chain = chain_record_header(chain, index_header);
   if (expected_offset != end.index_offset || end.record_count != index.size() + 1 || end.headers_checksum != chain)
     throw corrupt("does not match the END record");
   end_ = end;
@@ -202,7 +199,7 @@ void Image::load_from_index(const std::vector<StasisIndexEntry>& index) {
     if (!is_bulk(h.type)) {
       payload.resize(h.stored_size);
       pread_exact(fd_, payload.data(), h.stored_size, index[i].offset + sizeof h, path_);
-      if (XXH3_64bits(payload.data(), h.stored_size) != h.payload_checksum)
+      if (!payload_sound(h, payload.data()))
         throw Error(fmt::format("{} is corrupt: checksum mismatch in record {} (metadata) at byte {}", path_, i,
                                 index[i].offset));
     }
@@ -238,7 +235,7 @@ void Image::verify_in_parallel(const std::vector<StasisIndexEntry>& index) const
     for (auto e = first; e != index.end() && e->offset < to; ++e) {
       const StasisRecordHeader& h = e->header;
       bool header_ok = std::memcmp(file + e->offset, &h, sizeof h) == 0;
-      bool payload_ok = !is_bulk(h.type) || XXH3_64bits(file + e->offset + sizeof h, h.stored_size) == h.payload_checksum;
+      bool payload_ok = !is_bulk(h.type) || payload_sound(h, file + e->offset + sizeof h);
       if (!header_ok || !payload_ok) {
         damage[part] = {static_cast<size_t>(e - index.begin()), !header_ok};
         return;
@@ -280,7 +277,7 @@ void Image::scan_records(bool verify_payloads) {
     if (!is_bulk(h.type) || verify_payloads) {
       if (payload.size() < h.stored_size) payload.resize(h.stored_size);  // never shrinks: no refills
       pread_exact(fd_, payload.data(), h.stored_size, payload_offset, path_);
-      if (XXH3_64bits(payload.data(), h.stored_size) != h.payload_checksum)
+      if (!payload_sound(h, payload.data()))
         throw Error(fmt::format("{} is corrupt: checksum mismatch in record {} ({}) at byte {}", path_,
                                 records, record_kind(h.type),
                                 offset));
@@ -296,7 +293,7 @@ void Image::scan_records(bool verify_payloads) {
       break;
     }
     if (h.type != STASIS_REC_INDEX) take_record(h, offset, payload);  // checked above; read_index() uses it
-    chain = XXH3_64bits_withSeed(&h, sizeof h, chain);
+    chain = chain_record_header(chain, h);
     records++;
     offset = payload_offset + h.stored_size;
   }

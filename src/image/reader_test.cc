@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 #define XXH_INLINE_ALL
-#include <xxhash.h>
+#include "image/framing.h"
 
 #include "common/error.h"
 
@@ -28,7 +28,7 @@ class ImageBuilder {
     std::memcpy(header.magic, STASIS_IMAGE_MAGIC, 8);
     header.format_version = version;
     header.header_size = sizeof header;
-    header.header_checksum = XXH3_64bits(&header, sizeof header);
+    header.header_checksum = stasis::image::image_header_checksum(header);
     append(&header, sizeof header);
   }
   template <typename T>
@@ -36,14 +36,9 @@ class ImageBuilder {
     record(type, &payload, sizeof payload);
   }
   void record(uint32_t type, const void* payload, uint64_t size, uint64_t arg = 0) {
-    StasisRecordHeader h = {};
-    h.type = type;
-    h.stored_size = h.raw_size = size;
-    h.arg = arg;
-    h.payload_checksum = XXH3_64bits(payload, size);
-    h.header_checksum = XXH3_64bits(&h, offsetof(StasisRecordHeader, header_checksum));
+    const StasisRecordHeader h = stasis::image::frame_record(type, STASIS_COMPRESS_NONE, arg, payload, size, size);
     if (type != STASIS_REC_INDEX) index_.push_back({bytes_.size(), h});
-    chain_ = XXH3_64bits_withSeed(&h, sizeof h, chain_);
+    chain_ = stasis::image::chain_record_header(chain_, h);
     count_++;
     append(&h, sizeof h);
     append(payload, size);
@@ -58,11 +53,7 @@ class ImageBuilder {
     end.record_count = count_;
     end.headers_checksum = chain_;
     uint64_t size = version_ == STASIS_IMAGE_VERSION ? sizeof end : STASIS_END_RECORD_SIZE_V2;
-    StasisRecordHeader h = {};
-    h.type = STASIS_REC_END;
-    h.stored_size = h.raw_size = size;
-    h.payload_checksum = XXH3_64bits(&end, size);
-    h.header_checksum = XXH3_64bits(&h, offsetof(StasisRecordHeader, header_checksum));
+    const StasisRecordHeader h = stasis::image::frame_record(STASIS_REC_END, STASIS_COMPRESS_NONE, 0, &end, size, size);
     append(&h, sizeof h);
     append(&end, size);
     return bytes_;
@@ -167,8 +158,7 @@ TEST(ImageReader, RefusesAnotherVersion) {
   StasisImageHeader header;
   std::memcpy(&header, bytes.data(), sizeof header);
   header.format_version = STASIS_IMAGE_VERSION + 1;
-  header.header_checksum = 0;
-  header.header_checksum = XXH3_64bits(&header, sizeof header);
+  header.header_checksum = stasis::image::image_header_checksum(header);
   std::memcpy(bytes.data(), &header, sizeof header);
   EXPECT_NE(refusal(bytes, false).find("image format version 4"), std::string::npos);
 }
@@ -202,8 +192,8 @@ TEST(ImageReader, RefusesAnIndexThatListsOtherRecords) {
   std::memcpy(index_payload + offsetof(StasisIndexEntry, header), &forged, sizeof forged);
   StasisRecordHeader index_header;
   std::memcpy(&index_header, bytes.data() + index_offset, sizeof index_header);
-  index_header.payload_checksum = XXH3_64bits(index_payload, index_header.stored_size);
-  index_header.header_checksum = XXH3_64bits(&index_header, offsetof(StasisRecordHeader, header_checksum));
+  index_header = stasis::image::frame_record(STASIS_REC_INDEX, index_header.compression, index_header.arg,
+                                             index_payload, index_header.stored_size, index_header.raw_size);
   std::memcpy(bytes.data() + index_offset, &index_header, sizeof index_header);
   std::string message = refusal(bytes, false);
   EXPECT_NE(message.find("its record index"), std::string::npos) << message;

@@ -2,9 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include "image/framing.h"
 #include "runtime/compressors.h"
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 namespace stasis::rt {
 namespace {
@@ -50,7 +49,7 @@ bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, Log
   __asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
   header.xsave_size = b;
   header.compression = compression_;
-  header.header_checksum = XXH3_64bits(&header, sizeof header);
+  header.header_checksum = image::image_header_checksum(header);
   header_checksum_ = header.header_checksum;
   return write_out(&header, sizeof header);
 }
@@ -90,15 +89,8 @@ bool ImageWriter::write_out(const void* data, uint64_t size) {
 
 bool ImageWriter::put_record(uint32_t type, uint32_t compression, uint64_t arg,
                              const void* payload, uint64_t stored, uint64_t raw) {
-  StasisRecordHeader h = {};
-  h.type = type;
-  h.compression = compression;
-  h.stored_size = stored;
-  h.raw_size = raw;
-  h.arg = arg;
-  h.payload_checksum = XXH3_64bits(payload, stored);
-  h.header_checksum = XXH3_64bits(&h, offsetof(StasisRecordHeader, header_checksum));
-  headers_checksum_ = XXH3_64bits_withSeed(&h, sizeof h, headers_checksum_);
+  const StasisRecordHeader h = image::frame_record(type, compression, arg, payload, stored, raw);
+  headers_checksum_ = image::chain_record_header(headers_checksum_, h);
   record_count_++;
   if (type != STASIS_REC_INDEX) note_in_index(h);
   return write_out(&h, sizeof h) && write_out(payload, stored);
@@ -262,11 +254,8 @@ bool ImageWriter::finish() {
     return false;
   }
   StasisEndRecord end = {record_count_, headers_checksum_, memory_bytes_, index_offset};
-  StasisRecordHeader h = {};
-  h.type = STASIS_REC_END;
-  h.stored_size = h.raw_size = sizeof end;
-  h.payload_checksum = XXH3_64bits(&end, sizeof end);
-  h.header_checksum = XXH3_64bits(&h, offsetof(StasisRecordHeader, header_checksum));
+  const StasisRecordHeader h =
+      image::frame_record(STASIS_REC_END, STASIS_COMPRESS_NONE, 0, &end, sizeof end, sizeof end);
   bool ok = write_out(&h, sizeof h) && write_out(&end, sizeof end) && flush();
   if (ok && STASIS_SYS1(SYS_fsync, fd_) != 0) {
     failure_ = "fsync of the image failed";
