@@ -16,6 +16,7 @@
 
 #include <atomic>
 
+#include "common/fixed_text.h"
 #include "common/raw_syscall.h"
 #include "image/format.h"
 #include "protocol/protocol.h"
@@ -52,21 +53,30 @@ extern std::atomic<uint64_t> g_generation;
 // ---- text output without stdio --------------------------------------------------------------
 class LogLine {
  public:
-  LogLine& operator<<(const char* s);
-  LogLine& operator<<(long v);
-  LogLine& operator<<(int v) { return *this << static_cast<long>(v); }
-  LogLine& operator<<(unsigned v) { return *this << static_cast<long>(v); }
-  LogLine& operator<<(unsigned long v);
-  LogLine& hex(unsigned long v);
-  const char* c_str();
-  size_t size() const { return len_; }
-  void clear() { len_ = 0; }
+  LogLine() : text_((buf_[0] = 0, buf_), sizeof buf_ - 1) {}  // one byte kept for emit's newline
+  LogLine(const LogLine&) = delete;
+  LogLine& operator=(const LogLine&) = delete;
+  template <typename T>
+  LogLine& operator<<(T value) {
+    text_ << value;
+    return *this;
+  }
+  LogLine& hex(unsigned long v) {
+    text_.hex(v);
+    return *this;
+  }
+  const char* c_str() const { return buf_; }
+  size_t size() const { return text_.size(); }
+  void clear() {
+    buf_[0] = 0;
+    text_ = FixedText(buf_, sizeof buf_ - 1);
+  }
   // Writes "stasis[pid]: <line>\n" to stderr.
   void emit();
 
  private:
   char buf_[1024];
-  size_t len_ = 0;
+  FixedText text_;
 };
 
 // ---- memory for the checkpoint path ----------------------------------------------------------

@@ -33,14 +33,13 @@ __attribute__((constructor)) void note_slurm_pmi_server() {
       !(str_eq(launch_pid, kSrunTaskMark) || atol(launch_pid) == sys_getpid()))
     return;
   if (const char* fd = getenv("PMI_FD")) {
-    append_text(g_pmi_refusal, sizeof g_pmi_refusal, "descriptor ");
-    append_text(g_pmi_refusal, sizeof g_pmi_refusal, fd);
-    append_text(g_pmi_refusal, sizeof g_pmi_refusal,
-                ": PMI connection to slurmstepd (srun --mpi=pmi2), which a restarted task cannot reach");
+    FixedText(g_pmi_refusal, sizeof g_pmi_refusal)
+        << "descriptor " << fd
+        << ": PMI connection to slurmstepd (srun --mpi=pmi2), which a restarted task cannot reach";
   } else if (getenv("PMIX_NAMESPACE")) {
-    append_text(g_pmi_refusal, sizeof g_pmi_refusal,
-                "PMIx server of slurmstepd (srun --mpi=pmix): its connection and shared-memory store "
-                "cannot be restored");
+    FixedText(g_pmi_refusal, sizeof g_pmi_refusal)
+        << "PMIx server of slurmstepd (srun --mpi=pmix): its connection and shared-memory store "
+           "cannot be restored";
   }
 }
 

@@ -48,44 +48,7 @@ char** environment_entry(char** envp, const char* name, size_t name_len) {
 
 void format_uint(char* out, unsigned long v) {
   out[0] = 0;
-  append_uint(out, 21, v);  // 20 digits at most
-}
-
-LogLine& LogLine::operator<<(const char* s) {
-  while (s && *s && len_ < sizeof(buf_) - 2) buf_[len_++] = *s++;
-  return *this;
-}
-
-LogLine& LogLine::operator<<(long v) {
-  if (v < 0) {
-    *this << "-";
-    return *this << static_cast<unsigned long>(-v);
-  }
-  return *this << static_cast<unsigned long>(v);
-}
-
-LogLine& LogLine::operator<<(unsigned long v) {
-  char tmp[24];
-  format_uint(tmp, v);
-  return *this << tmp;
-}
-
-LogLine& LogLine::hex(unsigned long v) {
-  char tmp[19] = "0x";
-  int n = 0;
-  char digits[16];
-  do {
-    digits[n++] = "0123456789abcdef"[v & 15];
-    v >>= 4;
-  } while (v);
-  for (int i = 0; i < n; i++) tmp[2 + i] = digits[n - 1 - i];
-  tmp[2 + n] = 0;
-  return *this << tmp;
-}
-
-const char* LogLine::c_str() {
-  buf_[len_] = 0;
-  return buf_;
+  FixedText(out, 21) << v;  // 20 digits at most
 }
 
 void LogLine::emit() {
@@ -96,9 +59,10 @@ void LogLine::emit() {
   prefix[p++] = ':';
   prefix[p++] = ' ';
   STASIS_SYS3(SYS_write, 2, prefix, p);
-  buf_[len_] = '\n';
-  STASIS_SYS3(SYS_write, 2, buf_, len_ + 1);
-  len_ = 0;
+  const size_t len = size();
+  buf_[len] = '\n';
+  STASIS_SYS3(SYS_write, 2, buf_, len + 1);
+  clear();
 }
 
 bool Arena::create(size_t bytes) {

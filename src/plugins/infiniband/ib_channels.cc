@@ -53,7 +53,7 @@ long decimal_after(const char* text, const char* key) {
 // of its fdinfo, fs/eventpoll.c).
 void note_registrations(VChannel* ch, long epoll_fd, const char* fd_name, int target) {
   char path[64] = "/proc/self/fdinfo/";
-  append_text(path, sizeof path, fd_name);
+  FixedText(path, sizeof path) << fd_name;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   char text[8192];

@@ -113,21 +113,13 @@ std::atomic_flag g_remote_mr_lock = ATOMIC_FLAG_INIT;
 // ib/G/STEP/ (STEP: resume, restart, drain).
 void step_prefix(char* out, size_t cap, uint64_t generation, const char* step) {
   out[0] = 0;
-  append_text(out, cap, "ib/");
-  append_uint(out, cap, generation);
-  append_text(out, cap, "/");
-  append_text(out, cap, step);
-  append_text(out, cap, "/");
+  FixedText(out, cap) << "ib/" << generation << "/" << step << "/";
 }
 
 // PREFIX KIND-LID-NUMBER: the virtual LID (of the owner's port) and number, or real ones for rqp-.
 void exchange_key(char* out, size_t cap, const char* kind, uint16_t lid, uint32_t number) {
   out[0] = 0;
-  append_text(out, cap, g_exchange_prefix);
-  append_text(out, cap, kind);
-  append_uint(out, cap, lid);
-  append_text(out, cap, "-");
-  append_uint(out, cap, number);
+  FixedText(out, cap) << g_exchange_prefix << kind << lid << "-" << number;
 }
 
 bool publish(const char* kind, uint16_t lid, uint32_t number, const void* record, size_t size) {
@@ -275,11 +267,7 @@ void count_datagrams(UdCount (&table)[kMaxObjects * 4], std::atomic<int>& used, 
 // FROMLID-FROMQPN.
 void ud_counts_prefix(char* out, size_t cap, uint64_t generation, uint16_t to_lid, uint32_t to_qpn) {
   step_prefix(out, cap, generation, "drain");
-  append_text(out, cap, "ud-");
-  append_uint(out, cap, to_lid);
-  append_text(out, cap, "-");
-  append_uint(out, cap, to_qpn);
-  append_text(out, cap, "/");
+  FixedText(out, cap) << "ud-" << to_lid << "-" << to_qpn << "/";
 }
 
 // Published before this process answers "drain" on its coordinator connection, so every count
@@ -289,9 +277,7 @@ bool publish_ud_counts(uint64_t generation) {
     const UdCount& sent = g_ud_sent[i];
     char key[128];
     ud_counts_prefix(key, sizeof key, generation, sent.to_lid, sent.to_qpn);
-    append_uint(key, sizeof key, sent.from_lid);
-    append_text(key, sizeof key, "-");
-    append_uint(key, sizeof key, sent.from_qpn);
+    FixedText(key, sizeof key) << sent.from_lid << "-" << sent.from_qpn;
     if (!stasis_plugin_ns_publish || stasis_plugin_ns_publish(key, &sent, sizeof sent) != 0) return false;
   }
   return true;
@@ -343,13 +329,10 @@ char g_refusal[400];
 
 void refuse(const char* what, const char* why, unsigned long number = 0, bool with_number = false) {
   g_refusal[0] = 0;
-  append_text(g_refusal, sizeof g_refusal, what);
-  if (with_number) {
-    append_text(g_refusal, sizeof g_refusal, " ");
-    append_uint(g_refusal, sizeof g_refusal, number);
-  }
-  append_text(g_refusal, sizeof g_refusal, " ");
-  append_text(g_refusal, sizeof g_refusal, why);
+  FixedText text(g_refusal, sizeof g_refusal);
+  text << what;
+  if (with_number) text << " " << number;
+  text << " " << why;
   if (stasis_plugin_refuse) stasis_plugin_refuse(g_refusal);
   else if (stasis_plugin_log) stasis_plugin_log(g_refusal);
 }
@@ -357,7 +340,7 @@ void refuse(const char* what, const char* why, unsigned long number = 0, bool wi
 bool refuse_unsupported() {
   if (g_unsupported) {
     refuse("InfiniBand: the process uses", g_unsupported);
-    append_text(g_refusal, sizeof g_refusal, ", which the plugin cannot re-create yet");
+    FixedText(g_refusal, sizeof g_refusal) << ", which the plugin cannot re-create yet";
     if (stasis_plugin_refuse) stasis_plugin_refuse(g_refusal);
     return true;
   }
@@ -489,8 +472,7 @@ void tear_down() {
 void fail_recreate(const char* what) {
   if (stasis_plugin_log) {
     char line[300] = "InfiniBand: cannot re-create ";
-    append_text(line, sizeof line, what);
-    append_text(line, sizeof line, "; the program's verbs calls will fail");
+    FixedText(line, sizeof line) << what << "; the program's verbs calls will fail";
     stasis_plugin_log(line);
   }
 }
@@ -517,20 +499,13 @@ bool use_restart_library() {
   char line[400] = "InfiniBand: ";
   void* library = dlopen(wanted, RTLD_NOW | RTLD_LOCAL);
   if (!library) {
-    append_text(line, sizeof line, "cannot re-create the verbs objects: cannot load the verbs library ");
-    append_text(line, sizeof line, wanted);
-    append_text(line, sizeof line, " (");
     const char* why = dlerror();
-    append_text(line, sizeof line, why ? why : "unknown error");
-    append_text(line, sizeof line, "); the program's verbs calls will fail");
+    FixedText(line, sizeof line) << "cannot re-create the verbs objects: cannot load the verbs library " << wanted
+                                 << " (" << (why ? why : "unknown error") << "); the program's verbs calls will fail";
     if (stasis_plugin_log) stasis_plugin_log(line);
     return false;
   }
-  append_text(line, sizeof line, "re-creating over ");
-  append_text(line, sizeof line, wanted);
-  append_text(line, sizeof line, " (the image used ");
-  append_text(line, sizeof line, old_library);
-  append_text(line, sizeof line, ")");
+  FixedText(line, sizeof line) << "re-creating over " << wanted << " (the image used " << old_library << ")";
   g_real = RealVerbs{};
   resolve_real_verbs(library);
   if (stasis_plugin_log) stasis_plugin_log(line);

@@ -200,7 +200,7 @@ class SysvCapture {
       SegmentClaim& claim = g_claims[g_claim_count];
       claim = {o.kernel_id, ds.shm_perm.__key, false, ds.shm_nattch};
       char what[96] = "System V shared memory segment id ";
-      append_uint(what, sizeof what, static_cast<unsigned long>(o.kernel_id));
+      FixedText(what, sizeof what) << o.kernel_id;
       char marker[STASIS_PATH_MAX + 128];
       marker_of(claim, marker, sizeof marker);
       int won = claim_for_host(marker, what, mappings_of(i), error_);

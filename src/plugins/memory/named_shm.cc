@@ -86,15 +86,7 @@ void host_marker_path(char* out, size_t cap, const char* generation_dir, const c
   struct utsname host;
   if (STASIS_SYS1(SYS_uname, &host) != 0) host.nodename[0] = 0;
   out[0] = 0;
-  append_text(out, cap, generation_dir);
-  append_text(out, cap, "/.");
-  append_text(out, cap, kind);
-  append_text(out, cap, "-");
-  append_text(out, cap, host.nodename);
-  append_text(out, cap, "-");
-  append_uint(out, cap, a);
-  append_text(out, cap, "-");
-  append_uint(out, cap, b);
+  FixedText(out, cap) << generation_dir << "/." << kind << "-" << host.nodename << "-" << a << "-" << b;
 }
 
 int claim_for_host(const char* marker, const char* what, uint64_t count, LogLine& error) {
