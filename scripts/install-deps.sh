@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
-# Installs what building and testing Stasis needs (Debian 12). Used by .ci/run and scripts/demo.sh.
+# Installs everything building Stasis and running its whole test suite needs (Debian 12): the one
+# package list, used by scripts/demo.sh (the README's first command) and by .ci/run. A test group
+# whose tool is missing is reported by ctest as skipped, naming the package that brings it.
 set -euo pipefail
-PACKAGES=(build-essential cmake ninja-build pkg-config libzstd-dev liblz4-dev libxxhash-dev libcli11-dev
-          nlohmann-json3-dev libfmt-dev libgtest-dev python3 perl zstd bash coreutils procps
-          ibverbs-utils libibverbs-dev iproute2 sqlite3 openmpi-bin libopenmpi-dev python3-mpi4py
-          python3-numpy mpich libmpich-dev lammps)
+PACKAGES=(
+  # build
+  build-essential cmake ninja-build pkg-config libzstd-dev liblz4-dev libxxhash-dev libcli11-dev
+  nlohmann-json3-dev libfmt-dev libgtest-dev
+  # the test driver, interpreted targets and the tools the tests run
+  python3 perl bash coreutils procps zstd sqlite3
+  util-linux  # unshare (IPC and pid namespaces per test), runuser (the Slurm tests' munged)
+  bsdutils    # script (a program in a pseudo-terminal)
+  iproute2    # ip netns: network namespaces as the multi-host tests' hosts
+  # InfiniBand verbs: headers for softib and the plugin, Debian's unmodified pingpong tools
+  ibverbs-utils libibverbs-dev
+  # MPI jobs: Open MPI, MPICH, mpi4py (tests/scripts/jacobi.py needs numpy), LAMMPS
+  openmpi-bin libopenmpi-dev mpich libmpich-dev python3-mpi4py python3-numpy lammps
+  # a private one-node Slurm cluster per Slurm test
+  slurm-wlm munge
+)
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else
@@ -13,5 +27,5 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update
-"${SUDO[@]}" apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+"${SUDO[@]}" apt-get update </dev/null
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${PACKAGES[@]}" </dev/null

@@ -7,6 +7,9 @@ import sys
 import tempfile
 import time
 
+# The remote shell the tests use as ssh (bin/ssh runs it with an empty environment).
+NSRSH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "nsrsh")
+
 
 def run(*argv, check=True, **kw):
     return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=60, **kw)

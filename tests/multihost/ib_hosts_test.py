@@ -11,7 +11,7 @@ network namespace), its queue pairs made again with the peer's new numbers and L
 each namespace host its own LID, so a swap changes every one) exchanged through the coordinator's
 name service, and both must finish with exit status 0 and all their iterations, as in an
 uninterrupted run. Exits 77 (skipped) without root, `ip netns` or the tool.
-usage: ib_hosts_test.py --stasis STASIS --softib-lib DIR --nsrsh NSRSH --tool TOOL [--same-hosts]
+usage: ib_hosts_test.py --stasis STASIS --softib-lib DIR [--nsrsh NSRSH] --tool TOOL [--same-hosts]
        [-- TOOL OPTIONS]
 """
 import argparse
@@ -24,7 +24,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import TwoHosts, checkpoint_and_kill, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
+from multihost.hosts import NSRSH, TwoHosts, checkpoint_and_kill, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
 
 HOSTS = TwoHosts(("stasis_ib1", "stasis_ib2"), ("10.203.0.1", "10.203.0.2"), "stasis_iv")
 PORT = 7781
@@ -35,7 +35,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--stasis", required=True)
     parser.add_argument("--softib-lib", required=True)
-    parser.add_argument("--nsrsh", required=True)
+    parser.add_argument("--nsrsh", default=NSRSH)
     parser.add_argument("--tool", required=True)
     parser.add_argument("--iters", default="100000")
     parser.add_argument("--same-hosts", action="store_true", help="restart each side on its own host")

@@ -6,7 +6,7 @@ back on its host (or, with --swap, each on the other host), the daemon again thr
 launcher. Rank 0's output (a file, through mpirun) must equal an uninterrupted run's, and the
 coordinator's log must show the restarted ranks joining from the hosts they were meant for.
 Exits 77 (skipped) when not root or without `ip netns`.
-usage: mpi_test.py --stasis STASIS --mpirun MPIRUN --program MPI_RING --nsrsh NSRSH [--swap]
+usage: mpi_test.py --stasis STASIS --mpirun MPIRUN --program MPI_RING [--nsrsh NSRSH] [--swap]
 """
 import argparse
 import os
@@ -18,7 +18,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import TwoHosts, checkpoint_and_kill, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
+from multihost.hosts import NSRSH, TwoHosts, checkpoint_and_kill, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
 
 HOSTS = TwoHosts(("stasis_mpi1", "stasis_mpi2"), ("10.203.0.1", "10.203.0.2"), "stasis_mv")
 PORT = 7781
@@ -29,7 +29,7 @@ def main():
     parser.add_argument("--stasis", required=True)
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--program", required=True)
-    parser.add_argument("--nsrsh", required=True)
+    parser.add_argument("--nsrsh", default=NSRSH)
     parser.add_argument("--swap", action="store_true")
     args = parser.parse_args()
     if skip_reason(args.nsrsh):

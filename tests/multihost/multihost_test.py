@@ -11,7 +11,7 @@ passing no environment. Checks:
   - `stasis restart --hosts` with a host the checkpoint does not have refuses, naming it;
   - a connection from host 2 with a wrong secret is refused, and the coordinator logs it.
 Exits 77 (skipped) when not root or without `ip netns`.
-usage: multihost_test.py --stasis STASIS --counter COUNTER --nsrsh NSRSH
+usage: multihost_test.py --stasis STASIS --counter COUNTER [--nsrsh NSRSH]
 """
 import argparse
 import json
@@ -23,7 +23,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import TwoHosts, fail, remove_unless_kept, skip_reason, test_environment  # noqa: E402
+from multihost.hosts import NSRSH, TwoHosts, fail, remove_unless_kept, skip_reason, test_environment  # noqa: E402
 NAMESPACES = ("stasis_ssh1", "stasis_ssh2")
 ADDRESSES = ("10.201.0.1", "10.201.0.2")
 PORT = 7781  # the namespaces are this test's own: nothing else listens there
@@ -37,7 +37,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--stasis", required=True)
     parser.add_argument("--counter", required=True)
-    parser.add_argument("--nsrsh", required=True)
+    parser.add_argument("--nsrsh", default=NSRSH)
     args = parser.parse_args()
     if skip_reason(args.nsrsh):
         print(f"SKIP: {skip_reason(args.nsrsh)}")

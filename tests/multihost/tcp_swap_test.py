@@ -15,7 +15,7 @@ connects again and sends a datagram to the server's old address, as learnt at st
 reach the server where it runs now and show each end the old addresses (in a plain swap an old
 address is also a new one, so such new connections are not translated).
 Exits 77 (skipped) when not root or without `ip netns`.
-usage: tcp_swap_test.py --stasis STASIS --peer TCP_PEER --nsrsh NSRSH
+usage: tcp_swap_test.py --stasis STASIS --peer TCP_PEER [--nsrsh NSRSH]
 """
 import argparse
 import os
@@ -26,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import TwoHosts, checkpoint_and_kill, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
+from multihost.hosts import NSRSH, TwoHosts, checkpoint_and_kill, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
 
 HOSTS = TwoHosts(("stasis_tcp1", "stasis_tcp2"), ("10.202.0.1", "10.202.0.2"), "stasis_tv",
                  ("10.202.0.11", "10.202.0.12"))
@@ -50,7 +50,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--stasis", required=True)
     parser.add_argument("--peer", required=True)
-    parser.add_argument("--nsrsh", required=True)
+    parser.add_argument("--nsrsh", default=NSRSH)
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--same-hosts", action="store_true", help="restart each process on its own host")
     modes.add_argument("--new-addresses", action="store_true", help="swap the hosts, at their spare addresses")

@@ -1,6 +1,6 @@
 """A private one-node Slurm cluster for one test: its own munged (own key and socket), slurmctld
-and slurmd on free ports, state in the test's directory, configured from the shared apps'
-slurm.conf.in. Every daemon it started is stopped by pid, also when the test fails."""
+and slurmd on free ports, state in the test's directory, configured from slurm.conf.in beside
+this file. Every daemon it started is stopped by pid, also when the test fails."""
 import os
 import pwd
 import shutil
@@ -8,6 +8,8 @@ import signal
 import socket
 import subprocess
 import time
+
+DEFAULT_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slurm.conf.in")
 
 DAEMONS = ("/usr/sbin/munged", "/usr/sbin/slurmctld", "/usr/sbin/slurmd")
 COMMANDS = ("srun", "salloc", "scancel", "squeue", "sinfo")
@@ -68,11 +70,10 @@ class Cluster:
                     ["runuser", "-u", "munge", "--", DAEMONS[0], f"--socket={socket_path}", f"--key-file={key}",
                      f"--pid-file={os.path.join(munge_dir, 'pid')}", f"--log-file={os.path.join(munge_dir, 'log')}",
                      f"--seed-file={os.path.join(munge_dir, 'seed')}"])
-        host = socket.gethostname()
-        text = open(self.conf_template).read().replace("@DIR@", self.dir).replace("@HOST@", host)
-        text = text.replace("SlurmctldPort=6817", f"SlurmctldPort={free_port()}")
-        text = text.replace("SlurmdPort=6818", f"SlurmdPort={free_port()}")
-        text += f"AuthInfo=socket={socket_path}\n"
+        text = open(self.conf_template).read()
+        for name, value in (("DIR", self.dir), ("HOST", socket.gethostname()), ("MUNGE_SOCKET", socket_path),
+                            ("SLURMCTLD_PORT", free_port()), ("SLURMD_PORT", free_port())):
+            text = text.replace(f"@{name}@", str(value))
         with open(self.conf, "w") as f:
             f.write(text)
         env = self.env(os.environ)

@@ -18,7 +18,7 @@ tasks; after the restart, each task's output goes on from the checkpoint and equ
 uninterrupted `srun -n 2 slurm_task` run's, line for line; restart's exit status is srun's (the
 highest task status).
 Exits 77 (skipped) without slurm-wlm and munge, or when not root.
-usage: slurm_test.py --stasis STASIS --task SLURM_TASK --conf SLURM_CONF_IN --mode MODE [--mpi-program P]
+usage: slurm_test.py --stasis STASIS --task SLURM_TASK [--conf SLURM_CONF_IN] --mode MODE [--mpi-program P]
 """
 import argparse
 import json
@@ -31,7 +31,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from slurm.slurm_cluster import Cluster, free_port, skip_reason  # noqa: E402
+from slurm.slurm_cluster import DEFAULT_TEMPLATE, Cluster, free_port, skip_reason  # noqa: E402
 
 STEPS, DELAY_MS = 60, 100
 TASKS = 2
@@ -98,7 +98,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--stasis", required=True)
     parser.add_argument("--task", required=True)
-    parser.add_argument("--conf", required=True)
+    parser.add_argument("--conf", default=DEFAULT_TEMPLATE)
     parser.add_argument("--mode", choices=("launch-srun", "srun-launch", "mpich-pmi2-refused"), required=True)
     parser.add_argument("--mpi-program")
     args = parser.parse_args()

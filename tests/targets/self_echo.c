@@ -1,13 +1,14 @@
-/* unsupported: a program using something this version of Stasis does not checkpoint, so
- * `stasis checkpoint` must refuse it with a one-line message and leave it running undisturbed.
- *   fork    a child process that lives as long as the parent (a process tree)
- *   pipe    a pipe between two descriptors of the process, used every step
- *   socket  a socketpair(AF_UNIX), used every step (supported now: a one-process test)
- *   dgram   a socketpair(AF_UNIX, SOCK_DGRAM) (supported now: a one-process test)
+/* self_echo: every step a value goes into a descriptor of the chosen kind, held by the process
+ * itself, and comes back out of it (or, for fork and netlink, is echoed in place while the
+ * descriptor stays open). Once a list of what Stasis refused, now mostly what it restores:
+ *   fork    a child process that lives as long as the parent (a process tree; supported)
+ *   pipe    a pipe between two descriptors of the process, used every step (supported)
+ *   socket  a socketpair(AF_UNIX), used every step (supported)
+ *   dgram   a socketpair(AF_UNIX, SOCK_DGRAM) (supported)
  *   named-dgram  a Unix datagram socket bound to an abstract name, connected to itself (supported)
  *   udp     a UDP socket on loopback connected to itself (supported)
- *   netlink a netlink route socket (refused: the kernel's end cannot be saved)
- * usage: unsupported fork|pipe|socket|dgram|named-dgram|udp|netlink [STEPS=40] [DELAY_MS=50] */
+ *   netlink a netlink route socket (refused: the kernel's end cannot be saved; the program runs on)
+ * usage: self_echo fork|pipe|socket|dgram|named-dgram|udp|netlink [STEPS=40] [DELAY_MS=50] */
 #include "target_common.h" /* first: defines _GNU_SOURCE */
 
 #include <arpa/inet.h>
@@ -22,7 +23,7 @@
 int main(int argc, char **argv) {
   line_buffered_stdout();
   if (argc < 2) {
-    fprintf(stderr, "usage: unsupported fork|pipe|socket|dgram|named-dgram|udp|netlink [STEPS] [DELAY_MS]\n");
+    fprintf(stderr, "usage: self_echo fork|pipe|socket|dgram|named-dgram|udp|netlink [STEPS] [DELAY_MS]\n");
     return 2;
   }
   const char *mode = argv[1];
