@@ -1,10 +1,10 @@
-#include "cli/restart_hosts.h"
+#include "restart/hosts.h"
 
 #include <gtest/gtest.h>
 
 #include "common/error.h"
 
-namespace stasis::cli {
+namespace stasis::restart {
 namespace {
 
 TEST(HostMapping, ParsesPairs) {
@@ -38,4 +38,4 @@ TEST(HostParts, LoopbackIsLocal) {
 TEST(ShellQuote, QuotesQuotes) { EXPECT_EQ(shell_quote("a'b c"), "'a'\\''b c'"); }
 
 }  // namespace
-}  // namespace stasis::cli
+}  // namespace stasis::restart

@@ -1,8 +1,8 @@
-#include "cli/restart_slurm.h"
+#include "restart/launcher_tasks.h"
 
 #include <gtest/gtest.h>
 
-namespace stasis::cli {
+namespace stasis::restart {
 namespace {
 
 TEST(LauncherTasks, SiblingsOfOneOutsideParent) {
@@ -25,4 +25,4 @@ TEST(LauncherTasks, OrphansOfASubreaperBesideTheRootAreNotTasks) {
 }
 
 }  // namespace
-}  // namespace stasis::cli
+}  // namespace stasis::restart

@@ -1,4 +1,4 @@
-#include "cli/restart_hosts.h"
+#include "restart/hosts.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 
-namespace stasis::cli {
+namespace stasis::restart {
 
 std::map<std::string, std::string> parse_host_mapping(const std::string& text) {
   std::map<std::string, std::string> mapping;
@@ -70,4 +70,4 @@ std::string shell_quote(const std::string& text) {
   return quoted + "'";
 }
 
-}  // namespace stasis::cli
+}  // namespace stasis::restart

@@ -1,4 +1,4 @@
-#include "cli/restart_slurm.h"
+#include "restart/launcher_tasks.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace stasis::cli {
+namespace stasis::restart {
 
 std::vector<size_t> launcher_tasks(const std::vector<int>& parents, const std::vector<pid_t>& saved_ppids,
                                    size_t root) {
@@ -50,4 +50,4 @@ void stand_in_for_launcher(const std::vector<pid_t>& tasks) {
   _exit(worst);
 }
 
-}  // namespace stasis::cli
+}  // namespace stasis::restart

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace stasis::cli {
+namespace stasis::restart {
 
 // "OLD=NEW,OLD=NEW": old host (the address it reached the coordinator from, as MANIFEST.json
 // lists it) to the host that restarts its processes. Throws stasis::Error when malformed.
@@ -25,4 +25,4 @@ std::vector<size_t> part_roots(const std::vector<int>& parents, const std::vecto
 // `text` as one word of a POSIX shell command line.
 std::string shell_quote(const std::string& text);
 
-}  // namespace stasis::cli
+}  // namespace stasis::restart

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-namespace stasis::cli {
+namespace stasis::restart {
 
 // The processes one outside process started side by side, `root` (the root of the largest tree,
 // which restart would become) among them: indexes of the processes whose parent is not in the
@@ -20,4 +20,4 @@ std::vector<size_t> launcher_tasks(const std::vector<int>& parents, const std::v
 // as srun does: with the highest exit status, a task killed by signal S counting as 128 + S.
 [[noreturn]] void stand_in_for_launcher(const std::vector<pid_t>& tasks);
 
-}  // namespace stasis::cli
+}  // namespace stasis::restart

@@ -1,0 +1,22 @@
+// A checkpoint as `stasis restart` finds it: the generation directory named (or the newest
+// complete one of a checkpoint root), its MANIFEST.json, and the images it lists.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace stasis::restart {
+
+struct Checkpoint {
+  std::filesystem::path dir;
+  uint64_t generation = 0;
+  std::vector<std::filesystem::path> images;
+  std::vector<std::string> hosts;  // of each image: the address it reached the coordinator from
+};
+
+// `given`: a generation directory, or a checkpoint root (then `latest`, else the highest
+// numbered generation with a MANIFEST.json). Throws stasis::Error naming what is missing.
+Checkpoint load_checkpoint(const std::filesystem::path& given);
+
+}  // namespace stasis::restart

@@ -1,0 +1,64 @@
+// Restarting a computation that ran on several hosts, part by part (hosts.h says what a part
+// is): the split of the checkpoint's processes into this restart's part and the others, and the
+// starting of the other parts.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "image/reader.h"
+#include "plugins/files/restore.h"
+
+namespace stasis::restart {
+
+// A part this restart starts (or, for root_elsewhere, becomes) on another `stasis restart`.
+struct RemotePart {
+  size_t index = 0;  // in PartPlan::others
+  uint32_t vpid = 0;
+  std::string host;
+};
+
+// What this restart does about the other parts, decided by split_into_parts.
+struct PartPlan {
+  std::string restart_id;                                        // names this restart's meetings
+  std::string own_address, old_address;                          // this part's host: new, old
+  std::vector<image::Image> others;                              // the other parts' processes
+  std::map<uint32_t, std::vector<RemotePart>> remote_children;  // by the parent's virtual pid
+  std::vector<RemotePart> detached;                              // parts with no parent restarted
+  RemotePart root_elsewhere;                                     // this restart's part, on another host
+};
+
+// A computation that ran on several hosts comes back part by part: keeps in `images` only this
+// restart's part (the others', in PartPlan::others, tell it about the far ends of connections),
+// and notes the parts it must start. `parents`, `root`: the process tree of all the images;
+// `old_hosts`: each image's host (MANIFEST.json); `hosts_text`: --hosts; `part_vpid`: --part (0:
+// this is the first `stasis restart`, which picks a fresh restart id). On one host, only checks
+// that --hosts is not given. Throws stasis::Error for what cannot be restarted apart.
+PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<int>& parents, size_t root,
+                          const std::vector<std::string>& old_hosts, bool several_hosts,
+                          const std::string& hosts_text, uint32_t part_vpid, const std::string& restart_id);
+
+// Starts parts: `stasis restart --part VPID` on a part's host, directly if it is this host, else
+// through the remote launcher (as ssh passes no environment, what the part needs is on its
+// command line).
+struct PartStarter {
+  std::string restart_id;
+  std::string coord;           // HOST:PORT
+  std::string hosts_text;      // --hosts, passed on
+  std::vector<std::string> setenv;  // --setenv, passed on
+  std::string rsh;             // --rsh ("": $STASIS_RSH or ssh)
+  std::string checkpoint_dir;
+
+  // The parts no restarted process starts, and this restart's own if it belongs elsewhere
+  // (then it does not return).
+  void start_other_parts(const PartPlan& plan) const;
+  // In a child of the restarted parent of `part` (whose image is `img`): its standard streams
+  // travel through the remote launcher; what this restart has there (`shared` descriptions or
+  // one opened now) stands for the outside world.
+  [[noreturn]] void exec_child_part(const image::Image& img, const std::map<restore::DescriptionKey, int>& shared,
+                                    const RemotePart& part) const;
+  [[noreturn]] void exec_part(uint32_t vpid, const std::string& host) const;
+};
+
+}  // namespace stasis::restart

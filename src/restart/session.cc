@@ -1,0 +1,109 @@
+#include "restart/session.h"
+
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/coord_client.h"
+#include "cli/progress.h"
+#include "common/error.h"
+#include "plugins/files/restore.h"
+#include "plugins/ipc/restore_ipc.h"
+#include "plugins/memory/restore_memory.h"
+#include "plugins/process/timers.h"
+#include "restart/compatibility.h"
+
+namespace stasis::restart {
+
+void RestartSession::run() {
+  pack_setenv_entries(options_.setenv, context_.info.setenv_entries);
+  Checkpoint ckpt = load_checkpoint(options_.checkpoint);
+  cli::ProgressSampler verifying("stasis restart: verifying images", image::payload_bytes_verified);
+  open_images(ckpt);
+  tree_ = ProcessTree::plan(images_);
+  const size_t total_processes = images_.size();
+  parts_ = split_into_parts(images_, tree_.parent, tree_.root, ckpt.hosts, several_hosts_, options_.hosts,
+                            options_.part_vpid, options_.restart_id);
+  tree_ = ProcessTree::plan(images_);
+  for (const auto& img : images_) {
+    if (several_hosts_ && !options_.lazy) image::Image::open(img.path(), /*verify_payloads=*/true);  // throws, naming the damage
+    ancestors_.push_back(image::open_ancestors(img, /*verify_payloads=*/!options_.lazy));
+  }
+  restore::recreate_named_shm_files(images_);  // before the checks: regions find them by path
+  for (const auto& img : images_) check_restartable(img);
+  verifying.stop();  // its thread ends before this process forks the tree
+
+  CoordAddress addr = coord_address_from(options_.coord);
+  std::string secret = expect_restart(addr, ckpt.dir.parent_path().string());
+  StasisRestartInfo& info = context_.info;
+  info.generation = ckpt.generation;
+  info.test_clock_shift_ns = restore::test_clock_shift_ns_from_env();
+  info.restart_process_count = static_cast<uint32_t>(total_processes);
+  info.coord_port = addr.port;
+  snprintf(info.coord_host, sizeof info.coord_host, "%s", addr.host.c_str());
+  snprintf(info.secret_hex, sizeof info.secret_hex, "%s", secret.c_str());
+  context_.loader = options_.loader;
+  context_.payloads_verified = !options_.lazy;
+
+  context_.floor = 3;  // above every descriptor number any restored process uses
+  for (const auto& img : images_)
+    for (const auto& f : img.fds()) context_.floor = std::max(context_.floor, f.fd + 1);
+  context_.floor += 2;  // the loader's feed and image take the lowest numbers the program leaves free
+  restore::set_descriptor_floor(context_.floor);
+  StasisPidTable* table = create_pid_table(info);
+  restore::create_ptys(images_);  // before any description that is an end of one
+  restore::create_socket_pairs(images_);
+  starter_ = {parts_.restart_id, addr.str(), options_.hosts, options_.setenv, options_.rsh, ckpt.dir.string()};
+  if (several_hosts_) starter_.start_other_parts(parts_);
+  restore::CrossHostTcp cross{addr.str(), parts_.own_address, parts_.old_address, parts_.restart_id, &parts_.others};
+  restore::create_tcp_sockets(images_, several_hosts_ ? &cross : nullptr);
+  restore::create_datagram_sockets(images_, several_hosts_);
+  context_.shared_descriptions = create_shared_descriptions(images_, parts_);
+  context_.shared_memory = restore::create_shared_memory(images_);
+  context_.sysv_segments = restore::recreate_host_segments(images_);  // once, shared by the processes
+
+  TreeForker tree(images_, ancestors_, tree_, table, parts_, starter_, context_);
+  std::vector<size_t> tasks = tree.outside_launcher_tasks(several_hosts_);
+  tree.start_adopted_roots(tasks);
+  if (!tasks.empty()) tree.restart_launcher_tasks(tasks);  // never returns
+  tree.become(tree_.root);                                  // never returns
+}
+
+// On several hosts only the images of this restart's part are verified (every part would
+// otherwise read every host's); the others' saved socket bytes are checked as they are read.
+void RestartSession::open_images(const Checkpoint& ckpt) {
+  several_hosts_ = options_.part_vpid != 0 || std::any_of(ckpt.hosts.begin(), ckpt.hosts.end(),
+                                                          [&](const auto& h) { return h != ckpt.hosts.front(); });
+  for (const auto& path : ckpt.images) {
+    images_.push_back(image::Image::open(path.string(), /*verify_payloads=*/!options_.lazy && !several_hosts_));
+    images_.back().load_fd_data();
+  }
+}
+
+// A coordinator that exits when idle (the one a launch started, whose processes were just
+// killed) must stay for the processes this restart brings back; one exiting at this very
+// moment is replaced.
+std::string RestartSession::expect_restart(const CoordAddress& addr, const std::string& ckpt_dir) {
+  CoordinatorOptions options;
+  options.ckpt_dir = ckpt_dir;
+  StasisCommand expect{};
+  expect.verb = STASIS_CMD_EXPECT_RESTART;
+  for (int attempt = 0;; attempt++) {
+    std::string secret = ensure_coordinator(addr, options);
+    try {
+      CoordConnection coordinator(addr);
+      bool ok = false;
+      coordinator.command(expect, ok);
+      return secret;
+    } catch (const Error&) {
+      if (attempt == 1) throw;
+    }
+  }
+}
+
+}  // namespace stasis::restart
