@@ -626,7 +626,7 @@ TEST_F(CoordinatorIntegration, CheckpointThenKill) {
   EXPECT_EQ(worker->received(),
             (std::vector<std::string>{"suspend", "children", "drain", "checkpoint", "commit", "KILL"}));
   EXPECT_EQ(worker->last_checkpoint_barrier().kill_after, 1u);
-  EXPECT_STREQ(worker->last_checkpoint_barrier().compress, "none");
+  EXPECT_EQ(worker->last_checkpoint_barrier().compression, STASIS_COMPRESSION_NONE);
   EXPECT_TRUE(fs::exists(ckpt_dir_ / "000001" / "MANIFEST.json"));
   EXPECT_TRUE(eventually([&] { return worker->gone(); }));
 }
@@ -635,7 +635,7 @@ TEST_F(CoordinatorIntegration, CompressionDefaultsAndValidation) {
   start_coordinator({"--compress", "zstd"});
   auto worker = fake(8101, "worker");
   ASSERT_EQ(stasis_with_coord({"checkpoint"}).status, 0);
-  EXPECT_STREQ(worker->last_checkpoint_barrier().compress, "zstd");
+  EXPECT_EQ(worker->last_checkpoint_barrier().compression, STASIS_COMPRESSION_ZSTD);
   EXPECT_EQ(worker->last_checkpoint_barrier().kill_after, 0u);
 
   Output bad = stasis_with_coord({"checkpoint", "--compress", "gzip"});
