@@ -1,11 +1,12 @@
 // The barrier table (protocol/barriers.h) reads as the sequences the coordinator runs.
 #include "protocol/barriers.h"
-#include "protocol/protocol.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "protocol/protocol.h"
 
 using namespace stasis::protocol;
 
@@ -34,7 +35,8 @@ TEST(Barriers, NamesOnTheWire) {
   EXPECT_EQ(barrier_named(""), Barrier::Plugin);
   EXPECT_STREQ(barrier_name(Barrier::Restart), "restart");
   EXPECT_STREQ(barrier_name(Barrier::Plugin), "");
-  for (const char* name : {"suspend", "children", "drain", "checkpoint", "resume", "commit", "restart"})
+  for (const char* name :
+       {"suspend", "children", "drain", "checkpoint", "resume", "commit", "restart"})
     EXPECT_TRUE(is_builtin_barrier_name(name)) << name;
   EXPECT_FALSE(is_builtin_barrier_name("ib-quiesce"));
 }

@@ -12,7 +12,9 @@ namespace stasis::coordinator {
 using Clock = std::chrono::steady_clock;
 
 // A field from the wire: trusted only up to its size, terminated or not.
-inline std::string bounded(const char* text, size_t max) { return std::string(text, strnlen(text, max)); }
+inline std::string bounded(const char* text, size_t max) {
+  return std::string(text, strnlen(text, max));
+}
 
 template <size_t N>
 void copy_field(char (&field)[N], const std::string& value) {

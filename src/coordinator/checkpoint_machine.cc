@@ -104,7 +104,8 @@ void CheckpointMachine::check_children() {
     size_t missing_before = missing_count;
     for (uint32_t pid : kids)
       if (!members.count({host, pid})) {
-        if (missing_count++ == 0) missing = fmt::format("pid {} (a child of {})", pid, parent.describe());
+        if (missing_count++ == 0)
+          missing = fmt::format("pid {} (a child of {})", pid, parent.describe());
       }
     if (missing_count > missing_before) incomplete_parents.push_back(id);
   }
@@ -115,10 +116,12 @@ void CheckpointMachine::check_children() {
     return;
   }
   if (Clock::now() >= op.children_deadline) {
-    fail(fmt::format("{}{} not running under Stasis (a static program, or one started with its "
-                     "environment cleared?); a process tree is checkpointed only as a whole",
-                     missing, missing_count > 1 ? fmt::format(" and {} more are", missing_count - 1)
-                                                : std::string(" is")));
+    fail(
+        fmt::format("{}{} not running under Stasis (a static program, or one started with its "
+                    "environment cleared?); a process tree is checkpointed only as a whole",
+                    missing,
+                    missing_count > 1 ? fmt::format(" and {} more are", missing_count - 1)
+                                      : std::string(" is")));
     abandon_checkpoint();
     return;
   }
@@ -250,24 +253,24 @@ void CheckpointMachine::start_barrier(Barrier step, uint64_t arg, const std::str
   if (op.pending.empty()) barrier_complete();
 }
 
-// The table's next barrier; the barriers plugins added stand where Barrier::Plugin does, in the
-// order processes declared them.
+// The table's next barrier. Where it says Barrier::Plugin, the barriers plugins added run one
+// after another, in the order processes declared them; then the table goes on.
 void CheckpointMachine::start_next_barrier(Barrier finished, const std::string& finished_name) {
   RunningOp& op = *running_;
   Sequence sequence = op.op.kind == OpKind::Restart ? Sequence::Restart : Sequence::Checkpoint;
   uint64_t arg = op.op.kind == OpKind::Restart ? op.op.restart_generation : op.generation;
+  Barrier next = protocol::find_step(sequence, finished)->next;
   auto plugin = plugin_barriers_.end();
   if (finished == Barrier::Plugin) {
     plugin = std::find(plugin_barriers_.begin(), plugin_barriers_.end(), finished_name);
     if (plugin != plugin_barriers_.end()) ++plugin;
-  } else if (protocol::find_step(sequence, finished)->next == Barrier::Plugin) {
+  } else if (next == Barrier::Plugin) {
     plugin = plugin_barriers_.begin();
   }
   if (plugin != plugin_barriers_.end()) {
     start_barrier(Barrier::Plugin, arg, *plugin);
     return;
   }
-  Barrier next = protocol::find_step(sequence, finished)->next;
   if (next == Barrier::Plugin) next = protocol::find_step(sequence, Barrier::Plugin)->next;
   start_barrier(next, arg);
 }
@@ -306,10 +309,11 @@ void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& do
     client.state = state_after(name.c_str());
     // The image is named at "checkpoint" (written in place) or at "commit" (a forked writer
     // finished it); the later answer wins.
-    if ((op.step == Barrier::Checkpoint || op.step == Barrier::Commit) && done.image_path[0] != '\0') {
-      op.images[client.id] = ImageResult{bounded(done.image_path, sizeof done.image_path),
-                                         done.image_bytes, done.memory_bytes,
-                                         done.parent_generation};
+    if ((op.step == Barrier::Checkpoint || op.step == Barrier::Commit) &&
+        done.image_path[0] != '\0') {
+      op.images[client.id] =
+          ImageResult{bounded(done.image_path, sizeof done.image_path), done.image_bytes,
+                      done.memory_bytes, done.parent_generation};
       op.timing.slowest_write_ns = std::max(op.timing.slowest_write_ns, done.write_nanoseconds);
     }
   }
@@ -480,11 +484,11 @@ void CheckpointMachine::commit_checkpoint() {
   }
   op.success["barrier_seconds"] = barrier_seconds;
   // One line per checkpoint, never one per process: bench/coordination_time.py reads it.
-  log_.line(fmt::format("checkpoint {} timing: {} process{}, {} messages; barriers (s): {}; "
-                        "slowest image write {:.3f} s; coordination {:.3f} s",
-                        op.generation, op.members.size(), op.members.size() == 1 ? "" : "es",
-                        op.timing.messages, barrier_times, op.timing.write_seconds(),
-                        manifest.seconds - op.timing.write_seconds()));
+  log_.line(fmt::format(
+      "checkpoint {} timing: {} process{}, {} messages; barriers (s): {}; "
+      "slowest image write {:.3f} s; coordination {:.3f} s",
+      op.generation, op.members.size(), op.members.size() == 1 ? "" : "es", op.timing.messages,
+      barrier_times, op.timing.write_seconds(), manifest.seconds - op.timing.write_seconds()));
   log_.line(
       fmt::format("checkpoint {} complete in {:.3f} s (computation paused {:.3f} s): {} image{}, "
                   "{} bytes written, {} bytes of memory",
@@ -562,22 +566,24 @@ void CheckpointMachine::learn_plugin_barriers(Client& client) {
     if (end == std::string::npos) end = list.size();
     std::string name = list.substr(start, end - start);
     start = end + 1;
-    bool plain = !name.empty() && name.size() < 32 &&
-                 std::all_of(name.begin(), name.end(), [](char c) {
-                   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-                 });
+    bool plain =
+        !name.empty() && name.size() < 32 && std::all_of(name.begin(), name.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+        });
     if (!plain || protocol::is_builtin_barrier_name(name.c_str())) {
       log_.line(fmt::format("ignoring plugin barrier '{}' from {}", name, client.describe()));
       continue;
     }
-    if (std::find(plugin_barriers_.begin(), plugin_barriers_.end(), name) == plugin_barriers_.end()) {
+    if (std::find(plugin_barriers_.begin(), plugin_barriers_.end(), name) ==
+        plugin_barriers_.end()) {
       plugin_barriers_.push_back(name);
       log_.line(fmt::format("checkpoints now include the plugin barrier '{}'", name));
     }
   }
 }
 
-void CheckpointMachine::children_reported(const Client& client, const uint32_t* pids, size_t count) {
+void CheckpointMachine::children_reported(const Client& client, const uint32_t* pids,
+                                          size_t count) {
   if (!running_) return;
   running_->timing.messages++;
   std::vector<uint32_t>& children = running_->children[client.id];

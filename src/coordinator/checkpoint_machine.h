@@ -56,19 +56,19 @@ struct CheckpointTiming {
 // The operation in progress: a sequence of barriers over a fixed set of processes.
 struct RunningOp {
   Operation op;
-  std::vector<uint64_t> members;         // in a stable order, for the manifest
-  std::unordered_set<uint64_t> alive;    // members still connected
+  std::vector<uint64_t> members;                     // in a stable order, for the manifest
+  std::unordered_set<uint64_t> alive;                // members still connected
   protocol::Barrier step = protocol::Barrier::None;  // the barrier under way; None between
-  std::string barrier;                   // its name on the wire; "" between barriers
-  std::unordered_set<uint64_t> pending;  // members that have not answered it yet
-  bool waiting_for_exits = false;        // KILL sent; waiting for disconnects
-  Clock::time_point deadline;            // of the barrier or of the wait for exits
-  std::string failure;                   // the first failure, one line; "" = none so far
+  std::string barrier;                               // its name on the wire; "" between barriers
+  std::unordered_set<uint64_t> pending;              // members that have not answered it yet
+  bool waiting_for_exits = false;                    // KILL sent; waiting for disconnects
+  Clock::time_point deadline;                        // of the barrier or of the wait for exits
+  std::string failure;  // the first failure, one line; "" = none so far
   uint64_t generation = 0;
   std::string generation_dir;
-  bool committed = false;  // MANIFEST.json and latest written
-  bool resumed = false;    // "resume" done: the computation runs again
-  bool aborting = false;   // failed before "resume": "commit" (abort=1) then ends it
+  bool committed = false;    // MANIFEST.json and latest written
+  bool resumed = false;      // "resume" done: the computation runs again
+  bool aborting = false;     // failed before "resume": "commit" (abort=1) then ends it
   double pause_seconds = 0;  // from sending "suspend" until "resume" was done everywhere
   std::unordered_map<uint64_t, ImageResult> images;
   CheckpointTiming timing;

@@ -133,8 +133,10 @@ void Connections::on_readable(Client& client) {
     // A silent connect-and-close is someone checking that we listen: not worth a log line. A
     // process joins from its checkpoint thread, which an exec or exit may end mid-handshake.
     if (client.role == Role::Handshake && !client.in.empty()) {
-      log_.line(fmt::format("connection from {} closed during the handshake (a process that "
-                            "exec'd or ended as it joined, or not one of ours)", client.peer));
+      log_.line(
+          fmt::format("connection from {} closed during the handshake (a process that "
+                      "exec'd or ended as it joined, or not one of ours)",
+                      client.peer));
     }
     drop(client, "");
     return;
@@ -249,7 +251,8 @@ void Connections::reap() {
 void Connections::reply(uint64_t command_client, bool ok, const std::string& text) {
   Client* client = find(command_client);
   if (client == nullptr || client->dead) return;
-  send(*client, STASIS_MSG_COMMAND_REPLY, ok ? 0 : 1, text.data(), static_cast<uint32_t>(text.size()));
+  send(*client, STASIS_MSG_COMMAND_REPLY, ok ? 0 : 1, text.data(),
+       static_cast<uint32_t>(text.size()));
 }
 
 void Connections::expire_handshakes(Clock::time_point now) {

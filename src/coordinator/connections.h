@@ -65,7 +65,8 @@ class ConnectionEvents {
  public:
   virtual ~ConnectionEvents() = default;
   // A whole message; a connection still in its handshake sends only a well-formed AUTH.
-  virtual void on_message(Client& client, const StasisMsgHeader& header, const uint8_t* payload) = 0;
+  virtual void on_message(Client& client, const StasisMsgHeader& header,
+                          const uint8_t* payload) = 0;
   // The connection is being closed (its Client is gone after this returns).
   virtual void on_closed(Client& client) = 0;
 };

@@ -113,7 +113,8 @@ void Coordinator::start() {
   }
   StasisCompressionSetting compression;
   if (!protocol::compression_from_name(compress, &compression)) {
-    throw Error(fmt::format("compression must be {}, not '{}'", image::kCompressionChoices, compress));
+    throw Error(
+        fmt::format("compression must be {}, not '{}'", image::kCompressionChoices, compress));
   }
 
   make_private_dirs(options_.ckpt_dir);
@@ -184,7 +185,7 @@ int Coordinator::run() {
 }
 
 void Coordinator::on_message(Client& client, const StasisMsgHeader& header,
-                                 const uint8_t* payload) {
+                             const uint8_t* payload) {
   if (client.role == Role::Handshake) {
     handle_auth(client, header, payload);
     return;
@@ -293,8 +294,8 @@ void Coordinator::process_joined(Client& client) {
   if (options_.interval <= 0 && info.interval_seconds > 0) {
     options_.interval = info.interval_seconds;
     next_interval_ = after_seconds(options_.interval);
-    log_.line(fmt::format("checkpointing every {} s, as {} asked", options_.interval,
-                          client.describe()));
+    log_.line(
+        fmt::format("checkpointing every {} s, as {} asked", options_.interval, client.describe()));
   }
   if (!info.restarted) {
     client.in_computation = true;
@@ -363,10 +364,10 @@ void Coordinator::check_deadlines() {
 
   if (next_interval_ && *next_interval_ <= now) {
     next_interval_ = after_seconds(options_.interval);
-    bool anyone = std::any_of(connections_.all().begin(), connections_.all().end(),
-                              [](const auto& entry) {
-                                return entry.second.is_live_process() && entry.second.in_computation;
-                              });
+    bool anyone =
+        std::any_of(connections_.all().begin(), connections_.all().end(), [](const auto& entry) {
+          return entry.second.is_live_process() && entry.second.in_computation;
+        });
     if (anyone && !machine_.checkpoint_pending()) {
       log_.line("interval checkpoint");
       machine_.enqueue(Operation{.kind = OpKind::Checkpoint});
@@ -379,7 +380,8 @@ int Coordinator::next_timeout_ms() const {
   auto consider = [&](Clock::time_point t) {
     if (!soonest || t < *soonest) soonest = t;
   };
-  if (const Clock::time_point* handshake = connections_.next_handshake_deadline()) consider(*handshake);
+  if (const Clock::time_point* handshake = connections_.next_handshake_deadline())
+    consider(*handshake);
   if (auto deadline = machine_.next_deadline()) consider(*deadline);
   if (next_interval_) consider(*next_interval_);
   if (idle_since_) consider(*idle_since_ + kIdleGrace);

@@ -53,7 +53,7 @@ class NameService {
   struct Waiter {
     uint64_t client = 0, arg = 0;
   };
-  std::map<std::string, Entry> entries_;         // ordered: NS_LIST walks a prefix
+  std::map<std::string, Entry> entries_;        // ordered: NS_LIST walks a prefix
   std::multimap<std::string, Waiter> waiters_;  // NS_WAIT for keys not published yet
   // Keys each process published (some may have been published again by another since).
   std::unordered_map<uint64_t, std::vector<std::string>> published_;

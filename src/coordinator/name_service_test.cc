@@ -43,10 +43,12 @@ TEST(NameService, WaitIsAnsweredWhenTheKeyIsPublished) {
   EXPECT_TRUE(request(names, kOtherProcess, true, STASIS_MSG_NS_WAIT, "later", 42).empty());
   std::vector<Reply> answered =
       request(names, kProcess, true, STASIS_MSG_NS_PUBLISH, key_value("later", "here"));
-  EXPECT_EQ(answered, (std::vector<Reply>{{kCommand, 41, 0, "here"}, {kOtherProcess, 42, 0, "here"}}));
+  EXPECT_EQ(answered,
+            (std::vector<Reply>{{kCommand, 41, 0, "here"}, {kOtherProcess, 42, 0, "here"}}));
   // Answered once; a wait for a published key is answered at once.
   EXPECT_TRUE(names.publish(kProcess, true, "later", "again").empty());
-  EXPECT_EQ(names.lookup(kCommand, 43, "later", true), (std::vector<Reply>{{kCommand, 43, 0, "again"}}));
+  EXPECT_EQ(names.lookup(kCommand, 43, "later", true),
+            (std::vector<Reply>{{kCommand, 43, 0, "again"}}));
 }
 
 TEST(NameService, WaitOfAClosedConnectionIsForgotten) {

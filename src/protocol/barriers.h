@@ -12,11 +12,11 @@
 namespace stasis::protocol {
 
 enum class Barrier : uint8_t {
-  None,  // the end of a sequence; or a name no built-in barrier has
+  None,  // after the last step of a sequence; no barrier under way
   Suspend,
   Children,
   Drain,
-  Plugin,  // the barriers plugins add, each under its own name (StasisProcessInfo.plugin_barriers)
+  Plugin,  // the barriers plugins add, each under its own name (and any name not built in)
   Checkpoint,
   Resume,
   Commit,
@@ -30,10 +30,10 @@ struct BarrierStep {
   Barrier barrier;
   const char* name;  // StasisBarrier.name; the plugins' own names for Barrier::Plugin
   Barrier next;      // the next barrier when every process succeeded (None: the sequence ends)
-  const char* meaning;
   // A process's state (`stasis status`) while it runs the barrier, and once it answered.
   const char* state_during;
   const char* state_after;
+  const char* meaning;
 };
 
 // Departures from `next`, all made by the coordinator's state machine:
@@ -43,37 +43,45 @@ struct BarrierStep {
 // - With kill_after, "checkpoint" is followed by "commit" and then KILL: nothing resumes.
 // - After a failure the computation runs on: "resume" (if not done yet), then "commit" with
 //   abort=1, which discards the images and stops forked writers.
+// clang-format off
 inline constexpr BarrierStep kBarrierSteps[] = {
     // A checkpoint.
     {Sequence::Checkpoint, Barrier::Suspend, "suspend", Barrier::Children,
-     "plugins' pre-suspend hooks run, then every user thread stops", "suspending", "suspended"},
+     "suspending", "suspended",
+     "plugins' pre-suspend hooks run, then every user thread stops"},
     {Sequence::Checkpoint, Barrier::Children, "children", Barrier::Drain,
-     "each process reports its live children (CHILDREN): a process tree is saved whole",
-     "suspended", "suspended"},
+     "suspended", "suspended",
+     "each process reports its live children (CHILDREN): a process tree is saved whole"},
     {Sequence::Checkpoint, Barrier::Drain, "drain", Barrier::Plugin,
-     "bytes held back in the runtime are pushed out; plugins drain their channels and decide who "
-     "saves what processes share (every barrier of a checkpoint names its directory)",
-     "draining", "suspended"},
+     "draining", "suspended",
+     "bytes held back in the runtime are pushed out; plugins drain their channels and decide "
+     "who saves what processes share (every barrier of a checkpoint names its directory)"},
     {Sequence::Checkpoint, Barrier::Plugin, nullptr, Barrier::Checkpoint,
-     "the barriers plugins add (InfiniBand's \"ib-quiesce\"...), one after another, in the order "
-     "processes declared them", nullptr, nullptr},
+     nullptr, nullptr,  // each plugin barrier's own name
+     "the barriers plugins add (InfiniBand's \"ib-quiesce\"...), one after another, in the "
+     "order processes declared them"},
     {Sequence::Checkpoint, Barrier::Checkpoint, "checkpoint", Barrier::Resume,
+     "checkpointing", "checkpointed",
      "each process writes its image into the generation directory, in place or from a forked "
-     "writer", "checkpointing", "checkpointed"},
+     "writer"},
     {Sequence::Checkpoint, Barrier::Resume, "resume", Barrier::Commit,
-     "every user thread runs again (also after a failure)", "resuming", "running"},
+     "resuming", "running",
+     "every user thread runs again (also after a failure)"},
     {Sequence::Checkpoint, Barrier::Commit, "commit", Barrier::None,
-     "every image is durable (forked writers finished); then MANIFEST.json and `latest` make the "
-     "generation complete. With abort=1: the images are discarded", "committing", "running"},
+     "committing", "running",
+     "every image is durable (forked writers finished); then MANIFEST.json and `latest` make "
+     "the generation complete. With abort=1: the images are discarded"},
     // After `stasis restart`: each restarted process joins with restarted=1; the sequence starts
     // once all of them (restart_process_count) are connected. Their state (memory, descriptors,
     // queued bytes refilled) was restored before they joined.
     {Sequence::Restart, Barrier::Restart, "restart", Barrier::Resume,
-     "every restarted process is connected; plugins re-create what processes share",
-     "restarting", "restarted"},
+     "restarting", "restarted",
+     "every restarted process is connected; plugins re-create what processes share"},
     {Sequence::Restart, Barrier::Resume, "resume", Barrier::None,
-     "every user thread runs again", "resuming", "running"},
+     "resuming", "running",
+     "every user thread runs again"},
 };
+// clang-format on
 
 constexpr bool names_equal(const char* a, const char* b) {
   if (a == nullptr || b == nullptr) return false;
@@ -131,6 +139,7 @@ constexpr bool steps_in_order() {
   return true;
 }
 static_assert(steps_in_order(), "kBarrierSteps: `next` must name the step below it");
-static_assert(barrier_named("drain") == Barrier::Drain && barrier_named("ib-quiesce") == Barrier::Plugin);
+static_assert(barrier_named("drain") == Barrier::Drain &&
+              barrier_named("ib-quiesce") == Barrier::Plugin);
 
 }  // namespace stasis::protocol
