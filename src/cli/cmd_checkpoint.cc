@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "image/compression.h"
+#include "protocol/compression.h"
 #include "cli/coord_client.h"
 #include "cli/progress.h"
 #include "common/error.h"
@@ -91,7 +92,9 @@ class CheckpointCommand : public Command {
     command.verb = STASIS_CMD_CHECKPOINT;
     command.kill_after = kill_ ? 1 : 0;
     command.full = full_ ? 1 : 0;
-    strncpy(command.compress, compress_.c_str(), sizeof command.compress - 1);
+    StasisCompressionSetting compression = STASIS_COMPRESSION_DEFAULT;
+    protocol::compression_from_name(compress_, &compression);  // checked by --compress
+    command.compression = compression;
     bool ok = false;
     std::string text = connection.command(command, ok);
     writing.stop();

@@ -1,5 +1,6 @@
-// The address and secret-file parts of cli/coord_client.h. They live in the coordinator library
-// because the coordinator writes the very file that clients read: one definition of its path.
+// See coord_address.h.
+#include "coordinator/coord_address.h"
+
 #include <fmt/format.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -10,7 +11,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/coord_client.h"
 #include "common/error.h"
 
 namespace stasis {

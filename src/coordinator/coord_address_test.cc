@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cli/coord_client.h"
+#include "coordinator/coord_address.h"
 #include "common/error.h"
 
 using stasis::CoordAddress;

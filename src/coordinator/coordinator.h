@@ -15,7 +15,7 @@ struct Options {
   std::string port_file;                // written (atomically) once listening
   std::string ckpt_dir;                 // "" = $STASIS_CKPT_DIR or ./stasis-ckpt
   double interval = 0;                  // seconds between automatic checkpoints; 0 = none
-  std::string compress;  // "zstd" / "none"; "" = $STASIS_COMPRESS or the processes' default
+  std::string compress;  // "zstd" / "lz4" / "none"; "" = $STASIS_COMPRESS or the processes' default
   bool exit_when_idle = false;
   bool daemon = false;
   std::string log_file;  // daemon only; "" = <ckpt_dir>/coordinator.log

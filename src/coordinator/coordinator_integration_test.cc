@@ -129,7 +129,7 @@ class FakeProcess {
   using Hook = std::function<bool(const StasisBarrier&, StasisBarrierDone&)>;
 
   FakeProcess(uint16_t port, const std::string& secret_hex, uint32_t pid, std::string program,
-              uint32_t restarted_generation = 0)
+              uint32_t restarted_generation = 0, const std::string& plugin_barriers = "")
       : program_(std::move(program)) {
     fd_ = stasis_connect_tcp("127.0.0.1", port);
     EXPECT_GE(fd_, 0) << "cannot connect to the coordinator: " << strerror(errno);
@@ -143,6 +143,7 @@ class FakeProcess {
     info.restart_process_count = restarted_generation ? 1 : 0;
     strcpy(info.hostname, "testhost");
     strncpy(info.program, program_.c_str(), sizeof info.program - 1);
+    strncpy(info.plugin_barriers, plugin_barriers.c_str(), sizeof info.plugin_barriers - 1);
     char reason[256] = "";
     connected_ = stasis_client_handshake(fd_, secret, sizeof secret, STASIS_ROLE_PROCESS, &info,
                                          &client_id_, reason, sizeof reason) == 0;
@@ -335,8 +336,10 @@ class CoordinatorIntegration : public ::testing::Test {
   // The handshake completes only once the coordinator has registered the process, so a
   // command sent after this returns already sees it.
   std::unique_ptr<FakeProcess> fake(uint32_t pid, const std::string& program,
-                                    uint32_t restarted_generation = 0) {
-    return std::make_unique<FakeProcess>(port_, secret(), pid, program, restarted_generation);
+                                    uint32_t restarted_generation = 0,
+                                    const std::string& plugin_barriers = "") {
+    return std::make_unique<FakeProcess>(port_, secret(), pid, program, restarted_generation,
+                                         plugin_barriers);
   }
 
   Output stasis(std::vector<std::string> args) { return StasisRun(tmp_, args).wait(); }
@@ -385,6 +388,21 @@ TEST_F(CoordinatorIntegration, ListensOnAPickedPortWithAPrivateSecret) {
 
   EXPECT_EQ(stop_coordinator(), 0);
   EXPECT_FALSE(fs::exists(secret_file())) << "the secret must go when the coordinator does";
+}
+
+// Plugins' barriers run between "drain" and "checkpoint", in the order processes first declared
+// them; names of built-in barriers or with odd characters are ignored.
+TEST_F(CoordinatorIntegration, PluginBarriersRunBetweenDrainAndCheckpoint) {
+  start_coordinator();
+  auto first = fake(1501, "first", 0, "alpha,beta");
+  auto second = fake(1502, "second", 0, "beta,gamma,drain,Bad!");
+  Output result = stasis_with_coord({"checkpoint"});
+  ASSERT_EQ(result.status, 0) << result.err;
+  const std::vector<std::string> expected = {"suspend", "children", "drain", "alpha", "beta",
+                                             "gamma", "checkpoint", "resume", "commit"};
+  EXPECT_EQ(first->received(), expected);
+  EXPECT_EQ(second->received(), expected);
+  EXPECT_NE(log().find("ignoring plugin barrier 'drain'"), std::string::npos) << log();
 }
 
 TEST_F(CoordinatorIntegration, SecretFromTheEnvironment) {
@@ -626,7 +644,7 @@ TEST_F(CoordinatorIntegration, CheckpointThenKill) {
   EXPECT_EQ(worker->received(),
             (std::vector<std::string>{"suspend", "children", "drain", "checkpoint", "commit", "KILL"}));
   EXPECT_EQ(worker->last_checkpoint_barrier().kill_after, 1u);
-  EXPECT_STREQ(worker->last_checkpoint_barrier().compress, "none");
+  EXPECT_EQ(worker->last_checkpoint_barrier().compression, STASIS_COMPRESSION_NONE);
   EXPECT_TRUE(fs::exists(ckpt_dir_ / "000001" / "MANIFEST.json"));
   EXPECT_TRUE(eventually([&] { return worker->gone(); }));
 }
@@ -635,7 +653,7 @@ TEST_F(CoordinatorIntegration, CompressionDefaultsAndValidation) {
   start_coordinator({"--compress", "zstd"});
   auto worker = fake(8101, "worker");
   ASSERT_EQ(stasis_with_coord({"checkpoint"}).status, 0);
-  EXPECT_STREQ(worker->last_checkpoint_barrier().compress, "zstd");
+  EXPECT_EQ(worker->last_checkpoint_barrier().compression, STASIS_COMPRESSION_ZSTD);
   EXPECT_EQ(worker->last_checkpoint_barrier().kill_after, 0u);
 
   Output bad = stasis_with_coord({"checkpoint", "--compress", "gzip"});

@@ -31,7 +31,8 @@ typedef struct StasisCommand StasisCommand;
 #endif
 
 #define STASIS_PROTOCOL_MAGIC 0x4d535453u /* "STSM" */
-#define STASIS_PROTOCOL_VERSION 2  // 2: BARRIER_DONE carries write_nanoseconds
+// 2: BARRIER_DONE carries write_nanoseconds; 3: compression as a StasisCompressionSetting
+#define STASIS_PROTOCOL_VERSION 3
 #define STASIS_DEFAULT_PORT 7781
 #define STASIS_NONCE_BYTES 32
 #define STASIS_MAC_BYTES 32
@@ -73,6 +74,17 @@ enum StasisMsgType STASIS_PROTOCOL_ENUM_BASE(uint16_t) {
   STASIS_MSG_NS_WITHDRAW = 35,
 };
 
+// The image compression a command, the coordinator or a "checkpoint" barrier asks for
+// (protocol/compression.h names them).
+enum StasisCompressionSetting STASIS_PROTOCOL_ENUM_BASE(uint32_t) {
+  // The coordinator's --compress or $STASIS_COMPRESS; where it has none, each process's own
+  // ($STASIS_COMPRESS at launch, else zstd).
+  STASIS_COMPRESSION_DEFAULT = 0,
+  STASIS_COMPRESSION_NONE = 1,
+  STASIS_COMPRESSION_ZSTD = 2,
+  STASIS_COMPRESSION_LZ4 = 3,
+};
+
 enum StasisRole STASIS_PROTOCOL_ENUM_BASE(uint32_t) {
   STASIS_ROLE_PROCESS = 1,
   STASIS_ROLE_COMMAND = 2,
@@ -104,7 +116,6 @@ struct StasisProcessInfo {
   char hostname[STASIS_NAME_MAX];
   char program[STASIS_NAME_MAX];  // short name (comm / argv[0] basename)
   char ckpt_dir[STASIS_PATH_MAX]; // the launch's --ckpt-dir / STASIS_CKPT_DIR, absolute; may be ""
-  char compress[16];              // "zstd" / "none" / "" (coordinator default)
   double interval_seconds;        // launch --interval: adopted by a coordinator that has none
   // Barriers the process's plugins add to every checkpoint, run in this order between "drain"
   // and "checkpoint": comma-separated names, "" if none.
@@ -122,20 +133,12 @@ struct StasisAuthOk {
   uint64_t client_id;  // the coordinator's id for this connection
 };
 
-// Barrier names (the coordinator runs them in this order for a checkpoint):
-//   "suspend"    stop every user thread
-//   "drain"      (later issues: drain channels)
-//   "checkpoint" write the image into `ckpt_dir` (a generation directory), durably
-//   "resume"     continue running (also after a failure: the computation keeps running)
-//   "commit"     the image is durable (a forked writer has finished), or, with abort=1 after a
-//                failure, is discarded
-// and after a restart: the process reports with restarted=1, then
-//   "restart"    every restarted process is connected; re-create shared state
-//   "resume"     continue running
+// A barrier: the coordinator's order to run one step of a sequence, answered with
+// BARRIER_DONE. protocol/barriers.h lists the barriers, in order, with what each one means.
 struct StasisBarrier {
   char name[32];
   char ckpt_dir[STASIS_PATH_MAX];  // every barrier of a checkpoint: the generation directory
-  char compress[16];               // for "checkpoint": "zstd" or "none"
+  uint32_t compression;             // for "checkpoint": StasisCompressionSetting
   uint32_t kill_after;             // for "checkpoint": the computation ends after this checkpoint
   uint32_t abort;                  // for "commit": the checkpoint failed; discard this image
   uint32_t reserved;
@@ -171,7 +174,7 @@ enum StasisCommandVerb STASIS_PROTOCOL_ENUM_BASE(uint32_t) {
 struct StasisCommand {
   uint32_t verb;        // StasisCommandVerb
   uint32_t kill_after;  // checkpoint: end the computation after it
-  char compress[16];    // checkpoint: override compression ("" = coordinator default)
+  uint32_t compression;  // checkpoint: StasisCompressionSetting (DEFAULT: the coordinator's)
   uint32_t full;        // checkpoint: write full images even where an increment is possible
   uint32_t reserved;
 };

@@ -1,4 +1,7 @@
 // See wire.h. Everything here may run inside a suspended application (no malloc, no stdio).
+// Linked into the preloaded runtime, whose own sendmsg, poll, read, close... wrap the program's
+// calls: every system call here is made directly (common/raw_syscall.h) so that the protocol
+// never goes through them.
 #include "protocol/wire.h"
 
 #include <arpa/inet.h>
@@ -12,14 +15,32 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/hmac.h"
+#include "common/raw_syscall.h"
+
+// A raw system call's result the libc way: -1 with errno set on failure.
+static long with_errno(long result) {
+  if (result < 0 && result > -4096) {
+    errno = (int)-result;
+    return -1;
+  }
+  return result;
+}
+
+#define SYS_WITH_ERRNO2(n, a, b) with_errno(STASIS_SYS2(n, a, b))
+#define SYS_WITH_ERRNO3(n, a, b, c) with_errno(STASIS_SYS3(n, a, b, c))
 
 static int64_t monotonic_ms(void) {
   struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
+  STASIS_SYS2(SYS_clock_gettime, CLOCK_MONOTONIC, &now);
   return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+static int close_fd(int fd) { return (int)with_errno(STASIS_SYS1(SYS_close, fd)); }
+
+static int set_socket_option(int fd, int level, int name, const void* value, socklen_t len) {
+  return (int)with_errno(STASIS_SYS5(SYS_setsockopt, fd, level, name, value, len));
 }
 
 // Waits until fd has `events` or the deadline (monotonic ms; < 0 = none) passes.
@@ -35,7 +56,7 @@ static int wait_for(int fd, short events, int64_t deadline_ms) {
       timeout = left > 1000000 ? 1000000 : (int)left;
     }
     struct pollfd p = {.fd = fd, .events = events, .revents = 0};
-    int n = poll(&p, 1, timeout);
+    int n = (int)SYS_WITH_ERRNO3(SYS_poll, &p, 1, timeout);
     if (n > 0) return 0;  // readable, writable, or an error the next read/write reports
     if (n < 0 && errno != EINTR) return -1;
   }
@@ -64,7 +85,7 @@ int stasis_send_msg(int fd, uint16_t type, uint64_t arg, const void* payload, ui
     memset(&message, 0, sizeof message);
     message.msg_iov = next;
     message.msg_iovlen = (size_t)remaining_parts;
-    ssize_t sent = sendmsg(fd, &message, MSG_NOSIGNAL);
+    ssize_t sent = SYS_WITH_ERRNO3(SYS_sendmsg, fd, &message, MSG_NOSIGNAL);
     if (sent < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -90,7 +111,7 @@ static int recv_until(int fd, void* buf, size_t len, int64_t deadline_ms) {
   char* at = (char*)buf;
   while (len > 0) {
     if (deadline_ms >= 0 && wait_for(fd, POLLIN, deadline_ms) < 0) return -1;
-    ssize_t got = read(fd, at, len);
+    ssize_t got = SYS_WITH_ERRNO3(SYS_read, fd, at, len);
     if (got == 0) {
       errno = ECONNRESET;
       return -1;
@@ -272,7 +293,7 @@ int stasis_tcp_socket_for(const char* numeric_host) {
   struct sockaddr_storage address;
   socklen_t address_len;
   if (parse_numeric_host(numeric_host, 0, &address, &address_len) != 0) return -1;
-  return socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  return (int)SYS_WITH_ERRNO3(SYS_socket, address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 }
 
 int stasis_connect_socket(int fd, const char* numeric_host, uint16_t port) {
@@ -280,24 +301,25 @@ int stasis_connect_socket(int fd, const char* numeric_host, uint16_t port) {
   socklen_t address_len;
   if (parse_numeric_host(numeric_host, port, &address, &address_len) != 0) return -1;
   // Non-blocking connect so an unreachable host costs at most the timeout, not minutes.
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return -1;
+  int flags = (int)SYS_WITH_ERRNO2(SYS_fcntl, fd, F_GETFL);
+  if (flags < 0 || SYS_WITH_ERRNO3(SYS_fcntl, fd, F_SETFL, flags | O_NONBLOCK) < 0) return -1;
   // The system call itself: in a restarted program, the runtime's connect() translates the
   // addresses of hosts a restart moved, and the coordinator's address is a real one.
-  if (syscall(SYS_connect, fd, (struct sockaddr*)&address, address_len) < 0) {
+  if (SYS_WITH_ERRNO3(SYS_connect, fd, (struct sockaddr*)&address, address_len) < 0) {
     if (errno != EINPROGRESS && errno != EINTR) return -1;
     if (wait_for(fd, POLLOUT, monotonic_ms() + STASIS_CLIENT_TIMEOUT_MS) < 0) return -1;
     int connect_error = 0;
     socklen_t error_len = sizeof connect_error;
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &connect_error, &error_len) < 0) return -1;
+    if (with_errno(STASIS_SYS5(SYS_getsockopt, fd, SOL_SOCKET, SO_ERROR, &connect_error, &error_len)) < 0)
+      return -1;
     if (connect_error != 0) {
       errno = connect_error;
       return -1;
     }
   }
-  if (fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) return -1;
+  if (SYS_WITH_ERRNO3(SYS_fcntl, fd, F_SETFL, flags & ~O_NONBLOCK) < 0) return -1;
   int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  set_socket_option(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return 0;
 }
 
@@ -306,7 +328,7 @@ int stasis_connect_tcp(const char* numeric_host, uint16_t port) {
   if (fd < 0) return -1;
   if (stasis_connect_socket(fd, numeric_host, port) != 0) {
     int saved_errno = errno;
-    close(fd);
+    close_fd(fd);
     errno = saved_errno;
     return -1;
   }

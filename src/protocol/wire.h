@@ -1,6 +1,7 @@
 // Framing and the client side of the handshake for the protocol in protocol.h.
 // Used by the `stasis` commands and by the in-process runtime, so: no allocation, no stdio, no
-// locks; only socket/read/write/poll system calls, each retried on EINTR. Functions return 0 on
+// locks; only socket/read/sendmsg/poll system calls, made directly (never through the runtime's
+// wrappers of them), each retried on EINTR. Functions return 0 on
 // success and -1 on failure with errno set (ECONNRESET when the peer closed the connection,
 // EPROTO for a malformed message, ETIMEDOUT when a deadline passed).
 #pragma once

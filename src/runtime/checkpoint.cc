@@ -52,9 +52,14 @@ void build_image_path(char* out, size_t cap, const char* dir, const char* comm, 
   str_copy(out + n, suffix, cap - n);
 }
 
-uint32_t compression_from(const char* name) {
-  if (str_eq(name, "none")) return STASIS_COMPRESS_NONE;
-  if (str_eq(name, "lz4")) return STASIS_COMPRESS_LZ4;
+// The image's compression: what the "checkpoint" barrier asks (a StasisCompressionSetting),
+// else this process's own ($STASIS_COMPRESS, else zstd).
+uint32_t image_compression(uint32_t asked) {
+  if (asked == STASIS_COMPRESSION_NONE) return STASIS_COMPRESS_NONE;
+  if (asked == STASIS_COMPRESSION_ZSTD) return STASIS_COMPRESS_ZSTD;
+  if (asked == STASIS_COMPRESSION_LZ4) return STASIS_COMPRESS_LZ4;
+  if (str_eq(g_config.compress, "none")) return STASIS_COMPRESS_NONE;
+  if (str_eq(g_config.compress, "lz4")) return STASIS_COMPRESS_LZ4;
   return STASIS_COMPRESS_ZSTD;
 }
 }  // namespace
@@ -63,7 +68,7 @@ namespace {
 
 // Writes the image of the memory as it is now (in place, or in a forked writer whose memory is
 // the snapshot). Fills result or error; returns 0 or -1.
-int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint32_t fd_count,
+int write_image(const char* dir, uint32_t compression, StasisFdRecord* fds, uint32_t fd_count,
                 const FdDataList& fd_data, const IncrementPlan& plan, CheckpointResult* result,
                 uint64_t* header_checksum, LogLine& error) {
   const uint64_t started_ns = monotonic_ns();
@@ -72,8 +77,7 @@ int write_image(const char* dir, const char* compress, StasisFdRecord* fds, uint
   build_image_path(final_path, sizeof final_path, dir, g_process.comm, g_process.pid, ".stasis");
   build_image_path(tmp_path, sizeof tmp_path, dir, g_process.comm, g_process.pid, ".stasis.tmp");
   ImageWriter writer;
-  const char* compression_name = compress && compress[0] ? compress : g_config.compress;
-  bool ok = writer.open(tmp_path, compression_from(compression_name), g_arena, error);
+  bool ok = writer.open(tmp_path, image_compression(compression), g_arena, error);
   if (ok && plan.increment)
     ok = writer.add_record(STASIS_REC_PARENT, plan.parent.parent_generation, &plan.parent, sizeof plan.parent);
   for (uint32_t i = 0; ok && i <= n; i++)
@@ -131,7 +135,7 @@ void image_complete(const CheckpointResult& result, const IncrementPlan& plan, u
 
 }  // namespace
 
-int write_checkpoint(const char* dir, const char* compress, bool forked, uint64_t offered_parent,
+int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_t offered_parent,
                      CheckpointResult* result, LogLine& error) {
   if (!refuse_if_posix_timers(error) || !refuse_if_verbs_in_use(error)) return -1;
   if (!g_arena.create(kArenaBytes)) {
@@ -205,7 +209,7 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, uint64_
     if (pid == 0) {
       STASIS_SYS2(SYS_prctl, PR_SET_NAME, "stasis-writer");  // how `ps` tells it apart
       LogLine writer_error;
-      int r = write_image(dir, compress, fds, fd_count, *fd_data, *plan, &outcome->result,
+      int r = write_image(dir, compression, fds, fd_count, *fd_data, *plan, &outcome->result,
                           &outcome->header_checksum, writer_error);
       outcome->status = r == 0 ? 0 : 1;
       str_copy(outcome->message, writer_error.c_str(), sizeof outcome->message);
@@ -222,7 +226,7 @@ int write_checkpoint(const char* dir, const char* compress, bool forked, uint64_
     // No fork: write in place.
   }
   uint64_t header_checksum = 0;
-  int r = write_image(dir, compress, fds, fd_count, *fd_data, *plan, result, &header_checksum, error);
+  int r = write_image(dir, compression, fds, fd_count, *fd_data, *plan, result, &header_checksum, error);
   if (r == 0) image_complete(*result, *plan, header_checksum);
   drop_shared_memory_copy();
   g_arena.destroy();

@@ -1,6 +1,5 @@
 // The preloaded runtime: joins the coordinator when the program starts, then runs one checkpoint
-// thread that executes the coordinator's barriers (suspend, drain, checkpoint, resume; after a
-// restart: restart, resume). See docs/architecture.md for the whole sequence.
+// thread that executes the coordinator's barriers (protocol/barriers.h lists them in order).
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +14,7 @@
 #include "plugins/files/files.h"
 #include "plugins/memory/dirty_tracking.h"
 #include "plugins/process/process_state.h"
+#include "protocol/barriers.h"
 #include "protocol/wire.h"
 #include "runtime/compressors.h"
 #include "runtime/rt.h"
@@ -204,11 +204,13 @@ bool coordinator_joined() { return g_join_state.load() == kJoined && !g_connecti
 
 namespace {
 
+// One barrier of the sequences protocol/barriers.h lays out, as the coordinator orders it.
 void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
   const char* name = barrier.name;
   stasis_event_data_t event = {generation, barrier.ckpt_dir, 0, name};
   LogLine error;
-  if (str_eq(name, "suspend")) {
+  switch (protocol::barrier_named(name)) {
+  case protocol::Barrier::Suspend: {
     g_last_checkpoint_ok = false;
     if (plugins_event(STASIS_EVENT_PRE_SUSPEND, &event, error) != 0) {
       report_barrier(name, 1, error.c_str(), nullptr);
@@ -221,18 +223,24 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
       return;
     }
     report_barrier(name, 0, nullptr, nullptr);
-  } else if (str_eq(name, "children")) {
+    break;
+  }
+  case protocol::Barrier::Children: {
     // The coordinator goes on only when every live child is a suspended process of the
     // computation (a child forked as the checkpoint began joins it first).
     static uint32_t children[16384];
     uint32_t n = live_children(children, 16384, writer_pid());
     send_to_coordinator(STASIS_MSG_CHILDREN, generation, children, n * sizeof(uint32_t));
     report_barrier(name, 0, nullptr, nullptr);
-  } else if (str_eq(name, "drain")) {
+    break;
+  }
+  case protocol::Barrier::Drain: {
     push_held_back_tcp_bytes();
     int rc = plugins_event(STASIS_EVENT_DRAIN, &event, error);
     report_barrier(name, rc, rc ? error.c_str() : nullptr, nullptr);
-  } else if (str_eq(name, "checkpoint")) {
+    break;
+  }
+  case protocol::Barrier::Checkpoint: {
     g_generation.store(generation);
     static CheckpointResult result;
     if (plugins_event(STASIS_EVENT_PRE_CHECKPOINT, &event, error) != 0) {
@@ -241,7 +249,7 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     }
     // Forked unless the computation ends right after (no reason to copy it) or it is disabled.
     bool forked = g_config.forked_checkpoints && !barrier.kill_after;
-    int r = write_checkpoint(barrier.ckpt_dir, barrier.compress, forked, barrier.parent_generation,
+    int r = write_checkpoint(barrier.ckpt_dir, barrier.compression, forked, barrier.parent_generation,
                              &result, error);
     if (r == 1) {
       after_restart();
@@ -249,7 +257,9 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     }
     g_last_checkpoint_ok = r == 0;
     report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), &result);
-  } else if (str_eq(name, "commit")) {
+    break;
+  }
+  case protocol::Barrier::Commit: {
     // The image is durable: written in place at "checkpoint", or now, by the forked writer.
     // With abort the checkpoint failed elsewhere: stop the writer rather than wait for it.
     static CheckpointResult result;
@@ -261,18 +271,25 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     futex_wake_all(&g_checkpoints_done);
     g_commit_sequence.fetch_add(1);
     futex_wake_all(&g_commit_sequence);
-  } else if (str_eq(name, "resume")) {
+    break;
+  }
+  case protocol::Barrier::Resume:
     event.checkpoint_ok = g_last_checkpoint_ok ? 1 : 0;
     plugins_event(STASIS_EVENT_RESUME, &event, error);
     if (threads_are_suspended()) resume_user_threads();
     g_suspend_requested.store(0);
     futex_wake_all(&g_suspend_requested);
     report_barrier(name, 0, nullptr, nullptr);
-  } else if (str_eq(name, "restart")) {
+    break;
+  case protocol::Barrier::Restart:
     report_barrier(name, 0, nullptr, nullptr);
-  } else {
+    break;
+  case protocol::Barrier::Plugin:
+  case protocol::Barrier::None: {
     int rc = plugins_event(STASIS_EVENT_BARRIER, &event, error);
     report_barrier(name, rc, rc ? error.c_str() : nullptr, nullptr);
+    break;
+  }
   }
 }
 
@@ -318,7 +335,6 @@ void* checkpoint_thread_main(void*) {
       __builtin_memcpy(&barrier, payload, sizeof barrier);
       barrier.name[sizeof barrier.name - 1] = 0;
       barrier.ckpt_dir[sizeof barrier.ckpt_dir - 1] = 0;
-      barrier.compress[sizeof barrier.compress - 1] = 0;
       handle_barrier(barrier, header.arg);
     } else if (header.type == STASIS_MSG_KILL) {
       STASIS_SYS2(SYS_kill, sys_getpid(), SIGKILL);
@@ -483,7 +499,6 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
   char comm[17] = {};
   if (STASIS_SYS2(SYS_prctl, PR_GET_NAME, comm) == 0) str_copy(info.program, comm, sizeof info.program);
   str_copy(info.ckpt_dir, g_config.ckpt_dir, sizeof info.ckpt_dir);
-  str_copy(info.compress, g_config.compress, sizeof info.compress);
   info.interval_seconds = g_config.interval_seconds;
   plugin_barrier_names(info.plugin_barriers, sizeof info.plugin_barriers);
   uint64_t client_id = 0;

@@ -1,0 +1,658 @@
+// See checkpoint_machine.h. The sequences themselves, in order, are protocol/barriers.h.
+#include "coordinator/checkpoint_machine.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "common/error.h"
+#include "coordinator/checkpoint_store.h"
+
+namespace stasis::coordinator {
+
+using nlohmann::json;
+using protocol::Barrier;
+using protocol::Sequence;
+
+namespace {
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double round_ms(double seconds) { return std::round(seconds * 1000) / 1000; }
+
+// What a process is doing while (sending) and after (done) a barrier; a plugin barrier's name.
+std::string state_during(const char* barrier) {
+  const protocol::BarrierStep* step = protocol::find_named(barrier);
+  return step != nullptr ? step->state_during : barrier;
+}
+
+std::string state_after(const char* barrier) {
+  const protocol::BarrierStep* step = protocol::find_named(barrier);
+  return step != nullptr ? step->state_after : barrier;
+}
+
+}  // namespace
+
+void CheckpointTiming::barrier_ended(const std::string& name) {
+  Clock::time_point now = Clock::now();
+  double seconds = std::chrono::duration<double>(now - last_mark).count();
+  last_mark = now;
+  if (!barrier_seconds.empty() && barrier_seconds.back().first == name) {
+    barrier_seconds.back().second += seconds;
+  } else {
+    barrier_seconds.emplace_back(name, seconds);
+  }
+}
+
+void CheckpointMachine::start(StasisCompressionSetting compression, uint16_t port) {
+  compression_ = compression;
+  port_ = port;
+  if (auto manifest = read_latest_manifest(options_.ckpt_dir)) {
+    uint64_t generation = manifest->value("generation", uint64_t{0});
+    last_checkpoint_ = {{"generation", generation},
+                        {"dir", options_.ckpt_dir + "/" + generation_name(generation)},
+                        {"unix_time", manifest->value("unix_time", int64_t{0})},
+                        {"seconds", manifest->value("seconds", 0.0)}};
+  }
+}
+
+// A process that joins while a checkpoint is still stopping the computation (a child forked, or
+// a program exec'd, as it began) is taken into it: suspended now, and asked for its children
+// with the others. Later joiners wait for the next checkpoint.
+void CheckpointMachine::process_joined(Client& client) {
+  if (!running_ || running_->op.kind != OpKind::Checkpoint) return;
+  RunningOp& op = *running_;
+  if (!op.stopping() || !op.failure.empty()) return;
+  op.members.push_back(client.id);
+  op.alive.insert(client.id);
+  op.late_joiners.insert(client.id);
+  log_.line(fmt::format("{} joins checkpoint {} under way", client.describe(), op.generation));
+  StasisBarrier barrier{};
+  copy_field(barrier.name, protocol::barrier_name(Barrier::Suspend));
+  send_barrier(client, barrier, op.generation);
+  if (op.step == Barrier::Suspend) {
+    op.pending.insert(client.id);
+  } else if (op.step == Barrier::Children) {
+    copy_field(barrier.name, protocol::barrier_name(Barrier::Children));
+    send_barrier(client, barrier, op.generation);
+    op.pending.insert(client.id);
+  }
+}
+
+// After the "children" barrier: every live child of every member must be a member.
+void CheckpointMachine::check_children() {
+  RunningOp& op = *running_;
+  std::set<std::pair<std::string, uint32_t>> members;
+  for (uint64_t id : op.alive) {
+    const Client& c = connections_.at(id);
+    members.insert({bounded(c.info.hostname, sizeof c.info.hostname), c.info.pid});
+  }
+  std::string missing;
+  size_t missing_count = 0;
+  std::vector<uint64_t> incomplete_parents;
+  for (const auto& [id, kids] : op.children) {
+    if (op.alive.count(id) == 0) continue;
+    const Client& parent = connections_.at(id);
+    std::string host = bounded(parent.info.hostname, sizeof parent.info.hostname);
+    size_t missing_before = missing_count;
+    for (uint32_t pid : kids)
+      if (!members.count({host, pid})) {
+        if (missing_count++ == 0)
+          missing = fmt::format("pid {} (a child of {})", pid, parent.describe());
+      }
+    if (missing_count > missing_before) incomplete_parents.push_back(id);
+  }
+  if (missing_count == 0) {
+    op.children.clear();
+    std::erase_if(op.members, [&](uint64_t id) { return op.alive.count(id) == 0; });
+    start_next_barrier(Barrier::Children, "");
+    return;
+  }
+  if (Clock::now() >= op.children_deadline) {
+    fail(
+        fmt::format("{}{} not running under Stasis (a static program, or one started with its "
+                    "environment cleared?); a process tree is checkpointed only as a whole",
+                    missing,
+                    missing_count > 1 ? fmt::format(" and {} more are", missing_count - 1)
+                                      : std::string(" is")));
+    abandon_checkpoint();
+    return;
+  }
+  // Only these are asked again (with late joiners): a suspended process forks no new child.
+  for (uint64_t id : incomplete_parents) op.children.erase(id);
+  op.children_retry = Clock::now() + std::chrono::milliseconds(20);
+}
+
+void CheckpointMachine::enqueue(Operation op) {
+  if (op.kind == OpKind::Checkpoint) {
+    // Identical requests waiting their turn become one checkpoint with several waiters.
+    for (Operation& queued : queue_) {
+      if (queued.kind == OpKind::Checkpoint && queued.kill_after == op.kill_after &&
+          queued.full == op.full && queued.compression == op.compression) {
+        queued.waiters.insert(queued.waiters.end(), op.waiters.begin(), op.waiters.end());
+        return;
+      }
+    }
+  }
+  queue_.push_back(std::move(op));
+  start_next_op();
+}
+
+void CheckpointMachine::start_next_op() {
+  while (!running_ && !queue_.empty()) {
+    running_.emplace();
+    running_->op = std::move(queue_.front());
+    running_->started = Clock::now();
+    running_->timing.last_mark = running_->started;
+    queue_.pop_front();
+    switch (running_->op.kind) {
+      case OpKind::Checkpoint:
+        start_checkpoint();
+        break;
+      case OpKind::Kill:
+        start_kill();
+        break;
+      case OpKind::Restart:
+        start_restart();
+        break;
+    }
+  }
+}
+
+void CheckpointMachine::start_checkpoint() {
+  RunningOp& op = *running_;
+  for (auto& [id, client] : connections_.all()) {
+    if (client.is_live_process() && client.in_computation) {
+      op.members.push_back(id);
+    }
+  }
+  if (op.members.empty()) {
+    finish_op(false, {{"ok", false}, {"error", "no processes are connected to this coordinator"}});
+    return;
+  }
+  std::sort(op.members.begin(), op.members.end());
+  op.alive.insert(op.members.begin(), op.members.end());
+  op.generation = next_generation(options_.ckpt_dir);
+  op.generation_dir = options_.ckpt_dir + "/" + generation_name(op.generation);
+  if (mkdir(op.generation_dir.c_str(), 0700) != 0) {
+    std::string why = fmt::format("cannot create {}: {}", op.generation_dir, errno_text());
+    log_.line("checkpoint failed: " + why);
+    finish_op(false, {{"ok", false}, {"error", why}});
+    return;
+  }
+  log_.line(fmt::format("checkpoint {} started: {} process{}", op.generation, op.members.size(),
+                        op.members.size() == 1 ? "" : "es"));
+  start_barrier(protocol::first_step(Sequence::Checkpoint).barrier, op.generation);
+}
+
+void CheckpointMachine::start_kill() {
+  RunningOp& op = *running_;
+  for (auto& [id, client] : connections_.all()) {
+    if (client.is_live_process()) op.members.push_back(id);
+  }
+  if (op.members.empty()) {
+    finish_op(false, {{"ok", false}, {"error", "no processes are connected to this coordinator"}});
+    return;
+  }
+  op.alive.insert(op.members.begin(), op.members.end());
+  log_.line(
+      fmt::format("killing {} process{}", op.members.size(), op.members.size() == 1 ? "" : "es"));
+  kill_members();
+}
+
+void CheckpointMachine::start_restart() {
+  RunningOp& op = *running_;
+  for (uint64_t id : op.op.restart_members) {
+    Client* client = connections_.find(id);
+    if (client != nullptr && !client->dead) op.members.push_back(id);
+  }
+  if (op.members.empty()) {
+    finish_op(false, nullptr);
+    return;
+  }
+  op.alive.insert(op.members.begin(), op.members.end());
+  log_.line(fmt::format("restart of generation {}: {} process{} connected",
+                        op.op.restart_generation, op.members.size(),
+                        op.members.size() == 1 ? "" : "es"));
+  start_barrier(protocol::first_step(Sequence::Restart).barrier, op.op.restart_generation);
+}
+
+void CheckpointMachine::start_barrier(Barrier step, uint64_t arg, const std::string& plugin) {
+  RunningOp& op = *running_;
+  op.step = step;
+  op.barrier = step == Barrier::Plugin ? plugin : protocol::barrier_name(step);
+  op.pending.clear();
+  for (uint64_t id : op.alive) {
+    // A repeated "children" barrier asks only the members that have not answered it.
+    if (step != Barrier::Children || op.children.count(id) == 0) op.pending.insert(id);
+  }
+  op.deadline = after_seconds(options_.barrier_timeout);
+  StasisBarrier barrier{};
+  copy_field(barrier.name, op.barrier);
+  // Every barrier of a checkpoint names its directory: plugins that share objects between
+  // processes decide there, before "checkpoint", who saves them (plugins/ipc/sysv.cc at "drain").
+  copy_field(barrier.ckpt_dir, op.generation_dir);
+  if (step == Barrier::Checkpoint) {
+    barrier.compression =
+        op.op.compression != STASIS_COMPRESSION_DEFAULT ? op.op.compression : compression_;
+    barrier.kill_after = op.op.kill_after ? 1 : 0;
+    // Processes that track their dirty pages since that generation's images write increments.
+    barrier.parent_generation = op.op.full ? 0 : newest_complete_;
+  }
+  if (step == Barrier::Commit) barrier.abort = op.failure.empty() ? 0 : 1;
+  for (uint64_t id : op.members) {
+    if (op.pending.count(id) > 0) send_barrier(connections_.at(id), barrier, arg);
+  }
+  if (op.pending.empty()) barrier_complete();
+}
+
+// The table's next barrier. Where it says Barrier::Plugin, the barriers plugins added run one
+// after another, in the order processes declared them; then the table goes on.
+void CheckpointMachine::start_next_barrier(Barrier finished, const std::string& finished_name) {
+  RunningOp& op = *running_;
+  Sequence sequence = op.op.kind == OpKind::Restart ? Sequence::Restart : Sequence::Checkpoint;
+  uint64_t arg = op.op.kind == OpKind::Restart ? op.op.restart_generation : op.generation;
+  Barrier next = protocol::find_step(sequence, finished)->next;
+  auto plugin = plugin_barriers_.end();
+  if (finished == Barrier::Plugin) {
+    plugin = std::find(plugin_barriers_.begin(), plugin_barriers_.end(), finished_name);
+    if (plugin != plugin_barriers_.end()) ++plugin;
+  } else if (next == Barrier::Plugin) {
+    plugin = plugin_barriers_.begin();
+  }
+  if (plugin != plugin_barriers_.end()) {
+    start_barrier(Barrier::Plugin, arg, *plugin);
+    return;
+  }
+  if (next == Barrier::Plugin) next = protocol::find_step(sequence, Barrier::Plugin)->next;
+  start_barrier(next, arg);
+}
+
+void CheckpointMachine::send_barrier(Client& client, const StasisBarrier& barrier, uint64_t arg) {
+  client.state = state_during(barrier.name);
+  running_->timing.messages++;
+  connections_.send(client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier);
+}
+
+void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& done) {
+  if (running_) running_->timing.messages++;
+  std::string name = bounded(done.name, sizeof done.name);
+  if (running_ && running_->late_joiners.count(client.id) &&
+      protocol::barrier_named(name.c_str()) == Barrier::Suspend &&
+      running_->step != Barrier::Suspend) {  // a late joiner catching up
+    if (done.status != 0)
+      fail(fmt::format("process {} failed to suspend: {}", client.describe(),
+                       bounded(done.message, sizeof done.message)));
+    return;
+  }
+  if (!running_ || running_->barrier != name || running_->pending.count(client.id) == 0) {
+    log_.line(
+        fmt::format("ignoring an unexpected BARRIER_DONE \"{}\" from {}", name, client.describe()));
+    return;
+  }
+  RunningOp& op = *running_;
+  op.pending.erase(client.id);
+  if (done.status != 0) {
+    std::string message = bounded(done.message, sizeof done.message);
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    if (message.empty()) message = fmt::format("error {}", done.status);
+    client.state = "failed " + name;
+    fail(fmt::format("process {} failed to {}: {}", client.describe(), name, message));
+  } else {
+    client.state = state_after(name.c_str());
+    // The image is named at "checkpoint" (written in place) or at "commit" (a forked writer
+    // finished it); the later answer wins.
+    if ((op.step == Barrier::Checkpoint || op.step == Barrier::Commit) &&
+        done.image_path[0] != '\0') {
+      op.images[client.id] =
+          ImageResult{bounded(done.image_path, sizeof done.image_path), done.image_bytes,
+                      done.memory_bytes, done.parent_generation};
+      op.timing.slowest_write_ns = std::max(op.timing.slowest_write_ns, done.write_nanoseconds);
+    }
+  }
+  if (op.pending.empty()) barrier_complete();
+}
+
+// Records the first failure; a checkpoint that has one is abandoned after the current barrier.
+void CheckpointMachine::fail(const std::string& why) {
+  log_.line(why);
+  if (running_ && running_->failure.empty()) running_->failure = why;
+}
+
+void CheckpointMachine::barrier_complete() {
+  RunningOp& op = *running_;
+  Barrier finished = op.step;
+  std::string finished_name = op.barrier;
+  op.step = Barrier::None;
+  op.barrier.clear();
+  op.pending.clear();
+  op.timing.barrier_ended(finished_name);
+
+  if (op.op.kind == OpKind::Restart) {
+    if (protocol::find_step(Sequence::Restart, finished)->next != Barrier::None) {
+      start_next_barrier(finished, finished_name);
+      return;
+    }
+    for (uint64_t id : op.alive) connections_.at(id).in_computation = true;
+    log_.line(fmt::format("restart of generation {} complete: {} process{} running",
+                          op.op.restart_generation, op.alive.size(),
+                          op.alive.size() == 1 ? "" : "es"));
+    finish_op(true, nullptr);
+    return;
+  }
+
+  // A checkpoint (protocol/barriers.h): each process has its snapshot after "checkpoint"
+  // (written, or being written by a forked writer) and every image is durable after "commit";
+  // then MANIFEST.json and `latest`. With --kill: checkpoint, commit, KILL (no resume).
+  if (finished == Barrier::Resume) {
+    op.resumed = true;
+    op.pause_seconds = round_ms(seconds_since(op.started));
+    // After a failure too: "commit" then carries abort=1, so forked writers are stopped and
+    // reaped and nobody waits for an image that will not count.
+    start_next_barrier(finished, finished_name);
+    return;
+  }
+  if (finished == Barrier::Commit && (op.aborting || !op.failure.empty())) {
+    remove_incomplete_generation();
+    if (op.resumed) {
+      finish_op(false, {{"ok", false}, {"error", op.failure}});
+    } else {
+      start_barrier(Barrier::Resume, op.generation);  // --kill whose commit failed: keep running
+    }
+    return;
+  }
+  if (!op.failure.empty()) {
+    abandon_checkpoint();
+    return;
+  }
+  switch (finished) {
+    case Barrier::Suspend:
+      // A child forked as the checkpoint began joins within moments; one that has not by then
+      // never will (it runs without Stasis): no reason to hold the computation for the barrier
+      // timeout.
+      op.children_deadline =
+          after_seconds(std::min(options_.barrier_timeout, kChildrenJoinPatienceSeconds));
+      start_next_barrier(finished, finished_name);
+      break;
+    case Barrier::Children:
+      check_children();  // repeated until every child is a member; then the next
+      break;
+    case Barrier::Checkpoint:
+      if (op.op.kill_after) {
+        start_barrier(Barrier::Commit, op.generation);
+      } else {
+        start_next_barrier(finished, finished_name);
+      }
+      break;
+    case Barrier::Commit:
+      commit_checkpoint();
+      break;
+    default:  // "drain", the plugins' barriers
+      start_next_barrier(finished, finished_name);
+  }
+}
+
+// The computation keeps running; the partial generation disappears.
+void CheckpointMachine::abandon_checkpoint() {
+  RunningOp& op = *running_;
+  remove_incomplete_generation();
+  if (op.resumed) {  // only "commit" can fail after "resume": nothing is left to run
+    finish_op(false, {{"ok", false}, {"error", op.failure}});
+    return;
+  }
+  log_.line(fmt::format("checkpoint {} failed after {:.3f} s; resuming", op.generation,
+                        seconds_since(op.started)));
+  op.aborting = true;
+  start_barrier(Barrier::Resume, op.generation);
+}
+
+void CheckpointMachine::remove_incomplete_generation() {
+  RunningOp& op = *running_;
+  if (!remove_tree(op.generation_dir)) {
+    log_.line(fmt::format("could not remove the incomplete checkpoint {}", op.generation_dir));
+  }
+}
+
+void CheckpointMachine::commit_checkpoint() {
+  RunningOp& op = *running_;
+  Manifest manifest;
+  manifest.generation = op.generation;
+  manifest.unix_time = time(nullptr);
+  manifest.coordinator_host = options_.host;
+  manifest.coordinator_port = port_;
+  json images = json::array();
+  uint64_t image_bytes = 0;
+  uint64_t memory_bytes = 0;
+  for (uint64_t id : op.members) {
+    const Client& client = connections_.at(id);
+    const ImageResult& image = op.images.at(id);
+    std::string path = image.path;
+    if (!path.empty() && path.front() != '/') path = op.generation_dir + "/" + path;
+    manifest.processes.push_back(
+        ManifestProcess{.pid = client.info.pid,
+                        .original_pid = client.info.original_pid,
+                        .host = bounded(client.info.hostname, sizeof client.info.hostname),
+                        .address = client.peer.substr(0, client.peer.rfind(':')),
+                        .program = bounded(client.info.program, sizeof client.info.program),
+                        .image = std::filesystem::path(path).filename().string(),
+                        .image_bytes = image.image_bytes,
+                        .memory_bytes = image.memory_bytes,
+                        .parent_generation = image.parent_generation});
+    images.push_back(path);
+    image_bytes += image.image_bytes;
+    memory_bytes += image.memory_bytes;
+  }
+  manifest.seconds = round_ms(seconds_since(op.started));
+  try {
+    write_manifest(options_.ckpt_dir, manifest);
+    point_latest(options_.ckpt_dir, op.generation);
+  } catch (const Error& e) {
+    fail(fmt::format("checkpoint {} could not be recorded: {}", op.generation, e.what()));
+    abandon_checkpoint();
+    return;
+  }
+  op.committed = true;
+  newest_complete_ = op.generation;
+  checkpoints_done_++;
+  last_checkpoint_ = {{"generation", op.generation},
+                      {"dir", op.generation_dir},
+                      {"unix_time", manifest.unix_time},
+                      {"seconds", manifest.seconds}};
+  op.success = {{"ok", true},
+                {"generation", op.generation},
+                {"dir", op.generation_dir},
+                {"images", images},
+                {"seconds", manifest.seconds},
+                {"image_bytes", image_bytes},
+                {"memory_bytes", memory_bytes},
+                {"pause_seconds", op.pause_seconds},
+                {"write_seconds", round_ms(op.timing.write_seconds())},
+                {"coordination_seconds", round_ms(manifest.seconds - op.timing.write_seconds())},
+                {"messages", op.timing.messages}};
+  json barrier_seconds = json::object();
+  std::string barrier_times;
+  for (const auto& [name, seconds] : op.timing.barrier_seconds) {
+    barrier_seconds[name] = round_ms(seconds);
+    barrier_times += fmt::format("{}{} {:.3f}", barrier_times.empty() ? "" : ", ", name, seconds);
+  }
+  op.success["barrier_seconds"] = barrier_seconds;
+  // One line per checkpoint, never one per process: bench/coordination_time.py reads it.
+  log_.line(fmt::format(
+      "checkpoint {} timing: {} process{}, {} messages; barriers (s): {}; "
+      "slowest image write {:.3f} s; coordination {:.3f} s",
+      op.generation, op.members.size(), op.members.size() == 1 ? "" : "es", op.timing.messages,
+      barrier_times, op.timing.write_seconds(), manifest.seconds - op.timing.write_seconds()));
+  log_.line(
+      fmt::format("checkpoint {} complete in {:.3f} s (computation paused {:.3f} s): {} image{}, "
+                  "{} bytes written, {} bytes of memory",
+                  op.generation, manifest.seconds, op.pause_seconds, op.members.size(),
+                  op.members.size() == 1 ? "" : "s", image_bytes, memory_bytes));
+  for (uint64_t removed : prune_generations(options_.ckpt_dir, options_.keep)) {
+    log_.line(fmt::format("removed generation {} (--keep {})", removed, options_.keep));
+  }
+  if (op.op.kill_after) {
+    kill_members();
+  } else {
+    finish_op(true, op.success);
+  }
+}
+
+void CheckpointMachine::kill_members() {
+  RunningOp& op = *running_;
+  op.waiting_for_exits = true;
+  op.deadline = after_seconds(options_.kill_timeout);
+  for (uint64_t id : op.alive) {
+    Client& client = connections_.at(id);
+    client.state = "killing";
+    connections_.send(client, STASIS_MSG_KILL, op.generation, nullptr, 0);
+  }
+  if (op.alive.empty())
+    finish_op(true, op.op.kind == OpKind::Kill ? json{{"ok", true}} : op.success);
+}
+
+void CheckpointMachine::process_left(const Client& client) {
+  if (!running_ || running_->alive.erase(client.id) == 0) return;
+  RunningOp& op = *running_;
+  if (op.waiting_for_exits) {
+    if (op.alive.empty()) {
+      log_.line(fmt::format("all {} process{} ended", op.members.size(),
+                            op.members.size() == 1 ? "" : "es"));
+      json body = op.op.kind == OpKind::Kill ? json{{"ok", true}, {"killed", op.members.size()}}
+                                             : op.success;
+      finish_op(true, body);
+    }
+    return;
+  }
+  if (op.op.kind == OpKind::Checkpoint && op.stopping() && op.failure.empty()) {
+    // It ended (or exec'd: the new program joins again) before the computation was stopped:
+    // not part of this checkpoint; its parent records it as a zombie if it is one. It leaves
+    // op.members once the computation is stopped (check_children), not in an O(N) step per exit.
+    op.late_joiners.erase(client.id);
+    log_.line(fmt::format("{} ended as checkpoint {} began; not part of it", client.describe(),
+                          op.generation));
+  } else if (op.op.kind == OpKind::Checkpoint && !op.committed) {
+    fail(fmt::format("process {} disconnected during checkpoint {}", client.describe(),
+                     op.generation));
+  }
+  if (!op.barrier.empty() && op.pending.erase(client.id) > 0 && op.pending.empty()) {
+    barrier_complete();
+  }
+}
+
+// `body` is taken by value: callers pass parts of running_, which is reset here.
+void CheckpointMachine::finish_op(bool ok, json body) {
+  Operation finished = std::move(running_->op);
+  running_.reset();
+  std::string text = body.dump();
+  for (uint64_t waiter : finished.waiters) connections_.reply(waiter, ok, text);
+  start_next_op();
+}
+
+// Plugins add barriers to the checkpoint sequence; names that clash with the built-in ones, or
+// are not plain words, are ignored (and logged) rather than trusted.
+void CheckpointMachine::learn_plugin_barriers(Client& client) {
+  client.info.plugin_barriers[sizeof client.info.plugin_barriers - 1] = '\0';
+  std::string list = client.info.plugin_barriers;
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string name = list.substr(start, end - start);
+    start = end + 1;
+    bool plain =
+        !name.empty() && name.size() < 32 && std::all_of(name.begin(), name.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+        });
+    if (!plain || protocol::is_builtin_barrier_name(name.c_str())) {
+      log_.line(fmt::format("ignoring plugin barrier '{}' from {}", name, client.describe()));
+      continue;
+    }
+    if (std::find(plugin_barriers_.begin(), plugin_barriers_.end(), name) ==
+        plugin_barriers_.end()) {
+      plugin_barriers_.push_back(name);
+      log_.line(fmt::format("checkpoints now include the plugin barrier '{}'", name));
+    }
+  }
+}
+
+void CheckpointMachine::children_reported(const Client& client, const uint32_t* pids,
+                                          size_t count) {
+  if (!running_) return;
+  running_->timing.messages++;
+  std::vector<uint32_t>& children = running_->children[client.id];
+  children.assign(pids, pids + count);
+}
+
+void CheckpointMachine::check_deadlines(Clock::time_point now) {
+  if (running_ && running_->children_retry && *running_->children_retry <= now) {
+    running_->children_retry.reset();
+    start_barrier(Barrier::Children, running_->generation);
+  }
+
+  if (running_ && running_->deadline <= now) {
+    RunningOp& op = *running_;
+    if (!op.barrier.empty()) {
+      std::vector<std::string> late;
+      for (uint64_t id : op.pending) late.push_back(connections_.at(id).describe());
+      std::sort(late.begin(), late.end());
+      std::string who = late.front();
+      if (late.size() > 1) who += fmt::format(" and {} more", late.size() - 1);
+      std::string why = fmt::format("the \"{}\" barrier timed out after {} s waiting for {}",
+                                    op.barrier, options_.barrier_timeout, who);
+      if (op.op.kind == OpKind::Checkpoint && !op.committed) {
+        fail(why);
+      } else {
+        log_.line(why);
+      }
+      barrier_complete();
+    } else if (op.waiting_for_exits) {
+      std::string why =
+          fmt::format("{} process{} did not exit within {} s of being told to", op.alive.size(),
+                      op.alive.size() == 1 ? "" : "es", options_.kill_timeout);
+      log_.line(why);
+      if (op.op.kind == OpKind::Kill) {
+        finish_op(false, {{"ok", false}, {"error", why}});
+      } else {
+        json body = op.success;
+        body["warning"] = why;
+        finish_op(true, body);
+      }
+    }
+  }
+}
+
+std::optional<Clock::time_point> CheckpointMachine::next_deadline() const {
+  std::optional<Clock::time_point> soonest;
+  if (running_ && (!running_->barrier.empty() || running_->waiting_for_exits)) {
+    soonest = running_->deadline;
+  }
+  if (running_ && running_->children_retry && (!soonest || *running_->children_retry < *soonest)) {
+    soonest = *running_->children_retry;
+  }
+  return soonest;
+}
+
+bool CheckpointMachine::checkpoint_pending() const {
+  return (running_ && running_->op.kind == OpKind::Checkpoint) ||
+         std::any_of(queue_.begin(), queue_.end(),
+                     [](const Operation& op) { return op.kind == OpKind::Checkpoint; });
+}
+
+bool CheckpointMachine::checkpointing(uint64_t client) const {
+  return running_ && running_->op.kind == OpKind::Checkpoint && running_->alive.count(client) > 0;
+}
+
+const char* CheckpointMachine::state(bool any_process) const {
+  if (running_ && running_->op.kind == OpKind::Checkpoint) return "checkpointing";
+  if (running_ && running_->op.kind == OpKind::Restart) return "restarting";
+  return any_process ? "running" : "idle";
+}
+
+}  // namespace stasis::coordinator

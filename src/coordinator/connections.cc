@@ -1,0 +1,287 @@
+// See connections.h.
+#include "coordinator/connections.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "coordinator/authentication.h"
+#include "coordinator/coord_address.h"
+
+namespace stasis::coordinator {
+namespace {
+
+std::string peer_name(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (address.ss_family == AF_INET) {
+    auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
+    inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
+    return fmt::format("{}:{}", text, ntohs(v4->sin_port));
+  }
+  auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
+  inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
+  return fmt::format("[{}]:{}", text, ntohs(v6->sin6_port));
+}
+
+}  // namespace
+
+Connections::Connections(const Log& log, ConnectionEvents& events, int epoll_fd,
+                         double handshake_timeout)
+    : log_(log), events_(events), epoll_(epoll_fd), handshake_timeout_(handshake_timeout) {
+  spare_fd_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+}
+
+int Connections::listen_on(const std::string& host, uint16_t port, uint16_t* bound_port) {
+  sockaddr_storage address{};
+  socklen_t address_len;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    address_len = sizeof *v4;
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    address_len = sizeof *v6;
+  } else {
+    throw Error(fmt::format("--host must be a numeric IPv4 or IPv6 address, not '{}'", host));
+  }
+  int fd = socket(address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw Error(fmt::format("cannot create a socket: {}", errno_text()));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), address_len) != 0) {
+    std::string why = errno == EADDRINUSE
+                          ? "the port is in use (another coordinator? pick another --port)"
+                          : errno_text();
+    close(fd);
+    throw Error(fmt::format("cannot listen on {}: {}", CoordAddress{host, port}.str(), why));
+  }
+  if (listen(fd, SOMAXCONN) != 0) {
+    close(fd);
+    throw Error(fmt::format("cannot listen: {}", errno_text()));
+  }
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &address_len) != 0) {
+    close(fd);
+    throw Error(fmt::format("cannot read the listening address: {}", errno_text()));
+  }
+  *bound_port = ntohs(address.ss_family == AF_INET ? v4->sin_port : v6->sin6_port);
+  listener_.reset(fd);
+  return fd;
+}
+
+void Connections::accept_clients() {
+  for (;;) {
+    sockaddr_storage address{};
+    socklen_t address_len = sizeof address;
+    int fd = accept4(listener_.get(), reinterpret_cast<sockaddr*>(&address), &address_len,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      add_client(fd, address);
+      continue;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno == EMFILE || errno == ENFILE) {
+      // Accept and close with the spare descriptor, or the listener stays readable forever.
+      log_.line("out of file descriptors: refusing a connection");
+      spare_fd_.reset(-1);
+      int doomed = accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+      if (doomed >= 0) close(doomed);
+      spare_fd_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+      continue;
+    }
+    return;  // EAGAIN, or an error the next readiness will report again
+  }
+}
+
+void Connections::add_client(int fd, const sockaddr_storage& address) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  uint64_t id = next_client_id_++;
+  Client& client = clients_[id];
+  client.id = id;
+  client.fd = fd;
+  client.peer = peer_name(address);
+  epoll_event event{.events = EPOLLIN, .data = {.u64 = id}};
+  if (epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) != 0) {
+    drop(client, fmt::format("epoll_ctl: {}", errno_text()));
+    return;
+  }
+  StasisHello hello = make_hello(client.nonce);
+  send(client, STASIS_MSG_HELLO, 0, &hello, sizeof hello);
+  handshake_deadlines_.emplace_back(after_seconds(handshake_timeout_), id);
+}
+
+void Connections::on_ready(uint64_t id, uint32_t events) {
+  Client* client = find(id);
+  if (client == nullptr || client->dead) return;
+  if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_readable(*client);
+  if (!client->dead && (events & EPOLLOUT)) flush(*client);
+}
+
+void Connections::on_readable(Client& client) {
+  uint8_t buffer[65536];
+  ssize_t n = read(client.fd, buffer, sizeof buffer);
+  if (n == 0) {
+    // A silent connect-and-close is someone checking that we listen: not worth a log line. A
+    // process joins from its checkpoint thread, which an exec or exit may end mid-handshake.
+    if (client.role == Role::Handshake && !client.in.empty()) {
+      log_.line(
+          fmt::format("connection from {} closed during the handshake (a process that "
+                      "exec'd or ended as it joined, or not one of ours)",
+                      client.peer));
+    }
+    drop(client, "");
+    return;
+  }
+  if (n < 0) {
+    if (errno != EAGAIN && errno != EINTR) drop(client, errno_text());
+    return;
+  }
+  client.in.insert(client.in.end(), buffer, buffer + n);
+
+  size_t consumed = 0;
+  while (!client.dead && !client.refused) {
+    size_t available = client.in.size() - consumed;
+    if (available < sizeof(StasisMsgHeader)) break;
+    StasisMsgHeader header;
+    memcpy(&header, client.in.data() + consumed, sizeof header);
+    if (header.magic != STASIS_PROTOCOL_MAGIC || header.version != STASIS_PROTOCOL_VERSION ||
+        header.payload_len > STASIS_MAX_PAYLOAD) {
+      if (client.role == Role::Handshake) {
+        refuse(client, "not speaking the stasis protocol");
+      } else {
+        drop(client, "protocol error: malformed message header");
+      }
+      break;
+    }
+    // Judge a handshake by its header alone: no buffering a megabyte for a stranger.
+    if (client.role == Role::Handshake &&
+        (header.type != STASIS_MSG_AUTH || header.payload_len != sizeof(StasisAuth))) {
+      refuse(client, "protocol error: expected AUTH");
+      break;
+    }
+    if (available < sizeof header + header.payload_len) break;
+    events_.on_message(client, header, client.in.data() + consumed + sizeof header);
+    consumed += sizeof header + header.payload_len;
+  }
+  client.in.erase(client.in.begin(), client.in.begin() + static_cast<ptrdiff_t>(consumed));
+}
+
+void Connections::send(Client& client, uint16_t type, uint64_t arg, const void* payload,
+                       uint32_t len, uint32_t reserved) {
+  if (client.dead) return;
+  StasisMsgHeader header{};
+  header.magic = STASIS_PROTOCOL_MAGIC;
+  header.version = STASIS_PROTOCOL_VERSION;
+  header.type = type;
+  header.payload_len = len;
+  header.reserved = reserved;
+  header.arg = arg;
+  client.out.append(reinterpret_cast<const char*>(&header), sizeof header);
+  if (len > 0) client.out.append(static_cast<const char*>(payload), len);
+  flush(client);
+}
+
+void Connections::flush(Client& client) {
+  size_t sent = 0;
+  while (sent < client.out.size()) {
+    ssize_t n = ::send(client.fd, client.out.data() + sent, client.out.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      break;
+    } else {
+      client.out.clear();
+      drop(client, client.refused ? "refused" : errno_text());
+      return;
+    }
+  }
+  client.out.erase(0, sent);
+  watch_writes(client, !client.out.empty());
+  if (client.out.empty() && client.refused && !client.dead) drop(client, "refused");
+}
+
+void Connections::watch_writes(Client& client, bool on) {
+  if (client.watching_writes == on) return;
+  epoll_event event{.events = EPOLLIN | (on ? EPOLLOUT : 0u), .data = {.u64 = client.id}};
+  epoll_ctl(epoll_, EPOLL_CTL_MOD, client.fd, &event);
+  client.watching_writes = on;
+}
+
+// Closing is deferred to reap() so that no handler sees a client vanish under it.
+void Connections::drop(Client& client, const std::string& reason) {
+  if (client.dead) return;
+  client.dead = true;
+  client.dead_reason = reason;
+  dead_.push_back(client.id);
+}
+
+void Connections::refuse(Client& client, const std::string& reason) {
+  if (client.refused || client.dead) return;
+  log_.line(fmt::format("refused connection from {}: {}", client.peer, reason));
+  client.refused = true;
+  send(client, STASIS_MSG_AUTH_FAIL, 0, reason.data(), static_cast<uint32_t>(reason.size()));
+  if (client.out.empty() && !client.dead) drop(client, "refused");
+}
+
+void Connections::reap() {
+  while (!dead_.empty()) {
+    uint64_t id = dead_.back();
+    dead_.pop_back();
+    auto it = clients_.find(id);
+    if (it == clients_.end()) continue;
+    Client& client = it->second;
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, client.fd, nullptr);
+    close(client.fd);
+    events_.on_closed(client);
+    clients_.erase(it);
+  }
+}
+
+void Connections::reply(uint64_t command_client, bool ok, const std::string& text) {
+  Client* client = find(command_client);
+  if (client == nullptr || client->dead) return;
+  send(*client, STASIS_MSG_COMMAND_REPLY, ok ? 0 : 1, text.data(),
+       static_cast<uint32_t>(text.size()));
+}
+
+void Connections::expire_handshakes(Clock::time_point now) {
+  while (!handshake_deadlines_.empty() && handshake_deadlines_.front().first <= now) {
+    Client* client = find(handshake_deadlines_.front().second);
+    handshake_deadlines_.pop_front();
+    if (client != nullptr && client->role == Role::Handshake && !client->refused) {
+      refuse(*client, fmt::format("no authentication within {} s", handshake_timeout_));
+    }
+  }
+}
+
+Client* Connections::find(uint64_t id) {
+  auto it = clients_.find(id);
+  return it == clients_.end() ? nullptr : &it->second;
+}
+
+void Connections::close_all() {
+  for (auto& [id, client] : clients_) {
+    if (client.out.empty()) continue;
+    int flags = fcntl(client.fd, F_GETFL);
+    fcntl(client.fd, F_SETFL, flags & ~O_NONBLOCK);
+    timeval timeout{.tv_sec = 1, .tv_usec = 0};
+    setsockopt(client.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    ssize_t ignored = ::send(client.fd, client.out.data(), client.out.size(), MSG_NOSIGNAL);
+    (void)ignored;
+  }
+  for (auto& [id, client] : clients_) close(client.fd);
+  clients_.clear();
+}
+
+}  // namespace stasis::coordinator

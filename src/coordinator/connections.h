@@ -1,0 +1,130 @@
+// The coordinator's connections: accepting them, reading framed messages (protocol/protocol.h)
+// as they arrive and writing them without ever blocking, and closing them. One epoll loop (the
+// daemon's, coordinator.cc) serves them all; nothing waits on a single client.
+#pragma once
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "coordinator/basics.h"
+#include "coordinator/log.h"
+#include "protocol/protocol.h"
+
+namespace stasis::coordinator {
+
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void reset(int fd) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_;
+};
+
+enum class Role { Handshake, Process, Command };
+
+struct Client {
+  uint64_t id = 0;
+  int fd = -1;
+  std::string peer;  // ADDR:PORT, for the log
+  Role role = Role::Handshake;
+  uint8_t nonce[STASIS_NONCE_BYTES] = {};
+  std::vector<uint8_t> in;
+  std::string out;
+  bool watching_writes = false;
+  bool dead = false;     // closed at the end of this loop iteration
+  bool refused = false;  // closes once AUTH_FAIL is sent; never was a process
+  std::string dead_reason;
+  // Processes only.
+  StasisProcessInfo info{};
+  bool in_computation = false;  // takes part in checkpoints (restarted: after "restart")
+  std::string state;
+
+  std::string describe() const {
+    return fmt::format("pid {} ({})", info.pid, bounded(info.program, sizeof info.program));
+  }
+  bool is_live_process() const { return role == Role::Process && !dead; }
+};
+
+// What the connections report to the rest of the coordinator.
+class ConnectionEvents {
+ public:
+  virtual ~ConnectionEvents() = default;
+  // A whole message; a connection still in its handshake sends only a well-formed AUTH.
+  virtual void on_message(Client& client, const StasisMsgHeader& header,
+                          const uint8_t* payload) = 0;
+  // The connection is being closed (its Client is gone after this returns).
+  virtual void on_closed(Client& client) = 0;
+};
+
+class Connections {
+ public:
+  // epoll_fd: the daemon's loop; each client is registered there with its id as the tag.
+  Connections(const Log& log, ConnectionEvents& events, int epoll_fd, double handshake_timeout);
+
+  // Listens on a numeric IPv4 or IPv6 address (port 0: any free one) and returns the fd to
+  // watch; *bound_port is the port it got. Throws stasis::Error.
+  int listen_on(const std::string& host, uint16_t port, uint16_t* bound_port);
+  // The listener is readable: takes every waiting connection and greets it with HELLO.
+  void accept_clients();
+  // epoll reported `events` for the client tagged `id`.
+  void on_ready(uint64_t id, uint32_t events);
+
+  void send(Client& client, uint16_t type, uint64_t arg, const void* payload, uint32_t len,
+            uint32_t reserved = 0);
+  // A COMMAND_REPLY to a command connection, if it is still there.
+  void reply(uint64_t command_client, bool ok, const std::string& text);
+  // Closes the connection at the end of this loop iteration (reap()).
+  void drop(Client& client, const std::string& reason);
+  // Sends AUTH_FAIL with the reason, then closes.
+  void refuse(Client& client, const std::string& reason);
+  // Closes the connections dropped since the last call.
+  void reap();
+  // Refuses the connections that did not authenticate in time.
+  void expire_handshakes(Clock::time_point now);
+  // Gives queued replies (a kill's answer, say) a last chance to leave, and closes everything.
+  void close_all();
+
+  Client* find(uint64_t id);
+  Client& at(uint64_t id) { return clients_.at(id); }
+  const Client& at(uint64_t id) const { return clients_.at(id); }
+  const std::unordered_map<uint64_t, Client>& all() const { return clients_; }
+  std::unordered_map<uint64_t, Client>& all() { return clients_; }
+  bool closing_any() const { return !dead_.empty(); }
+  const Clock::time_point* next_handshake_deadline() const {
+    return handshake_deadlines_.empty() ? nullptr : &handshake_deadlines_.front().first;
+  }
+
+ private:
+  void add_client(int fd, const sockaddr_storage& address);
+  void on_readable(Client& client);
+  void flush(Client& client);
+  void watch_writes(Client& client, bool on);
+
+  const Log& log_;
+  ConnectionEvents& events_;
+  int epoll_;
+  double handshake_timeout_;
+  Fd listener_;
+  Fd spare_fd_;  // given up to accept-and-close when out of descriptors
+  uint64_t next_client_id_ = 1;
+  std::unordered_map<uint64_t, Client> clients_;
+  std::deque<std::pair<Clock::time_point, uint64_t>> handshake_deadlines_;  // in order
+  std::vector<uint64_t> dead_;
+};
+
+}  // namespace stasis::coordinator
