@@ -1,5 +1,5 @@
 // Event descriptors at restart: eventfd, epoll, signalfd, timerfd, inotify, each re-created with
-// the state event_fds.cc saved (layouts in format.h beside StasisFdKind). Epoll interest lists are
+// the state events.cc saved (records.h). Epoll interest lists are
 // added last (finish_event_fds), once every descriptor of the process is at its number.
 #include <fcntl.h>
 #include <poll.h>
@@ -14,16 +14,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <ctime>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <functional>
 #include <map>
 #include <set>
 #include <vector>
 
 #include "common/error.h"
-#include "plugins/files/restore.h"
+#include "plugins/events/records.h"
+#include "plugins/events/restore_events.h"
 
 #ifndef TFD_IOC_SET_TICKS  // <linux/timerfd.h> has it, but clashes with <sys/timerfd.h>
 #define TFD_IOC_SET_TICKS _IOW('T', 0, uint64_t)
@@ -34,16 +37,18 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-// The entries saved for an epoll or inotify descriptor (kind_data[0] of them); the first holder of
-// a shared description has them, the others have none.
+// The entries saved for an epoll or inotify descriptor (its record's count of them: the interest
+// count or the watch count); the first holder of a shared description has them, the others none.
 template <typename Entry>
 std::vector<Entry> saved_entries(const image::Image& img, const StasisFdRecord& rec, uint32_t tag) {
   std::vector<char> bytes = img.fd_data(rec.fd, tag);
   if (rec.same_description_as >= 0) return {};
-  if (bytes.size() != rec.kind_data[0] * sizeof(Entry))
+  const uint64_t count = tag == STASIS_FD_DATA_EPOLL ? kind_data_of<StasisEpollData>(rec).interest_count
+                                                     : kind_data_of<StasisInotifyData>(rec).watch_count;
+  if (bytes.size() != count * sizeof(Entry))
     throw Error(fmt::format("{}: descriptor {} ({}) should have {} saved entries, the image holds {} bytes",
-                            img.path(), rec.fd, image::fd_kind_name(rec.kind), rec.kind_data[0], bytes.size()));
-  std::vector<Entry> entries(rec.kind_data[0]);
+                            img.path(), rec.fd, image::fd_kind_name(rec.kind), count, bytes.size()));
+  std::vector<Entry> entries(count);
   if (!bytes.empty()) std::memcpy(entries.data(), bytes.data(), bytes.size());
   return entries;
 }
@@ -58,9 +63,10 @@ bool nonblocking(const StasisFdRecord& rec) { return rec.flags & O_NONBLOCK; }
 
 int open_eventfd(const StasisFdRecord& rec) {
   // eventfd() takes a 32-bit initial value; the counter is 64-bit, so it is written instead.
-  int flags = EFD_CLOEXEC | (rec.kind_data[1] ? EFD_SEMAPHORE : 0) | (nonblocking(rec) ? EFD_NONBLOCK : 0);
+  const auto saved = kind_data_of<StasisEventfdData>(rec);
+  int flags = EFD_CLOEXEC | (saved.semaphore ? EFD_SEMAPHORE : 0) | (nonblocking(rec) ? EFD_NONBLOCK : 0);
   int fd = checked(eventfd(0, flags), rec, "an eventfd");
-  uint64_t count = rec.kind_data[0];
+  uint64_t count = saved.counter;
   if (count && write(fd, &count, sizeof count) != sizeof count)
     throw Error(fmt::format("cannot set the counter of eventfd descriptor {} to {}: {}", rec.fd, count, errno_text()));
   return fd;
@@ -68,7 +74,7 @@ int open_eventfd(const StasisFdRecord& rec) {
 
 int open_signalfd(const StasisFdRecord& rec) {
   // The raw call: glibc's sigset_t helpers refuse the signals it reserves for itself.
-  uint64_t mask = rec.kind_data[0];
+  uint64_t mask = kind_data_of<StasisSignalfdData>(rec).mask;
   int flags = SFD_CLOEXEC | (nonblocking(rec) ? SFD_NONBLOCK : 0);
   return checked(static_cast<int>(syscall(SYS_signalfd4, -1, &mask, sizeof mask, flags)), rec, "a signalfd");
 }
@@ -78,28 +84,29 @@ timespec ns_timespec(uint64_t ns) {
 }
 
 int open_timerfd(const StasisFdRecord& rec) {
-  const int clock = static_cast<int>(rec.kind_data[0]);
+  const auto timer = kind_data_of<StasisTimerfdData>(rec);
+  const int clock = static_cast<int>(timer.clock);
   int fd = checked(timerfd_create(clock, TFD_CLOEXEC | (nonblocking(rec) ? TFD_NONBLOCK : 0)), rec, "a timerfd");
   // Relative timers go on from the time they had left at the checkpoint (the time the program was
   // not running does not count, as for its sleeps); absolute ones keep their deadline, unless
   // their clock is now behind the checkpoint's (the machine rebooted): the runtime then moves the
   // program's clock on from the checkpoint's time (plugins/process/timers.h), and the deadline is
   // as far ahead of it as it was then.
-  if (rec.kind_data[3]) {
-    uint64_t expiry = rec.kind_data[3];
-    int flags = static_cast<int>(rec.kind_data[1]) & (TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET);
+  if (timer.next_expiration_ns) {
+    uint64_t expiry = timer.next_expiration_ns;
+    int flags = static_cast<int>(timer.settime_flags) & (TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET);
     timespec now{};
     if ((flags & TFD_TIMER_ABSTIME) && clock != CLOCK_REALTIME && clock != CLOCK_REALTIME_ALARM &&
         clock_gettime(clock, &now) == 0 &&
-        static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec) < rec.kind_data[5]) {
-      expiry = std::max<uint64_t>(expiry - rec.kind_data[5], 1);
+        static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec) < timer.clock_at_checkpoint_ns) {
+      expiry = std::max<uint64_t>(expiry - timer.clock_at_checkpoint_ns, 1);
       flags &= ~TFD_TIMER_ABSTIME;
     }
-    itimerspec spec{ns_timespec(rec.kind_data[4]), ns_timespec(expiry)};
+    itimerspec spec{ns_timespec(timer.interval_ns), ns_timespec(expiry)};
     if (timerfd_settime(fd, flags, &spec, nullptr) != 0)
       throw Error(fmt::format("cannot re-arm timerfd descriptor {}: {}", rec.fd, errno_text()));
   }
-  uint64_t ticks = rec.kind_data[2];  // after settime, which clears them
+  uint64_t ticks = timer.unread_expirations;  // after settime, which clears them
   if (ticks && ioctl(fd, TFD_IOC_SET_TICKS, &ticks) != 0)
     throw Error(fmt::format("cannot give timerfd descriptor {} back its {} unread expirations: {}", rec.fd,
                             ticks, errno_text()));
@@ -150,7 +157,7 @@ int open_inotify(const image::Image& img, const StasisFdRecord& rec) {
                               "file as another watched path now?)", rec.fd, w.path, wd, w.wd));
     next_wd = wd + 1;
   }
-  skip_until(static_cast<int>(rec.kind_data[1]) + 1);
+  skip_until(static_cast<int>(kind_data_of<StasisInotifyData>(rec).last_wd) + 1);
   close(placeholder[0]);
   close(placeholder[1]);
   // The placeholders' IN_IGNORED events must not reach the program. Events of the real watches
@@ -201,10 +208,11 @@ void restore_interest_list(int epoll_fd, const std::vector<StasisEpollInterest>&
 void check_event_fd(const image::Image& img, const StasisFdRecord& rec) {
   switch (rec.kind) {
     case STASIS_FD_TIMERFD: {
-      int probe = timerfd_create(static_cast<int>(rec.kind_data[0]), TFD_CLOEXEC);
+      const uint64_t clock = kind_data_of<StasisTimerfdData>(rec).clock;
+      int probe = timerfd_create(static_cast<int>(clock), TFD_CLOEXEC);
       if (probe < 0)
         throw Error(fmt::format("{}: timerfd descriptor {} uses clock {}, which this system cannot give a timer: {}",
-                                img.path(), rec.fd, rec.kind_data[0], errno_text()));
+                                img.path(), rec.fd, clock, errno_text()));
       close(probe);
       return;
     }
@@ -266,6 +274,103 @@ void finish_event_fds(const image::Image& img) {
   };
   for (const auto& rec : img.fds())
     if (rec.kind == STASIS_FD_EPOLL && rec.same_description_as < 0) restore(rec);
+}
+
+// ---- describe (`stasis inspect --json`) --------------------------------------------------------
+namespace {
+
+const char* clock_name(uint64_t clock) {
+  switch (clock) {
+    case CLOCK_REALTIME: return "CLOCK_REALTIME";
+    case CLOCK_MONOTONIC: return "CLOCK_MONOTONIC";
+    case CLOCK_BOOTTIME: return "CLOCK_BOOTTIME";
+    case CLOCK_REALTIME_ALARM: return "CLOCK_REALTIME_ALARM";
+    case CLOCK_BOOTTIME_ALARM: return "CLOCK_BOOTTIME_ALARM";
+    default: return "other";
+  }
+}
+
+// The names of the bits of `mask` in `names` (bit value, name), and any bit left as a number.
+nlohmann::json bit_names(uint64_t mask, std::initializer_list<std::pair<uint64_t, const char*>> names) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [bit, name] : names)
+    if (mask & bit) out.push_back(name), mask &= ~bit;
+  if (mask) out.push_back(fmt::format("{:#x}", mask));
+  return out;
+}
+
+nlohmann::json epoll_events(uint32_t events) {
+  return bit_names(events, {{EPOLLIN, "EPOLLIN"}, {EPOLLOUT, "EPOLLOUT"}, {EPOLLPRI, "EPOLLPRI"},
+                            {EPOLLERR, "EPOLLERR"}, {EPOLLHUP, "EPOLLHUP"}, {EPOLLRDHUP, "EPOLLRDHUP"},
+                            {EPOLLRDNORM, "EPOLLRDNORM"}, {EPOLLRDBAND, "EPOLLRDBAND"},
+                            {EPOLLWRNORM, "EPOLLWRNORM"}, {EPOLLWRBAND, "EPOLLWRBAND"}, {EPOLLMSG, "EPOLLMSG"},
+                            {EPOLLONESHOT, "EPOLLONESHOT"}, {EPOLLET, "EPOLLET"}, {EPOLLWAKEUP, "EPOLLWAKEUP"},
+                            {EPOLLEXCLUSIVE, "EPOLLEXCLUSIVE"}});
+}
+
+nlohmann::json signal_names(uint64_t mask) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int sig = 1; sig <= 64; sig++)
+    if (mask & (1ull << (sig - 1))) {
+      const char* abbrev = sigabbrev_np(sig);
+      out.push_back(abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("SIG{}", sig));
+    }
+  return out;
+}
+
+}  // namespace
+
+void describe_event_fd(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state) {
+  switch (rec.kind) {
+    case STASIS_FD_EVENTFD: {
+      const auto e = kind_data_of<StasisEventfdData>(rec);
+      state["counter"] = e.counter;
+      state["semaphore"] = e.semaphore != 0;
+      return;
+    }
+    case STASIS_FD_SIGNALFD: {
+      const auto sfd = kind_data_of<StasisSignalfdData>(rec);
+      state["mask"] = fmt::format("{:#x}", sfd.mask);
+      state["signals"] = signal_names(sfd.mask);
+      return;
+    }
+    case STASIS_FD_TIMERFD: {
+      const auto t = kind_data_of<StasisTimerfdData>(rec);
+      state["clock"] = clock_name(t.clock);
+      state["clock_id"] = t.clock;
+      state["flags"] = bit_names(t.settime_flags, {{TFD_TIMER_ABSTIME, "TFD_TIMER_ABSTIME"},
+                                                   {TFD_TIMER_CANCEL_ON_SET, "TFD_TIMER_CANCEL_ON_SET"}});
+      state["armed"] = t.next_expiration_ns != 0;
+      // Absolute: on the timer's clock; else: from the checkpoint.
+      state["next_expiration_ns"] = t.next_expiration_ns;
+      state["interval_ns"] = t.interval_ns;
+      state["unread_expirations"] = t.unread_expirations;
+      if (t.settime_flags & TFD_TIMER_ABSTIME) state["clock_at_checkpoint_ns"] = t.clock_at_checkpoint_ns;
+      return;
+    }
+    case STASIS_FD_EPOLL: {
+      state["interest_count"] = kind_data_of<StasisEpollData>(rec).interest_count;
+      if (rec.same_description_as >= 0) return;  // the first descriptor of the description has them
+      nlohmann::json interests = nlohmann::json::array();
+      for (const auto& i : saved_entries<StasisEpollInterest>(img, rec, STASIS_FD_DATA_EPOLL))
+        interests.push_back({{"fd", i.fd}, {"events", epoll_events(i.events)}, {"data", i.data}});
+      state["interests"] = interests;
+      return;
+    }
+    case STASIS_FD_INOTIFY: {
+      const auto in = kind_data_of<StasisInotifyData>(rec);
+      state["last_wd"] = in.last_wd;
+      if (rec.same_description_as >= 0) return;
+      nlohmann::json watches = nlohmann::json::array();
+      for (const auto& w : saved_entries<StasisInotifyWatch>(img, rec, STASIS_FD_DATA_INOTIFY))
+        watches.push_back({{"wd", w.wd}, {"path", w.path}, {"mask", fmt::format("{:#x}", w.mask)},
+                           {"add_flags", fmt::format("{:#x}", w.add_flags)}});
+      state["watches"] = watches;
+      return;
+    }
+    default:
+      return;
+  }
 }
 
 }  // namespace stasis::restore

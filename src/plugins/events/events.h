@@ -1,0 +1,9 @@
+// Event descriptors, checkpoint side (runtime): eventfd, epoll, signalfd, timerfd, inotify
+// (events.cc; the wrappers that record inotify paths are there too, timerfd_settime's in
+// timerfd_settime.cc). Restart side: restore_events.h. Records: records.h.
+#pragma once
+#include "plugins/files/capture.h"
+
+namespace stasis::rt {
+int capture_event_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
+}  // namespace stasis::rt
