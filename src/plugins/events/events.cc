@@ -1,4 +1,4 @@
-// Event descriptors (checkpoint side): eventfd, epoll, signalfd, timerfd, inotify. Their state is
+// Event descriptors (checkpoint side): epoll, signalfd, timerfd, inotify (eventfd: ../eventfd). Their state is
 // read from /proc/self/fdinfo/N, which the kernel prints for exactly these objects, plus:
 //  - timerfd: timerfd_gettime first, which folds expirations the kernel has not yet counted into
 //    the `ticks` that fdinfo shows (a read would do the same; nothing is consumed);
@@ -139,23 +139,6 @@ uint64_t kernel_dev(uint64_t st_dev) {
 int64_t timespec_ns(const struct timespec& t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
 
 // ---- one function per kind -----------------------------------------------------------------------
-int capture_eventfd(const FdProbe& probe, StasisFdRecord& r, LogLine& error) {
-  r.kind = STASIS_FD_EVENTFD;
-  StasisEventfdData eventfd{};
-  bool have_count = false, have_semaphore = false;
-  for_each_fdinfo_line(probe.fd, [&](const char* line) {
-    if (const char* p = fdinfo_field(line, "eventfd-count:")) eventfd.counter = parse_hex(p), have_count = true;
-    if (const char* p = fdinfo_field(line, "eventfd-semaphore:")) eventfd.semaphore = parse_decimal(p), have_semaphore = true;
-  });
-  set_kind_data(r, eventfd);
-  if (!have_count || !have_semaphore) {
-    error << "descriptor " << probe.fd << " is an eventfd whose counter and mode this kernel does not "
-          << "show in /proc/self/fdinfo; not checkpointing";
-    return -1;
-  }
-  return 1;
-}
-
 int capture_signalfd(const FdProbe& probe, StasisFdRecord& r, LogLine& error) {
   r.kind = STASIS_FD_SIGNALFD;
   StasisSignalfdData signalfd{};
@@ -359,8 +342,7 @@ int capture_inotify(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, L
 int capture_event_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
   const char* link = probe.link;
   int handled = 0;
-  if (str_starts(link, "anon_inode:[eventfd]")) handled = capture_eventfd(probe, r, error);
-  else if (str_starts(link, "anon_inode:[eventpoll]")) handled = capture_epoll(probe, r, data, error);
+  if (str_starts(link, "anon_inode:[eventpoll]")) handled = capture_epoll(probe, r, data, error);
   else if (str_starts(link, "anon_inode:[signalfd]")) handled = capture_signalfd(probe, r, error);
   else if (str_starts(link, "anon_inode:[timerfd]")) handled = capture_timerfd(probe, r, error);
   else if (str_starts(link, "anon_inode:inotify")) handled = capture_inotify(probe, r, data, error);

@@ -1,4 +1,4 @@
-// Event descriptors, checkpoint side (runtime): eventfd, epoll, signalfd, timerfd, inotify
+// Event descriptors, checkpoint side (runtime): epoll, signalfd, timerfd, inotify
 // (events.cc; the wrappers that record inotify paths are there too, timerfd_settime's in
 // timerfd_settime.cc). Restart side: restore_events.h. Records: records.h.
 #pragma once

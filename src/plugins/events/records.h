@@ -5,14 +5,6 @@
 #pragma once
 #include "image/kind_data.h"
 
-// STASIS_FD_EVENTFD
-typedef struct StasisEventfdData {
-  uint64_t counter;    // [0]
-  uint64_t semaphore;  // [1] EFD_SEMAPHORE: 0 or 1
-} StasisEventfdData;
-STASIS_KIND_FIELD(StasisEventfdData, counter, 0);
-STASIS_KIND_FIELD(StasisEventfdData, semaphore, 1);
-
 // STASIS_FD_EPOLL
 typedef struct StasisEpollData {
   uint64_t interest_count;  // [0] entries of its FD_DATA EPOLL

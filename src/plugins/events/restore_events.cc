@@ -1,10 +1,8 @@
-// Event descriptors at restart: eventfd, epoll, signalfd, timerfd, inotify, each re-created with
-// the state events.cc saved (records.h). Epoll interest lists are
-// added last (finish_event_fds), once every descriptor of the process is at its number.
+// Event descriptors at restart: epoll, signalfd, timerfd, inotify, each re-created with the state
+// events.cc saved (records.h). Epoll interest lists are added last (finish_event_fds), once every descriptor of the process is at its number.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
@@ -60,17 +58,6 @@ int checked(int fd, const StasisFdRecord& rec, const char* what) {
 }
 
 bool nonblocking(const StasisFdRecord& rec) { return rec.flags & O_NONBLOCK; }
-
-int open_eventfd(const StasisFdRecord& rec) {
-  // eventfd() takes a 32-bit initial value; the counter is 64-bit, so it is written instead.
-  const auto saved = kind_data_of<StasisEventfdData>(rec);
-  int flags = EFD_CLOEXEC | (saved.semaphore ? EFD_SEMAPHORE : 0) | (nonblocking(rec) ? EFD_NONBLOCK : 0);
-  int fd = checked(eventfd(0, flags), rec, "an eventfd");
-  uint64_t count = saved.counter;
-  if (count && write(fd, &count, sizeof count) != sizeof count)
-    throw Error(fmt::format("cannot set the counter of eventfd descriptor {} to {}: {}", rec.fd, count, errno_text()));
-  return fd;
-}
 
 int open_signalfd(const StasisFdRecord& rec) {
   // The raw call: glibc's sigset_t helpers refuse the signals it reserves for itself.
@@ -235,8 +222,6 @@ void check_event_fd(const image::Image& img, const StasisFdRecord& rec) {
 
 int open_event_fd(const image::Image& img, const StasisFdRecord& rec) {
   switch (rec.kind) {
-    case STASIS_FD_EVENTFD:
-      return open_eventfd(rec);
     case STASIS_FD_SIGNALFD:
       return open_signalfd(rec);
     case STASIS_FD_TIMERFD:
@@ -322,12 +307,6 @@ nlohmann::json signal_names(uint64_t mask) {
 
 void describe_event_fd(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state) {
   switch (rec.kind) {
-    case STASIS_FD_EVENTFD: {
-      const auto e = kind_data_of<StasisEventfdData>(rec);
-      state["counter"] = e.counter;
-      state["semaphore"] = e.semaphore != 0;
-      return;
-    }
     case STASIS_FD_SIGNALFD: {
       const auto sfd = kind_data_of<StasisSignalfdData>(rec);
       state["mask"] = fmt::format("{:#x}", sfd.mask);

@@ -1,4 +1,4 @@
-// Event descriptors, restart side (restore_events.cc): eventfd, epoll, signalfd, timerfd, inotify.
+// Event descriptors, restart side (restore_events.cc): epoll, signalfd, timerfd, inotify.
 #pragma once
 #include "plugins/files/restore_kinds.h"
 

@@ -4,6 +4,7 @@
 // terminal inherited from outside is the outside's, not the computation's). Adding a kind of
 // descriptor: its folder under src/plugins/, one row here, one in the restore table
 // (restore_table.cc).
+#include "plugins/eventfd/eventfd.h"
 #include "plugins/events/events.h"
 #include "plugins/files/files.h"
 #include "plugins/ipc/ipc.h"
@@ -21,6 +22,7 @@ constexpr CaptureKind kCaptureKinds[] = {
     {"ptys", capture_pty_fd, nullptr},
     {"pipes", capture_pipe_fd, nullptr},
     {"sockets", capture_socket_fd, nullptr},
+    {"eventfd", capture_eventfd, nullptr},
     {"events", capture_event_fd, nullptr},
     {"saved_files", capture_saved_file_fd, nullptr},  // what is left that is a file: its bytes
     {"locks", nullptr, capture_held_locks},  // the locks held through every descriptor

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "plugins/eventfd/restore_eventfd.h"
 #include "plugins/files/restore.h"
 
 namespace stasis::restore {
@@ -38,7 +39,7 @@ constexpr RestoreKind kRestoreKinds[] = {
     {STASIS_FD_FIFO,           check_path_exists, nullptr,              open_pipe_end,        nullptr,          describe_pipe},
     {STASIS_FD_SAVED_FILE,     check_saved_file,  nullptr,              open_saved_file,      nullptr,          describe_saved_file},
     {STASIS_FD_MQUEUE,         nullptr,           nullptr,              open_mqueue,          nullptr,          describe_mqueue},
-    {STASIS_FD_EVENTFD,        check_event_fd,    nullptr,              open_event_fd,        nullptr,          describe_event_fd},
+    {STASIS_FD_EVENTFD,        nullptr,           nullptr,              open_eventfd,         nullptr,          describe_eventfd},
     {STASIS_FD_EPOLL,          check_event_fd,    nullptr,              open_event_fd,        finish_event_fds, describe_event_fd},
     {STASIS_FD_SIGNALFD,       check_event_fd,    nullptr,              open_event_fd,        nullptr,          describe_event_fd},
     {STASIS_FD_TIMERFD,        check_event_fd,    nullptr,              open_event_fd,        nullptr,          describe_event_fd},
