@@ -337,21 +337,36 @@ int capture_inotify(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, L
   return 1;
 }
 
-}  // namespace
-
-int capture_event_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
-  const char* link = probe.link;
-  int handled = 0;
-  if (str_starts(link, "anon_inode:[eventpoll]")) handled = capture_epoll(probe, r, data, error);
-  else if (str_starts(link, "anon_inode:[signalfd]")) handled = capture_signalfd(probe, r, error);
-  else if (str_starts(link, "anon_inode:[timerfd]")) handled = capture_timerfd(probe, r, error);
-  else if (str_starts(link, "anon_inode:inotify")) handled = capture_inotify(probe, r, data, error);
+// Signal-driven I/O (O_ASYNC) on an event descriptor cannot be restored: `handled` unless so.
+int unless_async(int handled, const FdProbe& probe, const StasisFdRecord& r, LogLine& error) {
   if (handled > 0 && (r.flags & O_ASYNC)) {
-    error << "descriptor " << probe.fd << " (" << link << ") uses signal-driven I/O (O_ASYNC), "
+    error << "descriptor " << probe.fd << " (" << probe.link << ") uses signal-driven I/O (O_ASYNC), "
           << "which this version of Stasis cannot restore; not checkpointing";
     return -1;
   }
   return handled;
+}
+
+}  // namespace
+
+int capture_epoll_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  if (!str_starts(probe.link, "anon_inode:[eventpoll]")) return 0;
+  return unless_async(capture_epoll(probe, r, data, error), probe, r, error);
+}
+
+int capture_signalfd_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList&, LogLine& error) {
+  if (!str_starts(probe.link, "anon_inode:[signalfd]")) return 0;
+  return unless_async(capture_signalfd(probe, r, error), probe, r, error);
+}
+
+int capture_timerfd_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList&, LogLine& error) {
+  if (!str_starts(probe.link, "anon_inode:[timerfd]")) return 0;
+  return unless_async(capture_timerfd(probe, r, error), probe, r, error);
+}
+
+int capture_inotify_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  if (!str_starts(probe.link, "anon_inode:inotify")) return 0;
+  return unless_async(capture_inotify(probe, r, data, error), probe, r, error);
 }
 
 }  // namespace stasis::rt

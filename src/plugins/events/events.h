@@ -5,5 +5,9 @@
 #include "plugins/files/capture.h"
 
 namespace stasis::rt {
-int capture_event_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
+// Rows of the capture table (../files/capture_table.cc), one per kind.
+int capture_epoll_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
+int capture_signalfd_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
+int capture_timerfd_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
+int capture_inotify_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
 }  // namespace stasis::rt

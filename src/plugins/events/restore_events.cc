@@ -59,18 +59,24 @@ int checked(int fd, const StasisFdRecord& rec, const char* what) {
 
 bool nonblocking(const StasisFdRecord& rec) { return rec.flags & O_NONBLOCK; }
 
-int open_signalfd(const StasisFdRecord& rec) {
+}  // namespace
+
+int open_signalfd(const image::Image&, const StasisFdRecord& rec) {
   // The raw call: glibc's sigset_t helpers refuse the signals it reserves for itself.
   uint64_t mask = kind_data_of<StasisSignalfdData>(rec).mask;
   int flags = SFD_CLOEXEC | (nonblocking(rec) ? SFD_NONBLOCK : 0);
   return checked(static_cast<int>(syscall(SYS_signalfd4, -1, &mask, sizeof mask, flags)), rec, "a signalfd");
 }
 
+namespace {
+
 timespec ns_timespec(uint64_t ns) {
   return {static_cast<time_t>(ns / 1000000000ull), static_cast<long>(ns % 1000000000ull)};
 }
 
-int open_timerfd(const StasisFdRecord& rec) {
+}  // namespace
+
+int open_timerfd(const image::Image&, const StasisFdRecord& rec) {
   const auto timer = kind_data_of<StasisTimerfdData>(rec);
   const int clock = static_cast<int>(timer.clock);
   int fd = checked(timerfd_create(clock, TFD_CLOEXEC | (nonblocking(rec) ? TFD_NONBLOCK : 0)), rec, "a timerfd");
@@ -100,11 +106,15 @@ int open_timerfd(const StasisFdRecord& rec) {
   return fd;
 }
 
+namespace {
+
 void drain_inotify_events(int fd) {
   alignas(inotify_event) char buf[65536];
   while (read(fd, buf, sizeof buf) > 0) {
   }
 }
+
+}  // namespace
 
 int open_inotify(const image::Image& img, const StasisFdRecord& rec) {
   const auto watches = saved_entries<StasisInotifyWatch>(img, rec, STASIS_FD_DATA_INOTIFY);
@@ -154,6 +164,8 @@ int open_inotify(const image::Image& img, const StasisFdRecord& rec) {
   return fd;
 }
 
+namespace {
+
 bool fired_one_shot(const StasisEpollInterest& interest) {
   return (interest.events & EPOLLONESHOT) &&
          !(interest.events & ~(EPOLLONESHOT | EPOLLET | EPOLLWAKEUP | EPOLLEXCLUSIVE));
@@ -192,50 +204,33 @@ void restore_interest_list(int epoll_fd, const std::vector<StasisEpollInterest>&
 
 }  // namespace
 
-void check_event_fd(const image::Image& img, const StasisFdRecord& rec) {
-  switch (rec.kind) {
-    case STASIS_FD_TIMERFD: {
-      const uint64_t clock = kind_data_of<StasisTimerfdData>(rec).clock;
-      int probe = timerfd_create(static_cast<int>(clock), TFD_CLOEXEC);
-      if (probe < 0)
-        throw Error(fmt::format("{}: timerfd descriptor {} uses clock {}, which this system cannot give a timer: {}",
-                                img.path(), rec.fd, clock, errno_text()));
-      close(probe);
-      return;
-    }
-    case STASIS_FD_EPOLL:
-      saved_entries<StasisEpollInterest>(img, rec, STASIS_FD_DATA_EPOLL);
-      return;
-    case STASIS_FD_INOTIFY:
-      for (const auto& w : saved_entries<StasisInotifyWatch>(img, rec, STASIS_FD_DATA_INOTIFY)) {
-        struct stat st;
-        int rc = (w.add_flags & IN_DONT_FOLLOW) ? lstat(w.path, &st) : stat(w.path, &st);
-        if (rc != 0)
-          throw Error(fmt::format("{} (watch {} of inotify descriptor {}) is gone; restore it to restart",
-                                  w.path, w.wd, rec.fd));
-      }
-      return;
-    default:
-      return;
+void check_timerfd(const image::Image& img, const StasisFdRecord& rec) {
+  const uint64_t clock = kind_data_of<StasisTimerfdData>(rec).clock;
+  int probe = timerfd_create(static_cast<int>(clock), TFD_CLOEXEC);
+  if (probe < 0)
+    throw Error(fmt::format("{}: timerfd descriptor {} uses clock {}, which this system cannot give a timer: {}",
+                            img.path(), rec.fd, clock, errno_text()));
+  close(probe);
+}
+
+void check_epoll(const image::Image& img, const StasisFdRecord& rec) {
+  saved_entries<StasisEpollInterest>(img, rec, STASIS_FD_DATA_EPOLL);
+}
+
+void check_inotify(const image::Image& img, const StasisFdRecord& rec) {
+  for (const auto& w : saved_entries<StasisInotifyWatch>(img, rec, STASIS_FD_DATA_INOTIFY)) {
+    struct stat st;
+    int rc = (w.add_flags & IN_DONT_FOLLOW) ? lstat(w.path, &st) : stat(w.path, &st);
+    if (rc != 0)
+      throw Error(fmt::format("{} (watch {} of inotify descriptor {}) is gone; restore it to restart", w.path,
+                              w.wd, rec.fd));
   }
 }
 
-int open_event_fd(const image::Image& img, const StasisFdRecord& rec) {
-  switch (rec.kind) {
-    case STASIS_FD_SIGNALFD:
-      return open_signalfd(rec);
-    case STASIS_FD_TIMERFD:
-      return open_timerfd(rec);
-    case STASIS_FD_INOTIFY:
-      return open_inotify(img, rec);
-    case STASIS_FD_EPOLL: {
-      int fd = checked(epoll_create1(EPOLL_CLOEXEC), rec, "an epoll instance");
-      if (nonblocking(rec)) fcntl(fd, F_SETFL, O_NONBLOCK);
-      return fd;  // its interests come in finish_event_fds
-    }
-    default:
-      throw Error(fmt::format("descriptor {} is not an event descriptor", rec.fd));
-  }
+int open_epoll(const image::Image&, const StasisFdRecord& rec) {
+  int fd = checked(epoll_create1(EPOLL_CLOEXEC), rec, "an epoll instance");
+  if (nonblocking(rec)) fcntl(fd, F_SETFL, O_NONBLOCK);
+  return fd;  // its interests come in finish_event_fds
 }
 
 void finish_event_fds(const image::Image& img) {
@@ -305,51 +300,43 @@ nlohmann::json signal_names(uint64_t mask) {
 
 }  // namespace
 
-void describe_event_fd(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state) {
-  switch (rec.kind) {
-    case STASIS_FD_SIGNALFD: {
-      const auto sfd = kind_data_of<StasisSignalfdData>(rec);
-      state["mask"] = fmt::format("{:#x}", sfd.mask);
-      state["signals"] = signal_names(sfd.mask);
-      return;
-    }
-    case STASIS_FD_TIMERFD: {
-      const auto t = kind_data_of<StasisTimerfdData>(rec);
-      state["clock"] = clock_name(t.clock);
-      state["clock_id"] = t.clock;
-      state["flags"] = bit_names(t.settime_flags, {{TFD_TIMER_ABSTIME, "TFD_TIMER_ABSTIME"},
-                                                   {TFD_TIMER_CANCEL_ON_SET, "TFD_TIMER_CANCEL_ON_SET"}});
-      state["armed"] = t.next_expiration_ns != 0;
-      // Absolute: on the timer's clock; else: from the checkpoint.
-      state["next_expiration_ns"] = t.next_expiration_ns;
-      state["interval_ns"] = t.interval_ns;
-      state["unread_expirations"] = t.unread_expirations;
-      if (t.settime_flags & TFD_TIMER_ABSTIME) state["clock_at_checkpoint_ns"] = t.clock_at_checkpoint_ns;
-      return;
-    }
-    case STASIS_FD_EPOLL: {
-      state["interest_count"] = kind_data_of<StasisEpollData>(rec).interest_count;
-      if (rec.same_description_as >= 0) return;  // the first descriptor of the description has them
-      nlohmann::json interests = nlohmann::json::array();
-      for (const auto& i : saved_entries<StasisEpollInterest>(img, rec, STASIS_FD_DATA_EPOLL))
-        interests.push_back({{"fd", i.fd}, {"events", epoll_events(i.events)}, {"data", i.data}});
-      state["interests"] = interests;
-      return;
-    }
-    case STASIS_FD_INOTIFY: {
-      const auto in = kind_data_of<StasisInotifyData>(rec);
-      state["last_wd"] = in.last_wd;
-      if (rec.same_description_as >= 0) return;
-      nlohmann::json watches = nlohmann::json::array();
-      for (const auto& w : saved_entries<StasisInotifyWatch>(img, rec, STASIS_FD_DATA_INOTIFY))
-        watches.push_back({{"wd", w.wd}, {"path", w.path}, {"mask", fmt::format("{:#x}", w.mask)},
-                           {"add_flags", fmt::format("{:#x}", w.add_flags)}});
-      state["watches"] = watches;
-      return;
-    }
-    default:
-      return;
-  }
+void describe_signalfd(const image::Image&, const StasisFdRecord& rec, nlohmann::json& state) {
+  const auto sfd = kind_data_of<StasisSignalfdData>(rec);
+  state["mask"] = fmt::format("{:#x}", sfd.mask);
+  state["signals"] = signal_names(sfd.mask);
+}
+
+void describe_timerfd(const image::Image&, const StasisFdRecord& rec, nlohmann::json& state) {
+  const auto t = kind_data_of<StasisTimerfdData>(rec);
+  state["clock"] = clock_name(t.clock);
+  state["clock_id"] = t.clock;
+  state["flags"] = bit_names(t.settime_flags, {{TFD_TIMER_ABSTIME, "TFD_TIMER_ABSTIME"},
+                                               {TFD_TIMER_CANCEL_ON_SET, "TFD_TIMER_CANCEL_ON_SET"}});
+  state["armed"] = t.next_expiration_ns != 0;
+  // Absolute: on the timer's clock; else: from the checkpoint.
+  state["next_expiration_ns"] = t.next_expiration_ns;
+  state["interval_ns"] = t.interval_ns;
+  state["unread_expirations"] = t.unread_expirations;
+  if (t.settime_flags & TFD_TIMER_ABSTIME) state["clock_at_checkpoint_ns"] = t.clock_at_checkpoint_ns;
+}
+
+void describe_epoll(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state) {
+  state["interest_count"] = kind_data_of<StasisEpollData>(rec).interest_count;
+  if (rec.same_description_as >= 0) return;  // the first descriptor of the description has them
+  nlohmann::json interests = nlohmann::json::array();
+  for (const auto& i : saved_entries<StasisEpollInterest>(img, rec, STASIS_FD_DATA_EPOLL))
+    interests.push_back({{"fd", i.fd}, {"events", epoll_events(i.events)}, {"data", i.data}});
+  state["interests"] = interests;
+}
+
+void describe_inotify(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state) {
+  state["last_wd"] = kind_data_of<StasisInotifyData>(rec).last_wd;
+  if (rec.same_description_as >= 0) return;
+  nlohmann::json watches = nlohmann::json::array();
+  for (const auto& w : saved_entries<StasisInotifyWatch>(img, rec, STASIS_FD_DATA_INOTIFY))
+    watches.push_back({{"wd", w.wd}, {"path", w.path}, {"mask", fmt::format("{:#x}", w.mask)},
+                       {"add_flags", fmt::format("{:#x}", w.add_flags)}});
+  state["watches"] = watches;
 }
 
 }  // namespace stasis::restore

@@ -23,7 +23,10 @@ constexpr CaptureKind kCaptureKinds[] = {
     {"pipes", capture_pipe_fd, nullptr},
     {"sockets", capture_socket_fd, nullptr},
     {"eventfd", capture_eventfd, nullptr},
-    {"events", capture_event_fd, nullptr},
+    {"epoll", capture_epoll_fd, nullptr},
+    {"signalfd", capture_signalfd_fd, nullptr},
+    {"timerfd", capture_timerfd_fd, nullptr},
+    {"inotify", capture_inotify_fd, nullptr},
     {"saved_files", capture_saved_file_fd, nullptr},  // what is left that is a file: its bytes
     {"locks", nullptr, capture_held_locks},  // the locks held through every descriptor
 };

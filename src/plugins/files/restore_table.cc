@@ -40,10 +40,10 @@ constexpr RestoreKind kRestoreKinds[] = {
     {STASIS_FD_SAVED_FILE,     check_saved_file,  nullptr,              open_saved_file,      nullptr,          describe_saved_file},
     {STASIS_FD_MQUEUE,         nullptr,           nullptr,              open_mqueue,          nullptr,          describe_mqueue},
     {STASIS_FD_EVENTFD,        nullptr,           nullptr,              open_eventfd,         nullptr,          describe_eventfd},
-    {STASIS_FD_EPOLL,          check_event_fd,    nullptr,              open_event_fd,        finish_event_fds, describe_event_fd},
-    {STASIS_FD_SIGNALFD,       check_event_fd,    nullptr,              open_event_fd,        nullptr,          describe_event_fd},
-    {STASIS_FD_TIMERFD,        check_event_fd,    nullptr,              open_event_fd,        nullptr,          describe_event_fd},
-    {STASIS_FD_INOTIFY,        check_event_fd,    nullptr,              open_event_fd,        nullptr,          describe_event_fd},
+    {STASIS_FD_EPOLL,          check_epoll,       nullptr,              open_epoll,           finish_event_fds, describe_epoll},
+    {STASIS_FD_SIGNALFD,       nullptr,           nullptr,              open_signalfd,        nullptr,          describe_signalfd},
+    {STASIS_FD_TIMERFD,        check_timerfd,     nullptr,              open_timerfd,         nullptr,          describe_timerfd},
+    {STASIS_FD_INOTIFY,        check_inotify,     nullptr,              open_inotify,         nullptr,          describe_inotify},
 };
 
 // Each distinct step of `Step` among the rows, once, in the table's order.
