@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "image/reader.h"
+#include "plugins/files/restore.h"
 
 namespace stasis::cli {
 namespace {
@@ -117,12 +118,18 @@ nlohmann::json to_json(const image::Image& img, const std::vector<image::Image>&
   out["regions"] = regions;
   out["memory_bytes"] = memory;
   json fds = json::array();
-  for (const auto& f : img.fds())
-    fds.push_back({{"fd", f.fd},
-                   {"kind", image::fd_kind_name(f.kind)},
-                   {"path", f.path},
-                   {"flags", fmt::format("{:#o}", f.flags)},
-                   {"offset", f.offset}});
+  for (const auto& f : img.fds()) {
+    json fd = {{"fd", f.fd},
+               {"kind", image::fd_kind_name(f.kind)},
+               {"path", f.path},
+               {"flags", fmt::format("{:#o}", f.flags)},
+               {"offset", f.offset}};
+    if (f.same_description_as >= 0) fd["same_description_as"] = f.same_description_as;
+    fd["owner"] = {{"pid", f.owner_pid}, {"fd", f.owner_fd}};
+    // The kind's own state by name (its folder's describe, through the restore table).
+    if (json state = restore::describe_descriptor(img, f); !state.empty()) fd["state"] = state;
+    fds.push_back(fd);
+  }
   out["fds"] = fds;
   out["checksums"] = "verified";
   return out;

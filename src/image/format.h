@@ -201,7 +201,7 @@ struct StasisProcessRecord {
   StasisMmLayout mm;
   uint32_t queued_count;  // process-directed signals pending at the checkpoint
   // The controlling terminal as /proc/PID/stat field 7 encodes it (tty_nr), 0 = none. Restart
-  // gives it back when it is a pseudo-terminal of the computation (src/plugins/files/ptys.cc).
+  // gives it back when it is a pseudo-terminal of the computation (src/plugins/ptys/ptys.cc).
   uint32_t tty_nr;
   StasisQueuedSignal queued[STASIS_MAX_QUEUED_SHARED];
   uint32_t posix_timer_count;
@@ -280,8 +280,8 @@ enum StasisFdKind STASIS_ENUM_BASE {
   STASIS_FD_DIRECTORY = 3,
   // A terminal, pipe or socket the program inherited from outside the computation when it was
   // launched (its standard streams, typically), at this number or copied to it (3>&1).
-  // kind_data[0] = 1 + the number the launch had it at (0: this one). Restart connects what
-  // `stasis restart` has at that number (or /dev/null if restart has none there).
+  // kind_data: StasisExternalData. Restart connects what `stasis restart` has at the number the
+  // launch had it at (or /dev/null if restart has none there).
   STASIS_FD_EXTERNAL = 4,
   STASIS_FD_PIPE = 5,        // kind_data[0] = pipe buffer size; contents in FD_DATA (PIPE_BYTES)
   STASIS_FD_FIFO = 6,        // a named pipe: reopened by path; contents as for a pipe
@@ -332,15 +332,12 @@ enum StasisFdKind STASIS_ENUM_BASE {
   STASIS_FD_MQUEUE = 32,
 };
 
-// kind_data of a STASIS_FD_SAVED_FILE record; its contents (`size` bytes) are FD_DATA FILE_BYTES
-// records of its first descriptor, unless SAVED_FILE_SAME_FILE_AS names an earlier descriptor
-// holding the same file through another open file description.
-enum StasisSavedFileData STASIS_ENUM_BASE {
-  STASIS_SAVED_FILE_VARIANT = 0,       // StasisSavedFileVariant
-  STASIS_SAVED_FILE_MODE = 1,          // permission bits (st_mode & 07777)
-  STASIS_SAVED_FILE_SEALS = 2,         // memfd: F_GET_SEALS
-  STASIS_SAVED_FILE_SAME_FILE_AS = 3,  // 1 + the descriptor whose contents are this file's; 0: own
-};
+// kind_data of a STASIS_FD_EXTERNAL record (the image reader writes one too: image/reader.h).
+typedef struct StasisExternalData {
+  uint64_t launch_fd_plus_one;  // [0] 1 + the number the launch had it at (0: this one)
+} StasisExternalData;
+
+// kind_data of a STASIS_FD_SAVED_FILE record: StasisSavedFileData (src/plugins/saved_files/records.h).
 enum StasisSavedFileVariant STASIS_ENUM_BASE {
   STASIS_SAVED_FILE_DELETED = 1,  // a regular file deleted while open
   STASIS_SAVED_FILE_MEMFD = 2,    // memfd_create; path "/memfd:NAME (deleted)"
@@ -367,13 +364,8 @@ enum StasisTcpOption STASIS_ENUM_BASE {
   STASIS_TCP_BROADCAST = 32,  // UDP: SO_BROADCAST
 };
 
-// kind_data of STASIS_FD_PTY_MASTER and STASIS_FD_PTY_SLAVE records.
-enum StasisPtyData STASIS_ENUM_BASE {
-  STASIS_PTY_INDEX = 0,    // the pty number at the checkpoint (/dev/pts/N)
-  STASIS_PTY_FLAGS = 1,    // StasisPtyFlag bits
-  STASIS_PTY_WINSIZE = 2,  // rows | columns << 16 | x pixels << 32 | y pixels << 48
-  STASIS_PTY_TERMIOS = 3,  // [3..7]: the slave's StasisTermios
-};
+// kind_data of STASIS_FD_PTY_MASTER and STASIS_FD_PTY_SLAVE records: StasisPtyData
+// (src/plugins/ptys/records.h).
 enum StasisPtyFlag STASIS_ENUM_BASE {
   STASIS_PTY_LOCKED = 1,       // master: the slave was locked (TIOCGPTLCK)
   STASIS_PTY_PACKET = 2,       // master: packet mode (TIOCPKT)

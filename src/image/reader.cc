@@ -552,30 +552,30 @@ const char* region_kind_name(uint32_t kind) {
   return "unknown";
 }
 
+namespace {
+// The name of each kind of descriptor, as `stasis inspect` and error messages show it.
+struct FdKindName {
+  uint32_t kind;
+  const char* name;
+};
+constexpr FdKindName kFdKindNames[] = {
+    {STASIS_FD_REGULAR, "file"},           {STASIS_FD_CHARDEV, "chardev"},
+    {STASIS_FD_DIRECTORY, "directory"},    {STASIS_FD_EXTERNAL, "external"},
+    {STASIS_FD_PIPE, "pipe"},              {STASIS_FD_FIFO, "fifo"},
+    {STASIS_FD_EVENTFD, "eventfd"},        {STASIS_FD_EPOLL, "epoll"},
+    {STASIS_FD_SIGNALFD, "signalfd"},      {STASIS_FD_TIMERFD, "timerfd"},
+    {STASIS_FD_INOTIFY, "inotify"},        {STASIS_FD_SAVED_FILE, "saved-file"},
+    {STASIS_FD_PTY_MASTER, "pty-master"},  {STASIS_FD_PTY_SLAVE, "pty-slave"},
+    {STASIS_FD_UNIX_SOCKET, "unix-socket"},  {STASIS_FD_UNIX_LISTENER, "unix-listener"},
+    {STASIS_FD_TCP_LISTENER, "tcp-listener"},  {STASIS_FD_TCP_CONNECTION, "tcp-connection"},
+    {STASIS_FD_UDP_SOCKET, "udp-socket"},  {STASIS_FD_UNIX_DATAGRAM, "unix-datagram"},
+    {STASIS_FD_MQUEUE, "mqueue"},
+};
+}  // namespace
+
 const char* fd_kind_name(uint32_t kind) {
-  switch (kind) {
-    case STASIS_FD_REGULAR: return "file";
-    case STASIS_FD_CHARDEV: return "chardev";
-    case STASIS_FD_DIRECTORY: return "directory";
-    case STASIS_FD_EXTERNAL: return "external";
-    case STASIS_FD_PIPE: return "pipe";
-    case STASIS_FD_FIFO: return "fifo";
-    case STASIS_FD_EVENTFD: return "eventfd";
-    case STASIS_FD_EPOLL: return "epoll";
-    case STASIS_FD_SIGNALFD: return "signalfd";
-    case STASIS_FD_TIMERFD: return "timerfd";
-    case STASIS_FD_INOTIFY: return "inotify";
-    case STASIS_FD_SAVED_FILE: return "saved-file";
-    case STASIS_FD_PTY_MASTER: return "pty-master";
-    case STASIS_FD_PTY_SLAVE: return "pty-slave";
-    case STASIS_FD_UNIX_SOCKET: return "unix-socket";
-    case STASIS_FD_UNIX_LISTENER: return "unix-listener";
-    case STASIS_FD_TCP_LISTENER: return "tcp-listener";
-    case STASIS_FD_TCP_CONNECTION: return "tcp-connection";
-    case STASIS_FD_UDP_SOCKET: return "udp-socket";
-    case STASIS_FD_UNIX_DATAGRAM: return "unix-datagram";
-    case STASIS_FD_MQUEUE: return "mqueue";
-  }
+  for (const auto& entry : kFdKindNames)
+    if (entry.kind == kind) return entry.name;
   return "unknown";
 }
 

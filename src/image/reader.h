@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "image/format.h"
+#include "image/kind_data.h"
 
 namespace stasis::image {
 
@@ -77,7 +78,8 @@ class Image {
   void treat_as_outside(int fd, int restart_fd) {
     for (auto& f : fds_)
       if (f.fd == fd)
-        f.kind = STASIS_FD_EXTERNAL, f.kind_data[0] = static_cast<uint64_t>(restart_fd) + 1, f.same_description_as = -1;
+        f.kind = STASIS_FD_EXTERNAL, set_kind_data(f, StasisExternalData{static_cast<uint64_t>(restart_fd) + 1}),
+        f.same_description_as = -1;
   }
   const StasisEndRecord& end() const { return end_; }
   // The PARENT record of an incremental image; nullptr for a full one.

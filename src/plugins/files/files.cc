@@ -1,9 +1,10 @@
 // Files: open descriptors. Regular files and directories are reopened by path at their saved
 // offset; character devices like /dev/null by path; standard streams connected to something
 // outside the computation (terminal, pipe, socket) are reconnected to those of `stasis restart`.
-// Other kinds go to their own capture function (files.h); what none takes is refused with a
-// message naming the descriptor and its kind.
+// Every kind, these included, is a row of the capture table (capture_table.cc), tried in order;
+// what none takes is refused with a message naming the descriptor and its kind.
 #include "plugins/files/files.h"
+#include "plugins/files/records.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -136,10 +137,12 @@ void find_owner_among_ancestors(AncestorTables& ancestors, long self, int fd, co
   }
 }
 
-// Fills r.kind and what goes with it: 1 captured, 0 no kind takes it, -1 refused (error says).
-int capture_by_kind(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+}  // namespace
+
+// The capture table's row for the kinds of this folder: plain files, directories, devices, and
+// descriptors inherited from outside the computation.
+int capture_plain_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList&, LogLine&) {
   const struct stat& st = probe.st;
-  if (int handled = capture_mqueue_fd(probe, r, data, error)) return handled;  // looks regular
   if (S_ISREG(st.st_mode) && !probe.deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:") &&
       !save_files_requested(r.path, r.flags)) {
     r.kind = STASIS_FD_REGULAR;
@@ -157,14 +160,26 @@ int capture_by_kind(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, L
   }
   if (int outside = outside_descriptor_of(probe.fd, st); outside >= 0) {
     r.kind = STASIS_FD_EXTERNAL;
-    r.kind_data[0] = static_cast<uint64_t>(outside) + 1;  // restart connects its own there
+    set_kind_data(r, StasisExternalData{static_cast<uint64_t>(outside) + 1});  // restart connects its own there
     return 1;
   }
-  if (int handled = capture_pty_fd(probe, r, data, error)) return handled;
-  if (int handled = capture_pipe_fd(probe, r, data, error)) return handled;
-  if (int handled = capture_socket_fd(probe, r, data, error)) return handled;
-  if (int handled = capture_event_fd(probe, r, data, error)) return handled;
-  return capture_saved_file_fd(probe, r, data, error);
+  return 0;
+}
+
+namespace {
+// Fills r.kind and what goes with it: 1 captured, 0 no kind takes it, -1 refused (error says).
+int capture_by_kind(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  for (unsigned i = 0; i < kCaptureKindCount; i++)
+    if (kCaptureKinds[i].capture)
+      if (int handled = kCaptureKinds[i].capture(probe, r, data, error)) return handled;
+  return 0;
+}
+
+// Every row's process-wide step, once every descriptor is captured.
+bool capture_process_state(const StasisFdRecord* fds, uint32_t count, LogLine& error) {
+  for (unsigned i = 0; i < kCaptureKindCount; i++)
+    if (kCaptureKinds[i].capture_process && !kCaptureKinds[i].capture_process(fds, count, error)) return false;
+  return true;
 }
 
 }  // namespace
@@ -321,7 +336,7 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, FdDataList
     error << "cannot list /proc/self/fd";
     ok = false;
   }
-  ok = ok && capture_held_locks(recs, n, error);
+  ok = ok && capture_process_state(recs, n, error);
   *out = recs;
   *count = n;
   return ok;

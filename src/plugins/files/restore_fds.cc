@@ -1,5 +1,6 @@
 // Descriptors at restart: one open file description per saved description, at every number that
-// held it. Plain files, directories and devices are here; other kinds dispatch to their files.
+// held it. Plain files, directories, devices and the outside's descriptors are here; other kinds
+// are in their folders, found through the restore table (restore_table.cc).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,9 @@
 #include <set>
 
 #include "common/error.h"
+#include <nlohmann/json.hpp>
+
+#include "plugins/files/records.h"
 #include "plugins/files/restore.h"
 
 namespace fs = std::filesystem;
@@ -19,7 +23,6 @@ namespace stasis::restore {
 namespace {
 int g_descriptor_floor = 3;
 }
-int open_description_anywhere(const image::Image& img, const StasisFdRecord& rec);
 
 void set_descriptor_floor(int floor) { g_descriptor_floor = std::max(floor, 3); }
 
@@ -32,43 +35,9 @@ int lift_descriptor(int fd) {
   return lifted;
 }
 
-void check_descriptor(const image::Image& img, const StasisFdRecord& rec) {
-  switch (rec.kind) {
-    case STASIS_FD_REGULAR:
-    case STASIS_FD_DIRECTORY:
-    case STASIS_FD_CHARDEV:
-    case STASIS_FD_FIFO:
-      if (!fs::exists(rec.path))
-        throw Error(fmt::format("{} (descriptor {} of the program) is gone; restore it to restart",
-                                rec.path, rec.fd));
-      return;
-    case STASIS_FD_EXTERNAL:
-    case STASIS_FD_PIPE:
-    case STASIS_FD_UNIX_SOCKET:
-    case STASIS_FD_UNIX_LISTENER:
-    case STASIS_FD_TCP_LISTENER:
-    case STASIS_FD_TCP_CONNECTION:
-    case STASIS_FD_UDP_SOCKET:
-    case STASIS_FD_UNIX_DATAGRAM:
-      return;
-    case STASIS_FD_EVENTFD:
-    case STASIS_FD_EPOLL:
-    case STASIS_FD_SIGNALFD:
-    case STASIS_FD_TIMERFD:
-    case STASIS_FD_INOTIFY:
-      check_event_fd(img, rec);
-      return;
-    case STASIS_FD_SAVED_FILE:
-      check_saved_file(img, rec);
-      return;
-    case STASIS_FD_MQUEUE:  // re-created by open_mqueue
-    case STASIS_FD_PTY_MASTER:  // checked with the other processes' ends by create_ptys
-    case STASIS_FD_PTY_SLAVE:
-      return;
-    default:
-      throw Error(fmt::format("{}: descriptor {} has kind {} ({}), which this build cannot restore",
-                              img.path(), rec.fd, rec.kind, image::fd_kind_name(rec.kind)));
-  }
+void check_path_exists(const image::Image&, const StasisFdRecord& rec) {
+  if (!fs::exists(rec.path))
+    throw Error(fmt::format("{} (descriptor {} of the program) is gone; restore it to restart", rec.path, rec.fd));
 }
 
 namespace {
@@ -111,46 +80,10 @@ int open_regular_file(const image::Image&, const StasisFdRecord& f) {
   return fd;
 }
 
-int open_description(const image::Image& img, const StasisFdRecord& rec) {
-  return lift_descriptor(open_description_anywhere(img, rec));
-}
-
-int open_description_anywhere(const image::Image& img, const StasisFdRecord& rec) {
-  switch (rec.kind) {
-    case STASIS_FD_REGULAR:
-    case STASIS_FD_DIRECTORY:
-    case STASIS_FD_CHARDEV:
-      return open_regular_file(img, rec);
-    case STASIS_FD_PIPE:
-    case STASIS_FD_FIFO:
-      return open_pipe_end(img, rec);
-    case STASIS_FD_UNIX_SOCKET:
-      return open_socket_end(img, rec);
-    case STASIS_FD_UNIX_LISTENER:
-      return open_unix_listener(img, rec);
-    case STASIS_FD_TCP_LISTENER:
-    case STASIS_FD_TCP_CONNECTION:
-      return open_tcp_socket(img, rec);
-    case STASIS_FD_UDP_SOCKET:
-    case STASIS_FD_UNIX_DATAGRAM:
-      return open_datagram_socket(img, rec);
-    case STASIS_FD_EVENTFD:
-    case STASIS_FD_EPOLL:
-    case STASIS_FD_SIGNALFD:
-    case STASIS_FD_TIMERFD:
-    case STASIS_FD_INOTIFY:
-      return open_event_fd(img, rec);
-    case STASIS_FD_SAVED_FILE:
-      return open_saved_file(img, rec);
-    case STASIS_FD_MQUEUE:
-      return open_mqueue(img, rec);
-    case STASIS_FD_PTY_MASTER:
-    case STASIS_FD_PTY_SLAVE:
-      return open_pty(img, rec);
-    default:
-      check_descriptor(img, rec);  // throws with the kind's message
-      throw Error(fmt::format("descriptor {} cannot be restored", rec.fd));
-  }
+void describe_external(const image::Image&, const StasisFdRecord& rec, nlohmann::json& state) {
+  const auto outside = kind_data_of<StasisExternalData>(rec);
+  state["restart_connects_its_descriptor"] =
+      outside.launch_fd_plus_one ? static_cast<int>(outside.launch_fd_plus_one) - 1 : rec.fd;
 }
 
 void place_descriptors(const image::Image& img, const std::map<DescriptionKey, int>& shared) {
@@ -163,7 +96,8 @@ void place_descriptors(const image::Image& img, const std::map<DescriptionKey, i
   // file had at launch (3>&1 makes 3 a copy of 1): copied aside first, before anything is placed.
   std::map<int, int> outside;  // restart's number -> a copy of it (or -1: restart has none)
   for (const auto& f : img.fds()) {
-    int from = f.kind == STASIS_FD_EXTERNAL && f.kind_data[0] ? static_cast<int>(f.kind_data[0]) - 1 : -1;
+    const uint64_t launch_fd_plus_one = kind_data_of<StasisExternalData>(f).launch_fd_plus_one;
+    int from = f.kind == STASIS_FD_EXTERNAL && launch_fd_plus_one ? static_cast<int>(launch_fd_plus_one) - 1 : -1;
     if (from >= 0 && from != f.fd && !outside.count(from))
       outside[from] = fcntl(from, F_GETFD) < 0 ? -1 : lift_descriptor(fcntl(from, F_DUPFD_CLOEXEC, 0));
   }
@@ -171,7 +105,8 @@ void place_descriptors(const image::Image& img, const std::map<DescriptionKey, i
     if (!saved.count(stdio)) close(stdio);
   for (const auto& f : img.fds()) {  // ascending descriptor numbers
     if (f.kind == STASIS_FD_EXTERNAL) {
-      int from = f.kind_data[0] ? static_cast<int>(f.kind_data[0]) - 1 : f.fd;
+      const uint64_t launch_fd_plus_one = kind_data_of<StasisExternalData>(f).launch_fd_plus_one;
+      int from = launch_fd_plus_one ? static_cast<int>(launch_fd_plus_one) - 1 : f.fd;
       int copy = from == f.fd ? (fcntl(f.fd, F_GETFD) < 0 ? -1 : f.fd) : outside[from];
       if (copy < 0) {  // restart has nothing there: give it /dev/null
         int null_fd = open("/dev/null", O_RDWR);
@@ -197,7 +132,7 @@ void place_descriptors(const image::Image& img, const std::map<DescriptionKey, i
       if (owned) close(source);
     }
   }
-  finish_event_fds(img);
+  finish_descriptors(img);
   for (const auto& f : img.fds()) fcntl(f.fd, F_SETFD, 0);  // the runtime sets FD_CLOEXEC again
 }
 

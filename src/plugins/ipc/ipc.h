@@ -1,12 +1,16 @@
 // The IPC plugin, checkpoint side (runs in the preloaded runtime, hostile-territory rules).
 // System V shared memory, semaphores and message queues are in sysv.cc, with the library
 // wrappers that keep the ids the program holds valid after a restart; POSIX message queues are
-// a kind of descriptor (mqueue.cc, capture_mqueue_fd in plugins/files/files.h). The restart side
+// a kind of descriptor (mqueue.cc, a row of the capture table). The restart side
 // is restore_ipc.h.
 #pragma once
 #include "plugins/files/files.h"
 
 namespace stasis::rt {
+
+// A POSIX message queue descriptor (mqueue.cc): a row of the descriptor capture table, tried first
+// (a queue looks like a regular file).
+int capture_mqueue_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
 
 // Saves every System V object the program obtained (shmget, semget, msgget) or has attached,
 // with its contents, its attachments and its ids, as FD_DATA records. Fails, naming the object,

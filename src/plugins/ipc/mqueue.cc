@@ -6,7 +6,8 @@
 #include <mqueue.h>
 #include <sys/statfs.h>
 
-#include "plugins/files/files.h"
+#include "plugins/ipc/ipc.h"
+#include "plugins/ipc/records.h"
 
 namespace stasis::rt {
 namespace {
@@ -59,10 +60,8 @@ int capture_mqueue_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data,
     name_queue(error, probe) << ", whose attributes cannot be read; not checkpointing";
     return -1;
   }
-  r.kind_data[0] = static_cast<uint64_t>(attr.mq_maxmsg);
-  r.kind_data[1] = static_cast<uint64_t>(attr.mq_msgsize);
-  r.kind_data[2] = probe.st.st_mode & 07777;
-  r.kind_data[3] = static_cast<uint64_t>(attr.mq_curmsgs);
+  set_kind_data(r, StasisMqueueData{static_cast<uint64_t>(attr.mq_maxmsg), static_cast<uint64_t>(attr.mq_msgsize),
+                                    probe.st.st_mode & 07777u, static_cast<uint64_t>(attr.mq_curmsgs)});
   if (r.same_description_as >= 0 || messages_saved(data, probe.st)) return 1;
 
   // A descriptor of our own: the program's may be write-only, and its flags stay untouched.

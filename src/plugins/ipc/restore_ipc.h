@@ -1,6 +1,6 @@
 // The IPC plugin, restart side (runs in `stasis restart`). System V objects are re-created before
 // the restart loader runs (it attaches the segments again); POSIX message queues are descriptors
-// (open_mqueue in plugins/files/restore.h).
+// (open_mqueue, a row of the restore table).
 //
 // An object or queue left behind by the checkpointed process itself (same kernel id or inode,
 // same key or name, that process gone) is removed first, so a restart after `kill -9` finds its
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "image/reader.h"
+#include "plugins/files/restore_kinds.h"
 #include "restart/loader_protocol.h"
 
 namespace stasis::restore {
@@ -28,6 +29,10 @@ HostSegments recreate_host_segments(const std::vector<image::Image>& images);
 // their contents and records, with `segments`, the new ids and the attachments in `info` for
 // the loader and the restarted runtime.
 void recreate_sysv_objects(const image::Image& img, const HostSegments& segments, StasisRestartInfo& info);
+
+// A POSIX message queue descriptor, re-created with its messages (restore_mqueue.cc).
+int open_mqueue(const image::Image& img, const StasisFdRecord& rec);
+void describe_mqueue(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state);
 
 // The process that wrote `img` no longer runs (so what it left in the kernel is stale).
 bool checkpointed_process_ended(const image::Image& img);

@@ -9,8 +9,10 @@
 #include <fmt/format.h>
 #include <map>
 
+#include <nlohmann/json.hpp>
 #include "common/error.h"
 #include "plugins/files/restore.h"
+#include "plugins/ipc/records.h"
 #include "plugins/ipc/restore_ipc.h"
 
 namespace stasis::restore {
@@ -59,9 +61,9 @@ void refill(const image::Image& img, const StasisFdRecord& rec, mqd_t queue) {
                                 queue_name(rec), std::strerror(errno)));
       at += header.size;
     }
-    if (sent != f.kind_data[3])
+    if (const uint64_t queued = kind_data_of<StasisMqueueData>(f).queued; sent != queued)
       throw Error(fmt::format("{} is corrupt: the POSIX message queue {} has {} messages saved, not {}",
-                              img.path(), queue_name(rec), sent, f.kind_data[3]));
+                              img.path(), queue_name(rec), sent, queued));
     return;
   }
 }
@@ -73,16 +75,17 @@ int create_queue(const image::Image& img, const StasisFdRecord& rec) {
   std::string create_as = unlinked(rec) ? fmt::format("/stasis-restart-{}-{}", getpid(), rec.ino) : name;
   if (!unlinked(rec)) clear_the_way(img, rec, name);
   struct mq_attr attr = {};
-  attr.mq_maxmsg = static_cast<long>(rec.kind_data[0]);
-  attr.mq_msgsize = static_cast<long>(rec.kind_data[1]);
+  const auto saved = kind_data_of<StasisMqueueData>(rec);
+  attr.mq_maxmsg = static_cast<long>(saved.max_messages);
+  attr.mq_msgsize = static_cast<long>(saved.message_size);
   mqd_t queue = mq_open(create_as.c_str(), O_CREAT | O_EXCL | O_RDWR | O_NONBLOCK | O_CLOEXEC, 0600, &attr);
   if (queue < 0)
     throw Error(fmt::format("cannot re-create the POSIX message queue {} ({} messages of {} bytes) for "
                             "descriptor {}: {}", name, attr.mq_maxmsg, attr.mq_msgsize, rec.fd, std::strerror(errno)));
   if (unlinked(rec)) mq_unlink(create_as.c_str());
   refill(img, rec, queue);
-  if (fchmod(queue, static_cast<mode_t>(rec.kind_data[2])) != 0)
-    throw Error(fmt::format("cannot give the POSIX message queue {} its mode {:o}: {}", name, rec.kind_data[2],
+  if (fchmod(queue, static_cast<mode_t>(saved.mode)) != 0)
+    throw Error(fmt::format("cannot give the POSIX message queue {} its mode {:o}: {}", name, saved.mode,
                             std::strerror(errno)));
   return lift_descriptor(queue);
 }
@@ -99,6 +102,14 @@ int open_mqueue(const image::Image& img, const StasisFdRecord& rec) {
                             rec.fd, std::strerror(errno)));
   fcntl(fd, F_SETFL, rec.flags & O_NONBLOCK);
   return fd;
+}
+
+void describe_mqueue(const image::Image&, const StasisFdRecord& rec, nlohmann::json& state) {
+  const auto q = kind_data_of<StasisMqueueData>(rec);
+  state["max_messages"] = q.max_messages;
+  state["message_size"] = q.message_size;
+  state["mode"] = fmt::format("{:04o}", q.mode);
+  state["queued_messages"] = q.queued;
 }
 
 }  // namespace stasis::restore

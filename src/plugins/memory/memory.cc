@@ -4,7 +4,7 @@
 // file at restart; vdso/vvar are recorded (not saved) because the kernel provides them anew.
 #include "plugins/memory/memory.h"
 
-#include "plugins/files/files.h"
+#include "plugins/saved_files/saved_files.h"
 #include "plugins/memory/dirty_tracking.h"
 #include "plugins/memory/mappings.h"
 #include "plugins/memory/shared_memory.h"

@@ -1,6 +1,6 @@
 #include "plugins/memory/shared_memory.h"
 
-#include "plugins/files/files.h"
+#include "plugins/saved_files/saved_files.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

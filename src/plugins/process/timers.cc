@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
-#include <sys/timerfd.h>
 #include <time.h>
 
 #include "plugins/process/process_state.h"
@@ -110,13 +109,6 @@ int64_t offset_of(clockid_t clock) {
   }
 }
 
-// An absolute time on `clock` as the program sees it -> as the kernel needs it.
-const timespec* to_kernel_time(clockid_t clock, const timespec* program_time, timespec* scratch) {
-  int64_t offset = offset_of(clock);
-  if (!program_time || offset == 0) return program_time;
-  *scratch = to_timespec(to_ns(*program_time) - offset);
-  return scratch;
-}
 
 StasisSavedClocks program_clocks_now() {
   return {kernel_clock_ns(CLOCK_MONOTONIC) + g_monotonic_offset_ns,
@@ -208,23 +200,6 @@ int32_t clock_of_timer(int id) {
   return clock;
 }
 
-int32_t clock_of_timerfd(int fd) {
-  char path[64] = "/proc/self/fdinfo/";
-  format_uint(path + str_len(path), static_cast<unsigned long>(fd));
-  char text[1024];
-  if (read_small_file(path, text, sizeof text) <= 0) return -1;
-  for (const char* line = text; *line;) {
-    if (str_starts(line, "clockid:")) {
-      const char* p = line + 8;
-      while (*p == ' ' || *p == '\t') p++;
-      return static_cast<int32_t>(parse_decimal(p));
-    }
-    while (*line && *line != '\n') line++;
-    if (*line) line++;
-  }
-  return -1;
-}
-
 void restore_timer(const StasisPosixTimer& saved) {
   struct sigevent event = {};
   event.sigev_notify = saved.notify;
@@ -282,6 +257,16 @@ void restore_posix_timers(const StasisPosixTimer* timers, uint32_t count) {
 
 }  // namespace
 
+// (timers.h) An absolute time on `clock` as the program sees it -> as the kernel needs it.
+const timespec* to_kernel_time(clockid_t clock, const timespec* program_time, timespec* scratch) {
+  int64_t offset = offset_of(clock);
+  if (!program_time || offset == 0) return program_time;
+  *scratch = to_timespec(to_ns(*program_time) - offset);
+  return scratch;
+}
+
+bool clock_offset_active() { return __builtin_expect(g_clock_offset_active, false); }
+
 bool refuse_if_posix_timers(LogLine& error) {
   static StasisPosixTimer timers[STASIS_MAX_POSIX_TIMERS];
   bool complete = false;
@@ -338,8 +323,9 @@ void restore_timers_and_clocks(const StasisProcessRecord* rec) {
 }  // namespace stasis::rt
 
 // ---- wrappers -------------------------------------------------------------------------------------
-// Only absolute times need an offset: relative timeouts and remaining times (timer_gettime,
-// timerfd_gettime) are the same on both clocks.
+// Only absolute times need an offset: relative timeouts and remaining times (timer_gettime) are
+// the same on both clocks. The timer descriptors' own
+// wrapper is in src/plugins/events.
 using namespace stasis::rt;
 
 namespace {
@@ -347,7 +333,6 @@ using ClockGettimeFn = int (*)(clockid_t, timespec*);
 using ClockNanosleepFn = int (*)(clockid_t, int, const timespec*, timespec*);
 using TimerSettimeFn = int (*)(timer_t, int, const itimerspec*, itimerspec*);
 using TimerGetoverrunFn = int (*)(timer_t);
-using TimerfdSettimeFn = int (*)(int, int, const itimerspec*, itimerspec*);
 using CondClockwaitFn = int (*)(pthread_cond_t*, pthread_mutex_t*, clockid_t, const timespec*);
 using SemClockwaitFn = int (*)(sem_t*, clockid_t, const timespec*);
 using MutexClocklockFn = int (*)(pthread_mutex_t*, clockid_t, const timespec*);
@@ -356,7 +341,6 @@ ClockGettimeFn g_clock_gettime;
 ClockNanosleepFn g_clock_nanosleep;
 TimerSettimeFn g_timer_settime;
 TimerGetoverrunFn g_timer_getoverrun;
-TimerfdSettimeFn g_timerfd_settime;
 CondClockwaitFn g_pthread_cond_clockwait;
 SemClockwaitFn g_sem_clockwait;
 MutexClocklockFn g_pthread_mutex_clocklock;
@@ -369,7 +353,6 @@ __attribute__((constructor)) void resolve_clock_functions() {
   next_symbol(g_clock_nanosleep, "clock_nanosleep");
   next_symbol(g_timer_settime, "timer_settime");
   next_symbol(g_timer_getoverrun, "timer_getoverrun");
-  next_symbol(g_timerfd_settime, "timerfd_settime");
   next_symbol(g_pthread_cond_clockwait, "pthread_cond_clockwait");
   next_symbol(g_sem_clockwait, "sem_clockwait");
   next_symbol(g_pthread_mutex_clocklock, "pthread_mutex_clocklock");
@@ -377,7 +360,7 @@ __attribute__((constructor)) void resolve_clock_functions() {
   next_symbol(g_pthread_rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
 }
 
-bool offset_active() { return __builtin_expect(g_clock_offset_active, false); }
+bool offset_active() { return clock_offset_active(); }
 }  // namespace
 
 extern "C" {
@@ -412,17 +395,6 @@ __attribute__((visibility("default"))) int timer_getoverrun(timer_t timer) {
   if (__builtin_expect(g_saved_overrun_count != 0, false) && r >= 0)
     r = program_overrun(kernel_timer_id(timer), r);
   return r;
-}
-
-__attribute__((visibility("default"))) int timerfd_settime(int fd, int flags, const itimerspec* setting,
-                                                           itimerspec* old) {
-  itimerspec adjusted;
-  if (offset_active() && (flags & TFD_TIMER_ABSTIME) && setting) {
-    adjusted = *setting;
-    to_kernel_time(clock_of_timerfd(fd), &setting->it_value, &adjusted.it_value);
-    setting = &adjusted;
-  }
-  return next_symbol(g_timerfd_settime, "timerfd_settime")(fd, flags, setting, old);
 }
 
 __attribute__((visibility("default"))) int pthread_cond_clockwait(pthread_cond_t* cond,

@@ -12,9 +12,16 @@
 
 #include "image/format.h"
 
+#include <time.h>
+
 namespace stasis::rt {
 void capture_timers_and_clocks(StasisProcessRecord* rec);
 void restore_timers_and_clocks(const StasisProcessRecord* rec);
+// For the wrappers of calls that take an absolute time (here and in other kinds' folders): true
+// only after a restart that gave a clock an offset; then to_kernel_time turns an absolute time on
+// `clock` as the program sees it into the one the kernel needs (`scratch` holds it).
+bool clock_offset_active();
+const timespec* to_kernel_time(clockid_t clock, const timespec* program_time, timespec* scratch);
 }  // namespace stasis::rt
 
 namespace stasis::restore {

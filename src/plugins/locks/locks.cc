@@ -13,7 +13,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 
-#include "plugins/files/files.h"
+#include "plugins/locks/locks.h"
 
 namespace stasis::rt {
 namespace {

@@ -16,8 +16,10 @@
 #include <map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include "common/error.h"
 #include "plugins/files/restore.h"
+#include "plugins/ptys/records.h"
 
 namespace stasis::restore {
 namespace {
@@ -80,8 +82,8 @@ struct SavedPty {
 
 RestoredPty create_pty(uint64_t number, const SavedPty& saved) {
   const StasisFdRecord& rec = *saved.master;
-  StasisTermios termios;
-  std::memcpy(&termios, &rec.kind_data[STASIS_PTY_TERMIOS], sizeof termios);
+  const auto pty = kind_data_of<StasisPtyData>(rec);
+  const StasisTermios termios = pty.termios;
   const int master = open_master(static_cast<int>(number));
   const int unlock = 0;
   set_or_throw(master, TIOCSPTLCK, &unlock, "lock", number);
@@ -98,7 +100,7 @@ RestoredPty create_pty(uint64_t number, const SavedPty& saved) {
     close(peer);
   }
   set_or_throw(master, TCSETS, &termios, "settings", number);
-  const uint64_t size = rec.kind_data[STASIS_PTY_WINSIZE];
+  const uint64_t size = pty.winsize;
   const struct winsize ws = {static_cast<unsigned short>(size), static_cast<unsigned short>(size >> 16),
                              static_cast<unsigned short>(size >> 32), static_cast<unsigned short>(size >> 48)};
   set_or_throw(master, TIOCSWINSZ, &ws, "window size", number);
@@ -115,10 +117,10 @@ RestoredPty create_pty(uint64_t number, const SavedPty& saved) {
 }
 
 const RestoredPty& restored_pty(const StasisFdRecord& rec) {
-  auto it = g_ptys.find(rec.kind_data[STASIS_PTY_INDEX]);
+  const uint64_t index = kind_data_of<StasisPtyData>(rec).index;
+  auto it = g_ptys.find(index);
   if (it == g_ptys.end())
-    throw Error(fmt::format("internal error: pseudo-terminal {} of descriptor {} was not created",
-                            rec.kind_data[STASIS_PTY_INDEX], rec.fd));
+    throw Error(fmt::format("internal error: pseudo-terminal {} of descriptor {} was not created", index, rec.fd));
   return it->second;
 }
 
@@ -143,8 +145,9 @@ void create_ptys(const std::vector<image::Image>& images) {
   for (const auto& img : images)
     for (const auto& f : img.fds()) {
       if (f.kind != STASIS_FD_PTY_MASTER && f.kind != STASIS_FD_PTY_SLAVE) continue;
-      SavedPty& pty = saved[f.kind_data[STASIS_PTY_INDEX]];
-      pty.flags |= f.kind_data[STASIS_PTY_FLAGS];
+      const auto record = kind_data_of<StasisPtyData>(f);
+      SavedPty& pty = saved[record.index];
+      pty.flags |= record.flags;
       if (f.kind == STASIS_FD_PTY_SLAVE) {
         pty.slave = &f;
       } else if (!pty.master || img.has_fd_data(f.fd, STASIS_FD_DATA_PTY_OUTPUT)) {
@@ -200,6 +203,24 @@ void restore_foreground_group(const StasisProcessRecord& proc) {
   if (!done)
     throw Error(fmt::format("process {}: cannot make its group the foreground of {} again: {}", proc.original_pid,
                             pty->slave_path, std::strerror(error)));
+}
+
+void describe_pty(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state) {
+  const auto pty = kind_data_of<StasisPtyData>(rec);
+  const uint64_t flags = pty.flags, size = pty.winsize;
+  state["index"] = pty.index;
+  nlohmann::json named = nlohmann::json::array();
+  for (const auto& [bit, name] : {std::pair{STASIS_PTY_LOCKED, "locked"}, {STASIS_PTY_PACKET, "packet"},
+                                  {STASIS_PTY_EOF_PENDING, "eof_pending"}, {STASIS_PTY_SLAVE_CLOSED, "slave_closed"}})
+    if (flags & bit) named.push_back(name);
+  state["flags"] = named;
+  state["rows"] = size & 0xffff;
+  state["columns"] = (size >> 16) & 0xffff;
+  const StasisTermios& termios = pty.termios;
+  state["termios"] = {{"iflag", fmt::format("{:#o}", termios.iflag)}, {"oflag", fmt::format("{:#o}", termios.oflag)},
+                      {"cflag", fmt::format("{:#o}", termios.cflag)}, {"lflag", fmt::format("{:#o}", termios.lflag)}};
+  if (img.has_fd_data(rec.fd, STASIS_FD_DATA_PTY_OUTPUT))
+    state["unread_output_bytes"] = img.fd_data(rec.fd, STASIS_FD_DATA_PTY_OUTPUT).size();
 }
 
 }  // namespace stasis::restore

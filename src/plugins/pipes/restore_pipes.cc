@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 #include <map>
 
+#include <nlohmann/json.hpp>
 #include "common/error.h"
-#include "plugins/files/restore.h"
+#include "plugins/pipes/records.h"
+#include "plugins/pipes/restore_pipes.h"
 
 namespace stasis::restore {
 namespace {
@@ -33,7 +35,8 @@ RestoredPipe& pipe_for(const StasisFdRecord& rec) {
   } else if (pipe2(ends, O_CLOEXEC | O_NONBLOCK) != 0) {
     throw Error(fmt::format("cannot create a pipe for descriptor {}: {}", rec.fd, std::strerror(errno)));
   }
-  if (rec.kind_data[0] > 0) fcntl(ends[1], F_SETPIPE_SZ, static_cast<int>(rec.kind_data[0]));
+  if (uint64_t size = kind_data_of<StasisPipeData>(rec).buffer_size; size > 0)
+    fcntl(ends[1], F_SETPIPE_SZ, static_cast<int>(size));
   p.read_end = lift_descriptor(ends[0]);
   p.write_end = lift_descriptor(ends[1]);
   return p;
@@ -76,6 +79,12 @@ int open_pipe_end(const image::Image& img, const StasisFdRecord& rec) {
     throw Error(fmt::format("cannot open an end of the pipe for descriptor {}: {}", rec.fd, std::strerror(errno)));
   fcntl(fd, F_SETFL, rec.flags & (O_NONBLOCK | O_APPEND | O_ASYNC | O_DIRECT));
   return fd;
+}
+
+void describe_pipe(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state) {
+  state["buffer_size"] = kind_data_of<StasisPipeData>(rec).buffer_size;
+  if (img.has_fd_data(rec.fd, STASIS_FD_DATA_PIPE_BYTES))
+    state["bytes_in_flight"] = img.fd_data(rec.fd, STASIS_FD_DATA_PIPE_BYTES).size();
 }
 
 }  // namespace stasis::restore

@@ -17,7 +17,8 @@
 #include <netinet/tcp.h>
 #include <linux/sockios.h>
 
-#include "plugins/files/files.h"
+#include "plugins/sockets/records.h"
+#include "plugins/sockets/sockets.h"
 
 namespace stasis::rt {
 namespace {
@@ -387,15 +388,12 @@ bool is_datagram_pair_end(int fd, uint64_t ino, const UnixSocketState& state) {
   return peer.peer_ino == ino && !name[0];
 }
 
-// kind_data of STASIS_FD_UNIX_SOCKET and STASIS_FD_UNIX_DATAGRAM records.
+// kind_data of STASIS_FD_UNIX_SOCKET and STASIS_FD_UNIX_DATAGRAM records (records.h).
 void describe_unix_end(int fd, int type, const UnixSocketState& state, StasisFdKind kind, StasisFdRecord& r) {
   r.kind = kind;
-  r.kind_data[0] = state.peer_ino;
-  r.kind_data[1] = static_cast<uint64_t>(socket_option(fd, SO_SNDBUF));
-  r.kind_data[2] = static_cast<uint64_t>(socket_option(fd, SO_RCVBUF));
-  r.kind_data[3] = state.shutdown & 3;
-  r.kind_data[4] = socket_option(fd, SO_PASSCRED) > 0 ? 1 : 0;
-  r.kind_data[5] = static_cast<uint64_t>(type);
+  set_kind_data(r, StasisUnixSocketData{state.peer_ino, static_cast<uint64_t>(socket_option(fd, SO_SNDBUF)),
+                                        static_cast<uint64_t>(socket_option(fd, SO_RCVBUF)), state.shutdown & 3u,
+                                        socket_option(fd, SO_PASSCRED) > 0 ? 1u : 0u, static_cast<uint64_t>(type)});
 }
 
 int capture_unix_datagram(const FdProbe& probe, const UnixSocketState& state, StasisFdRecord& r, FdDataList& data,
@@ -463,9 +461,9 @@ int capture_socket_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data,
     }
     socket_name(fd, r.path, sizeof r.path);
     r.kind = STASIS_FD_UNIX_LISTENER;
-    r.kind_data[0] = SOMAXCONN;  // the kernel does not tell the backlog asked for
-    r.kind_data[1] = static_cast<uint64_t>(type);
-    r.kind_data[2] = socket_option(fd, SO_PASSCRED) > 0 ? 1 : 0;
+    // SOMAXCONN: the kernel does not tell the backlog asked for
+    set_kind_data(r, StasisUnixListenerData{SOMAXCONN, static_cast<uint64_t>(type),
+                                            socket_option(fd, SO_PASSCRED) > 0 ? 1u : 0u});
     return 1;
   }
   struct sockaddr_un peer = {};

@@ -1,4 +1,4 @@
-#include "plugins/files/address_table.h"
+#include "plugins/sockets/address_table.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -16,8 +16,10 @@
 #include <fstream>
 #include <iterator>
 
+#include <nlohmann/json.hpp>
 #include "common/error.h"
 #include "plugins/files/restore.h"
+#include "plugins/saved_files/records.h"
 
 namespace fs = std::filesystem;
 
@@ -32,12 +34,12 @@ std::string_view without_deleted_suffix(std::string_view path) {
   return path;
 }
 
-uint64_t variant_of(const StasisFdRecord& rec) { return rec.kind_data[STASIS_SAVED_FILE_VARIANT]; }
-mode_t mode_of(const StasisFdRecord& rec) { return static_cast<mode_t>(rec.kind_data[STASIS_SAVED_FILE_MODE]); }
+uint64_t variant_of(const StasisFdRecord& rec) { return kind_data_of<StasisSavedFileData>(rec).variant; }
+mode_t mode_of(const StasisFdRecord& rec) { return static_cast<mode_t>(kind_data_of<StasisSavedFileData>(rec).mode); }
 
 // The descriptor that holds this file's contents through another description, or -1.
 int same_file_as(const StasisFdRecord& rec) {
-  return static_cast<int>(rec.kind_data[STASIS_SAVED_FILE_SAME_FILE_AS]) - 1;
+  return static_cast<int>(kind_data_of<StasisSavedFileData>(rec).same_file_as_plus_one) - 1;
 }
 
 std::vector<char> saved_contents(const image::Image& img, const StasisFdRecord& rec) {
@@ -101,7 +103,7 @@ int create_unnamed_file(const image::Image& img, const StasisFdRecord& rec) {
     write_contents(fd, saved_contents(img, rec), rec.path);
     if (fchmod(fd, mode_of(rec)) != 0)
       throw Error(fmt::format("cannot give {} its mode {:o}: {}", rec.path, mode_of(rec), std::strerror(errno)));
-    if (uint64_t seals = rec.kind_data[STASIS_SAVED_FILE_SEALS]; memfd && seals &&
+    if (uint64_t seals = kind_data_of<StasisSavedFileData>(rec).seals; memfd && seals &&
         fcntl(fd, F_ADD_SEALS, static_cast<int>(seals)) != 0)
       throw Error(fmt::format("cannot seal the memfd {} (seals {:#x}): {}", rec.path, seals, std::strerror(errno)));
   } catch (...) {
@@ -224,6 +226,20 @@ std::string mapped_file_path(const image::Image& img, const StasisRegionRecord& 
   // Descriptors are in place (without close-on-exec) when the loader maps memory.
   if (const StasisFdRecord* file = saved_file_mapped_by(img, region)) return fmt::format("/proc/self/fd/{}", file->fd);
   return region.path;
+}
+
+void describe_saved_file(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state) {
+  switch (variant_of(rec)) {
+    case STASIS_SAVED_FILE_DELETED: state["variant"] = "deleted"; break;
+    case STASIS_SAVED_FILE_MEMFD: state["variant"] = "memfd"; break;
+    case STASIS_SAVED_FILE_NAMED: state["variant"] = "named"; break;
+    default: state["variant"] = variant_of(rec);
+  }
+  state["mode"] = fmt::format("{:04o}", mode_of(rec));
+  if (uint64_t seals = kind_data_of<StasisSavedFileData>(rec).seals) state["seals"] = fmt::format("{:#x}", seals);
+  if (same_file_as(rec) >= 0) state["same_file_as"] = same_file_as(rec);
+  if (img.has_fd_data(rec.fd, STASIS_FD_DATA_FILE_BYTES))
+    state["saved_bytes"] = img.fd_data(rec.fd, STASIS_FD_DATA_FILE_BYTES).size();
 }
 
 }  // namespace stasis::restore

@@ -5,7 +5,8 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 
-#include "plugins/files/files.h"
+#include "plugins/pipes/pipes.h"
+#include "plugins/pipes/records.h"
 
 namespace stasis::rt {
 
@@ -13,7 +14,7 @@ int capture_pipe_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, L
   if (!S_ISFIFO(probe.st.st_mode)) return 0;
   r.kind = str_starts(probe.link, "pipe:") ? STASIS_FD_PIPE : STASIS_FD_FIFO;
   long size = STASIS_SYS2(SYS_fcntl, probe.fd, F_GETPIPE_SZ);
-  r.kind_data[0] = size > 0 ? static_cast<uint64_t>(size) : 0;
+  set_kind_data(r, StasisPipeData{size > 0 ? static_cast<uint64_t>(size) : 0});
   if ((r.flags & O_ACCMODE) == O_WRONLY) return 1;
   if (r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != probe.fd) return 1;
   int pending = 0;

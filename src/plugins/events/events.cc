@@ -1,4 +1,4 @@
-// Event descriptors (checkpoint side): eventfd, epoll, signalfd, timerfd, inotify. Their state is
+// Event descriptors (checkpoint side): epoll, signalfd, timerfd, inotify (eventfd: ../eventfd). Their state is
 // read from /proc/self/fdinfo/N, which the kernel prints for exactly these objects, plus:
 //  - timerfd: timerfd_gettime first, which folds expirations the kernel has not yet counted into
 //    the `ticks` that fdinfo shows (a read would do the same; nothing is consumed);
@@ -17,7 +17,8 @@
 #include <sys/ioctl.h>
 #include <sys/timerfd.h>
 
-#include "plugins/files/files.h"
+#include "plugins/events/events.h"
+#include "plugins/events/records.h"
 
 #ifndef TFD_IOC_SET_TICKS  // <linux/timerfd.h> has it, but clashes with <sys/timerfd.h>
 #define TFD_IOC_SET_TICKS _IOW('T', 0, uint64_t)
@@ -138,27 +139,14 @@ uint64_t kernel_dev(uint64_t st_dev) {
 int64_t timespec_ns(const struct timespec& t) { return t.tv_sec * 1000000000LL + t.tv_nsec; }
 
 // ---- one function per kind -----------------------------------------------------------------------
-int capture_eventfd(const FdProbe& probe, StasisFdRecord& r, LogLine& error) {
-  r.kind = STASIS_FD_EVENTFD;
-  bool have_count = false, have_semaphore = false;
-  for_each_fdinfo_line(probe.fd, [&](const char* line) {
-    if (const char* p = fdinfo_field(line, "eventfd-count:")) r.kind_data[0] = parse_hex(p), have_count = true;
-    if (const char* p = fdinfo_field(line, "eventfd-semaphore:")) r.kind_data[1] = parse_decimal(p), have_semaphore = true;
-  });
-  if (!have_count || !have_semaphore) {
-    error << "descriptor " << probe.fd << " is an eventfd whose counter and mode this kernel does not "
-          << "show in /proc/self/fdinfo; not checkpointing";
-    return -1;
-  }
-  return 1;
-}
-
 int capture_signalfd(const FdProbe& probe, StasisFdRecord& r, LogLine& error) {
   r.kind = STASIS_FD_SIGNALFD;
+  StasisSignalfdData signalfd{};
   bool seen = false;
   for_each_fdinfo_line(probe.fd, [&](const char* line) {
-    if (const char* p = fdinfo_field(line, "sigmask:")) r.kind_data[0] = parse_hex(p), seen = true;
+    if (const char* p = fdinfo_field(line, "sigmask:")) signalfd.mask = parse_hex(p), seen = true;
   });
+  set_kind_data(r, signalfd);
   if (!seen) {
     error << "cannot read the signal mask of signalfd descriptor " << probe.fd << "; not checkpointing";
     return -1;
@@ -184,28 +172,30 @@ int capture_timerfd(const FdProbe& probe, StasisFdRecord& r, LogLine& error) {
     error << "cannot read timerfd descriptor " << probe.fd << "; not checkpointing";
     return -1;
   }
+  StasisTimerfdData timer{};
   bool have_clock = false;
   for_each_fdinfo_line(probe.fd, [&](const char* line) {
-    if (const char* p = fdinfo_field(line, "clockid:")) r.kind_data[0] = parse_decimal(p), have_clock = true;
-    if (const char* p = fdinfo_field(line, "ticks:")) r.kind_data[2] = parse_decimal(p);
-    if (const char* p = fdinfo_field(line, "settime flags:")) r.kind_data[1] = parse_octal(p);
+    if (const char* p = fdinfo_field(line, "clockid:")) timer.clock = parse_decimal(p), have_clock = true;
+    if (const char* p = fdinfo_field(line, "ticks:")) timer.unread_expirations = parse_decimal(p);
+    if (const char* p = fdinfo_field(line, "settime flags:")) timer.settime_flags = parse_octal(p);
   });
   if (!have_clock) {
     error << "cannot read the clock of timerfd descriptor " << probe.fd << "; not checkpointing";
     return -1;
   }
   int64_t left = timespec_ns(now_left.it_value);
-  if (left > 0 && (r.kind_data[1] & TFD_TIMER_ABSTIME)) {
+  if (left > 0 && (timer.settime_flags & TFD_TIMER_ABSTIME)) {
     // An absolute timer stays absolute: its deadline on its own clock, as the program set it.
     struct timespec clock_now {};
-    STASIS_SYS2(SYS_clock_gettime, r.kind_data[0], &clock_now);
-    r.kind_data[5] = static_cast<uint64_t>(timespec_ns(clock_now));
+    STASIS_SYS2(SYS_clock_gettime, timer.clock, &clock_now);
+    timer.clock_at_checkpoint_ns = static_cast<uint64_t>(timespec_ns(clock_now));
     left += timespec_ns(clock_now);
   }
-  r.kind_data[3] = static_cast<uint64_t>(left);
-  r.kind_data[4] = static_cast<uint64_t>(timespec_ns(now_left.it_interval));
-  if (r.kind_data[2] > 0 && !kernel_can_set_timer_ticks()) {
-    error << "timerfd descriptor " << probe.fd << " has " << static_cast<unsigned long>(r.kind_data[2])
+  timer.next_expiration_ns = static_cast<uint64_t>(left);
+  timer.interval_ns = static_cast<uint64_t>(timespec_ns(now_left.it_interval));
+  set_kind_data(r, timer);
+  if (timer.unread_expirations > 0 && !kernel_can_set_timer_ticks()) {
+    error << "timerfd descriptor " << probe.fd << " has " << static_cast<unsigned long>(timer.unread_expirations)
           << " expirations not yet read, and this kernel cannot give them back at restart "
           << "(TFD_IOC_SET_TICKS needs CONFIG_CHECKPOINT_RESTORE); not checkpointing";
     return -1;
@@ -256,7 +246,7 @@ int capture_epoll(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, Log
       }
     }
   }
-  r.kind_data[0] = n;
+  set_kind_data(r, StasisEpollData{n});
   if (n && !data.add_ref(probe.fd, STASIS_FD_DATA_EPOLL, interests, sizeof(StasisEpollInterest) * n)) {
     error << "too much descriptor state to save";
     return -1;
@@ -339,8 +329,7 @@ int capture_inotify(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, L
   });
   if (!ok) return -1;
   if (n && watches[n - 1].wd > last_wd) last_wd = watches[n - 1].wd;
-  r.kind_data[0] = n;
-  r.kind_data[1] = static_cast<uint64_t>(last_wd);
+  set_kind_data(r, StasisInotifyData{n, static_cast<uint64_t>(last_wd)});
   if (n && !data.add_ref(probe.fd, STASIS_FD_DATA_INOTIFY, watches, sizeof(StasisInotifyWatch) * n)) {
     error << "too much descriptor state to save";
     return -1;
@@ -348,22 +337,36 @@ int capture_inotify(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, L
   return 1;
 }
 
-}  // namespace
-
-int capture_event_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
-  const char* link = probe.link;
-  int handled = 0;
-  if (str_starts(link, "anon_inode:[eventfd]")) handled = capture_eventfd(probe, r, error);
-  else if (str_starts(link, "anon_inode:[eventpoll]")) handled = capture_epoll(probe, r, data, error);
-  else if (str_starts(link, "anon_inode:[signalfd]")) handled = capture_signalfd(probe, r, error);
-  else if (str_starts(link, "anon_inode:[timerfd]")) handled = capture_timerfd(probe, r, error);
-  else if (str_starts(link, "anon_inode:inotify")) handled = capture_inotify(probe, r, data, error);
+// Signal-driven I/O (O_ASYNC) on an event descriptor cannot be restored: `handled` unless so.
+int unless_async(int handled, const FdProbe& probe, const StasisFdRecord& r, LogLine& error) {
   if (handled > 0 && (r.flags & O_ASYNC)) {
-    error << "descriptor " << probe.fd << " (" << link << ") uses signal-driven I/O (O_ASYNC), "
+    error << "descriptor " << probe.fd << " (" << probe.link << ") uses signal-driven I/O (O_ASYNC), "
           << "which this version of Stasis cannot restore; not checkpointing";
     return -1;
   }
   return handled;
+}
+
+}  // namespace
+
+int capture_epoll_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  if (!str_starts(probe.link, "anon_inode:[eventpoll]")) return 0;
+  return unless_async(capture_epoll(probe, r, data, error), probe, r, error);
+}
+
+int capture_signalfd_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList&, LogLine& error) {
+  if (!str_starts(probe.link, "anon_inode:[signalfd]")) return 0;
+  return unless_async(capture_signalfd(probe, r, error), probe, r, error);
+}
+
+int capture_timerfd_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList&, LogLine& error) {
+  if (!str_starts(probe.link, "anon_inode:[timerfd]")) return 0;
+  return unless_async(capture_timerfd(probe, r, error), probe, r, error);
+}
+
+int capture_inotify_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  if (!str_starts(probe.link, "anon_inode:inotify")) return 0;
+  return unless_async(capture_inotify(probe, r, data, error), probe, r, error);
 }
 
 }  // namespace stasis::rt

@@ -2,7 +2,7 @@
 // opened itself. Terminals inherited from outside were taken as STASIS_FD_EXTERNAL before this
 // runs (restart connects its own there).
 //
-// Saved per descriptor (kind_data, see StasisPtyData): the pty number, the slave's termios and
+// Saved per descriptor (kind_data, StasisPtyData in records.h): the pty number, the slave's termios and
 // window size, and on the master the lock and packet mode. Bytes in flight:
 //  - output the slave side wrote that the master's reader has not read: the master's description
 //    owner reads it out and writes it straight back through a slave of its own with output
@@ -21,7 +21,8 @@
 #include <sys/ioctl.h>
 #include <sys/sysmacros.h>
 
-#include "plugins/files/files.h"
+#include "plugins/ptys/ptys.h"
+#include "plugins/ptys/records.h"
 
 namespace stasis::rt {
 namespace {
@@ -49,11 +50,11 @@ bool capture_line_settings(int fd, StasisFdRecord& r, LogLine& error) {
     error << "cannot read the settings of pseudo-terminal descriptor " << fd << " (" << r.path << ")";
     return false;
   }
-  static_assert(sizeof t <= sizeof r.kind_data - STASIS_PTY_TERMIOS * sizeof r.kind_data[0]);
-  __builtin_memcpy(&r.kind_data[STASIS_PTY_TERMIOS], &t, sizeof t);
-  r.kind_data[STASIS_PTY_WINSIZE] = ws.ws_row | static_cast<uint64_t>(ws.ws_col) << 16 |
-                                    static_cast<uint64_t>(ws.ws_xpixel) << 32 |
-                                    static_cast<uint64_t>(ws.ws_ypixel) << 48;
+  auto pty = kind_data_of<StasisPtyData>(r);
+  pty.termios = t;
+  pty.winsize = ws.ws_row | static_cast<uint64_t>(ws.ws_col) << 16 | static_cast<uint64_t>(ws.ws_xpixel) << 32 |
+                static_cast<uint64_t>(ws.ws_ypixel) << 48;
+  set_kind_data(r, pty);
   return true;
 }
 
@@ -85,7 +86,11 @@ bool write_back_output(int master, int peer, const char* bytes, long len) {
 int save_unread_output(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
   short revents = 0;
   if (readable_bytes(probe.fd, &revents) <= 0) {
-    if (revents & POLLHUP) r.kind_data[STASIS_PTY_FLAGS] |= STASIS_PTY_SLAVE_CLOSED;
+    if (revents & POLLHUP) {
+      auto pty = kind_data_of<StasisPtyData>(r);
+      pty.flags |= STASIS_PTY_SLAVE_CLOSED;
+      set_kind_data(r, pty);
+    }
     return 1;
   }
   const long peer = STASIS_SYS3(SYS_ioctl, probe.fd, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
@@ -140,10 +145,12 @@ int capture_master(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, Lo
           << ") is a pseudo-terminal master without a pty number; not checkpointing";
     return -1;
   }
-  r.kind_data[STASIS_PTY_INDEX] = static_cast<uint64_t>(index);
   ioctl_int(probe.fd, TIOCGPTLCK, &locked);
   ioctl_int(probe.fd, TIOCGPKT, &packet);
-  r.kind_data[STASIS_PTY_FLAGS] = (locked ? uint64_t{STASIS_PTY_LOCKED} : 0) | (packet ? uint64_t{STASIS_PTY_PACKET} : 0);
+  StasisPtyData pty{};
+  pty.index = static_cast<uint64_t>(index);
+  pty.flags = (locked ? uint64_t{STASIS_PTY_LOCKED} : 0) | (packet ? uint64_t{STASIS_PTY_PACKET} : 0);
+  set_kind_data(r, pty);
   if (!capture_line_settings(probe.fd, r, error)) return -1;
   if (r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != probe.fd) return 1;
   return save_unread_output(probe, r, data, error);
@@ -151,7 +158,9 @@ int capture_master(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, Lo
 
 int capture_slave(const FdProbe& probe, StasisFdRecord& r, LogLine& error) {
   r.kind = STASIS_FD_PTY_SLAVE;
-  r.kind_data[STASIS_PTY_INDEX] = minor(probe.st.st_rdev);
+  StasisPtyData pty{};
+  pty.index = minor(probe.st.st_rdev);
+  set_kind_data(r, pty);
   int discipline = 0;
   if (ioctl_int(probe.fd, TIOCGETD, &discipline) == 0 && discipline != N_TTY) {
     error << "pseudo-terminal descriptor " << probe.fd << " (" << r.path << ") uses line discipline "
@@ -171,9 +180,11 @@ int capture_slave(const FdProbe& probe, StasisFdRecord& r, LogLine& error) {
           << " bytes of input its reader has not read yet; not checkpointing (try again)";
     return -1;
   }
-  StasisTermios t;
-  __builtin_memcpy(&t, &r.kind_data[STASIS_PTY_TERMIOS], sizeof t);
-  if ((revents & POLLIN) && (t.lflag & ICANON)) r.kind_data[STASIS_PTY_FLAGS] |= STASIS_PTY_EOF_PENDING;
+  auto saved = kind_data_of<StasisPtyData>(r);
+  if ((revents & POLLIN) && (saved.termios.lflag & ICANON)) {
+    saved.flags |= STASIS_PTY_EOF_PENDING;
+    set_kind_data(r, saved);
+  }
   return 1;
 }
 

@@ -12,8 +12,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "plugins/files/address_table.h"
-#include "plugins/files/files.h"
+#include "plugins/sockets/address_table.h"
+#include "plugins/sockets/sockets.h"
 
 namespace stasis::rt {
 namespace {

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <sys/statfs.h>
 
-#include "plugins/files/files.h"
+#include "plugins/saved_files/records.h"
+#include "plugins/saved_files/saved_files.h"
 
 namespace stasis::rt {
 namespace {
@@ -121,18 +122,21 @@ int capture_saved_file_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& d
   }
   r.kind = STASIS_FD_SAVED_FILE;
   r.offset = STASIS_SYS3(SYS_lseek, probe.fd, 0, SEEK_CUR);
-  r.kind_data[STASIS_SAVED_FILE_VARIANT] = variant;
-  r.kind_data[STASIS_SAVED_FILE_MODE] = probe.st.st_mode & 07777;
+  StasisSavedFileData saved{};
+  saved.variant = variant;
+  saved.mode = probe.st.st_mode & 07777;
   if (memfd) {
     long seals = STASIS_SYS2(SYS_fcntl, probe.fd, F_GET_SEALS);
-    r.kind_data[STASIS_SAVED_FILE_SEALS] = seals > 0 ? static_cast<uint64_t>(seals) : 0;
+    saved.seals = seals > 0 ? static_cast<uint64_t>(seals) : 0;
   }
+  set_kind_data(r, saved);
   // The file is already saved through another open file description: restart reopens that one.
   for (uint32_t i = 0; i < data.count(); i++) {
     struct stat other;
     if (data[i].tag == STASIS_FD_DATA_FILE_BYTES && STASIS_SYS2(SYS_fstat, data[i].fd, &other) == 0 &&
         same_file(other, probe.st)) {
-      r.kind_data[STASIS_SAVED_FILE_SAME_FILE_AS] = 1 + static_cast<uint64_t>(data[i].fd);
+      saved.same_file_as_plus_one = 1 + static_cast<uint64_t>(data[i].fd);
+      set_kind_data(r, saved);
       return 1;
     }
   }

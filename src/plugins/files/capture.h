@@ -1,0 +1,123 @@
+// What every kind of descriptor captures with (runtime side, hostile-territory rules): the probe
+// of one descriptor, the list of variable-length state written after the FD records, the fdinfo
+// reader, and the capture table's row (capture_table.cc walks the rows in order).
+#pragma once
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "image/kind_data.h"
+#include "runtime/rt.h"
+
+namespace stasis::rt {
+
+// Variable-length descriptor state gathered while threads are stopped; written as FD_DATA
+// records after the FD records (possibly by the forked writer, which shares the descriptors).
+struct FdDataItem {
+  int32_t fd;
+  uint32_t tag;        // StasisFdDataTag
+  const void* bytes;   // in the arena, or nullptr with source_fd
+  uint64_t len;
+  int32_t source_fd;   // >= 0: the first `len` bytes of this file, read when the image is written
+};
+
+class FdDataList {
+ public:
+  bool init(Arena& arena, uint32_t cap);
+  // Copies `len` bytes into the arena.
+  bool add_copy(int fd, uint32_t tag, const void* bytes, uint64_t len);
+  // `bytes` already lives in the arena (or other memory that outlives the write).
+  bool add_ref(int fd, uint32_t tag, const void* bytes, uint64_t len);
+  // Keeps a reference: the data is read from source_fd when the image is written.
+  bool add_file(int fd, uint32_t tag, int source_fd, uint64_t len);
+  // Reads every file's bytes into the arena now (for a forked writer: a fork freezes memory, not
+  // files). False when they do not fit; items read so far keep their copy.
+  bool read_files_now();
+  Arena& arena() { return *arena_; }
+  uint32_t count() const { return count_; }
+  const FdDataItem& operator[](uint32_t i) const { return items_[i]; }
+
+ private:
+  Arena* arena_ = nullptr;
+  FdDataItem* items_ = nullptr;
+  uint32_t count_ = 0, cap_ = 0;
+};
+
+// One function per kind of descriptor: 1 = captured into `r` (and `data`), 0 = not this kind,
+// -1 = this kind but not restorable (error says why).
+struct FdProbe {
+  int fd;
+  const char* link;        // readlink of /proc/self/fd/N
+  const struct stat& st;
+  bool deleted;            // the link ends in " (deleted)"
+};
+using CaptureFdFn = int (*)(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
+using CaptureProcessFn = bool (*)(const StasisFdRecord* fds, uint32_t count, LogLine& error);
+// One row of the capture table: a kind (or family of kinds) of descriptor. `capture` returns 1
+// when it took the descriptor, 0 when the descriptor is not of this kind, -1 when it is but
+// cannot be restored (error says why); the rows are tried in order, the first to answer wins.
+// `capture_process` (optional) runs once every descriptor is captured, for process-wide state
+// tied to them (the locks held through them); false fails the checkpoint (error says why).
+struct CaptureKind {
+  const char* name;
+  CaptureFdFn capture;
+  CaptureProcessFn capture_process;
+};
+// The rows, in the order they are tried (capture_table.cc).
+extern const CaptureKind kCaptureKinds[];
+extern const unsigned kCaptureKindCount;
+
+// ---- reading fdinfo (events, locks) --------------------------------------------------------------
+// Calls fn(line) for each line of /proc/self/fdinfo/<fd>, without its newline.
+template <typename Fn>
+inline bool for_each_fdinfo_line(int fd, Fn&& fn) {
+  char path[48] = "/proc/self/fdinfo/";
+  format_uint(path + 18, static_cast<unsigned long>(fd));
+  long in = STASIS_SYS3(SYS_open, path, O_RDONLY | O_CLOEXEC, 0);
+  if (in < 0) return false;
+  char buf[4096];
+  size_t have = 0;
+  for (;;) {
+    long n = STASIS_SYS3(SYS_read, in, buf + have, sizeof buf - 1 - have);
+    if (n == -EINTR) continue;
+    if (n <= 0) break;
+    have += static_cast<size_t>(n);
+    size_t start = 0;
+    for (size_t i = 0; i < have; i++)
+      if (buf[i] == '\n') {
+        buf[i] = 0;
+        fn(static_cast<const char*>(buf + start));
+        start = i + 1;
+      }
+    if (start == 0 && have == sizeof buf - 1) start = have;  // no line is this long: skip it
+    __builtin_memmove(buf, buf + start, have - start);
+    have -= start;
+  }
+  STASIS_SYS1(SYS_close, in);
+  if (have) {
+    buf[have] = 0;
+    fn(static_cast<const char*>(buf));
+  }
+  return true;
+}
+
+// The text after "name" in `line` (where name starts the line or follows a blank), blanks
+// skipped; nullptr if absent.
+inline const char* fdinfo_field(const char* line, const char* name) {
+  for (const char* p = line; *p; p++) {
+    if ((p == line || p[-1] == ' ' || p[-1] == '\t') && str_starts(p, name)) {
+      p += str_len(name);
+      while (*p == ' ' || *p == '\t') p++;
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+inline uint64_t parse_decimal(const char* p) {
+  uint64_t v = 0;
+  for (; *p >= '0' && *p <= '9'; p++) v = v * 10 + static_cast<uint64_t>(*p - '0');
+  return v;
+}
+
+}  // namespace stasis::rt

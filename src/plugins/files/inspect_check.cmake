@@ -1,0 +1,15 @@
+# stasis_inspect_check(NAME SCRIPT TARGETS...): a kind's check that `stasis inspect --json` names its
+# state (SCRIPT runs with the stasis binary and the TARGETS' paths; see inspect_common.py).
+if(EXISTS /usr/bin/python3)
+  set(STASIS_KINDS_PYTHON /usr/bin/python3)  # Debian's, not a pyenv shim (as tests/ does)
+else()
+  find_program(STASIS_KINDS_PYTHON NAMES python3 REQUIRED)
+endif()
+function(stasis_inspect_check name script)
+  set(paths)
+  foreach(target ${ARGN})
+    list(APPEND paths $<TARGET_FILE:${target}>)
+  endforeach()
+  add_test(NAME ${name} COMMAND ${STASIS_KINDS_PYTHON} ${script} $<TARGET_FILE:stasis> ${paths})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS ckpt)
+endfunction()

@@ -1,0 +1,56 @@
+// The restore table (restart side, `stasis restart` and `stasis inspect`): one row per kind of
+// descriptor (StasisFdKind), saying how that kind is checked, made before the process tree forks,
+// opened, finished once every descriptor of a process is in place, and described. The rows are
+// in restore_table.cc; each kind's functions in its folder under src/plugins/. Adding a kind of
+// descriptor: its folder, one row here and one in the capture table (capture_table.cc).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "image/kind_data.h"
+#include "image/reader.h"
+
+namespace stasis::restore {
+
+struct CrossHostTcp;  // sockets/restore_sockets.h
+// What the steps before the process tree forks need to know about this restart.
+struct BeforeFork {
+  const CrossHostTcp* cross = nullptr;  // a restart on several hosts: how to meet the other parts
+  bool several_hosts = false;
+};
+
+struct RestoreKind {
+  uint32_t kind;  // StasisFdKind
+  // Before anything changes: throws stasis::Error saying what prevents restoring `rec`. Null:
+  // nothing to check beforehand.
+  void (*check)(const image::Image& img, const StasisFdRecord& rec);
+  // Once per restart, before the process tree forks: makes what processes share (both ends of a
+  // socketpair, a pty...). Rows sharing one step run it once, in the order of the table.
+  void (*prepare)(const std::vector<image::Image>& images, const BeforeFork& how);
+  // A new descriptor (any number) holding a new open file description equal to the saved one.
+  int (*open)(const image::Image& img, const StasisFdRecord& rec);
+  // Once every descriptor of the process is at its number (epoll adds its interest list). Rows
+  // sharing one step run it once per process.
+  void (*finish)(const image::Image& img);
+  // The saved state by name, for `stasis inspect --json` (fills `state`, an object). Null: the
+  // record's common fields (path, flags, offset) say it all.
+  void (*describe)(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state);
+};
+
+// The row of `kind`, or nullptr when this build cannot restore it.
+const RestoreKind* restore_kind(uint32_t kind);
+// Every row's finish step, once (place_descriptors, once every descriptor of `img` is in place).
+void finish_descriptors(const image::Image& img);
+
+// Descriptors restart opens for its own use (pipes being rebuilt, descriptions waiting to be
+// placed) must not sit at a number the program will get: every kind moves what it opens above
+// this floor with lift_descriptor(). cmd_restart sets it above every saved descriptor number.
+void set_descriptor_floor(int floor);
+int lift_descriptor(int fd);  // returns the new number (close-on-exec); closes `fd`
+
+// The check of the kinds reopened by path (files, directories, devices, FIFOs): the path exists.
+void check_path_exists(const image::Image& img, const StasisFdRecord& rec);
+
+}  // namespace stasis::restore

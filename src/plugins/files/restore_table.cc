@@ -1,0 +1,101 @@
+// The restore table: one row per kind of descriptor (restore_kinds.h says what a row is), and the
+// lookups the restart engine and `stasis inspect` go through. The order of the rows is the order
+// of the steps before the process tree forks: ptys first (a terminal may be any descriptor's
+// other end), then Unix socketpairs, TCP (which learns moved addresses), datagram sockets.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "plugins/eventfd/restore_eventfd.h"
+#include "plugins/files/restore.h"
+
+namespace stasis::restore {
+namespace {
+
+void prepare_ptys(const std::vector<image::Image>& images, const BeforeFork&) { create_ptys(images); }
+void prepare_socket_pairs(const std::vector<image::Image>& images, const BeforeFork&) { create_socket_pairs(images); }
+void prepare_tcp(const std::vector<image::Image>& images, const BeforeFork& how) { create_tcp_sockets(images, how.cross); }
+void prepare_datagrams(const std::vector<image::Image>& images, const BeforeFork& how) {
+  create_datagram_sockets(images, how.several_hosts);
+}
+
+constexpr RestoreKind kRestoreKinds[] = {
+    // kind                    check              prepare               open                  finish            describe
+    {STASIS_FD_PTY_MASTER,     nullptr,           prepare_ptys,         open_pty,             nullptr,          describe_pty},
+    {STASIS_FD_PTY_SLAVE,      nullptr,           prepare_ptys,         open_pty,             nullptr,          describe_pty},
+    {STASIS_FD_UNIX_SOCKET,    nullptr,           prepare_socket_pairs, open_socket_end,      nullptr,          describe_socket},
+    {STASIS_FD_UNIX_LISTENER,  nullptr,           nullptr,              open_unix_listener,   nullptr,          describe_socket},
+    {STASIS_FD_TCP_LISTENER,   nullptr,           prepare_tcp,          open_tcp_socket,      nullptr,          describe_socket},
+    {STASIS_FD_TCP_CONNECTION, nullptr,           prepare_tcp,          open_tcp_socket,      nullptr,          describe_socket},
+    {STASIS_FD_UDP_SOCKET,     nullptr,           prepare_datagrams,    open_datagram_socket, nullptr,          describe_socket},
+    {STASIS_FD_UNIX_DATAGRAM,  nullptr,           prepare_datagrams,    open_datagram_socket, nullptr,          describe_socket},
+    {STASIS_FD_REGULAR,        check_path_exists, nullptr,              open_regular_file,    nullptr,          nullptr},
+    {STASIS_FD_DIRECTORY,      check_path_exists, nullptr,              open_regular_file,    nullptr,          nullptr},
+    {STASIS_FD_CHARDEV,        check_path_exists, nullptr,              open_regular_file,    nullptr,          nullptr},
+    {STASIS_FD_EXTERNAL,       nullptr,           nullptr,              nullptr,              nullptr,          describe_external},
+    {STASIS_FD_PIPE,           nullptr,           nullptr,              open_pipe_end,        nullptr,          describe_pipe},
+    {STASIS_FD_FIFO,           check_path_exists, nullptr,              open_pipe_end,        nullptr,          describe_pipe},
+    {STASIS_FD_SAVED_FILE,     check_saved_file,  nullptr,              open_saved_file,      nullptr,          describe_saved_file},
+    {STASIS_FD_MQUEUE,         nullptr,           nullptr,              open_mqueue,          nullptr,          describe_mqueue},
+    {STASIS_FD_EVENTFD,        nullptr,           nullptr,              open_eventfd,         nullptr,          describe_eventfd},
+    {STASIS_FD_EPOLL,          check_epoll,       nullptr,              open_epoll,           finish_event_fds, describe_epoll},
+    {STASIS_FD_SIGNALFD,       nullptr,           nullptr,              open_signalfd,        nullptr,          describe_signalfd},
+    {STASIS_FD_TIMERFD,        check_timerfd,     nullptr,              open_timerfd,         nullptr,          describe_timerfd},
+    {STASIS_FD_INOTIFY,        check_inotify,     nullptr,              open_inotify,         nullptr,          describe_inotify},
+};
+
+// Each distinct step of `Step` among the rows, once, in the table's order.
+template <typename Step>
+std::vector<Step> distinct_steps(Step RestoreKind::*step) {
+  std::vector<Step> steps;
+  for (const auto& row : kRestoreKinds)
+    if (row.*step && std::find(steps.begin(), steps.end(), row.*step) == steps.end()) steps.push_back(row.*step);
+  return steps;
+}
+
+[[noreturn]] void cannot_restore(const image::Image& img, const StasisFdRecord& rec) {
+  throw Error(fmt::format("{}: descriptor {} has kind {} ({}), which this build cannot restore",
+                          img.path(), rec.fd, rec.kind, image::fd_kind_name(rec.kind)));
+}
+
+}  // namespace
+
+const RestoreKind* restore_kind(uint32_t kind) {
+  for (const auto& row : kRestoreKinds)
+    if (row.kind == kind) return &row;
+  return nullptr;
+}
+
+void prepare_before_fork(const std::vector<image::Image>& images, const BeforeFork& how) {
+  for (auto prepare : distinct_steps(&RestoreKind::prepare)) prepare(images, how);
+}
+
+void check_descriptor(const image::Image& img, const StasisFdRecord& rec) {
+  const RestoreKind* row = restore_kind(rec.kind);
+  if (!row) cannot_restore(img, rec);
+  if (row->check) row->check(img, rec);
+}
+
+int open_description(const image::Image& img, const StasisFdRecord& rec) {
+  const RestoreKind* row = restore_kind(rec.kind);
+  if (!row || !row->open) {
+    check_descriptor(img, rec);  // throws with the kind's message
+    throw Error(fmt::format("descriptor {} cannot be restored", rec.fd));
+  }
+  return lift_descriptor(row->open(img, rec));
+}
+
+// Once every descriptor of `img` is at its number (place_descriptors).
+void finish_descriptors(const image::Image& img) {
+  for (auto finish : distinct_steps(&RestoreKind::finish)) finish(img);
+}
+
+nlohmann::json describe_descriptor(const image::Image& img, const StasisFdRecord& rec) {
+  nlohmann::json state = nlohmann::json::object();
+  if (const RestoreKind* row = restore_kind(rec.kind); row && row->describe) row->describe(img, rec, state);
+  return state;
+}
+
+}  // namespace stasis::restore
