@@ -30,19 +30,19 @@ class RestartCommand : public Command {
     return "Restart a computation from a checkpoint (the newest complete one by default)";
   }
   void configure(CLI::App& app) override {
-    app.add_option("--coord", coord_, "Coordinator HOST:PORT (default $STASIS_COORD or 127.0.0.1:7781)");
-    app.add_option("--hosts", hosts_text_,
+    app.add_option("--coord", options_.coord, "Coordinator HOST:PORT (default $STASIS_COORD or 127.0.0.1:7781)");
+    app.add_option("--hosts", options_.hosts,
                    "For a computation that ran on several hosts: OLD=NEW,... restarts the processes of "
                    "host OLD (as MANIFEST.json lists it) on host NEW; others on their own host");
-    app.add_option("--rsh", rsh_, "How to run a command on another host (default $STASIS_RSH or ssh)");
-    app.add_option("--part", part_vpid_, "(internal) restart only the part of the computation rooted at this process")
+    app.add_option("--rsh", options_.rsh, "How to run a command on another host (default $STASIS_RSH or ssh)");
+    app.add_option("--part", options_.part_vpid, "(internal) restart only the part of the computation rooted at this process")
         ->group("");
-    app.add_option("--restart-id", restart_id_, "(internal) names this restart's meetings")->group("");
-    app.add_flag("--lazy", lazy_,
+    app.add_option("--restart-id", options_.restart_id, "(internal) names this restart's meetings")->group("");
+    app.add_flag("--lazy", options_.lazy,
                  "Map uncompressed memory without reading it first: the program runs again at once "
                  "and pages load as it touches them, but their checksums are not verified "
                  "(memory that is copied still is)");
-    app.add_option("--setenv", setenv_,
+    app.add_option("--setenv", options_.setenv,
                    "NAME=VALUE: every restarted process finds this in its environment (which is otherwise "
                    "the checkpoint's) before its plugins re-create their resources; repeatable")
         ->type_name("NAME=VALUE")
@@ -56,30 +56,19 @@ class RestartCommand : public Command {
                    "A checkpoint directory, or the checkpoint root (default $STASIS_CKPT_DIR or ./stasis-ckpt)");
   }
   int run() override {
-    restart::RestartOptions options;
-    options.coord = coord_;
-    options.hosts = hosts_text_;
-    options.rsh = rsh_;
-    options.part_vpid = part_vpid_;
-    options.restart_id = restart_id_;
-    options.lazy = lazy_;
-    options.setenv = setenv_;
     // The plugin reads it at its restart event, as any --setenv (remote parts get it so too).
-    if (!ib_library_.empty()) options.setenv.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
-    options.checkpoint = path_;
-    if (options.checkpoint.empty())
-      options.checkpoint = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
-    options.loader = restart_loader_path();
-    restart::RestartSession(std::move(options)).run();
+    if (!ib_library_.empty()) options_.setenv.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
+    options_.checkpoint = path_;
+    if (options_.checkpoint.empty())
+      options_.checkpoint = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
+    options_.loader = restart_loader_path();
+    restart::RestartSession(std::move(options_)).run();
   }
 
  private:
-  std::string coord_, path_;
-  std::vector<std::string> setenv_;  // --setenv NAME=VALUE
-  std::string ib_library_;           // --ib soft|PATH
-  bool lazy_ = false;                // --lazy
-  std::string hosts_text_, rsh_, restart_id_;  // restarts on several hosts (restart/parts.h)
-  uint32_t part_vpid_ = 0;
+  restart::RestartOptions options_;
+  std::string path_;        // the positional PATH
+  std::string ib_library_;  // --ib soft|PATH
 };
 
 }  // namespace

@@ -154,7 +154,6 @@ void TreeForker::become(size_t i) {
   }
 }
 
-
 // Puts `pid` (0: this process) into its saved process group when that group's leader is part of
 // the computation (and so already exists).
 void TreeForker::join_group(pid_t pid, const StasisProcessRecord& proc) {
