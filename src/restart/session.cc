@@ -56,13 +56,14 @@ void RestartSession::run() {
   context_.floor += 2;  // the loader's feed and image take the lowest numbers the program leaves free
   restore::set_descriptor_floor(context_.floor);
   StasisPidTable* table = create_pid_table(info);
-  restore::create_ptys(images_);  // before any description that is an end of one
-  restore::create_socket_pairs(images_);
+  // The other hosts' parts start first: this part's TCP connections to them are made through the
+  // coordinator's name service, which they publish in once running.
   starter_ = {parts_.restart_id, addr.str(), options_.hosts, options_.setenv, options_.rsh, ckpt.dir.string()};
   if (several_hosts_) starter_.start_other_parts(parts_);
+  // What the processes share and each kind makes once (ptys, socket pairs, TCP, datagrams), before
+  // any description that is an end of one: the restore table's prepare steps.
   restore::CrossHostTcp cross{addr.str(), parts_.own_address, parts_.old_address, parts_.restart_id, &parts_.others};
-  restore::create_tcp_sockets(images_, several_hosts_ ? &cross : nullptr);
-  restore::create_datagram_sockets(images_, several_hosts_);
+  restore::prepare_before_fork(images_, {several_hosts_ ? &cross : nullptr, several_hosts_});
   context_.shared_descriptions = create_shared_descriptions(images_, parts_);
   context_.shared_memory = restore::create_shared_memory(images_);
   context_.sysv_segments = restore::recreate_host_segments(images_);  // once, shared by the processes

@@ -46,7 +46,8 @@ void finish_descriptors(const image::Image& img);
 
 // Descriptors restart opens for its own use (pipes being rebuilt, descriptions waiting to be
 // placed) must not sit at a number the program will get: every kind moves what it opens above
-// this floor with lift_descriptor(). cmd_restart sets it above every saved descriptor number.
+// this floor with lift_descriptor(). The restart engine (RestartSession::run) sets it above every
+// saved descriptor number.
 void set_descriptor_floor(int floor);
 int lift_descriptor(int fd);  // returns the new number (close-on-exec); closes `fd`
 
