@@ -3,6 +3,7 @@
 // daemon's, coordinator.cc) serves them all; nothing waits on a single client.
 #pragma once
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <deque>

@@ -201,8 +201,8 @@ struct CheckpointResult {
 // Returns 0 after writing the image (forked: after starting a writer process, whose result
 // wait_for_writer() collects), 1 when execution continues here after a restart, or -1 with
 // `error` set.
-// compression: a StasisCompression. offered_parent: the generation an incremental image may
-// build on (0: write a full image).
+// compression: a StasisCompressionSetting. offered_parent: the generation an incremental image
+// may build on (0: write a full image).
 int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_t offered_parent,
                      CheckpointResult* result, LogLine& error);
 bool writer_pending();
