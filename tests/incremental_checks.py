@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Incremental checkpoints end to end (docs/architecture.md, Incremental checkpoints).
+"""Incremental checkpoints end to end (src/plugins/memory/README.md, Incremental checkpoints).
 
   incremental_checks.py STASIS INCREMENTAL_MEMORY
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Checkpoint-speed features end to end (issue 6; docs/architecture.md, Progress, Checkpoint
+"""Checkpoint-speed features end to end (issue 6; src/restart/README.md, Progress; docs/performance.md, Checkpoint
 directories elsewhere, Incremental checkpoints).
 
   speed_checks.py STASIS TARGETS_DIR CHECK
@@ -13,7 +13,7 @@ other_filesystem  the checkpoint root is on another file system than the program
                   Stasis.
 lazy_restart      `stasis restart --lazy` of an uncompressed image: the program's memory is mapped
                   from the image (it says so), and its output is that of a run without Stasis.
-corrupt_index     the record index at the end of a real image (docs/architecture.md, The image
+corrupt_index     the record index at the end of a real image (docs/image-format.md, The image
                   format): damaged, `stasis restart`, `restart --lazy` and `inspect` refuse the
                   image naming the index; a record header in the file that differs from the
                   index's copy is refused by a verified restart; the undamaged copy restarts.

@@ -69,7 +69,7 @@ enum StasisRecordType STASIS_ENUM_BASE {
   // file's bytes...): payload = StasisFdDataHeader + bytes. Long data is split into several
   // records with increasing offsets; the reader joins them.
   STASIS_REC_FD_DATA = 8,
-  // An incremental image (see docs/architecture.md, Incremental checkpoints): its first record,
+  // An incremental image (see src/plugins/memory/README.md, Incremental checkpoints): its first record,
   // payload StasisParentRecord naming the image it builds on.
   STASIS_REC_PARENT = 9,
   // Follows a REGION of an incremental image whose pages were tracked since the parent: pages of
@@ -314,7 +314,7 @@ enum StasisFdKind STASIS_ENUM_BASE {
   // TCP over IPv4 or IPv6 (kind_data: a StasisTcpData). A listener is bound and listening again
   // at restart; a connection both of whose ends the computation holds is made again between the
   // same addresses (found by their endpoints), refilled with the bytes queued at each end (FD_DATA
-  // SOCKET_BYTES); a connection to the outside reports a reset (see docs/architecture.md).
+  // SOCKET_BYTES); a connection to the outside reports a reset (see src/plugins/sockets/README.md).
   STASIS_FD_TCP_LISTENER = 17,
   STASIS_FD_TCP_CONNECTION = 18,
   // A UDP socket over IPv4 or IPv6 (kind_data: a StasisTcpData; peer_port 0: not connected). It is

@@ -1,5 +1,5 @@
 // The addresses of the computation's hosts as the program knows them (from its first run) and
-// where those hosts are now, composed over a chain of restarts (docs/architecture.md, "Addresses of
+// where those hosts are now, composed over a chain of restarts (src/plugins/sockets/README.md, "Addresses of
 // moved hosts"). Used by the runtime's socket wrappers (socket_addresses.cc): fixed storage, no
 // allocation, no libc, so it lives in the image and works while user threads are stopped.
 #pragma once
