@@ -1,6 +1,6 @@
 // Restarting the tasks of a launcher that is not part of the computation (Slurm's srun: its tasks
 // are children of slurmstepd, a root daemon on each node). The tasks come back as children of
-// `stasis restart`, which then stands in for the launcher (docs/architecture.md, Slurm).
+// `stasis restart`, which then stands in for the launcher (docs/clusters.md, Slurm).
 #pragma once
 #include <sys/types.h>
 

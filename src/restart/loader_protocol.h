@@ -110,7 +110,7 @@ struct StasisRestartInfo {
   char setenv_entries[STASIS_MAX_SETENV_BYTES];
 };
 
-// The pid table (a memfd at STASIS_PID_TABLE_FD; see src/runtime/vpid.cc). Sparse: only the
+// The pid table (a memfd at STASIS_PID_TABLE_FD; see src/plugins/pids/vpid.cc). Sparse: only the
 // pages of pids in use are ever touched.
 #define STASIS_PID_TABLE_MAGIC 0x4449505349545353ull
 #define STASIS_PID_TABLE_MAX_PID (1u << 22)  // PID_MAX_LIMIT on 64-bit Linux

@@ -20,7 +20,7 @@
 #include "runtime/rt.h"
 #include "runtime/mapped_restart.h"
 #include "runtime/restart_environment.h"
-#include "runtime/slurm_tasks.h"
+#include "plugins/launchers/slurm_tasks.h"
 
 namespace stasis::rt {
 

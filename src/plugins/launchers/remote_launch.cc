@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "runtime/remote_launch.h"
+#include "plugins/launchers/remote_launch.h"
 #include "runtime/rt.h"
 
 extern char** environ;

@@ -11,7 +11,7 @@
 
 #include "common/fixed_text.h"
 #include "runtime/rt.h"
-#include "runtime/slurm_tasks.h"
+#include "plugins/launchers/slurm_tasks.h"
 #include "stasis/plugin.h"
 
 namespace stasis::rt {

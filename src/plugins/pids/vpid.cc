@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include "plugins/pids/pids.h"
 #include "runtime/rt.h"
 
 namespace stasis::rt {

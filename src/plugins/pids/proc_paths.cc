@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "plugins/pids/pids.h"
 #include "runtime/rt.h"
 
 using namespace stasis::rt;

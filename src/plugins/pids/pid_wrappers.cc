@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 #include "plugins/ipc/ipc.h"
-#include "runtime/remote_launch.h"
+#include "plugins/launchers/remote_launch.h"
+#include "plugins/pids/pids.h"
 #include "runtime/rt.h"
 
 using namespace stasis::rt;

@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "plugins/pids/pids.h"
 #include "runtime/rt.h"
 
 namespace stasis::rt {

@@ -1,5 +1,5 @@
 // Slurm's srun under `stasis launch`: srun itself stays out of the computation and each task it
-// starts joins as a launched process (see docs/architecture.md, Slurm).
+// starts joins as a launched process (see README.md here).
 #pragma once
 
 namespace stasis::rt {
