@@ -1,5 +1,5 @@
 """`stasis inspect --json` names the state of event descriptors: the timerfd settings of
-timerfd_ops and the epoll interest lists of epoll_ops (tests/targets).
+timerfd_ops and the epoll interest lists of epoll_ops (tests/ beside this file).
 usage: inspect_check.py STASIS TIMERFD_OPS EPOLL_OPS"""
 import sys
 from pathlib import Path
