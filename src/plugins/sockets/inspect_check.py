@@ -1,5 +1,5 @@
 """`stasis inspect --json` names the state of sockets: addresses, options and queued bytes of the
-TCP connections of stream_server, queued datagrams of datagram_peers (tests/targets).
+TCP connections of stream_server, queued datagrams of datagram_peers (tests/ beside this file).
 usage: inspect_check.py STASIS STREAM_SERVER DATAGRAM_PEERS"""
 import sys
 from pathlib import Path
