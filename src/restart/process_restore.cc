@@ -120,8 +120,7 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
     if (f.kind == STASIS_FD_EXTERNAL) info.external_fds[f.fd / 64] |= 1ull << (f.fd % 64);
   }
   restore::recreate_sysv_objects(img, context.sysv_segments, info);  // before the feeder: the loader needs their ids
-  restore::connect_cross_host_tcp(img);
-  restore::note_moved_socket_names(img, info);
+  restore::enter_process(img, info);  // each kind's step in this process (sockets: moved hosts)
 
   // Descriptor numbers the loader will find its feed and the image at: free in the program.
   std::set<int> saved;

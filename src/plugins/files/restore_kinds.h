@@ -1,6 +1,6 @@
 // The restore table (restart side, `stasis restart` and `stasis inspect`): one row per kind of
 // descriptor (StasisFdKind), saying how that kind is checked, made before the process tree forks,
-// opened, finished once every descriptor of a process is in place, and described. The rows are
+// entered in each process, opened, finished once every descriptor of a process is in place, and described. The rows are
 // in restore_table.cc; each kind's functions in its folder under src/plugins/. Adding a kind of
 // descriptor: its folder, one row here and one in the capture table (capture_table.cc).
 #pragma once
@@ -11,6 +11,7 @@
 
 #include "image/kind_data.h"
 #include "image/reader.h"
+#include "restart/loader_protocol.h"
 
 namespace stasis::restore {
 
@@ -29,6 +30,11 @@ struct RestoreKind {
   // Once per restart, before the process tree forks: makes what processes share (both ends of a
   // socketpair, a pty...). Rows sharing one step run it once, in the order of the table.
   void (*prepare)(const std::vector<image::Image>& images, const BeforeFork& how);
+  // In the process that becomes `img`, before its descriptors are placed: what the kind needs
+  // there (TCP to another host's part is connected in the process itself; sockets that moved
+  // tell the runtime, through `info`, the addresses the program saw). Rows sharing one step run
+  // it once per process, whatever descriptors the process holds.
+  void (*enter)(const image::Image& img, StasisRestartInfo& info);
   // A new descriptor (any number) holding a new open file description equal to the saved one.
   int (*open)(const image::Image& img, const StasisFdRecord& rec);
   // Once every descriptor of the process is at its number (epoll adds its interest list). Rows
@@ -41,6 +47,8 @@ struct RestoreKind {
 
 // The row of `kind`, or nullptr when this build cannot restore it.
 const RestoreKind* restore_kind(uint32_t kind);
+// Every row's enter step, once, in the process that becomes `img` (before the feeder forks).
+void enter_process(const image::Image& img, StasisRestartInfo& info);
 // Every row's finish step, once (place_descriptors, once every descriptor of `img` is in place).
 void finish_descriptors(const image::Image& img);
 

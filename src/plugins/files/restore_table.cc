@@ -20,30 +20,34 @@ void prepare_tcp(const std::vector<image::Image>& images, const BeforeFork& how)
 void prepare_datagrams(const std::vector<image::Image>& images, const BeforeFork& how) {
   create_datagram_sockets(images, how.several_hosts);
 }
+void enter_sockets(const image::Image& img, StasisRestartInfo& info) {
+  connect_cross_host_tcp(img);
+  note_moved_socket_names(img, info);
+}
 
 constexpr RestoreKind kRestoreKinds[] = {
-    // kind                    check              prepare               open                  finish            describe
-    {STASIS_FD_PTY_MASTER,     nullptr,           prepare_ptys,         open_pty,             nullptr,          describe_pty},
-    {STASIS_FD_PTY_SLAVE,      nullptr,           prepare_ptys,         open_pty,             nullptr,          describe_pty},
-    {STASIS_FD_UNIX_SOCKET,    nullptr,           prepare_socket_pairs, open_socket_end,      nullptr,          describe_socket},
-    {STASIS_FD_UNIX_LISTENER,  nullptr,           nullptr,              open_unix_listener,   nullptr,          describe_socket},
-    {STASIS_FD_TCP_LISTENER,   nullptr,           prepare_tcp,          open_tcp_socket,      nullptr,          describe_socket},
-    {STASIS_FD_TCP_CONNECTION, nullptr,           prepare_tcp,          open_tcp_socket,      nullptr,          describe_socket},
-    {STASIS_FD_UDP_SOCKET,     nullptr,           prepare_datagrams,    open_datagram_socket, nullptr,          describe_socket},
-    {STASIS_FD_UNIX_DATAGRAM,  nullptr,           prepare_datagrams,    open_datagram_socket, nullptr,          describe_socket},
-    {STASIS_FD_REGULAR,        check_path_exists, nullptr,              open_regular_file,    nullptr,          nullptr},
-    {STASIS_FD_DIRECTORY,      check_path_exists, nullptr,              open_regular_file,    nullptr,          nullptr},
-    {STASIS_FD_CHARDEV,        check_path_exists, nullptr,              open_regular_file,    nullptr,          nullptr},
-    {STASIS_FD_EXTERNAL,       nullptr,           nullptr,              nullptr,              nullptr,          describe_external},
-    {STASIS_FD_PIPE,           nullptr,           nullptr,              open_pipe_end,        nullptr,          describe_pipe},
-    {STASIS_FD_FIFO,           check_path_exists, nullptr,              open_pipe_end,        nullptr,          describe_pipe},
-    {STASIS_FD_SAVED_FILE,     check_saved_file,  nullptr,              open_saved_file,      nullptr,          describe_saved_file},
-    {STASIS_FD_MQUEUE,         nullptr,           nullptr,              open_mqueue,          nullptr,          describe_mqueue},
-    {STASIS_FD_EVENTFD,        nullptr,           nullptr,              open_eventfd,         nullptr,          describe_eventfd},
-    {STASIS_FD_EPOLL,          check_epoll,       nullptr,              open_epoll,           finish_event_fds, describe_epoll},
-    {STASIS_FD_SIGNALFD,       nullptr,           nullptr,              open_signalfd,        nullptr,          describe_signalfd},
-    {STASIS_FD_TIMERFD,        check_timerfd,     nullptr,              open_timerfd,         nullptr,          describe_timerfd},
-    {STASIS_FD_INOTIFY,        check_inotify,     nullptr,              open_inotify,         nullptr,          describe_inotify},
+    // kind                    check              prepare               enter          open                  finish            describe
+    {STASIS_FD_PTY_MASTER,     nullptr,           prepare_ptys,         nullptr,       open_pty,             nullptr,          describe_pty},
+    {STASIS_FD_PTY_SLAVE,      nullptr,           prepare_ptys,         nullptr,       open_pty,             nullptr,          describe_pty},
+    {STASIS_FD_UNIX_SOCKET,    nullptr,           prepare_socket_pairs, enter_sockets, open_socket_end,      nullptr,          describe_socket},
+    {STASIS_FD_UNIX_LISTENER,  nullptr,           nullptr,              enter_sockets, open_unix_listener,   nullptr,          describe_socket},
+    {STASIS_FD_TCP_LISTENER,   nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket},
+    {STASIS_FD_TCP_CONNECTION, nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket},
+    {STASIS_FD_UDP_SOCKET,     nullptr,           prepare_datagrams,    enter_sockets, open_datagram_socket, nullptr,          describe_socket},
+    {STASIS_FD_UNIX_DATAGRAM,  nullptr,           prepare_datagrams,    enter_sockets, open_datagram_socket, nullptr,          describe_socket},
+    {STASIS_FD_REGULAR,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
+    {STASIS_FD_DIRECTORY,      check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
+    {STASIS_FD_CHARDEV,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
+    {STASIS_FD_EXTERNAL,       nullptr,           nullptr,              nullptr,       nullptr,              nullptr,          describe_external},
+    {STASIS_FD_PIPE,           nullptr,           nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe},
+    {STASIS_FD_FIFO,           check_path_exists, nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe},
+    {STASIS_FD_SAVED_FILE,     check_saved_file,  nullptr,              nullptr,       open_saved_file,      nullptr,          describe_saved_file},
+    {STASIS_FD_MQUEUE,         nullptr,           nullptr,              nullptr,       open_mqueue,          nullptr,          describe_mqueue},
+    {STASIS_FD_EVENTFD,        nullptr,           nullptr,              nullptr,       open_eventfd,         nullptr,          describe_eventfd},
+    {STASIS_FD_EPOLL,          check_epoll,       nullptr,              nullptr,       open_epoll,           finish_event_fds, describe_epoll},
+    {STASIS_FD_SIGNALFD,       nullptr,           nullptr,              nullptr,       open_signalfd,        nullptr,          describe_signalfd},
+    {STASIS_FD_TIMERFD,        check_timerfd,     nullptr,              nullptr,       open_timerfd,         nullptr,          describe_timerfd},
+    {STASIS_FD_INOTIFY,        check_inotify,     nullptr,              nullptr,       open_inotify,         nullptr,          describe_inotify},
 };
 
 // Each distinct step of `Step` among the rows, once, in the table's order.
@@ -85,6 +89,10 @@ int open_description(const image::Image& img, const StasisFdRecord& rec) {
     throw Error(fmt::format("descriptor {} cannot be restored", rec.fd));
   }
   return lift_descriptor(row->open(img, rec));
+}
+
+void enter_process(const image::Image& img, StasisRestartInfo& info) {
+  for (auto enter : distinct_steps(&RestoreKind::enter)) enter(img, info);
 }
 
 // Once every descriptor of `img` is at its number (place_descriptors).
