@@ -96,6 +96,19 @@ struct Mr {
   int access;
 };
 
+struct MrExtra {
+  char* base;     // where the bytes are in this process
+  uint64_t iova;  // the address peers use
+};
+
+// An MR as this process keeps it: the public ibv_mr first, then the translation.
+struct MrImpl {
+  Mr mr;
+  MrExtra x;
+};
+
+inline MrImpl* mr_impl(Mr* m) { return reinterpret_cast<MrImpl*>(m); }
+
 struct Cq {
   ibv_cq ibv;
   std::deque<ibv_wc> entries;
@@ -181,5 +194,9 @@ struct Context {
 inline Context* ctx_of(ibv_context* c) {
   return reinterpret_cast<Context*>(reinterpret_cast<char*>(c) - offsetof(verbs_context, context));
 }
+
+// ---- the data path (work_requests.cpp), as the objects' state changes need it; context lock held ----
+void enter_error(Qp* qp);  // flushes every outstanding work request
+void drain_incoming(Context* c, Qp* qp);  // executes the requests that waited for a receive or RTR
 
 }  // namespace softib

@@ -1,6 +1,6 @@
 // Moves frames between device contexts: the per-context progress thread, non-blocking stream
 // connections with output buffering (so no thread ever blocks while holding the context lock), and
-// frame parsing. Frame semantics live in queues.cpp (handle_frame).
+// frame parsing. Frame semantics live in work_requests.cpp (handle_frame).
 #include "transport.h"
 
 #include <arpa/inet.h>

@@ -1,8 +1,12 @@
-// The InfiniBand plugin's internal interface between its program side (ib_verbs.cc: the
-// interposed verbs calls) and its checkpoint side (ib_plugin.cc: drain, teardown, re-creation).
+// The InfiniBand plugin's internal interface between its program side (ib_verbs.cc, ib_queues.cc,
+// ib_datapath.cc: the interposed verbs calls) and its checkpoint side (ib_plugin.cc: drain,
+// teardown, re-creation).
 #pragma once
 
 #include <dlfcn.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include "plugins/infiniband/ib_objects.h"
 
@@ -60,6 +64,70 @@ extern const char* g_unsupported;
 // True once the real objects were re-created: identifiers differ from the virtual ones.
 extern std::atomic<bool> g_translating;
 
+// The tables above, as every interposed call uses them.
+template <typename T>
+bool add(T* (&table)[kMaxObjects], T* object) {
+  for (auto& slot : table)
+    if (!slot) {
+      slot = object;
+      return true;
+    }
+  return false;
+}
+
+template <typename T>
+void remove(T* (&table)[kMaxObjects], T* object) {
+  for (auto& slot : table)
+    if (slot == object) slot = nullptr;
+}
+
+template <typename T>
+T* find_virtual(T* (&table)[kMaxObjects], const void* pointer) {
+  for (T* object : table)
+    if (object && pointer == &object->ibv) return object;
+  return nullptr;
+}
+
+// A new virtual object in `table`, its real one made by `make_real` (nullptr: the library's
+// failure, errno set by it).
+template <typename T, typename Make>
+T* new_virtual(T* (&table)[kMaxObjects], Make make_real) {
+  auto* object = static_cast<T*>(calloc(1, sizeof(T)));
+  if (!object || !add(table, object)) {
+    free(object);
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (!(object->real = make_real())) {
+    remove(table, object);
+    free(object);
+    return nullptr;
+  }
+  return object;
+}
+
+// The program's destroy call on `pointer`: the library's for an object that is not ours;
+// otherwise the real object of the current incarnation (if any) destroyed, then `release` and
+// the virtual object freed.
+template <typename T, typename Real, typename Release>
+// (`destroy_real` is the slot in g_real, read once it is resolved.)
+int destroy_virtual(T* (&table)[kMaxObjects], Real* pointer, int (*&destroy_real)(Real*), Release release) {
+  resolve_real_verbs();
+  T* object = find_virtual(table, pointer);
+  if (!object) return destroy_real(pointer);
+  int rc = object->real ? destroy_real(object->real) : 0;
+  if (rc) return rc;
+  release(object);
+  remove(table, object);
+  free(object);
+  return 0;
+}
+
+template <typename T, typename Real>
+int destroy_virtual(T* (&table)[kMaxObjects], Real* pointer, int (*&destroy_real)(Real*)) {
+  return destroy_virtual(table, pointer, destroy_real, [](T*) {});
+}
+
 // The gate: every wrapper that calls into the library holds it. The checkpoint closes it while
 // user threads still run and waits until none is inside; then they may be stopped anywhere
 // without holding a lock of the library. Re-entrant per thread; the checkpoint thread holds it
@@ -110,6 +178,8 @@ int modify_real_qp(VQp* qp, const ibv_qp_attr& attr, int mask);
 // The current rkey of the memory region the QP's peer registered as `virtual_rkey` (published by
 // the peer at its re-creation); `virtual_rkey` itself for a region the peer registered since.
 uint32_t real_remote_rkey(const VQp* qp, uint32_t virtual_rkey);
+// The real address handle for the destination's current LID (made again when it changed).
+bool real_ah_for(VAh* ah, uint16_t real_dlid);
 
 // A QP of the computation by its virtual (LID, QP number) and its current real ones.
 struct RemoteQp {
