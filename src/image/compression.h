@@ -1,20 +1,25 @@
-// The compressions an image may use, by name: the one list the CLI and the coordinator check.
+// The compressions an image may use, by name, for the commands' option checks: the names are
+// protocol/compression.h's list.
 #pragma once
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "protocol/compression.h"
+
 namespace stasis::image {
 
-// zstd (level 1, the default), lz4 (fastest), none (stored as is).
 inline const std::vector<std::string>& compression_names() {
-  static const std::vector<std::string> names = {"zstd", "lz4", "none"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> list;
+    for (const auto& entry : protocol::kCompressionNames) list.emplace_back(entry.name);
+    return list;
+  }();
   return names;
 }
 inline bool is_compression_name(std::string_view name) {
-  for (const auto& n : compression_names())
-    if (n == name) return true;
-  return false;
+  StasisCompressionSetting setting;
+  return !name.empty() && protocol::compression_from_name(name, &setting);
 }
 inline constexpr const char* kCompressionChoices = "zstd, lz4 or none";
 

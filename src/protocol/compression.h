@@ -1,5 +1,5 @@
-// StasisCompressionSetting by name: how the commands, $STASIS_COMPRESS and the coordinator's
-// --compress spell it (image/compression.h lists the names).
+// The compressions by name, as the commands, $STASIS_COMPRESS and the coordinator's --compress
+// spell them: the one list (image/compression.h offers it to the commands).
 #pragma once
 #include <string_view>
 
@@ -7,19 +7,29 @@
 
 namespace stasis::protocol {
 
+struct CompressionName {
+  const char* name;
+  StasisCompressionSetting setting;
+};
+// zstd (level 1, the default), lz4 (fastest), none (stored as is).
+inline constexpr CompressionName kCompressionNames[] = {
+    {"zstd", STASIS_COMPRESSION_ZSTD},
+    {"lz4", STASIS_COMPRESSION_LZ4},
+    {"none", STASIS_COMPRESSION_NONE},
+};
+
 // "" is STASIS_COMPRESSION_DEFAULT; false for a name that is no compression.
 constexpr bool compression_from_name(std::string_view name, StasisCompressionSetting* out) {
-  if (name.empty())
+  if (name.empty()) {
     *out = STASIS_COMPRESSION_DEFAULT;
-  else if (name == "none")
-    *out = STASIS_COMPRESSION_NONE;
-  else if (name == "zstd")
-    *out = STASIS_COMPRESSION_ZSTD;
-  else if (name == "lz4")
-    *out = STASIS_COMPRESSION_LZ4;
-  else
-    return false;
-  return true;
+    return true;
+  }
+  for (const auto& entry : kCompressionNames)
+    if (name == entry.name) {
+      *out = entry.setting;
+      return true;
+    }
+  return false;
 }
 
 }  // namespace stasis::protocol
