@@ -99,56 +99,83 @@ def unified_diff(expected: list[bytes], actual: list[bytes], max_lines: int = 80
 class Segment:
     """Output of one process in the chain launch -> restart 1 -> restart 2 ...
 
-    before_ckpt: how many of this segment's lines existed when the checkpoint that the NEXT
-    segment restarts from began (those lines must not be printed again), or None if unknown."""
+    before_ckpt: how many of this segment's complete lines existed when the checkpoint that the
+    NEXT segment restarts from began (those lines must not be printed again), or None if unknown."""
 
     def __init__(self, name: str, data: bytes, before_ckpt: int | None = None):
         self.name = name
+        self.data = data
         self.lines = split_lines(data)
         self.before_ckpt = before_ckpt
+
+    def bytes_before_ckpt(self) -> int:
+        return len(b"".join(self.lines[: self.before_ckpt or 0]))
+
+
+def common_prefix_length(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix, by bisection over slice comparisons (done in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def merge_segments(reference: bytes, segments: list[Segment]) -> tuple[bool, list[bytes], str]:
     """Splices the segments the way a correct restart would: the output of segment j+1 continues
-    segment j from some line k (k >= the lines printed before the checkpoint began). Returns
-    (ok, combined lines, explanation)."""
-    ref = split_lines(reference)
-    combined = list(segments[0].lines)
+    segment j from some byte k (k >= the bytes of the lines printed before the checkpoint began).
+    The cut may fall inside a line: a launcher that forwards its ranks' output (MPICH's hydra)
+    writes in chunks, so a checkpoint can come after "step 20 " and before the rest of that line.
+    Returns (ok, combined lines, explanation)."""
+    combined = segments[0].data
     start = 0  # where the current segment starts inside combined
     notes = []
     for j in range(1, len(segments)):
         prev, seg = segments[j - 1], segments[j]
         final = j == len(segments) - 1
-        hi = start + len(prev.lines)
-        lo = start + (prev.before_ckpt if prev.before_ckpt is not None else 0)
-        lo = min(lo, hi)
+        hi = start + len(prev.data)
+        lo = min(start + prev.bytes_before_ckpt(), hi)
+        # Every cut keeps combined[:k], so k cannot pass the first difference from the reference.
+        top = min(hi, common_prefix_length(combined[:hi], reference))
         chosen = None
-        for k in range(hi, lo - 1, -1):
-            cand = combined[:k] + seg.lines
-            if (cand == ref) if final else (ref[: len(cand)] == cand):
+        if final:
+            k = len(reference) - len(seg.data)
+            if lo <= k <= top and reference[k:] == seg.data:
                 chosen = k
-                break
+        elif not seg.data:
+            chosen = top if top >= lo else None
+        else:
+            probe = seg.data[:256]
+            k = reference.rfind(probe, lo, top + len(probe))
+            while k >= lo:
+                if k <= top and reference.startswith(seg.data, k):
+                    chosen = k
+                    break
+                k = reference.rfind(probe, lo, k + len(probe) - 1)
         if chosen is None:
             # Best guess for the diff: where the segment's first line appears after lo, else hi.
             guess = hi
-            if seg.lines:
-                for k in range(lo, hi):
-                    if combined[k] == seg.lines[0]:
-                        guess = k
-                        break
-            combined = combined[:guess] + seg.lines
-            first = seg.lines[0].decode("utf-8", "replace").rstrip() if seg.lines else "(nothing)"
-            return False, combined, (
+            first_line = seg.lines[0] if seg.lines else b""
+            if first_line:
+                at = combined.find(first_line, lo, hi)
+                guess = at if at >= 0 else hi
+            combined = combined[:guess] + seg.data
+            first = first_line.decode("utf-8", "replace").rstrip() if first_line else "(nothing)"
+            return False, split_lines(combined), (
                 f"{seg.name} does not continue {prev.name}: its first line is {first!r}; no cut of "
-                f"{prev.name}'s output between line {lo - start} (lines printed before the checkpoint "
-                f"began) and line {hi - start} (all it printed) followed by {seg.name}'s output "
-                f"{'equals' if final else 'is a prefix of'} the reference")
-        notes.append(f"{seg.name} continues {prev.name} after its line {chosen - start}")
-        combined = combined[:chosen] + seg.lines
+                f"{prev.name}'s output between byte {lo - start} (end of the {prev.before_ckpt or 0} "
+                f"lines printed before the checkpoint began) and byte {hi - start} (all it printed) "
+                f"followed by {seg.name}'s output {'equals' if final else 'is a prefix of'} the reference")
+        line_no = combined[:chosen].count(b"\n") - combined[:start].count(b"\n")
+        notes.append(f"{seg.name} continues {prev.name} after its byte {chosen - start} (line {line_no})")
+        combined = combined[:chosen] + seg.data
         start = chosen
-    if combined != ref:
-        return False, combined, "combined output differs from the reference"
-    return True, combined, "; ".join(notes) or "output equals the reference"
+    if combined != reference:
+        return False, split_lines(combined), "combined output differs from the reference"
+    return True, split_lines(combined), "; ".join(notes) or "output equals the reference"
 
 
 def check_append_file(reference: bytes, actual: bytes) -> tuple[bool, str]:
@@ -186,6 +213,12 @@ def selftest() -> int:
         ([Segment("l", j(L[:4]), 2), Segment("r1", j(L[3:7]), 2), Segment("r2", b"")], False),
         ([Segment("launch", j(L[:6]), 4), Segment("restart", j(L[6:]).replace(b"step 9", b"step 8"))], False),
         ([Segment("launch", j(L[:6]), None), Segment("restart", j(L[2:]))], True),
+        # a cut inside a line: "step 5" was out before the checkpoint, its newline after it
+        ([Segment("launch", j(L[:4]) + b"step 5", 4), Segment("restart", b"\n" + j(L[5:]))], True),
+        ([Segment("launch", j(L[:6]), 4), Segment("restart", j(L[4:])[3:])], True),
+        ([Segment("launch", j(L[:6]), 4), Segment("restart", j(L[4:])[3:].replace(b"step 7\n", b""))], False),  # gap
+        ([Segment("launch", j(L[:6]), 4), Segment("restart", j(L[3:])[3:])], False),  # before lo
+        ([Segment("l", j(L[:4]), 2), Segment("r1", j(L[2:7]) + b"st", 5), Segment("r2", j(L[7:])[2:])], True),
     ]
     failures = 0
     for n, (segs, want) in enumerate(cases):
