@@ -18,6 +18,8 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev python3-mpi4py python3-numpy lammps
   # a private one-node Slurm cluster per Slurm test
   slurm-wlm munge
+  # restart under another kernel: a QEMU guest booting Debian's kernel (tests/other_kernel)
+  qemu-system-x86 busybox-static kmod cpio linux-image-amd64
 )
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -73,6 +73,12 @@ nlohmann::json to_json(const image::Image& img, const std::vector<image::Image>&
                     {"hostname", p.hostname}, {"uid", p.uid},           {"umask", fmt::format("{:04o}", p.umask)},
                     {"generation", p.generation}, {"checkpoint_signal", p.checkpoint_signal},
                     {"brk", fmt::format("{:#x}", p.mm.brk)}};
+  const StasisVdsoLayout& v = p.vdso;
+  out["vdso"] = {{"vdso", fmt::format("{:#x}-{:#x}", v.vdso_start, v.vdso_end)},
+                 {"vvar", fmt::format("{:#x}-{:#x}", v.vvar_start, v.vvar_end)},
+                 {"vvar_vclock", fmt::format("{:#x}-{:#x}", v.vvar_vclock_start, v.vvar_vclock_end)},
+                 {"checksum", fmt::format("{:#018x}", v.vdso_checksum)},
+                 {"saved_bytes", img.vdso_text().size()}};
   json threads = json::array();
   for (const auto& t : img.threads())
     threads.push_back({{"tid", t.tid},
@@ -162,6 +168,9 @@ class InspectCommand : public Command {
     fmt::print("process    pid {} (launched as {}) {} exe {} cwd {}\n", p.pid, p.original_pid, p.comm,
                p.exe, p.cwd);
     fmt::print("cpu        xcr0 {:#x}, xsave area {} bytes\n", h.xcr0, h.xsave_size);
+    fmt::print("vdso       {:#x}-{:#x}, checksum {:#018x}, {} bytes saved (restart under another kernel {})\n",
+               p.vdso.vdso_start, p.vdso.vdso_end, p.vdso.vdso_checksum, img.vdso_text().size(),
+               img.vdso_text().empty() ? "refused" : "possible");
     if (const StasisParentRecord* parent = img.parent()) {
       fmt::print("parent     generation {} ({}), increment depth {}, chain {:#018x}\n",
                  parent->parent_generation, parent->parent_image, parent->depth, parent->chain_id);

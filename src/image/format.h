@@ -81,7 +81,13 @@ enum StasisRecordType STASIS_ENUM_BASE {
   // offset of every record before it, so a reader that needs no payload (restart --lazy) reads
   // the file's tail instead of one header per megabyte. END's index_offset says where it is.
   STASIS_REC_INDEX = 11,
+  // The bytes of the process's vdso (arg = its address; uncompressed; at most
+  // STASIS_MAX_VDSO_TEXT): a restart under a kernel with another vdso puts them back and points
+  // their functions at the new one (src/restart/vdso_proxy.cc). Absent in older images: those
+  // restart only under a kernel with the same vdso.
+  STASIS_REC_VDSO = 12,
 };
+#define STASIS_MAX_VDSO_TEXT (32 * 1024)
 
 struct StasisImageHeader {
   char magic[8];            // STASIS_IMAGE_MAGIC, no NUL

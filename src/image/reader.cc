@@ -60,6 +60,8 @@ Image& Image::operator=(Image&& other) noexcept {
   fd_data_ = std::move(other.fd_data_);
   fd_data_payloads_ = std::move(other.fd_data_payloads_);
   end_ = other.end_;
+  vdso_text_ = std::move(other.vdso_text_);
+  vdso_text_address_ = other.vdso_text_address_;
   have_process_ = other.have_process_;
   parent_ = other.parent_;
   has_parent_ = other.has_parent_;
@@ -358,6 +360,14 @@ void Image::take_record(const StasisRecordHeader& h, uint64_t offset, const std:
       fd_data_.push_back(ref);
       break;
     }
+    case STASIS_REC_VDSO:
+      if (h.stored_size != h.raw_size || h.raw_size == 0 || h.raw_size > STASIS_MAX_VDSO_TEXT ||
+          h.compression != STASIS_COMPRESS_NONE || !vdso_text_.empty())
+        throw Error(fmt::format("{} is corrupt: the vdso record at byte {} has an impossible size "
+                                "({} bytes) or is not the only one", path, offset, h.raw_size));
+      vdso_text_.assign(payload.begin(), payload.begin() + static_cast<long>(h.raw_size));
+      vdso_text_address_ = h.arg;
+      break;
     case STASIS_REC_REGION: {
       Region region;
       region.record = payload_as<StasisRegionRecord>(payload, h, path, "REGION");

@@ -82,6 +82,10 @@ class Image {
         f.same_description_as = -1;
   }
   const StasisEndRecord& end() const { return end_; }
+  // The saved bytes of the process's vdso and where they were (empty in images older than the
+  // VDSO record).
+  const std::vector<unsigned char>& vdso_text() const { return vdso_text_; }
+  uint64_t vdso_text_address() const { return vdso_text_address_; }
   // The PARENT record of an incremental image; nullptr for a full one.
   const StasisParentRecord* parent() const { return has_parent_ ? &parent_ : nullptr; }
 
@@ -110,6 +114,8 @@ class Image {
   std::vector<FdDataRef> fd_data_;
   std::vector<std::vector<char>> fd_data_payloads_;  // by index in fd_data_, after load_fd_data()
   StasisEndRecord end_{};
+  std::vector<unsigned char> vdso_text_;
+  uint64_t vdso_text_address_ = 0;
   bool have_process_ = false;
   StasisParentRecord parent_{};
   bool has_parent_ = false;

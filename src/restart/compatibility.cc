@@ -4,16 +4,14 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include <fmt/format.h>
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include "common/error.h"
 #include "plugins/files/restore.h"
 #include "restart/loader_protocol.h"
+#include "restart/vdso_proxy.h"
 
 namespace fs = std::filesystem;
 
@@ -38,28 +36,6 @@ std::string xsave_feature_names(uint64_t bits) {
   return out;
 }
 
-struct OwnVdso {
-  uint64_t vvar = 0, vvar_vclock = 0, vdso = 0;  // sizes
-  uint64_t vdso_checksum = 0;
-};
-
-OwnVdso own_vdso() {
-  OwnVdso v;
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    uint64_t start = 0, end = 0;
-    if (sscanf(line.c_str(), "%lx-%lx", &start, &end) != 2) continue;
-    if (line.ends_with("[vvar]")) v.vvar = end - start;
-    if (line.ends_with("[vvar_vclock]")) v.vvar_vclock = end - start;
-    if (line.ends_with("[vdso]")) {
-      v.vdso = end - start;
-      v.vdso_checksum = XXH3_64bits(reinterpret_cast<void*>(start), end - start);
-    }
-  }
-  return v;
-}
-
 }  // namespace
 
 // Everything that would make the restart fail after this process has been replaced is checked
@@ -70,14 +46,8 @@ void check_restartable(const image::Image& img) {
   if (missing)
     throw Error(fmt::format("{} needs CPU state this machine lacks ({}); restart it on a CPU with "
                             "these features", img.path(), xsave_feature_names(missing)));
-  const auto& saved = img.process().vdso;
-  OwnVdso own = own_vdso();
-  if (saved.vdso_start && (saved.vdso_end - saved.vdso_start != own.vdso ||
-                           saved.vvar_end - saved.vvar_start != own.vvar ||
-                           saved.vvar_vclock_end - saved.vvar_vclock_start != own.vvar_vclock ||
-                           saved.vdso_checksum != own.vdso_checksum))
-    throw Error(fmt::format("{} was taken under a kernel with a different vdso; restart it on a "
-                            "machine running the same kernel", img.path()));
+  // Another kernel's vdso: the restart redirects the saved one to it, if it can (vdso_proxy.cc).
+  if (KernelVdso own = own_kernel_vdso(); !same_vdso(img, own)) plan_vdso_proxy(img, own);
   for (const auto& region : img.regions()) {
     const auto& r = region.record;
     if (r.start < STASIS_LOADER_LIMIT && r.end > STASIS_LOADER_BASE)
@@ -89,8 +59,11 @@ void check_restartable(const image::Image& img) {
     if (stat(r.path, &st) != 0)
       throw Error(fmt::format("{} was mapped by the program and is gone; restore it to restart", r.path));
     int64_t mtime = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    // Size and modification time name the file's contents; its inode does not: the same library
+    // on another node (installed from the same package) or seen through another file system
+    // client (NFS, 9p) has another inode.
     if (r.kind == STASIS_REGION_FILE_PRIVATE &&
-        (st.st_ino != r.file_ino || static_cast<uint64_t>(st.st_size) != r.file_size || mtime != r.file_mtime_ns))
+        (static_cast<uint64_t>(st.st_size) != r.file_size || mtime != r.file_mtime_ns))
       throw Error(fmt::format("{} changed since the checkpoint (the program mapped it); restart "
                               "would run mismatched code or data", r.path));
   }

@@ -180,6 +180,52 @@ static void move_mapping(unsigned long from, unsigned long len, unsigned long to
   if (is_error(r)) die("cannot move the vdso/vvar pages", r);
 }
 
+// The saved vdso's bytes at their address, each exported function's entry replaced by a jump to
+// the running kernel's one (or by the system call it stands for); its vvar pages become zero
+// pages, which its code reads as "no usable clock" (see StasisVdsoProxy).
+static void redirect_saved_vdso(const StasisVdsoLayout* saved, const StasisVdsoProxy* proxy,
+                                unsigned long new_vdso) {
+  unsigned long start = saved->vdso_start, len = saved->vdso_end - saved->vdso_start;
+  if (len != proxy->text_len || len > sizeof proxy->text) die("the restart plan's vdso has the wrong size", 0);
+  long r = STASIS_SYS6(SYS_mmap, start, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (is_error(r)) die("cannot map the saved vdso again", r);
+  memcpy((void*)start, proxy->text, len);
+  for (uint32_t i = 0; i < proxy->patch_count && i < STASIS_MAX_VDSO_PATCHES; i++) {
+    const StasisVdsoPatch* p = &proxy->patches[i];
+    unsigned char* at = (unsigned char*)(start + p->old_offset);
+    unsigned long need = p->kind == STASIS_VDSO_JUMP ? 12 : 8;
+    if (p->old_offset + need > len) die("the restart plan patches outside the vdso", p->old_offset);
+    if (p->kind == STASIS_VDSO_JUMP) {
+      unsigned long target = new_vdso + p->target;
+      at[0] = 0x48, at[1] = 0xb8;  // movabs $target, %rax
+      memcpy(at + 2, &target, 8);
+      at[10] = 0xff, at[11] = 0xe0;  // jmp *%rax
+    } else if (p->kind == STASIS_VDSO_SYSCALL) {
+      uint32_t nr = (uint32_t)p->target;
+      at[0] = 0xb8;  // mov $nr, %eax
+      memcpy(at + 1, &nr, 4);
+      at[5] = 0x0f, at[6] = 0x05, at[7] = 0xc3;  // syscall; ret
+    } else if (p->kind == STASIS_VDSO_FAIL) {
+      int32_t value = -(int32_t)p->target;
+      at[0] = 0x48, at[1] = 0xc7, at[2] = 0xc0;  // mov $value, %rax (sign-extended)
+      memcpy(at + 3, &value, 4);
+      at[7] = 0xc3;  // ret
+    } else {
+      die("the restart plan has an unknown vdso patch", p->kind);
+    }
+  }
+  r = STASIS_SYS3(SYS_mprotect, start, len, PROT_READ | PROT_EXEC);
+  if (r != 0) die("cannot make the saved vdso executable", r);
+  unsigned long vvars[2][2] = {{saved->vvar_start, saved->vvar_end},
+                               {saved->vvar_vclock_start, saved->vvar_vclock_end}};
+  for (int v = 0; v < 2; v++) {
+    if (!vvars[v][0]) continue;
+    r = STASIS_SYS6(SYS_mmap, vvars[v][0], vvars[v][1] - vvars[v][0], PROT_READ,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (is_error(r)) die("cannot map the saved vvar range", r);
+  }
+}
+
 // A System V segment is attached whole at its first region (offset 0 in the segment); the
 // attachment's later regions (split by mprotect) are already mapped then.
 static long attach_shm_segment(const StasisLoaderRegion* region) {
@@ -304,13 +350,24 @@ void loader_main(long* initial_sp) {
   for (int fd = 0; fd < 1024; fd++)
     if (g_objects_to_close[fd / 64] & (1ul << (fd % 64))) STASIS_SYS1(SYS_close, fd);
 
-  // 4. vvar/vdso back to the addresses the program's code remembers.
+  // 4. vvar/vdso back to the addresses the program's code remembers; under another kernel, the
+  //    kernel's to a free place and the saved vdso, redirected to it, back where it was.
   for (int s = 0; s < 3; s++) {
     if (!specials[s].current_start) continue;
     unsigned long parked = STASIS_LOADER_SCRATCH + (specials[s].current_start - current_base);
     unsigned long len = specials[s].current_end - specials[s].current_start;
-    if (*specials[s].saved_start) move_mapping(parked, len, *specials[s].saved_start);
+    if (g_plan.vdso_proxy.active)
+      move_mapping(parked, len, g_plan.vdso_proxy.new_base + (specials[s].current_start - current_base));
+    else if (*specials[s].saved_start) move_mapping(parked, len, *specials[s].saved_start);
     else STASIS_SYS2(SYS_munmap, parked, len);
+  }
+  if (g_plan.vdso_proxy.active) {
+    unsigned long new_vdso = 0;
+    for (int s = 0; s < 3; s++)
+      if (str_eq(specials[s].name, "[vdso]") && specials[s].current_start)
+        new_vdso = g_plan.vdso_proxy.new_base + (specials[s].current_start - current_base);
+    if (!new_vdso) die("this kernel gave the restart no vdso to redirect the saved one to", 0);
+    redirect_saved_vdso(&g_plan.vdso, &g_plan.vdso_proxy, new_vdso);
   }
 
   // 5. Heap break, argument/environment bounds, auxv (unprivileged since Linux 3.18).

@@ -14,6 +14,7 @@
 #include "cli/progress.h"
 #include "common/error.h"
 #include "plugins/files/restore.h"
+#include "restart/vdso_proxy.h"
 
 namespace stasis::restart {
 
@@ -128,6 +129,7 @@ void feed_loader(const image::Image& img, const AncestorFds& ancestors,
   plan.restore_mm = 1;
   plan.image_fd = image_fd;
   plan.vdso = proc.vdso;
+  if (KernelVdso own = own_kernel_vdso(); !same_vdso(img, own)) plan.vdso_proxy = plan_vdso_proxy(img, own);
   plan.mm = proc.mm;
   plan.restart_info_addr = proc.restart_info_addr;
   plan.restart_info = info;

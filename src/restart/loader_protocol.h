@@ -153,6 +153,33 @@ static inline void stasis_pid_table_map(StasisPidTable* table, long virt, long r
   __atomic_store_n(&table->real_of_virtual[virt], (uint32_t)real, __ATOMIC_RELEASE);
 }
 
+// Restart under a kernel whose vdso differs from the checkpoint's (src/restart/vdso_proxy.cc):
+// the kernel's vvar/vdso go to `new_base` (a range no saved mapping uses, keeping their relative
+// layout), the saved vdso's bytes go back where they were, and each function they export is
+// patched to jump to the same function of the new vdso (or, where the new kernel lacks it, to
+// make the system call it stands for). The program's cached pointers into the old vdso keep
+// working. The saved vvar ranges become read-only zero pages: an old vdso function interrupted
+// mid-way by the checkpoint reads "no usable clock" there and falls back to the system call.
+#define STASIS_MAX_VDSO_PATCHES 32
+enum StasisVdsoPatchKind STASIS_ENUM_BASE {
+  STASIS_VDSO_JUMP = 1,     // movabs $new_vdso+target, %rax; jmp *%rax
+  STASIS_VDSO_SYSCALL = 2,  // mov $target, %eax; syscall; ret
+  STASIS_VDSO_FAIL = 3,     // mov $-target, %rax; ret (a service this kernel does not offer)
+};
+typedef struct StasisVdsoPatch {
+  uint32_t kind;          // StasisVdsoPatchKind
+  uint32_t old_offset;    // the function's entry, from the saved vdso's start
+  uint64_t target;        // JUMP: offset in the new vdso; SYSCALL: the system call number
+} StasisVdsoPatch;
+typedef struct StasisVdsoProxy {
+  uint32_t active;        // 0: the kernel's vdso is the saved one: move it back, nothing else
+  uint32_t patch_count;
+  uint64_t new_base;      // where the lowest of the kernel's vvar/vdso mappings goes
+  uint64_t text_len;      // saved vdso_end - vdso_start
+  StasisVdsoPatch patches[STASIS_MAX_VDSO_PATCHES];
+  unsigned char text[STASIS_MAX_VDSO_TEXT];
+} StasisVdsoProxy;
+
 #define STASIS_MAX_ANCESTOR_FDS 16
 struct StasisLoaderPlan {
   uint64_t magic;
@@ -167,6 +194,7 @@ struct StasisLoaderPlan {
   // The images an incremental image builds on, open for mapped chunks (0: none); the loader
   // closes them once every region is mapped.
   int32_t ancestor_image_fds[STASIS_MAX_ANCESTOR_FDS];
+  StasisVdsoProxy vdso_proxy;
 };
 
 struct StasisLoaderThread {

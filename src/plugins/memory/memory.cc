@@ -1,7 +1,8 @@
 // Memory: every mapping of the process, saved as a REGION record followed by PAGES records for
 // the pages that hold data only memory has (populated anonymous pages, pages of private file
 // mappings modified in memory, shared anonymous pages). Clean file pages are re-mapped from their
-// file at restart; vdso/vvar are recorded (not saved) because the kernel provides them anew.
+// file at restart. The kernel provides vdso/vvar anew: their layout is recorded, and the vdso's
+// bytes saved for a restart under another kernel (src/restart/vdso_proxy.cc).
 #include "plugins/memory/memory.h"
 
 #include "plugins/saved_files/saved_files.h"
@@ -365,6 +366,12 @@ bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
       if (str_eq(m.path, "[vdso]")) {
         vdso->vdso_start = m.start, vdso->vdso_end = m.end;
         vdso->vdso_checksum = XXH3_64bits(reinterpret_cast<void*>(m.start), m.end - m.start);
+        // Its bytes too: a restart under another kernel needs the functions the program may hold
+        // pointers to (a few pages; the kernel maps the vdso readable).
+        if (m.end - m.start <= STASIS_MAX_VDSO_TEXT)
+          ok = writer.add_record(STASIS_REC_VDSO, m.start, reinterpret_cast<const void*>(m.start),
+                                 m.end - m.start);
+        if (!ok) error << "saving the vdso failed: " << (writer.failure() ? writer.failure() : "write");
         continue;
       }
       if (str_eq(m.path, "[vvar]")) { vdso->vvar_start = m.start, vdso->vvar_end = m.end; continue; }

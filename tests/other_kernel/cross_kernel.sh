@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Checkpoint under one kernel, restart under another, both ways (tests/other_kernel/README.md).
+#
+#   cross_kernel.sh STASIS CLOCK_CALLS PARENT_DIR
+#
+# 1. Here: an uninterrupted run of clock_calls (the reference), then a launch checkpointed and
+#    killed. 2. One guest boot (guest.sh, another Debian kernel): restart that checkpoint there,
+#    and launch + checkpoint + kill a run of its own. 3. Here: restart the guest's checkpoint to
+#    the end, twice, the second time with a checkpoint and restart on the way. Every run that
+#    completes must leave the reference's output. A restart this machine's CPU features make
+#    impossible in the guest (QEMU without KVM emulates no AVX-512) must be refused by name.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+STEPS=40 DELAY_MS=100 WAIT_LINES=8
+
+note() { echo "[cross-kernel $(date +%T) $(uname -r)] $*"; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+# coordinator NAME CKPT_DIR: a coordinator of our own, its variables exported.
+coordinator() {
+  export STASIS_RUNTIME_DIR=$W/$1.runtime STASIS_CKPT_DIR=$2
+  mkdir -p -m 700 "$STASIS_RUNTIME_DIR" "$STASIS_CKPT_DIR"
+  rm -f "$W/$1.port"
+  "$STASIS" coordinator --port 0 --port-file "$W/$1.port" --ckpt-dir "$STASIS_CKPT_DIR" --daemon --exit-when-idle
+  export STASIS_COORD=127.0.0.1:$(cat "$W/$1.port")
+}
+
+# wait_lines FILE N: until FILE has N step lines (or 180 s: an emulated CPU is slow).
+wait_lines() {
+  for _ in $(seq 1800); do
+    [ "$(grep -c '^step' "$1" 2>/dev/null || true)" -ge "$2" ] && return 0
+    sleep 0.1
+  done
+  fail "$1 has fewer than $2 step lines after 180 s: $(tail -n 2 "$1" 2>/dev/null)"
+}
+
+# launch_and_checkpoint NAME: launch clock_calls with stdout to W/NAME.out, checkpoint --kill it
+# after WAIT_LINES lines; the generation goes to W/NAME.gen.
+launch_and_checkpoint() {
+  coordinator "$1" "$W/$1.ckpt"
+  "$STASIS" launch -- "$PROG" "$STEPS" "$DELAY_MS" > "$W/$1.out" 2> "$W/$1.launch.err" &
+  local pid=$!
+  wait_lines "$W/$1.out" "$WAIT_LINES"
+  "$STASIS" checkpoint --kill > "$W/$1.gen" 2> "$W/$1.ckpt.err" || fail "checkpoint of $1: $(cat "$W/$1.ckpt.err")"
+  wait "$pid" 2>/dev/null || true
+  note "$1: checkpoint $(cat "$W/$1.gen") after $(grep -c '^step' "$W/$1.out") lines"
+}
+
+# restart_to_end GEN OUT NAME [again]: restart GEN (its stdout is OUT) with a new coordinator;
+# with "again", checkpoint --kill it once it runs and restart that checkpoint to the end.
+restart_to_end() {
+  local gen=$1 out=$2 name=$3
+  coordinator "$name" "$(dirname "$gen")"
+  if [ -n "${4:-}" ]; then
+    "$STASIS" restart "$gen" 2> "$W/$name.err" &
+    local pid=$! again=
+    # As soon as the restarted program has joined its coordinator (its output file already
+    # holds every line from the run before, so lines tell nothing).
+    for _ in $(seq 300); do
+      again=$("$STASIS" checkpoint --kill 2>> "$W/$name.err") && break
+      again=
+      sleep 0.1
+    done
+    [ -n "$again" ] || fail "checkpoint of the restarted $name: $(cat "$W/$name.err")"
+    wait "$pid" 2>/dev/null || true
+    note "$name: checkpoint $again of the restarted program after $(grep -c '^step' "$out") lines"
+    gen=$again
+  fi
+  "$STASIS" restart "$gen" 2>> "$W/$name.err"
+}
+
+same_as_reference() {
+  cmp -s "$W/reference.out" "$1" || {
+    diff "$W/reference.out" "$1" | head -n 20
+    fail "$2: $1 differs from the uninterrupted run"
+  }
+  note "$2: output identical to the uninterrupted run ($(wc -l < "$1") lines)"
+}
+
+case "${1:-}" in
+  guest-part)  # inside the guest: cross_kernel.sh guest-part STASIS PROG W
+    STASIS=$2 PROG=$3 W=$4
+    note "guest up ($(hostname))"
+    cp "$W/host.out" "$W/host-in-guest.out.before"
+    if restart_to_end "$(cat "$W/host.gen")" "$W/host.out" host-in-guest; then
+      echo 0 > "$W/host-in-guest.status"
+    else
+      echo $? > "$W/host-in-guest.status"
+    fi
+    launch_and_checkpoint guest
+    exit 0
+    ;;
+esac
+
+[ $# -eq 3 ] || { echo "usage: cross_kernel.sh STASIS CLOCK_CALLS PARENT_DIR" >&2; exit 2; }
+STASIS=$1 PROG=$2
+bash "$HERE/guest.sh" check || exit $?
+mkdir -p "$3"
+W=$(mktemp -d "$(cd "$3" && pwd)/cross-kernel.XXXXXX")
+cleanup() { "$STASIS" kill >/dev/null 2>&1 || true; [ "${STASIS_TEST_KEEP:-0}" = 1 ] || rm -rf "$W"; }
+trap cleanup EXIT
+
+"$PROG" "$STEPS" "$DELAY_MS" > "$W/reference.out"
+grep -q '^done' "$W/reference.out" || fail "the uninterrupted run failed: $(tail -n 1 "$W/reference.out")"
+launch_and_checkpoint host
+
+note "booting the guest"
+set +e
+bash "$HERE/guest.sh" run "$W" "bash '$HERE/cross_kernel.sh' guest-part '$STASIS' '$PROG' '$W'"
+guest_rc=$?
+set -e
+sed 's/^/   guest | /' "$W/guest.log"
+[ "$guest_rc" -eq 0 ] || fail "the guest part failed (status $guest_rc)"
+guest_kernel=$(sed -n 's/^\[cross-kernel [0-9:]* \([^]]*\)\] guest up.*/\1/p' "$W/guest.log" | head -n 1)
+[ -n "$guest_kernel" ] && [ "$guest_kernel" != "$(uname -r)" ] ||
+  fail "the guest ran kernel '$guest_kernel', not one other than this machine's $(uname -r)"
+
+# This machine's checkpoint, restarted in the guest.
+if [ "$(cat "$W/host-in-guest.status")" = 0 ]; then
+  same_as_reference "$W/host.out" "checkpoint under $(uname -r), restart under $guest_kernel"
+elif grep -q "needs CPU state this machine lacks" "$W/host-in-guest.err"; then
+  cmp -s "$W/host.out" "$W/host-in-guest.out.before" || fail "the refused restart in the guest changed $W/host.out"
+  note "checkpoint under $(uname -r), restart under $guest_kernel: refused, as it must be on the" \
+       "guest's emulated CPU: $(grep -m1 'needs CPU state' "$W/host-in-guest.err")"
+else
+  cat "$W/host-in-guest.err"
+  fail "the restart under $guest_kernel failed (status $(cat "$W/host-in-guest.status"))"
+fi
+
+# The guest's checkpoint, restarted here: to the end, then again with a checkpoint on the way.
+gen=$(cat "$W/guest.gen")
+restart_to_end "$gen" "$W/guest.out" guest-here ||
+  fail "restart under $(uname -r) of the checkpoint taken under $guest_kernel: $(cat "$W/guest-here.err")"
+same_as_reference "$W/guest.out" "checkpoint under $guest_kernel, restart under $(uname -r)"
+restart_to_end "$gen" "$W/guest.out" guest-here-again again ||
+  fail "second restart (with a checkpoint under $(uname -r) on the way): $(cat "$W/guest-here-again.err")"
+same_as_reference "$W/guest.out" "the same checkpoint restarted again, checkpointed and restarted here"
+echo "PASS"
