@@ -16,22 +16,13 @@ TimerfdSettimeFn g_timerfd_settime;
 // safe); a call before that resolves on the spot.
 __attribute__((constructor)) void resolve_timerfd_settime() { next_symbol(g_timerfd_settime, "timerfd_settime"); }
 
-// From fdinfo, read into a small buffer on the stack: any user thread may be setting a timer.
+// From fdinfo (its reader keeps to the stack: any user thread may be setting a timer).
 int32_t clock_of_timerfd(int fd) {
-  char path[64] = "/proc/self/fdinfo/";
-  format_uint(path + str_len(path), static_cast<unsigned long>(fd));
-  char text[1024];
-  if (read_small_file(path, text, sizeof text) <= 0) return -1;
-  for (const char* line = text; *line;) {
-    if (str_starts(line, "clockid:")) {
-      const char* p = line + 8;
-      while (*p == ' ' || *p == '\t') p++;
-      return static_cast<int32_t>(parse_decimal(p));
-    }
-    while (*line && *line != '\n') line++;
-    if (*line) line++;
-  }
-  return -1;
+  int32_t clock = -1;
+  for_each_fdinfo_line(fd, [&](const char* line) {
+    if (str_starts(line, "clockid:")) clock = static_cast<int32_t>(parse_decimal(fdinfo_field(line, "clockid:")));
+  });
+  return clock;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "common/fdinfo.h"
 #include "image/kind_data.h"
 #include "runtime/rt.h"
 
@@ -67,52 +68,7 @@ struct CaptureKind {
 extern const CaptureKind kCaptureKinds[];
 extern const unsigned kCaptureKindCount;
 
-// ---- reading fdinfo (events, locks) --------------------------------------------------------------
-// Calls fn(line) for each line of /proc/self/fdinfo/<fd>, without its newline.
-template <typename Fn>
-inline bool for_each_fdinfo_line(int fd, Fn&& fn) {
-  char path[48] = "/proc/self/fdinfo/";
-  format_uint(path + 18, static_cast<unsigned long>(fd));
-  long in = STASIS_SYS3(SYS_open, path, O_RDONLY | O_CLOEXEC, 0);
-  if (in < 0) return false;
-  char buf[4096];
-  size_t have = 0;
-  for (;;) {
-    long n = STASIS_SYS3(SYS_read, in, buf + have, sizeof buf - 1 - have);
-    if (n == -EINTR) continue;
-    if (n <= 0) break;
-    have += static_cast<size_t>(n);
-    size_t start = 0;
-    for (size_t i = 0; i < have; i++)
-      if (buf[i] == '\n') {
-        buf[i] = 0;
-        fn(static_cast<const char*>(buf + start));
-        start = i + 1;
-      }
-    if (start == 0 && have == sizeof buf - 1) start = have;  // no line is this long: skip it
-    __builtin_memmove(buf, buf + start, have - start);
-    have -= start;
-  }
-  STASIS_SYS1(SYS_close, in);
-  if (have) {
-    buf[have] = 0;
-    fn(static_cast<const char*>(buf));
-  }
-  return true;
-}
-
-// The text after "name" in `line` (where name starts the line or follows a blank), blanks
-// skipped; nullptr if absent.
-inline const char* fdinfo_field(const char* line, const char* name) {
-  for (const char* p = line; *p; p++) {
-    if ((p == line || p[-1] == ' ' || p[-1] == '\t') && str_starts(p, name)) {
-      p += str_len(name);
-      while (*p == ' ' || *p == '\t') p++;
-      return p;
-    }
-  }
-  return nullptr;
-}
+// Reading fdinfo: for_each_fdinfo_line and fdinfo_field (common/fdinfo.h).
 
 inline uint64_t parse_decimal(const char* p) {
   uint64_t v = 0;

@@ -18,7 +18,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/fixed_text.h"
+#include "common/fdinfo.h"
 #include "plugins/infiniband/ib_plugin.h"
 #include "runtime/rt.h"  // for_each_proc_number (header only)
 
@@ -51,25 +51,13 @@ long decimal_after(const char* text, const char* key) {
 
 // The registrations of `target` in the epoll set `epoll_fd` ("tfd: N events: X data: Y" lines
 // of its fdinfo, fs/eventpoll.c).
-void note_registrations(VChannel* ch, long epoll_fd, const char* fd_name, int target) {
-  char path[64] = "/proc/self/fdinfo/";
-  FixedText(path, sizeof path) << fd_name;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  char text[8192];
-  ssize_t got = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (got <= 0) return;
-  text[got] = 0;
-  for (char* line = text; line && *line;) {
-    char* end = strchr(line, '\n');
-    if (end) *end = 0;
+void note_registrations(VChannel* ch, long epoll_fd, int target) {
+  for_each_fdinfo_line(static_cast<int>(epoll_fd), [&](const char* line) {
     if (strncmp(line, "tfd:", 4) == 0 && decimal_after(line, "tfd:") == target &&
         ch->watcher_count < kMaxEpollWatchers)
       ch->watchers[ch->watcher_count++] = {static_cast<int>(epoll_fd), static_cast<uint32_t>(hex_after(line, "events:")),
                                            hex_after(line, "data:")};
-    line = end ? end + 1 : nullptr;
-  }
+  });
 }
 
 bool has_replayed_events(const VChannel* ch) {
@@ -100,7 +88,7 @@ void note_channel_watchers(VChannel* ch) {
     long len = readlinkat(static_cast<int>(dir), name, target, sizeof target - 1);
     if (len <= 0) return true;
     target[len] = 0;
-    if (strcmp(target, "anon_inode:[eventpoll]") == 0) note_registrations(ch, fd, name, number);
+    if (strcmp(target, "anon_inode:[eventpoll]") == 0) note_registrations(ch, fd, number);
     return true;
   });
 }
