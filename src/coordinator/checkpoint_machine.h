@@ -38,6 +38,7 @@ struct ImageResult {
   uint64_t image_bytes = 0;
   uint64_t memory_bytes = 0;
   uint64_t parent_generation = 0;  // an incremental image builds on that generation's
+  uint64_t checksum = 0;           // its END record's chain of record headers
 };
 
 // Where a checkpoint's time goes, to tell coordinating from writing as the process count grows.

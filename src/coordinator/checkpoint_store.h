@@ -35,6 +35,7 @@ struct ManifestProcess {
   uint64_t image_bytes = 0;
   uint64_t memory_bytes = 0;
   uint64_t parent_generation = 0;  // an incremental image: it builds on that generation's (0: full)
+  uint64_t image_checksum = 0;     // its END record's chain of every record header
 };
 
 struct Manifest {
@@ -47,6 +48,16 @@ struct Manifest {
 };
 
 nlohmann::json manifest_json(const Manifest& manifest);
+
+// What is wrong with the image file at `path`, or "" when it holds `bytes` bytes and ends with a
+// sound END record whose chain of record headers is `checksum` (the file the process wrote, and
+// all of it; restart verifies every payload).
+std::string image_fault(const std::string& path, uint64_t bytes, uint64_t checksum);
+
+// What is wrong with a manifest about to be written, or "": every image it names must be a
+// distinct file of its generation (image_fault), and every generation its increments build on
+// a complete one. Checked before a checkpoint is reported complete.
+std::string manifest_fault(const std::string& ckpt_dir, const Manifest& manifest);
 
 // Writes <ckpt_dir>/<generation>/MANIFEST.json durably.
 void write_manifest(const std::string& ckpt_dir, const Manifest& manifest);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/hmac.h"
+#include "image/framing.h"
 #include "protocol/wire.h"
 
 namespace coordinator_test {
@@ -35,6 +36,24 @@ namespace coordinator_test {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+
+// Writes what the coordinator checks of an image at commit (its size, and an END record whose
+// chain of headers is `checksum` at its end) after `text`; fills done's image fields.
+inline void write_stand_in_image(const std::string& path, const std::string& text,
+                                 uint64_t checksum, StasisBarrierDone& done) {
+  StasisEndRecord end{};
+  end.headers_checksum = checksum;
+  StasisRecordHeader header = stasis::image::frame_record(STASIS_REC_END, STASIS_COMPRESS_NONE, 0,
+                                                          &end, sizeof end, sizeof end);
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.write(reinterpret_cast<const char*>(&header), sizeof header);
+  out.write(reinterpret_cast<const char*>(&end), sizeof end);
+  out.close();
+  strncpy(done.image_path, path.c_str(), sizeof done.image_path - 1);
+  done.image_bytes = text.size() + sizeof header + sizeof end;
+  done.image_checksum = checksum;
+}
 
 inline std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -224,9 +243,7 @@ class FakeProcess {
         std::lock_guard lock(mutex_);
         last_checkpoint_barrier_ = barrier;
         std::string image = std::string(barrier.ckpt_dir) + "/" + program_ + ".stasis";
-        std::ofstream(image) << "image of " << program_;
-        strncpy(done.image_path, image.c_str(), sizeof done.image_path - 1);
-        done.image_bytes = 9 + program_.size();
+        write_stand_in_image(image, "image of " + program_, header.arg, done);
         done.memory_bytes = 4096;
       }
       Hook hook;

@@ -134,6 +134,7 @@ void report_barrier(const char* name, int status, const char* message,
     done.memory_bytes = result->memory_bytes;
     done.parent_generation = result->parent_generation;
     done.write_nanoseconds = result->write_nanoseconds;
+    done.image_checksum = result->image_checksum;
   }
   send_to_coordinator(STASIS_MSG_BARRIER_DONE, g_generation.load(), &done, sizeof done);
 }
@@ -262,10 +263,16 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
   case protocol::Barrier::Commit: {
     // The image is durable: written in place at "checkpoint", or now, by the forked writer.
     // With abort the checkpoint failed elsewhere: stop the writer rather than wait for it.
+    // Only a writer's result is reported here: an image written in place was named at
+    // "checkpoint". (`result` is static, so it is in every image: reporting it without a writer
+    // once named, after a restart, the image of the generation the process came from.)
     static CheckpointResult result;
+    result = {};
     if (barrier.abort) stop_writer();
-    int r = writer_pending() ? wait_for_writer(&result, error) : 0;
-    report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), r == 0 ? &result : nullptr);
+    bool waited = writer_pending();
+    int r = waited ? wait_for_writer(&result, error) : 0;
+    report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(),
+                   r == 0 && waited ? &result : nullptr);
     g_last_commit_ok = r == 0 && !barrier.abort;
     g_checkpoints_done.fetch_add(1);  // stasis_checkpoint() returns now
     futex_wake_all(&g_checkpoints_done);
