@@ -27,7 +27,8 @@ class CoordinatorCommand : public Command {
                    "Image compression (default: $STASIS_COMPRESS or the processes' own)")
         ->check(CLI::IsMember(image::compression_names()));
     app.add_option("--keep", options_.keep,
-                   "Keep only the newest N complete checkpoints (0 keeps all)");
+                   "Keep only the newest N complete checkpoints, and delete incomplete ones "
+                   "abandoned by a dead coordinator (0 keeps all)");
     app.add_option("--barrier-timeout", options_.barrier_timeout,
                    "Seconds to wait for every process at each barrier")
         ->check(CLI::PositiveNumber)

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -187,6 +188,12 @@ void CheckpointMachine::start_checkpoint() {
     finish_op(false, {{"ok", false}, {"error", why}});
     return;
   }
+  // Tells coordinators pruning the same directory (--keep) that this one is not abandoned.
+  op.generation_lock = lock_generation(op.generation_dir);
+  if (op.generation_lock < 0)
+    log_.line(fmt::format("cannot lock {} ({}); another coordinator pruning this directory "
+                          "will leave it alone anyway",
+                          op.generation_dir, errno_text()));
   log_.line(fmt::format("checkpoint {} started: {} process{}", op.generation, op.members.size(),
                         op.members.size() == 1 ? "" : "es"));
   start_barrier(protocol::first_step(Sequence::Checkpoint).barrier, op.generation);
@@ -512,6 +519,11 @@ void CheckpointMachine::commit_checkpoint() {
   for (uint64_t removed : prune_generations(options_.ckpt_dir, options_.keep)) {
     log_.line(fmt::format("removed generation {} (--keep {})", removed, options_.keep));
   }
+  for (uint64_t removed : prune_incomplete_generations(options_.ckpt_dir, options_.keep)) {
+    log_.line(fmt::format("removed incomplete generation {}, left by a checkpoint that never "
+                          "ended (--keep {})",
+                          removed, options_.keep));
+  }
   if (op.op.kill_after) {
     kill_members();
   } else {
@@ -563,6 +575,7 @@ void CheckpointMachine::process_left(const Client& client) {
 
 // `body` is taken by value: callers pass parts of running_, which is reset here.
 void CheckpointMachine::finish_op(bool ok, json body) {
+  if (running_->generation_lock >= 0) close(running_->generation_lock);
   Operation finished = std::move(running_->op);
   running_.reset();
   std::string text = body.dump();

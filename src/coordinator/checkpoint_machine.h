@@ -67,6 +67,7 @@ struct RunningOp {
   std::string failure;  // the first failure, one line; "" = none so far
   uint64_t generation = 0;
   std::string generation_dir;
+  int generation_lock = -1;  // flock on generation_dir while it is written (lock_generation)
   bool committed = false;    // MANIFEST.json and latest written
   bool resumed = false;      // "resume" done: the computation runs again
   bool aborting = false;     // failed before "resume": "commit" (abort=1) then ends it

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -252,6 +253,47 @@ std::vector<uint64_t> prune_generations(const std::string& ckpt_dir, unsigned ke
         remove_tree(fmt::format("{}/{}", ckpt_dir, generation_name(generation)))) {
       removed.push_back(generation);
     }
+  }
+  return removed;
+}
+
+int lock_generation(const std::string& generation_dir) {
+  int fd = open(generation_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool generation_being_written(const std::string& generation_dir) {
+  int fd = lock_generation(generation_dir);
+  if (fd < 0) return true;
+  close(fd);
+  return false;
+}
+
+std::vector<uint64_t> prune_incomplete_generations(const std::string& ckpt_dir, unsigned keep) {
+  std::vector<uint64_t> removed;
+  if (keep == 0) return removed;
+  std::vector<uint64_t> generations = generation_dirs(ckpt_dir);
+  std::vector<uint64_t> incomplete;
+  uint64_t newest_complete = 0;
+  for (uint64_t generation : generations) {
+    std::error_code error;
+    std::string dir = fmt::format("{}/{}", ckpt_dir, generation_name(generation));
+    if (fs::exists(dir + "/MANIFEST.json", error)) {
+      newest_complete = std::max(newest_complete, generation);
+    } else {
+      incomplete.push_back(generation);
+    }
+  }
+  std::sort(incomplete.begin(), incomplete.end());
+  for (uint64_t generation : incomplete) {
+    std::string dir = fmt::format("{}/{}", ckpt_dir, generation_name(generation));
+    if (generation < newest_complete && !generation_being_written(dir) && remove_tree(dir))
+      removed.push_back(generation);
   }
   return removed;
 }

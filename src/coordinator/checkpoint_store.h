@@ -73,6 +73,20 @@ bool remove_tree(const std::string& path);
 // the other complete ones. keep == 0 keeps everything. Returns the generations removed.
 std::vector<uint64_t> prune_generations(const std::string& ckpt_dir, unsigned keep);
 
+// A coordinator holds an exclusive flock(2) on the directory of the generation it is writing,
+// from mkdir until the checkpoint ends (it is released when the coordinator dies): returns the
+// descriptor holding it, or -1 (then nothing tells others it is being written; see below).
+int lock_generation(const std::string& generation_dir);
+
+// True unless the generation's lock can be taken at once, i.e. a live coordinator may be writing
+// it; a file system that cannot tell (flock fails otherwise) counts as "may be".
+bool generation_being_written(const std::string& generation_dir);
+
+// With keep > 0: removes the incomplete generations (no MANIFEST.json) left by coordinators that
+// died mid-checkpoint: only those older than the newest complete generation (a generation just
+// created is always numbered above every existing one) and not being written. Returns them.
+std::vector<uint64_t> prune_incomplete_generations(const std::string& ckpt_dir, unsigned keep);
+
 // The manifest `latest` points at, if there is a readable one.
 std::optional<nlohmann::json> read_latest_manifest(const std::string& ckpt_dir);
 

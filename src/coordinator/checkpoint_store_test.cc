@@ -134,6 +134,34 @@ TEST_F(CheckpointStore, PruneRemovesChainsNoKeptGenerationNeeds) {
   EXPECT_TRUE(fs::exists(dir_ + "/000005"));
 }
 
+// A coordinator killed mid-checkpoint leaves a generation without MANIFEST.json (and perhaps a
+// whole image): --keep removes it once a newer generation is complete, unless a live coordinator
+// still holds its lock.
+TEST_F(CheckpointStore, PruneRemovesAbandonedIncompleteGenerations) {
+  make_generation(1, true);
+  make_generation(2, false);  // abandoned
+  std::ofstream(dir_ + "/000002/p-1.stasis.tmp") << "half an image";
+  make_generation(3, false);  // another coordinator is writing it
+  int held = lock_generation(dir_ + "/000003");
+  ASSERT_GE(held, 0);
+  EXPECT_TRUE(generation_being_written(dir_ + "/000003"));
+  EXPECT_FALSE(generation_being_written(dir_ + "/000002"));
+  make_generation(4, true);
+  make_generation(5, false);  // newer than every complete one: perhaps just created
+
+  EXPECT_TRUE(prune_incomplete_generations(dir_, 0).empty()) << "0 keeps everything";
+  EXPECT_TRUE(fs::exists(dir_ + "/000002"));
+  EXPECT_EQ(prune_incomplete_generations(dir_, 3), std::vector<uint64_t>{2});
+  EXPECT_FALSE(fs::exists(dir_ + "/000002"));
+  EXPECT_TRUE(fs::exists(dir_ + "/000003")) << "locked: being written";
+  EXPECT_TRUE(fs::exists(dir_ + "/000005")) << "newer than the newest complete generation";
+  EXPECT_TRUE(fs::exists(dir_ + "/000001/MANIFEST.json")) << "complete ones are prune_generations'";
+
+  close(held);  // its coordinator died: the lock went with it
+  EXPECT_EQ(prune_incomplete_generations(dir_, 3), std::vector<uint64_t>{3});
+  EXPECT_TRUE(fs::exists(dir_ + "/000005"));
+}
+
 // An image file as the coordinator checks it: `body` then an END record chaining to `checksum`.
 uint64_t write_image(const std::string& path, const std::string& body, uint64_t checksum) {
   StasisEndRecord end{};
