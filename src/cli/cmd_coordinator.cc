@@ -38,6 +38,10 @@ class CoordinatorCommand : public Command {
                    "Log file with --daemon (default: <ckpt-dir>/coordinator.log)");
     app.add_flag("--exit-when-idle", options_.exit_when_idle,
                  "Exit once every process that connected has gone");
+    app.add_option("--restart-patience", options_.restart_patience,
+                   "Seconds --exit-when-idle waits for the processes `stasis restart` announced")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
   }
 
   int run() override { return coordinator::run_coordinator(options_); }

@@ -86,7 +86,8 @@ struct Output {
 // A `stasis` child process; its stdout and stderr go to files read once it exits.
 class StasisRun {
  public:
-  StasisRun(const fs::path& dir, const std::vector<std::string>& args) {
+  // descriptors > 0: the child runs with RLIMIT_NOFILE at that (soft and hard).
+  StasisRun(const fs::path& dir, const std::vector<std::string>& args, rlim_t descriptors = 0) {
     static std::atomic<int> counter{0};
     int n = counter++;
     out_path_ = dir / ("run-" + std::to_string(n) + ".out");
@@ -97,6 +98,10 @@ class StasisRun {
       int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       dup2(out, STDOUT_FILENO);
       dup2(err, STDERR_FILENO);
+      if (descriptors > 0) {
+        rlimit limit{descriptors, descriptors};
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+      }
       std::vector<char*> argv;
       argv.push_back(const_cast<char*>(STASIS_BINARY));
       for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -318,12 +323,12 @@ class CoordinatorIntegration : public ::testing::Test {
 
   // Starts `stasis coordinator --port 0 --port-file F --ckpt-dir D ARGS` in the foreground,
   // logging to a file, and waits for the port file.
-  void start_coordinator(const std::vector<std::string>& extra = {}) {
+  void start_coordinator(const std::vector<std::string>& extra = {}, rlim_t descriptors = 0) {
     std::vector<std::string> args = {
         "coordinator", "--port",          "0", "--port-file", (tmp_ / "port").string(),
         "--ckpt-dir",  ckpt_dir_.string()};
     args.insert(args.end(), extra.begin(), extra.end());
-    coordinator_ = std::make_unique<StasisRun>(tmp_, args);
+    coordinator_ = std::make_unique<StasisRun>(tmp_, args, descriptors);
     ASSERT_TRUE(eventually([&] { return fs::exists(tmp_ / "port"); }))
         << "no port file; log: " << log();
     port_ = static_cast<uint16_t>(std::stoi(read_text(tmp_ / "port")));
