@@ -190,14 +190,21 @@ std::atomic<bool> g_last_commit_ok{false};
 
 }  // namespace
 
-// Any thread may send (the application API, plugins' name-service entries); the checkpoint
-// thread must not find the lock held by a thread it stopped.
+// Any thread may send (the application API, plugins' name-service entries) on the one
+// connection, under g_send_lock, which the checkpoint thread takes for every answer. So no
+// thread is ever stopped holding it: the checkpoint signal is blocked from before the lock is
+// taken until after it is released, and a suspend that comes meanwhile stops the thread right
+// after. (Counting senders as critical sections, as this once did, left a window: a thread
+// could take the lock just after the checkpoint thread saw none, and be stopped holding it;
+// steady senders could also keep a checkpoint from ever starting.)
 bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint32_t len) {
-  g_delay_depth.fetch_add(1);
+  const int signal = g_config.checkpoint_signal;
+  uint64_t block = signal > 0 ? 1ull << (signal - 1) : 0, saved = 0;
+  if (block != 0) STASIS_SYS4(SYS_rt_sigprocmask, SIG_BLOCK, &block, &saved, sizeof block);
   lock_send();
   bool ok = stasis_send_msg(kCoordinatorFd, type, arg, payload, len) == 0;
   unlock_send();
-  g_delay_depth.fetch_sub(1);
+  if (block != 0) STASIS_SYS4(SYS_rt_sigprocmask, SIG_SETMASK, &saved, nullptr, sizeof saved);
   return ok;
 }
 
@@ -360,6 +367,7 @@ void atfork_child() {
     return;
   }
   g_config.active = false;
+  g_send_lock.store(0);  // a thread of the parent may have held it: it does not exist here
   join_as_new_process();
   LogLine error;
   g_join_state.store(kJoining);
