@@ -27,7 +27,8 @@ class CoordinatorCommand : public Command {
                    "Image compression (default: $STASIS_COMPRESS or the processes' own)")
         ->check(CLI::IsMember(image::compression_names()));
     app.add_option("--keep", options_.keep,
-                   "Keep only the newest N complete checkpoints (0 keeps all)");
+                   "Keep only the newest N complete checkpoints, and delete incomplete ones "
+                   "abandoned by a dead coordinator (0 keeps all)");
     app.add_option("--barrier-timeout", options_.barrier_timeout,
                    "Seconds to wait for every process at each barrier")
         ->check(CLI::PositiveNumber)
@@ -37,6 +38,10 @@ class CoordinatorCommand : public Command {
                    "Log file with --daemon (default: <ckpt-dir>/coordinator.log)");
     app.add_flag("--exit-when-idle", options_.exit_when_idle,
                  "Exit once every process that connected has gone");
+    app.add_option("--restart-patience", options_.restart_patience,
+                   "Seconds --exit-when-idle waits for the processes `stasis restart` announced")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
   }
 
   int run() override { return coordinator::run_coordinator(options_); }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -187,6 +188,12 @@ void CheckpointMachine::start_checkpoint() {
     finish_op(false, {{"ok", false}, {"error", why}});
     return;
   }
+  // Tells coordinators pruning the same directory (--keep) that this one is not abandoned.
+  op.generation_lock = lock_generation(op.generation_dir);
+  if (op.generation_lock < 0)
+    log_.line(fmt::format("cannot lock {} ({}); another coordinator pruning this directory "
+                          "will leave it alone anyway",
+                          op.generation_dir, errno_text()));
   log_.line(fmt::format("checkpoint {} started: {} process{}", op.generation, op.members.size(),
                         op.members.size() == 1 ? "" : "es"));
   start_barrier(protocol::first_step(Sequence::Checkpoint).barrier, op.generation);
@@ -313,7 +320,7 @@ void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& do
         done.image_path[0] != '\0') {
       op.images[client.id] =
           ImageResult{bounded(done.image_path, sizeof done.image_path), done.image_bytes,
-                      done.memory_bytes, done.parent_generation};
+                      done.memory_bytes, done.parent_generation, done.image_checksum};
       op.timing.slowest_write_ns = std::max(op.timing.slowest_write_ns, done.write_nanoseconds);
     }
   }
@@ -430,11 +437,18 @@ void CheckpointMachine::commit_checkpoint() {
   json images = json::array();
   uint64_t image_bytes = 0;
   uint64_t memory_bytes = 0;
+  std::string fault;
   for (uint64_t id : op.members) {
     const Client& client = connections_.at(id);
-    const ImageResult& image = op.images.at(id);
+    auto found = op.images.find(id);
+    ImageResult image = found != op.images.end() ? found->second : ImageResult{};
     std::string path = image.path;
     if (!path.empty() && path.front() != '/') path = op.generation_dir + "/" + path;
+    namespace fs = std::filesystem;
+    if (fault.empty() && fs::path(path).parent_path().lexically_normal() !=
+                             fs::path(op.generation_dir).lexically_normal())
+      fault = fmt::format("{} reported the image '{}', which is not in {}", client.describe(),
+                          image.path, op.generation_dir);
     manifest.processes.push_back(
         ManifestProcess{.pid = client.info.pid,
                         .original_pid = client.info.original_pid,
@@ -444,12 +458,20 @@ void CheckpointMachine::commit_checkpoint() {
                         .image = std::filesystem::path(path).filename().string(),
                         .image_bytes = image.image_bytes,
                         .memory_bytes = image.memory_bytes,
-                        .parent_generation = image.parent_generation});
+                        .parent_generation = image.parent_generation,
+                        .image_checksum = image.checksum});
     images.push_back(path);
     image_bytes += image.image_bytes;
     memory_bytes += image.memory_bytes;
   }
   manifest.seconds = round_ms(seconds_since(op.started));
+  // Never reported complete unless every file the manifest names is there, whole.
+  if (fault.empty()) fault = manifest_fault(options_.ckpt_dir, manifest);
+  if (!fault.empty()) {
+    fail(fmt::format("checkpoint {} is not complete: {}", op.generation, fault));
+    abandon_checkpoint();
+    return;
+  }
   try {
     write_manifest(options_.ckpt_dir, manifest);
     point_latest(options_.ckpt_dir, op.generation);
@@ -496,6 +518,11 @@ void CheckpointMachine::commit_checkpoint() {
                   op.members.size() == 1 ? "" : "s", image_bytes, memory_bytes));
   for (uint64_t removed : prune_generations(options_.ckpt_dir, options_.keep)) {
     log_.line(fmt::format("removed generation {} (--keep {})", removed, options_.keep));
+  }
+  for (uint64_t removed : prune_incomplete_generations(options_.ckpt_dir, options_.keep)) {
+    log_.line(fmt::format("removed incomplete generation {}, left by a checkpoint that never "
+                          "ended (--keep {})",
+                          removed, options_.keep));
   }
   if (op.op.kill_after) {
     kill_members();
@@ -548,6 +575,7 @@ void CheckpointMachine::process_left(const Client& client) {
 
 // `body` is taken by value: callers pass parts of running_, which is reset here.
 void CheckpointMachine::finish_op(bool ok, json body) {
+  if (running_->generation_lock >= 0) close(running_->generation_lock);
   Operation finished = std::move(running_->op);
   running_.reset();
   std::string text = body.dump();

@@ -38,6 +38,7 @@ struct ImageResult {
   uint64_t image_bytes = 0;
   uint64_t memory_bytes = 0;
   uint64_t parent_generation = 0;  // an incremental image builds on that generation's
+  uint64_t checksum = 0;           // its END record's chain of record headers
 };
 
 // Where a checkpoint's time goes, to tell coordinating from writing as the process count grows.
@@ -66,6 +67,7 @@ struct RunningOp {
   std::string failure;  // the first failure, one line; "" = none so far
   uint64_t generation = 0;
   std::string generation_dir;
+  int generation_lock = -1;  // flock on generation_dir while it is written (lock_generation)
   bool committed = false;    // MANIFEST.json and latest written
   bool resumed = false;      // "resume" done: the computation runs again
   bool aborting = false;     // failed before "resume": "commit" (abort=1) then ends it

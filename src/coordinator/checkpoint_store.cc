@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "image/framing.h"
 
 namespace fs = std::filesystem;
 
@@ -134,7 +136,8 @@ nlohmann::json manifest_json(const Manifest& manifest) {
                          {"image", p.image},
                          {"image_bytes", p.image_bytes},
                          {"memory_bytes", p.memory_bytes},
-                         {"parent_generation", p.parent_generation}});
+                         {"parent_generation", p.parent_generation},
+                         {"image_checksum", fmt::format("{:016x}", p.image_checksum)}});
     if (p.parent_generation != 0) parents.insert(p.parent_generation);
   }
   return {
@@ -147,6 +150,57 @@ nlohmann::json manifest_json(const Manifest& manifest) {
       {"coordinator", {{"host", manifest.coordinator_host}, {"port", manifest.coordinator_port}}},
       {"parents", parents},
       {"processes", processes}};
+}
+
+std::string image_fault(const std::string& path, uint64_t bytes, uint64_t checksum) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return fmt::format("{}: {}", path, strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fmt::format("{} is not a regular file", path);
+  if (static_cast<uint64_t>(st.st_size) != bytes)
+    return fmt::format("{} holds {} bytes, not the {} its process wrote", path, st.st_size, bytes);
+  struct {
+    StasisRecordHeader header;
+    StasisEndRecord end;
+  } tail;
+  static_assert(sizeof tail == sizeof(StasisRecordHeader) + sizeof(StasisEndRecord));
+  if (bytes < sizeof tail) return fmt::format("{} is too short for an image ({} bytes)", path, bytes);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fmt::format("cannot open {}: {}", path, strerror(errno));
+  ssize_t got = pread(fd, &tail, sizeof tail, static_cast<off_t>(bytes - sizeof tail));
+  int saved = errno;
+  close(fd);
+  if (got != static_cast<ssize_t>(sizeof tail))
+    return fmt::format("cannot read the end of {}: {}", path, got < 0 ? strerror(saved) : "short read");
+  if (tail.header.type != STASIS_REC_END || !image::record_header_sound(tail.header) ||
+      tail.header.stored_size != sizeof tail.end || !image::payload_sound(tail.header, &tail.end))
+    return fmt::format("{} does not end with a sound END record", path);
+  if (tail.end.headers_checksum != checksum)
+    return fmt::format("{} is not the image its process wrote (checksum {:016x}, expected {:016x})",
+                       path, tail.end.headers_checksum, checksum);
+  return "";
+}
+
+std::string manifest_fault(const std::string& ckpt_dir, const Manifest& manifest) {
+  std::string dir = fmt::format("{}/{}", ckpt_dir, generation_name(manifest.generation));
+  if (manifest.processes.empty()) return fmt::format("{}: no process in the checkpoint", dir);
+  std::set<std::string> names;
+  for (const ManifestProcess& p : manifest.processes) {
+    if (p.image.empty() || p.image.find('/') != std::string::npos || p.image == "." ||
+        p.image == "..")
+      return fmt::format("process {} ({}) named no image file of {}", p.pid, p.program, dir);
+    if (!names.insert(p.image).second)
+      return fmt::format("two processes name the same image {}/{}", dir, p.image);
+    std::string fault = image_fault(dir + "/" + p.image, p.image_bytes, p.image_checksum);
+    if (!fault.empty()) return fault;
+    if (p.parent_generation == 0) continue;
+    std::string parent_manifest =
+        fmt::format("{}/{}/MANIFEST.json", ckpt_dir, generation_name(p.parent_generation));
+    struct stat st;
+    if (p.parent_generation >= manifest.generation || stat(parent_manifest.c_str(), &st) != 0)
+      return fmt::format("{}/{} builds on generation {}, which is not a complete checkpoint",
+                         dir, p.image, p.parent_generation);
+  }
+  return "";
 }
 
 void write_manifest(const std::string& ckpt_dir, const Manifest& manifest) {
@@ -199,6 +253,47 @@ std::vector<uint64_t> prune_generations(const std::string& ckpt_dir, unsigned ke
         remove_tree(fmt::format("{}/{}", ckpt_dir, generation_name(generation)))) {
       removed.push_back(generation);
     }
+  }
+  return removed;
+}
+
+int lock_generation(const std::string& generation_dir) {
+  int fd = open(generation_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool generation_being_written(const std::string& generation_dir) {
+  int fd = lock_generation(generation_dir);
+  if (fd < 0) return true;
+  close(fd);
+  return false;
+}
+
+std::vector<uint64_t> prune_incomplete_generations(const std::string& ckpt_dir, unsigned keep) {
+  std::vector<uint64_t> removed;
+  if (keep == 0) return removed;
+  std::vector<uint64_t> generations = generation_dirs(ckpt_dir);
+  std::vector<uint64_t> incomplete;
+  uint64_t newest_complete = 0;
+  for (uint64_t generation : generations) {
+    std::error_code error;
+    std::string dir = fmt::format("{}/{}", ckpt_dir, generation_name(generation));
+    if (fs::exists(dir + "/MANIFEST.json", error)) {
+      newest_complete = std::max(newest_complete, generation);
+    } else {
+      incomplete.push_back(generation);
+    }
+  }
+  std::sort(incomplete.begin(), incomplete.end());
+  for (uint64_t generation : incomplete) {
+    std::string dir = fmt::format("{}/{}", ckpt_dir, generation_name(generation));
+    if (generation < newest_complete && !generation_being_written(dir) && remove_tree(dir))
+      removed.push_back(generation);
   }
   return removed;
 }

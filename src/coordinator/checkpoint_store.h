@@ -35,6 +35,7 @@ struct ManifestProcess {
   uint64_t image_bytes = 0;
   uint64_t memory_bytes = 0;
   uint64_t parent_generation = 0;  // an incremental image: it builds on that generation's (0: full)
+  uint64_t image_checksum = 0;     // its END record's chain of every record header
 };
 
 struct Manifest {
@@ -47,6 +48,16 @@ struct Manifest {
 };
 
 nlohmann::json manifest_json(const Manifest& manifest);
+
+// What is wrong with the image file at `path`, or "" when it holds `bytes` bytes and ends with a
+// sound END record whose chain of record headers is `checksum` (the file the process wrote, and
+// all of it; restart verifies every payload).
+std::string image_fault(const std::string& path, uint64_t bytes, uint64_t checksum);
+
+// What is wrong with a manifest about to be written, or "": every image it names must be a
+// distinct file of its generation (image_fault), and every generation its increments build on
+// a complete one. Checked before a checkpoint is reported complete.
+std::string manifest_fault(const std::string& ckpt_dir, const Manifest& manifest);
 
 // Writes <ckpt_dir>/<generation>/MANIFEST.json durably.
 void write_manifest(const std::string& ckpt_dir, const Manifest& manifest);
@@ -61,6 +72,20 @@ bool remove_tree(const std::string& path);
 // builds on (incremental images: the manifests' "parents", followed to full images), and removes
 // the other complete ones. keep == 0 keeps everything. Returns the generations removed.
 std::vector<uint64_t> prune_generations(const std::string& ckpt_dir, unsigned keep);
+
+// A coordinator holds an exclusive flock(2) on the directory of the generation it is writing,
+// from mkdir until the checkpoint ends (it is released when the coordinator dies): returns the
+// descriptor holding it, or -1 (then nothing tells others it is being written; see below).
+int lock_generation(const std::string& generation_dir);
+
+// True unless the generation's lock can be taken at once, i.e. a live coordinator may be writing
+// it; a file system that cannot tell (flock fails otherwise) counts as "may be".
+bool generation_being_written(const std::string& generation_dir);
+
+// With keep > 0: removes the incomplete generations (no MANIFEST.json) left by coordinators that
+// died mid-checkpoint: only those older than the newest complete generation (a generation just
+// created is always numbered above every existing one) and not being written. Returns them.
+std::vector<uint64_t> prune_incomplete_generations(const std::string& ckpt_dir, unsigned keep);
 
 // The manifest `latest` points at, if there is a readable one.
 std::optional<nlohmann::json> read_latest_manifest(const std::string& ckpt_dir);

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "common/error.h"
+#include "image/framing.h"
 
 namespace fs = std::filesystem;
 using namespace stasis::coordinator;
@@ -131,6 +132,101 @@ TEST_F(CheckpointStore, PruneRemovesChainsNoKeptGenerationNeeds) {
   EXPECT_EQ(removed, (std::vector<uint64_t>{1, 2, 3}));
   EXPECT_TRUE(fs::exists(dir_ + "/000004")) << "5 builds on it";
   EXPECT_TRUE(fs::exists(dir_ + "/000005"));
+}
+
+// A coordinator killed mid-checkpoint leaves a generation without MANIFEST.json (and perhaps a
+// whole image): --keep removes it once a newer generation is complete, unless a live coordinator
+// still holds its lock.
+TEST_F(CheckpointStore, PruneRemovesAbandonedIncompleteGenerations) {
+  make_generation(1, true);
+  make_generation(2, false);  // abandoned
+  std::ofstream(dir_ + "/000002/p-1.stasis.tmp") << "half an image";
+  make_generation(3, false);  // another coordinator is writing it
+  int held = lock_generation(dir_ + "/000003");
+  ASSERT_GE(held, 0);
+  EXPECT_TRUE(generation_being_written(dir_ + "/000003"));
+  EXPECT_FALSE(generation_being_written(dir_ + "/000002"));
+  make_generation(4, true);
+  make_generation(5, false);  // newer than every complete one: perhaps just created
+
+  EXPECT_TRUE(prune_incomplete_generations(dir_, 0).empty()) << "0 keeps everything";
+  EXPECT_TRUE(fs::exists(dir_ + "/000002"));
+  EXPECT_EQ(prune_incomplete_generations(dir_, 3), std::vector<uint64_t>{2});
+  EXPECT_FALSE(fs::exists(dir_ + "/000002"));
+  EXPECT_TRUE(fs::exists(dir_ + "/000003")) << "locked: being written";
+  EXPECT_TRUE(fs::exists(dir_ + "/000005")) << "newer than the newest complete generation";
+  EXPECT_TRUE(fs::exists(dir_ + "/000001/MANIFEST.json")) << "complete ones are prune_generations'";
+
+  close(held);  // its coordinator died: the lock went with it
+  EXPECT_EQ(prune_incomplete_generations(dir_, 3), std::vector<uint64_t>{3});
+  EXPECT_TRUE(fs::exists(dir_ + "/000005"));
+}
+
+// An image file as the coordinator checks it: `body` then an END record chaining to `checksum`.
+uint64_t write_image(const std::string& path, const std::string& body, uint64_t checksum) {
+  StasisEndRecord end{};
+  end.headers_checksum = checksum;
+  StasisRecordHeader header = stasis::image::frame_record(STASIS_REC_END, STASIS_COMPRESS_NONE, 0,
+                                                          &end, sizeof end, sizeof end);
+  std::ofstream out(path, std::ios::binary);
+  out << body;
+  out.write(reinterpret_cast<const char*>(&header), sizeof header);
+  out.write(reinterpret_cast<const char*>(&end), sizeof end);
+  return body.size() + sizeof header + sizeof end;
+}
+
+TEST_F(CheckpointStore, ImageFaultChecksSizeAndEndRecord) {
+  std::string image = dir_ + "/p-1.stasis";
+  uint64_t bytes = write_image(image, "pages", 0x1234);
+  EXPECT_EQ(image_fault(image, bytes, 0x1234), "");
+  EXPECT_NE(image_fault(image, bytes + 1, 0x1234).find("holds"), std::string::npos);
+  EXPECT_NE(image_fault(image, bytes, 0x9999).find("not the image its process wrote"),
+            std::string::npos);
+  EXPECT_NE(image_fault(dir_ + "/gone.stasis", bytes, 0x1234).find("No such file"),
+            std::string::npos);
+  std::ofstream(dir_ + "/short.stasis") << "x";
+  EXPECT_NE(image_fault(dir_ + "/short.stasis", 1, 0).find("too short"), std::string::npos);
+  std::string damaged = dir_ + "/damaged.stasis";
+  write_image(damaged, "pages", 0x1234);
+  {
+    std::fstream f(damaged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(bytes - 3));
+    f.put('\x7f');
+  }
+  EXPECT_NE(image_fault(damaged, bytes, 0x1234).find("sound END record"), std::string::npos);
+}
+
+// The manifest of generation 3 after a --kill that followed a restart once named generation 1's
+// image file (another pid, another size): such a manifest is refused, naming the file.
+TEST_F(CheckpointStore, ManifestFaultRefusesWhatIsNotInTheGeneration) {
+  make_generation(1, true);
+  fs::create_directory(dir_ + "/000003");
+  Manifest manifest;
+  manifest.generation = 3;
+  uint64_t bytes = write_image(dir_ + "/000003/p-20.stasis", "pages", 7);
+  manifest.processes.push_back(
+      {.pid = 20, .image = "p-20.stasis", .image_bytes = bytes, .image_checksum = 7});
+  EXPECT_EQ(manifest_fault(dir_, manifest), "");
+
+  Manifest stale = manifest;
+  stale.processes[0].image = "p-10.stasis";
+  EXPECT_NE(manifest_fault(dir_, stale).find(dir_ + "/000003/p-10.stasis"), std::string::npos);
+
+  Manifest increment = manifest;
+  increment.processes[0].parent_generation = 1;
+  EXPECT_EQ(manifest_fault(dir_, increment), "");
+  increment.processes[0].parent_generation = 2;  // no such complete generation
+  EXPECT_NE(manifest_fault(dir_, increment).find("builds on generation 2"), std::string::npos);
+
+  Manifest twice = manifest;
+  twice.processes.push_back(manifest.processes[0]);
+  EXPECT_NE(manifest_fault(dir_, twice).find("same image"), std::string::npos);
+  Manifest nameless = manifest;
+  nameless.processes[0].image = "";
+  EXPECT_NE(manifest_fault(dir_, nameless).find("named no image"), std::string::npos);
+  Manifest empty = manifest;
+  empty.processes.clear();
+  EXPECT_NE(manifest_fault(dir_, empty).find("no process"), std::string::npos);
 }
 
 TEST_F(CheckpointStore, PrivateDirectoriesAndResolution) {

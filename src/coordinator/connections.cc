@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/error.h"
 #include "coordinator/authentication.h"
 #include "coordinator/coord_address.h"
@@ -17,17 +19,28 @@
 namespace stasis::coordinator {
 namespace {
 
-std::string peer_name(const sockaddr_storage& address) {
+std::string peer_address(const sockaddr_storage& address) {
   char text[INET6_ADDRSTRLEN] = "?";
   if (address.ss_family == AF_INET) {
-    auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
-    inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
-    return fmt::format("{}:{}", text, ntohs(v4->sin_port));
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&address)->sin_addr, text, sizeof text);
+  } else {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr, text,
+              sizeof text);
   }
-  auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
-  inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
-  return fmt::format("[{}]:{}", text, ntohs(v6->sin6_port));
+  return text;
 }
+
+std::string peer_name(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET) {
+    return fmt::format("{}:{}", peer_address(address),
+                       ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port));
+  }
+  return fmt::format("[{}]:{}", peer_address(address),
+                     ntohs(reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port));
+}
+
+// Connections taken per wakeup of the listener: the rest wait for the next loop iteration.
+constexpr int kAcceptBatch = 64;
 
 }  // namespace
 
@@ -77,8 +90,14 @@ int Connections::listen_on(const std::string& host, uint16_t port, uint16_t* bou
   return fd;
 }
 
+void Connections::limit_handshakes(uint64_t descriptors) {
+  // Half the descriptors at most; the other half stay for processes, commands and files.
+  max_handshakes_ = static_cast<size_t>(std::clamp<uint64_t>(descriptors / 2, 16, 16384));
+  max_handshakes_per_address_ = std::max<size_t>(8, max_handshakes_ / 2);
+}
+
 void Connections::accept_clients() {
-  for (;;) {
+  for (int taken = 0; taken < kAcceptBatch; taken++) {
     sockaddr_storage address{};
     socklen_t address_len = sizeof address;
     int fd = accept4(listener_.get(), reinterpret_cast<sockaddr*>(&address), &address_len,
@@ -88,27 +107,85 @@ void Connections::accept_clients() {
       continue;
     }
     if (errno == EINTR || errno == ECONNABORTED) continue;
-    if (errno == EMFILE || errno == ENFILE) {
-      // Accept and close with the spare descriptor, or the listener stays readable forever.
-      log_.line("out of file descriptors: refusing a connection");
-      spare_fd_.reset(-1);
-      int doomed = accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
-      if (doomed >= 0) close(doomed);
-      spare_fd_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
-      continue;
-    }
-    return;  // EAGAIN, or an error the next readiness will report again
+    if (errno != EMFILE && errno != ENFILE) return;  // EAGAIN, or reported again next time
+    // Out of descriptors (accept4 says so before it looks at the queue): accept and close with
+    // the spare descriptor, or the listener stays readable forever; once the queue is empty
+    // there is nothing more to do here.
+    spare_fd_.reset(-1);
+    int doomed = accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    int accept_errno = errno;
+    if (doomed >= 0) close(doomed);
+    spare_fd_.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (doomed < 0 && accept_errno != EINTR && accept_errno != ECONNABORTED) return;
+    if (doomed >= 0)
+      log_.limited("out of descriptors", "out of file descriptors: refused a connection");
   }
+}
+
+void Connections::evict_for(const std::string& address) {
+  bool per_address = handshakes_by_address_[address] >= max_handshakes_per_address_;
+  if (!per_address && handshakes_ < max_handshakes_) return;
+  for (const auto& [deadline, id] : handshake_deadlines_) {
+    Client* oldest = find(id);
+    if (oldest == nullptr || !oldest->counted_handshake ||
+        (per_address && oldest->peer_address != address))
+      continue;
+    log_.limited("unauthenticated",
+                 fmt::format("closed the unauthenticated connection from {} to make room: {} "
+                             "connections wait for authentication ({} from {}; at most {}, {} "
+                             "from one address)",
+                             oldest->peer, handshakes_, handshakes_by_address_[address], address,
+                             max_handshakes_, max_handshakes_per_address_));
+    close_now(id, "too many unauthenticated connections");
+    return;
+  }
+}
+
+// Only for a connection no handler is looking at (accepting): others go through drop().
+void Connections::close_now(uint64_t id, const std::string& reason) {
+  auto it = clients_.find(id);
+  if (it == clients_.end()) return;
+  Client& client = it->second;
+  handshake_over(client);
+  if (!client.dead) {
+    client.dead = true;
+    client.dead_reason = reason;
+  } else {
+    std::erase(dead_, id);
+  }
+  epoll_ctl(epoll_, EPOLL_CTL_DEL, client.fd, nullptr);
+  close(client.fd);
+  events_.on_closed(client);
+  clients_.erase(it);
+}
+
+void Connections::handshake_over(Client& client) {
+  if (!client.counted_handshake) return;
+  client.counted_handshake = false;
+  handshakes_--;
+  auto it = handshakes_by_address_.find(client.peer_address);
+  if (it != handshakes_by_address_.end() && --it->second == 0) handshakes_by_address_.erase(it);
+}
+
+void Connections::authenticated(Client& client, Role role) {
+  handshake_over(client);
+  client.role = role;
 }
 
 void Connections::add_client(int fd, const sockaddr_storage& address) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::string from = peer_address(address);
+  evict_for(from);
   uint64_t id = next_client_id_++;
   Client& client = clients_[id];
   client.id = id;
   client.fd = fd;
   client.peer = peer_name(address);
+  client.peer_address = from;
+  client.counted_handshake = true;
+  handshakes_++;
+  handshakes_by_address_[from]++;
   epoll_event event{.events = EPOLLIN, .data = {.u64 = id}};
   if (epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &event) != 0) {
     drop(client, fmt::format("epoll_ctl: {}", errno_text()));
@@ -133,7 +210,8 @@ void Connections::on_readable(Client& client) {
     // A silent connect-and-close is someone checking that we listen: not worth a log line. A
     // process joins from its checkpoint thread, which an exec or exit may end mid-handshake.
     if (client.role == Role::Handshake && !client.in.empty()) {
-      log_.line(
+      log_.limited(
+          "closed during the handshake",
           fmt::format("connection from {} closed during the handshake (a process that "
                       "exec'd or ended as it joined, or not one of ours)",
                       client.peer));
@@ -221,6 +299,7 @@ void Connections::watch_writes(Client& client, bool on) {
 // Closing is deferred to reap() so that no handler sees a client vanish under it.
 void Connections::drop(Client& client, const std::string& reason) {
   if (client.dead) return;
+  handshake_over(client);
   client.dead = true;
   client.dead_reason = reason;
   dead_.push_back(client.id);
@@ -228,7 +307,8 @@ void Connections::drop(Client& client, const std::string& reason) {
 
 void Connections::refuse(Client& client, const std::string& reason) {
   if (client.refused || client.dead) return;
-  log_.line(fmt::format("refused connection from {}: {}", client.peer, reason));
+  log_.limited("refused connection",
+               fmt::format("refused connection from {}: {}", client.peer, reason));
   client.refused = true;
   send(client, STASIS_MSG_AUTH_FAIL, 0, reason.data(), static_cast<uint32_t>(reason.size()));
   if (client.out.empty() && !client.dead) drop(client, "refused");
@@ -259,9 +339,11 @@ void Connections::expire_handshakes(Clock::time_point now) {
   while (!handshake_deadlines_.empty() && handshake_deadlines_.front().first <= now) {
     Client* client = find(handshake_deadlines_.front().second);
     handshake_deadlines_.pop_front();
-    if (client != nullptr && client->role == Role::Handshake && !client->refused) {
+    if (client == nullptr || client->role != Role::Handshake) continue;
+    if (!client->refused)
       refuse(*client, fmt::format("no authentication within {} s", handshake_timeout_));
-    }
+    // A peer that does not read its AUTH_FAIL does not keep the descriptor either.
+    drop(*client, "no authentication in time");
   }
 }
 

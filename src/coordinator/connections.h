@@ -41,8 +41,10 @@ enum class Role { Handshake, Process, Command };
 struct Client {
   uint64_t id = 0;
   int fd = -1;
-  std::string peer;  // ADDR:PORT, for the log
+  std::string peer;          // ADDR:PORT, for the log
+  std::string peer_address;  // ADDR: unauthenticated connections are bounded per address
   Role role = Role::Handshake;
+  bool counted_handshake = false;  // counts against the bounds on unauthenticated connections
   uint8_t nonce[STASIS_NONCE_BYTES] = {};
   std::vector<uint8_t> in;
   std::string out;
@@ -80,8 +82,15 @@ class Connections {
   // Listens on a numeric IPv4 or IPv6 address (port 0: any free one) and returns the fd to
   // watch; *bound_port is the port it got. Throws stasis::Error.
   int listen_on(const std::string& host, uint16_t port, uint16_t* bound_port);
-  // The listener is readable: takes every waiting connection and greets it with HELLO.
+  // Bounds connections that have not authenticated, in all and from one address, with a
+  // descriptor limit of `descriptors`: a stranger can neither take every descriptor nor keep
+  // the others out (the oldest unauthenticated connection makes room for a new one).
+  void limit_handshakes(uint64_t descriptors);
+  // The listener is readable: takes the waiting connections (a batch: the loop stays
+  // responsive under a flood) and greets each with HELLO.
   void accept_clients();
+  // The handshake succeeded: the connection is a process's or a command's.
+  void authenticated(Client& client, Role role);
   // epoll reported `events` for the client tagged `id`.
   void on_ready(uint64_t id, uint32_t events);
 
@@ -112,6 +121,10 @@ class Connections {
 
  private:
   void add_client(int fd, const sockaddr_storage& address);
+  // Makes room for one more unauthenticated connection from `address`.
+  void evict_for(const std::string& address);
+  void close_now(uint64_t id, const std::string& reason);
+  void handshake_over(Client& client);
   void on_readable(Client& client);
   void flush(Client& client);
   void watch_writes(Client& client, bool on);
@@ -125,6 +138,10 @@ class Connections {
   uint64_t next_client_id_ = 1;
   std::unordered_map<uint64_t, Client> clients_;
   std::deque<std::pair<Clock::time_point, uint64_t>> handshake_deadlines_;  // in order
+  size_t handshakes_ = 0;  // unauthenticated connections open
+  std::unordered_map<std::string, size_t> handshakes_by_address_;
+  size_t max_handshakes_ = 512;
+  size_t max_handshakes_per_address_ = 256;
   std::vector<uint64_t> dead_;
 };
 

@@ -41,13 +41,16 @@ using nlohmann::json;
 constexpr uint64_t kListenerTag = 0;  // epoll tags: client ids start at 1
 constexpr uint64_t kSignalTag = UINT64_MAX;
 
-// Thousands of processes need thousands of descriptors.
-void raise_descriptor_limit() {
+// Thousands of processes need thousands of descriptors. Returns the limit now in force.
+uint64_t raise_descriptor_limit() {
   rlimit limit;
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &limit);
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
   }
+  return limit.rlim_cur;
 }
 
 class Coordinator : public ConnectionEvents {
@@ -79,7 +82,6 @@ class Coordinator : public ConnectionEvents {
   json status_json() const;
 
   static constexpr std::chrono::milliseconds kIdleGrace{1000};  // --exit-when-idle waits this long
-  static constexpr std::chrono::minutes kRestartPatience{10};
 
   Options options_;
   const Log& log_;
@@ -101,7 +103,7 @@ class Coordinator : public ConnectionEvents {
 };
 
 void Coordinator::start() {
-  raise_descriptor_limit();
+  connections_.limit_handshakes(raise_descriptor_limit());
   signal(SIGPIPE, SIG_IGN);
 
   secret_ = load_or_make_secret();
@@ -266,10 +268,10 @@ void Coordinator::handle_auth(Client& client, const StasisMsgHeader&, const uint
   StasisAuthOk ok{.client_id = client.id};
   connections_.send(client, STASIS_MSG_AUTH_OK, 0, &ok, sizeof ok);
   if (auth.role == STASIS_ROLE_COMMAND) {
-    client.role = Role::Command;
+    connections_.authenticated(client, Role::Command);
     return;
   }
-  client.role = Role::Process;
+  connections_.authenticated(client, Role::Process);
   client.info = auth.process;
   // Strings from the wire are only trusted once terminated.
   client.info.hostname[sizeof client.info.hostname - 1] = '\0';
@@ -326,7 +328,9 @@ void Coordinator::handle_command(Client& client, const StasisCommand& command) {
       reply(client.id, true, status_json());
       return;
     case STASIS_CMD_EXPECT_RESTART:
-      restart_expected_until_ = Clock::now() + kRestartPatience;
+      // Counts as work: once the patience ends with nobody there, --exit-when-idle ends it.
+      seen_process_ = true;
+      restart_expected_until_ = after_seconds(options_.restart_patience);
       reply(client.id, true, {{"ok", true}});
       return;
     case STASIS_CMD_CHECKPOINT: {
@@ -361,6 +365,14 @@ void Coordinator::check_deadlines() {
   Clock::time_point now = Clock::now();
   connections_.expire_handshakes(now);
   machine_.check_deadlines(now);
+  // Once past, a deadline is cleared: a past one left in place makes every epoll_wait return
+  // at once (a daemon once spun like that for 25 minutes after a restart that never came).
+  if (restart_expected_until_ && *restart_expected_until_ <= now) {
+    restart_expected_until_.reset();
+    if (!restart_groups_.empty())
+      log_.line(fmt::format("restarted processes still missing after {} s",
+                            options_.restart_patience));
+  }
 
   if (next_interval_ && *next_interval_ <= now) {
     next_interval_ = after_seconds(options_.interval);

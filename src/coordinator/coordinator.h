@@ -23,6 +23,9 @@ struct Options {
   double barrier_timeout = 600;
   double handshake_timeout = 5;
   double kill_timeout = 10;
+  // After `stasis restart` announces restarted processes: how long --exit-when-idle waits for
+  // them (their images may take long to load).
+  double restart_patience = 600;
 };
 
 // Runs a coordinator until SIGTERM/SIGINT (or, with exit_when_idle, its computation ends) and

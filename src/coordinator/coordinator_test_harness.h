@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/hmac.h"
+#include "image/framing.h"
 #include "protocol/wire.h"
 
 namespace coordinator_test {
@@ -35,6 +36,24 @@ namespace coordinator_test {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+
+// Writes what the coordinator checks of an image at commit (its size, and an END record whose
+// chain of headers is `checksum` at its end) after `text`; fills done's image fields.
+inline void write_stand_in_image(const std::string& path, const std::string& text,
+                                 uint64_t checksum, StasisBarrierDone& done) {
+  StasisEndRecord end{};
+  end.headers_checksum = checksum;
+  StasisRecordHeader header = stasis::image::frame_record(STASIS_REC_END, STASIS_COMPRESS_NONE, 0,
+                                                          &end, sizeof end, sizeof end);
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.write(reinterpret_cast<const char*>(&header), sizeof header);
+  out.write(reinterpret_cast<const char*>(&end), sizeof end);
+  out.close();
+  strncpy(done.image_path, path.c_str(), sizeof done.image_path - 1);
+  done.image_bytes = text.size() + sizeof header + sizeof end;
+  done.image_checksum = checksum;
+}
 
 inline std::string read_text(const fs::path& path) {
   std::ifstream in(path);
@@ -67,7 +86,8 @@ struct Output {
 // A `stasis` child process; its stdout and stderr go to files read once it exits.
 class StasisRun {
  public:
-  StasisRun(const fs::path& dir, const std::vector<std::string>& args) {
+  // descriptors > 0: the child runs with RLIMIT_NOFILE at that (soft and hard).
+  StasisRun(const fs::path& dir, const std::vector<std::string>& args, rlim_t descriptors = 0) {
     static std::atomic<int> counter{0};
     int n = counter++;
     out_path_ = dir / ("run-" + std::to_string(n) + ".out");
@@ -78,6 +98,10 @@ class StasisRun {
       int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
       dup2(out, STDOUT_FILENO);
       dup2(err, STDERR_FILENO);
+      if (descriptors > 0) {
+        rlimit limit{descriptors, descriptors};
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+      }
       std::vector<char*> argv;
       argv.push_back(const_cast<char*>(STASIS_BINARY));
       for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -224,9 +248,7 @@ class FakeProcess {
         std::lock_guard lock(mutex_);
         last_checkpoint_barrier_ = barrier;
         std::string image = std::string(barrier.ckpt_dir) + "/" + program_ + ".stasis";
-        std::ofstream(image) << "image of " << program_;
-        strncpy(done.image_path, image.c_str(), sizeof done.image_path - 1);
-        done.image_bytes = 9 + program_.size();
+        write_stand_in_image(image, "image of " + program_, header.arg, done);
         done.memory_bytes = 4096;
       }
       Hook hook;
@@ -301,12 +323,12 @@ class CoordinatorIntegration : public ::testing::Test {
 
   // Starts `stasis coordinator --port 0 --port-file F --ckpt-dir D ARGS` in the foreground,
   // logging to a file, and waits for the port file.
-  void start_coordinator(const std::vector<std::string>& extra = {}) {
+  void start_coordinator(const std::vector<std::string>& extra = {}, rlim_t descriptors = 0) {
     std::vector<std::string> args = {
         "coordinator", "--port",          "0", "--port-file", (tmp_ / "port").string(),
         "--ckpt-dir",  ckpt_dir_.string()};
     args.insert(args.end(), extra.begin(), extra.end());
-    coordinator_ = std::make_unique<StasisRun>(tmp_, args);
+    coordinator_ = std::make_unique<StasisRun>(tmp_, args, descriptors);
     ASSERT_TRUE(eventually([&] { return fs::exists(tmp_ / "port"); }))
         << "no port file; log: " << log();
     port_ = static_cast<uint16_t>(std::stoi(read_text(tmp_ / "port")));

@@ -31,8 +31,9 @@ typedef struct StasisCommand StasisCommand;
 #endif
 
 #define STASIS_PROTOCOL_MAGIC 0x4d535453u /* "STSM" */
-// 2: BARRIER_DONE carries write_nanoseconds; 3: compression as a StasisCompressionSetting
-#define STASIS_PROTOCOL_VERSION 3
+// 2: BARRIER_DONE carries write_nanoseconds; 3: compression as a StasisCompressionSetting;
+// 4: BARRIER_DONE carries image_checksum
+#define STASIS_PROTOCOL_VERSION 4
 #define STASIS_DEFAULT_PORT 7781
 #define STASIS_NONCE_BYTES 32
 #define STASIS_MAC_BYTES 32
@@ -159,6 +160,9 @@ struct StasisBarrierDone {
   // for "checkpoint"/"commit" with an image: how long writing it took (in place, or in the
   // forked writer), so the coordinator can tell writing from coordinating
   uint64_t write_nanoseconds;
+  // for "checkpoint"/"commit" with an image: its END record's chain of every record header
+  // (image/framing.h), which the coordinator checks in the file before it writes MANIFEST.json
+  uint64_t image_checksum;
 };
 
 // Commands: payload is StasisCommand; reply payload is text (JSON for status).

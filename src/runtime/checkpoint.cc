@@ -111,6 +111,7 @@ int write_image(const char* dir, uint32_t compression, StasisFdRecord* fds, uint
   result->memory_bytes = writer.memory_bytes();
   result->parent_generation = plan.increment ? plan.parent.parent_generation : 0;
   result->write_nanoseconds = monotonic_ns() - started_ns;
+  result->image_checksum = writer.image_checksum();
   *header_checksum = writer.header_checksum();
   return 0;
 }

@@ -34,6 +34,9 @@ class ImageWriter {
   uint64_t bytes_written() const { return file_offset_; }
   uint64_t memory_bytes() const { return memory_bytes_; }
   uint64_t header_checksum() const { return header_checksum_; }
+  // After finish(): END's chain of every record header before it, which stands for the whole
+  // file (each header carries its payload's checksum).
+  uint64_t image_checksum() const { return headers_checksum_; }
   const char* failure() const { return failure_; }
 
  private:

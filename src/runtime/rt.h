@@ -198,6 +198,7 @@ struct CheckpointResult {
   uint64_t memory_bytes;
   uint64_t parent_generation;  // the image is an increment of this generation's (0: full)
   uint64_t write_nanoseconds;  // from opening the image to its rename being durable
+  uint64_t image_checksum;     // END's chain of every record header (ImageWriter::image_checksum)
 };
 // Returns 0 after writing the image (forked: after starting a writer process, whose result
 // wait_for_writer() collects), 1 when execution continues here after a restart, or -1 with

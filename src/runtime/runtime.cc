@@ -134,6 +134,7 @@ void report_barrier(const char* name, int status, const char* message,
     done.memory_bytes = result->memory_bytes;
     done.parent_generation = result->parent_generation;
     done.write_nanoseconds = result->write_nanoseconds;
+    done.image_checksum = result->image_checksum;
   }
   send_to_coordinator(STASIS_MSG_BARRIER_DONE, g_generation.load(), &done, sizeof done);
 }
@@ -189,14 +190,21 @@ std::atomic<bool> g_last_commit_ok{false};
 
 }  // namespace
 
-// Any thread may send (the application API, plugins' name-service entries); the checkpoint
-// thread must not find the lock held by a thread it stopped.
+// Any thread may send (the application API, plugins' name-service entries) on the one
+// connection, under g_send_lock, which the checkpoint thread takes for every answer. So no
+// thread is ever stopped holding it: the checkpoint signal is blocked from before the lock is
+// taken until after it is released, and a suspend that comes meanwhile stops the thread right
+// after. (Counting senders as critical sections, as this once did, left a window: a thread
+// could take the lock just after the checkpoint thread saw none, and be stopped holding it;
+// steady senders could also keep a checkpoint from ever starting.)
 bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint32_t len) {
-  g_delay_depth.fetch_add(1);
+  const int signal = g_config.checkpoint_signal;
+  uint64_t block = signal > 0 ? 1ull << (signal - 1) : 0, saved = 0;
+  if (block != 0) STASIS_SYS4(SYS_rt_sigprocmask, SIG_BLOCK, &block, &saved, sizeof block);
   lock_send();
   bool ok = stasis_send_msg(kCoordinatorFd, type, arg, payload, len) == 0;
   unlock_send();
-  g_delay_depth.fetch_sub(1);
+  if (block != 0) STASIS_SYS4(SYS_rt_sigprocmask, SIG_SETMASK, &saved, nullptr, sizeof saved);
   return ok;
 }
 
@@ -262,10 +270,16 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
   case protocol::Barrier::Commit: {
     // The image is durable: written in place at "checkpoint", or now, by the forked writer.
     // With abort the checkpoint failed elsewhere: stop the writer rather than wait for it.
+    // Only a writer's result is reported here: an image written in place was named at
+    // "checkpoint". (`result` is static, so it is in every image: reporting it without a writer
+    // once named, after a restart, the image of the generation the process came from.)
     static CheckpointResult result;
+    result = {};
     if (barrier.abort) stop_writer();
-    int r = writer_pending() ? wait_for_writer(&result, error) : 0;
-    report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), r == 0 ? &result : nullptr);
+    bool waited = writer_pending();
+    int r = waited ? wait_for_writer(&result, error) : 0;
+    report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(),
+                   r == 0 && waited ? &result : nullptr);
     g_last_commit_ok = r == 0 && !barrier.abort;
     g_checkpoints_done.fetch_add(1);  // stasis_checkpoint() returns now
     futex_wake_all(&g_checkpoints_done);
@@ -353,6 +367,7 @@ void atfork_child() {
     return;
   }
   g_config.active = false;
+  g_send_lock.store(0);  // a thread of the parent may have held it: it does not exist here
   join_as_new_process();
   LogLine error;
   g_join_state.store(kJoining);
