@@ -2,19 +2,24 @@
 # A short demonstration: build Stasis, launch the counter test program under it, checkpoint it,
 # kill it, restart it from the checkpoint and show that its output continues where it stopped.
 set -euo pipefail
+# STASIS_DEMO_BUILD=DIR: use the Stasis already built in DIR (no dependencies installed, no build).
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-if [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1; then
-  bash scripts/install-deps.sh >/dev/null
+BUILD=${STASIS_DEMO_BUILD:-}
+if [ -z "$BUILD" ]; then
+  BUILD=$ROOT/build
+  if [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1; then
+    bash scripts/install-deps.sh >/dev/null
+  fi
+  if [ ! -f build/CMakeCache.txt ]; then
+    GEN=()
+    if command -v ninja >/dev/null 2>&1; then GEN=(-G Ninja); fi
+    cmake -S . -B build "${GEN[@]}" >/dev/null
+  fi
+  cmake --build build -j2 >/dev/null
 fi
-if [ ! -f build/CMakeCache.txt ]; then
-  GEN=()
-  if command -v ninja >/dev/null 2>&1; then GEN=(-G Ninja); fi
-  cmake -S . -B build "${GEN[@]}" >/dev/null
-fi
-cmake --build build -j2 >/dev/null
-STASIS=$ROOT/build/bin/stasis
-COUNTER=$ROOT/build/tests/targets/counter
+STASIS=$BUILD/bin/stasis
+COUNTER=$BUILD/tests/targets/counter
 
 WORK=$(mktemp -d /tmp/stasis-demo.XXXXXX)
 export STASIS_RUNTIME_DIR=$WORK/runtime STASIS_CKPT_DIR=$WORK/ckpt
