@@ -2,12 +2,13 @@
 # A job script and the program it launches write to one log file: the script's own lines go
 # through the description the program inherited (`./job.sh > log 2>&1`, or `>>` with `append`),
 # or (`own_description`) through a description of its own (`exec 3>>log`) while the program
-# appends through another (`stasis launch -- prog >> log`).
+# appends through another (`stasis launch -- prog >> log`). With `restart_elsewhere` the job runs
+# `>> log` but its restarts write to another file: the program appends to the log.
 # The script checkpoints the program, kills it, restarts it, and does it again on the restarted
 # program. The log must keep every line the script printed, hold no NUL byte, and hold the
 # program's whole output (steps after a checkpoint may appear twice: they are never cut from a
 # file another process writes too).
-# usage: outside_writer.sh STASIS COUNTER truncate|append|own_description
+# usage: outside_writer.sh STASIS COUNTER truncate|append|own_description|restart_elsewhere
 set -euo pipefail
 STASIS=$1 COUNTER=$2 MODE=$3
 STEPS=60 DELAY_MS=40
@@ -51,7 +52,11 @@ for round in 1 2; do
   wait_for_steps $((round * 12 + 6))
   kill -9 "$PROGRAM"; wait "$PROGRAM" 2>/dev/null
   echo "job: round $round, killed pid $PROGRAM" >&3
-  "$STASIS" restart "$GEN" &
+  if [ "$MODE" = restart_elsewhere ]; then
+    "$STASIS" restart "$GEN" > "$LOG.elsewhere" 2>&1 &
+  else
+    "$STASIS" restart "$GEN" &
+  fi
   PROGRAM=$!   # restart becomes the program (same pid)
   echo "job: round $round, restarting as pid $PROGRAM" >&3
 done
@@ -65,8 +70,8 @@ LOG=$WORK/log
 JOB=("$WORK/job.sh" "$STASIS" "$COUNTER" "$STEPS" "$DELAY_MS" "$LOG" "$MODE")
 case $MODE in
   truncate) "${JOB[@]}" > "$LOG" 2>&1 || true ;;
-  append) echo "outside: a line already in the log" > "$LOG"
-          "${JOB[@]}" >> "$LOG" 2>&1 || true ;;
+  append|restart_elsewhere) echo "outside: a line already in the log" > "$LOG"
+                           "${JOB[@]}" >> "$LOG" 2>&1 || true ;;
   own_description) echo "outside: a line already in the log" > "$LOG"
                    "${JOB[@]}" > "$WORK/job.out" 2>&1 || true ;;
   *) echo "unknown mode $MODE"; exit 2 ;;
@@ -105,6 +110,9 @@ for n, line in enumerate(got):
 if i != len(ref):
     sys.exit(f"the log ends after reference line {i} of {len(ref)}")
 PY
+if [ "$MODE" = restart_elsewhere ] && grep -q '^step' "$LOG.elsewhere"; then
+  echo "FAIL: the restarted program wrote to restart's stdout, not to the log:"; cat "$LOG.elsewhere"; exit 1
+fi
 if [ "$MODE" = own_description ]; then  # restart said it kept what another writer may have written
   grep -q "warning: .*log (descriptor 1) has [0-9]* bytes after its size at the checkpoint and a process outside the computation had it open for writing" "$WORK/job.out" ||
     { echo "FAIL: restart did not say it kept the bytes:"; cat "$WORK/job.out"; exit 1; }
