@@ -47,7 +47,10 @@ sed 's/^/   launch | /' "$WORK/out.txt"
 
 echo "== stasis checkpoint"
 GEN=$("$STASIS" checkpoint)
-AT=$(grep -c '^step' "$WORK/out.txt")
+# The steps written before the checkpoint: those within stdout's saved offset.
+OFFSET=$("$STASIS" inspect --json "$GEN"/counter-*.stasis |
+         python3 -c 'import json, sys; print(next(f["offset"] for f in json.load(sys.stdin)["fds"] if f["fd"] == 1))')
+AT=$(head -c "$OFFSET" "$WORK/out.txt" | grep -c '^step')
 echo "   checkpoint written to $GEN:"
 ls -l "$GEN" | sed 's/^/     /'
 echo "== kill -9 $LAUNCH_PID"

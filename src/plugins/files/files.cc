@@ -215,7 +215,7 @@ void note_external_fds_from_env() {
 }
 
 void note_inherited_fds(const uint64_t* only) {
-  if (only) note_outside_after_restart(only);
+  if (only) note_outside_after_restart();
   else note_outside_processes_at_launch();
   g_external_count = 0;  // after a restart these inodes mean nothing
   for (int fd = 0; fd < kMaxInherited; fd++) {

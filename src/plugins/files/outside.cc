@@ -23,12 +23,6 @@ OutsideProcess g_outside[kMaxOutside];
 int g_outside_count = 0;
 bool g_noted_restart_outside = false;  // `stasis restart`'s ancestors are among them
 
-// Regular files `stasis restart` connected as outside streams (stasis_external_file_key): they
-// stay outside streams, whoever holds them at a later checkpoint.
-constexpr int kMaxOutsideFiles = 16;
-uint64_t g_outside_file_keys[kMaxOutsideFiles];
-int g_outside_file_count = 0;
-
 // The outside processes' regular files, listed at the first look-up of a checkpoint.
 struct OutsideHeld {
   int32_t pid, fd;
@@ -120,7 +114,6 @@ bool open_for_writing(int32_t pid, int32_t fd) {
 
 void note_outside_processes_at_launch() {
   g_outside_count = 0;
-  g_outside_file_count = 0;
   note_ancestors_of(sys_getpid());
   static char list[kMaxOutside * 32 + 1];  // "PID:START," each
   size_t n = 0;
@@ -138,7 +131,6 @@ void note_outside_processes_at_launch() {
 
 void note_outside_processes_from_env() {
   g_outside_count = 0;
-  g_outside_file_count = 0;
   const char* list = getenv("STASIS_OUTSIDE_PROCESSES");
   uint64_t value = 0, pid = 0;
   for (const char* p = list; p; p++) {
@@ -154,22 +146,13 @@ void note_outside_processes_from_env() {
   }
 }
 
-void note_outside_after_restart(const uint64_t* only) {
-  note_restart_outside();  // beside the launch's, which may still be there
-  g_outside_file_count = 0;
-  for (int fd = 0; fd < 1024 && g_outside_file_count < kMaxOutsideFiles; fd++) {
-    struct stat st;
-    if ((only[fd / 64] & (1ull << (fd % 64))) && STASIS_SYS2(SYS_fstat, fd, &st) == 0 && S_ISREG(st.st_mode))
-      g_outside_file_keys[g_outside_file_count++] = stasis_external_file_key(st.st_dev, st.st_ino);
-  }
+void note_outside_after_restart() {
+  note_restart_outside();  // beside the launch's (restored with the memory), which may live on
 }
 
 void begin_outside_lookups() { g_held_listed = false; }
 
 OutsideUse outside_use_of(int fd, const struct stat& st) {
-  const uint64_t key = stasis_external_file_key(st.st_dev, st.st_ino);
-  for (int i = 0; i < g_outside_file_count; i++)
-    if (g_outside_file_keys[i] == key) return OutsideUse::kSharedDescription;
   if (!g_held_listed) list_outside_files();
   OutsideUse use = g_held_complete ? OutsideUse::kNone : OutsideUse::kOtherWriter;
   const long self = sys_getpid();

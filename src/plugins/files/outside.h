@@ -13,9 +13,10 @@ namespace stasis::rt {
 void note_outside_processes_at_launch();
 // In a process the launched one started: what STASIS_OUTSIDE_PROCESSES says.
 void note_outside_processes_from_env();
-// After a restart: `stasis restart`'s ancestors are outside too, and the regular files restart
-// connected as outside streams (`only`, a bitmask of descriptors) stay outside streams.
-void note_outside_after_restart(const uint64_t* only);
+// After a restart: `stasis restart`'s ancestors are outside too (a description restart connected
+// from its own is found shared with them again; one it opened to append to is the computation's,
+// with the job, if it lives, as another writer).
+void note_outside_after_restart();
 
 // How processes outside the computation use one regular file the computation has open.
 enum class OutsideUse {

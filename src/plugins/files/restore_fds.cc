@@ -52,9 +52,7 @@ void warn_if_changed(const StasisFdRecord& f, const struct stat& st) {
   fmt::print(stderr, "stasis restart: warning: {} (descriptor {}) changed since the checkpoint ({}); "
              "the program goes on with it as it is now\n", f.path, f.fd, change);
 }
-}  // namespace
 
-namespace {
 // Why the bytes after a regular file's size at the checkpoint may not all be the computation's
 // (empty: they are, as far as the checkpoint could see; README.md, Output files).
 std::string why_maybe_not_the_computations(const StasisFdRecord& f) {
@@ -125,9 +123,11 @@ void place_outside_file(const StasisFdRecord& f, const std::map<int, int>& outsi
     return;
   }
   const int from = static_cast<int>(kind_data_of<OutsideFileData>(f).launch_fd_plus_one) - 1;
-  int restarts = from == f.fd ? (fcntl(f.fd, F_GETFD) < 0 ? -1 : f.fd) : outside.at(from);
+  const auto copied = outside.find(from);
+  const int restarts = from == f.fd ? (fcntl(f.fd, F_GETFD) < 0 ? -1 : f.fd) : copied != outside.end() ? copied->second : -1;
   struct stat st;
-  if (restarts >= 0 && fstat(restarts, &st) == 0 && st.st_dev == f.dev && st.st_ino == f.ino) {
+  if (restarts >= 0 && fstat(restarts, &st) == 0 && st.st_dev == f.dev && st.st_ino == f.ino &&
+      (fcntl(restarts, F_GETFL) & O_ACCMODE) != O_RDONLY) {
     if (restarts != f.fd && dup2(restarts, f.fd) < 0)
       throw Error(fmt::format("cannot place descriptor {} ({}): {}", f.fd, f.path, std::strerror(errno)));
     return;

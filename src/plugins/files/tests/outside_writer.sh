@@ -11,7 +11,7 @@
 # usage: outside_writer.sh STASIS COUNTER truncate|append|own_description|restart_elsewhere
 set -euo pipefail
 STASIS=$1 COUNTER=$2 MODE=$3
-STEPS=60 DELAY_MS=40
+STEPS=80 DELAY_MS=40
 WORK=$(mktemp -d /tmp/stasis-outside-writer.XXXXXX)
 export STASIS_RUNTIME_DIR=$WORK/runtime STASIS_CKPT_DIR=$WORK/ckpt
 mkdir -m 700 "$STASIS_RUNTIME_DIR"
@@ -43,14 +43,16 @@ else
 fi
 PROGRAM=$!
 echo "job: line 2, launched pid $PROGRAM" >&3
+base=0  # step lines in the log when the program last started: it runs (and has joined) past them
 for round in 1 2; do
-  wait_for_steps $((round * 12))
+  wait_for_steps $((base + 10))
   echo "job: round $round, checkpointing" >&3
   GEN=$("$STASIS" checkpoint) || { echo "job: checkpoint failed" >&3; exit 1; }
   echo "job: round $round, checkpoint in $(basename "$GEN")" >&3
   for i in 1 2 3; do echo "job: round $round, after the checkpoint, line $i" >&3; sleep 0.05; done
-  wait_for_steps $((round * 12 + 6))
+  wait_for_steps $(($(steps_in_log) + 4))  # the program writes past the checkpoint, then dies
   kill -9 "$PROGRAM"; wait "$PROGRAM" 2>/dev/null
+  base=$(steps_in_log)
   echo "job: round $round, killed pid $PROGRAM" >&3
   if [ "$MODE" = restart_elsewhere ]; then
     "$STASIS" restart "$GEN" > "$LOG.elsewhere" 2>&1 &

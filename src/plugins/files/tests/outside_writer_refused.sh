@@ -30,7 +30,7 @@ exec 3>>"$OUT"
 PROGRAM=$!
 wait_for_steps 8
 GEN=$("$STASIS" checkpoint)
-wait_for_steps 14
+wait_for_steps $(($(steps) + 4))  # the file grows past its size at the checkpoint
 kill -9 "$PROGRAM"; wait "$PROGRAM" 2>/dev/null || true
 cp "$OUT" "$WORK/before_restart"
 
