@@ -281,13 +281,16 @@ struct StasisRegionRecord {
 };
 
 enum StasisFdKind STASIS_ENUM_BASE {
-  STASIS_FD_REGULAR = 1,
+  STASIS_FD_REGULAR = 1,     // kind_data: RegularFileData (src/plugins/files/records.h)
   STASIS_FD_CHARDEV = 2,     // /dev/null, /dev/zero, /dev/urandom...: reopened by path
   STASIS_FD_DIRECTORY = 3,
   // A terminal, pipe or socket the program inherited from outside the computation when it was
   // launched (its standard streams, typically), at this number or copied to it (3>&1).
   // kind_data: StasisExternalData. Restart connects what `stasis restart` has at the number the
-  // launch had it at (or /dev/null if restart has none there).
+  // launch had it at (or /dev/null if restart has none there). Also a regular file whose open
+  // description a process outside the computation holds (`./job.sh > log`): kind_data then an
+  // OutsideFileData (src/plugins/files/records.h); restart connects its own when it is the same
+  // file, else appends to the file at `path`.
   STASIS_FD_EXTERNAL = 4,
   STASIS_FD_PIPE = 5,        // kind_data[0] = pipe buffer size; contents in FD_DATA (PIPE_BYTES)
   STASIS_FD_FIFO = 6,        // a named pipe: reopened by path; contents as for a pipe

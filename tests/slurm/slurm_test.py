@@ -16,7 +16,9 @@ Runs a private one-node Slurm cluster (tests/slurm/slurm_cluster.py). Modes:
 Checks: the tasks (and not srun) join the coordinator; the checkpoint holds exactly the two
 tasks; after the restart, each task's output goes on from the checkpoint and equals an
 uninterrupted `srun -n 2 slurm_task` run's, line for line; restart's exit status is srun's (the
-highest task status).
+highest task status). An output file slurmstepd shares (it makes the first task's its own stderr
+and writes the step's cancellation there) is never cut: it keeps slurmstepd's lines and holds the
+lines the killed run wrote after the checkpoint twice (src/plugins/files/README.md, Output files).
 Exits 77 (skipped) without slurm-wlm and munge, or when not root.
 usage: slurm_test.py --stasis STASIS --task SLURM_TASK [--conf SLURM_CONF_IN] --mode MODE [--mpi-program P]
 """
@@ -63,6 +65,52 @@ def check_continues(reference, before, after, where):
     if before[:k] != reference[:k]:
         raise Failure(f"{where}: the killed run's first {k} lines differ from the reference")
     print(f"{where}: {k} lines before the checkpoint, {len(after)} after the restart: equal to the reference")
+
+
+def files_shared_with_outside(stasis, generation, env):
+    """The paths the checkpoint recorded as output files shared with a process outside the
+    computation (`stasis inspect --json`: external descriptors that are regular files)."""
+    paths = set()
+    for image in sorted(os.listdir(generation)):
+        if image.endswith(".stasis"):
+            shown = subprocess.run([stasis, "inspect", "--json", os.path.join(generation, image)],
+                                   capture_output=True, text=True, env=env, timeout=60)
+            for fd in json.loads(shown.stdout)["fds"]:
+                if (fd.get("state") or {}).get("regular_file_shared_with_outside"):
+                    paths.add(fd["path"])
+    return paths
+
+
+def check_output_file(reference, before, after, shared_with_outside, where):
+    """A task's output file after the restart: the reference, line for line, when only the
+    computation writes it. When it is shared with a process outside the computation, nothing is
+    cut: every line the outside wrote is still there, every line the killed run wrote too, and the
+    program's lines are the reference with the run after the checkpoint there twice
+    (reference[:j] + reference[i:], i <= j)."""
+    if not shared_with_outside:
+        if after != reference:
+            raise Failure(f"{where}'s output file differs from the reference:\n" + "\n".join(after[-5:]))
+        print(f"{where}: output file equal to the reference ({len(reference)} lines)")
+        return
+    outside_before = [line for line in before if not LINE.match(line)]
+    outside_after = [line for line in after if not LINE.match(line)]
+    if outside_after[:len(outside_before)] != outside_before:
+        raise Failure(f"{where}: the restart lost lines the outside wrote to the output file: "
+                      f"{outside_before} before, {outside_after} after")
+    ours_before = [line for line in before if LINE.match(line)]
+    ours = [line for line in after if LINE.match(line)]
+    if ours[:len(ours_before)] != ours_before:
+        raise Failure(f"{where}: the restart lost lines the killed run wrote to the output file")
+    p = 0
+    while p < min(len(ours), len(reference)) and ours[p] == reference[p]:
+        p += 1
+    repeated = next((i for i in range(p, -1, -1) if reference[i:] == ours[p:]), None)
+    if repeated is None:
+        raise Failure(f"{where}'s output file is not the reference with one repeated run (common prefix "
+                      f"{p} lines):\n" + "\n".join(after[-5:]))
+    twice = f"lines {repeated + 1}..{p} twice" if repeated < p else "no line twice"
+    print(f"{where}: output file shared with the outside: its {len(outside_after)} line(s) kept, the "
+          f"program's lines the reference ({twice})")
 
 
 def check_pmi2_refused(args, env, cluster, coord, ckpt_dir, run):
@@ -172,6 +220,7 @@ def main():
         job = None
         cluster.wait_no_jobs()
         before = printed()
+        shared = files_shared_with_outside(args.stasis, generation, env) if args.mode == "srun-launch" else set()
 
         # A new allocation; `stasis restart` stands in for srun as the tasks' parent.
         if args.mode == "launch-srun":
@@ -186,10 +235,9 @@ def main():
         for t in range(TASKS):
             if args.mode == "launch-srun":
                 check_continues(ref_tasks[t], before.get(t, []), after.get(t, []), f"task {t}")
-            elif after.get(t) != ref_tasks[t]:
-                raise Failure(f"task {t}'s output file differs from the reference:\n" + "\n".join(after.get(t, [])[-5:]))
             else:
-                print(f"task {t}: output file equal to the reference ({len(ref_tasks[t])} lines)")
+                check_output_file(ref_tasks[t], before.get(t, []), after.get(t, []),
+                                  f"{tmp}/task-{t}.out" in shared, f"task {t}")
         print("PASS")
         return 0
     except (Failure, RuntimeError, subprocess.SubprocessError) as e:

@@ -4,6 +4,7 @@
 // Every kind, these included, is a row of the capture table (capture_table.cc), tried in order;
 // what none takes is refused with a message naming the descriptor and its kind.
 #include "plugins/files/files.h"
+#include "plugins/files/outside.h"
 #include "plugins/files/records.h"
 
 #include <errno.h>
@@ -145,8 +146,17 @@ int capture_plain_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList&, LogLi
   const struct stat& st = probe.st;
   if (S_ISREG(st.st_mode) && !probe.deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:") &&
       !save_files_requested(r.path, r.flags)) {
-    r.kind = STASIS_FD_REGULAR;
     r.offset = STASIS_SYS3(SYS_lseek, probe.fd, 0, SEEK_CUR);
+    // Written to: restart may cut the bytes after its size at the checkpoint only when they can
+    // be nobody's but the computation's (README.md, Output files).
+    const OutsideUse use = (r.flags & O_ACCMODE) == O_RDONLY ? OutsideUse::kNone : outside_use_of(probe.fd, st);
+    if (use == OutsideUse::kSharedDescription) {  // `./job.sh > log`: the job writes through it too
+      r.kind = STASIS_FD_EXTERNAL;
+      set_kind_data(r, OutsideFileData{static_cast<uint64_t>(probe.fd) + 1, kOutsideRegularFile});
+      return 1;
+    }
+    r.kind = STASIS_FD_REGULAR;
+    set_kind_data(r, RegularFileData{kOutsideWritersChecked, use == OutsideUse::kOtherWriter ? 1u : 0u});
     return 1;
   }
   if (S_ISDIR(st.st_mode) && !probe.deleted) {
@@ -185,6 +195,7 @@ bool capture_process_state(const StasisFdRecord* fds, uint32_t count, LogLine& e
 }  // namespace
 
 void note_external_fds_from_env() {
+  note_outside_processes_from_env();
   g_external_count = 0;
   const char* list = getenv("STASIS_EXTERNAL_INODES");
   uint64_t v = 0, fd = 0;
@@ -204,6 +215,8 @@ void note_external_fds_from_env() {
 }
 
 void note_inherited_fds(const uint64_t* only) {
+  if (only) note_outside_after_restart();
+  else note_outside_processes_at_launch();
   g_external_count = 0;  // after a restart these inodes mean nothing
   for (int fd = 0; fd < kMaxInherited; fd++) {
     g_inherited_ino[fd] = 0;
@@ -280,6 +293,7 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, FdDataList
   auto* recs = static_cast<StasisFdRecord*>(arena.alloc(sizeof(StasisFdRecord) * cap));
   const long pid = sys_getpid();
   AncestorTables ancestors(arena);
+  begin_outside_lookups();
   bool ok = true;
   bool listed = for_each_proc_number("/proc/self/fd", [&](long number, const char*, long dir) {
     const int fd = static_cast<int>(number);

@@ -52,6 +52,16 @@ void warn_if_changed(const StasisFdRecord& f, const struct stat& st) {
   fmt::print(stderr, "stasis restart: warning: {} (descriptor {}) changed since the checkpoint ({}); "
              "the program goes on with it as it is now\n", f.path, f.fd, change);
 }
+
+// Why the bytes after a regular file's size at the checkpoint may not all be the computation's
+// (empty: they are, as far as the checkpoint could see; README.md, Output files).
+std::string why_maybe_not_the_computations(const StasisFdRecord& f) {
+  const auto seen = kind_data_of<RegularFileData>(f);
+  if (seen.checked != kOutsideWritersChecked)
+    return "the checkpoint did not record whether other processes wrote to it (an image from an older Stasis)";
+  if (seen.outside_writer) return "a process outside the computation had it open for writing at the checkpoint";
+  return "";
+}
 }  // namespace
 
 int open_regular_file(const image::Image&, const StasisFdRecord& f) {
@@ -67,9 +77,24 @@ int open_regular_file(const image::Image&, const StasisFdRecord& f) {
     fstat(fd, &st);
     int mode = f.flags & O_ACCMODE;
     bool appending = (f.flags & O_APPEND) || static_cast<uint64_t>(f.offset) == f.size;
-    // Output the killed run wrote after the checkpoint is discarded, as the restarted program
-    // will write it again: the file ends up as an uninterrupted run leaves it.
-    if (mode != O_RDONLY && appending && static_cast<uint64_t>(st.st_size) > f.size) {
+    const uint64_t after = static_cast<uint64_t>(st.st_size) > f.size ? st.st_size - f.size : 0;
+    const std::string not_only_ours = f.kind == STASIS_FD_REGULAR ? why_maybe_not_the_computations(f) : "";
+    if (mode != O_RDONLY && appending && after && !not_only_ours.empty()) {
+      // Never destroy what someone else may have written: appended to, or refused.
+      if (!(f.flags & O_APPEND)) {
+        close(fd);
+        throw Error(fmt::format(
+            "{} (descriptor {}) has {} bytes after its size at the checkpoint ({}) that the restarted "
+            "program would write over, and {}; move them aside, or, if they are the program's own "
+            "output, cut the file to {} bytes (truncate -s {} {}) and restart again",
+            f.path, f.fd, after, f.size, not_only_ours, f.size, f.size, f.path));
+      }
+      fmt::print(stderr, "stasis restart: warning: {} (descriptor {}) has {} bytes after its size at the "
+                 "checkpoint and {}: they are kept, and the program appends after them\n",
+                 f.path, f.fd, after, not_only_ours);
+    } else if (mode != O_RDONLY && appending && after) {
+      // Output the killed run wrote after the checkpoint is discarded, as the restarted program
+      // will write it again: the file ends up as an uninterrupted run leaves it.
       if (ftruncate(fd, static_cast<off_t>(f.size)) != 0)
         throw Error(fmt::format("cannot cut {} back to its size at the checkpoint", f.path));
     } else if (f.kind == STASIS_FD_REGULAR) {
@@ -84,7 +109,40 @@ void describe_external(const image::Image&, const StasisFdRecord& rec, nlohmann:
   const auto outside = kind_data_of<StasisExternalData>(rec);
   state["restart_connects_its_descriptor"] =
       outside.launch_fd_plus_one ? static_cast<int>(outside.launch_fd_plus_one) - 1 : rec.fd;
+  if (is_outside_regular_file(rec)) state["regular_file_shared_with_outside"] = true;  // else appended to
 }
+
+namespace {
+// A regular file the computation shared with a process outside it (`./job.sh > log`): never cut.
+// Restart's own descriptor at the launch's number when it is the same file (the job's, when the
+// job runs `stasis restart`: both write through one description again), else the file appended to.
+void place_outside_file(const StasisFdRecord& f, const std::map<int, int>& outside) {
+  if (f.same_description_as >= 0) {  // 2>&1: what descriptor 1 became
+    if (dup2(f.same_description_as, f.fd) < 0)
+      throw Error(fmt::format("cannot place descriptor {} ({}): {}", f.fd, f.path, std::strerror(errno)));
+    return;
+  }
+  const int from = static_cast<int>(kind_data_of<OutsideFileData>(f).launch_fd_plus_one) - 1;
+  const auto copied = outside.find(from);
+  const int restarts = from == f.fd ? (fcntl(f.fd, F_GETFD) < 0 ? -1 : f.fd) : copied != outside.end() ? copied->second : -1;
+  struct stat st;
+  if (restarts >= 0 && fstat(restarts, &st) == 0 && st.st_dev == f.dev && st.st_ino == f.ino &&
+      (fcntl(restarts, F_GETFL) & O_ACCMODE) != O_RDONLY) {
+    if (restarts != f.fd && dup2(restarts, f.fd) < 0)
+      throw Error(fmt::format("cannot place descriptor {} ({}): {}", f.fd, f.path, std::strerror(errno)));
+    return;
+  }
+  const int flags = (static_cast<int>(f.flags) & ~(O_CREAT | O_TRUNC | O_EXCL | O_NOCTTY)) | O_APPEND;
+  int fd = open(f.path, flags | O_CLOEXEC);
+  if (fd < 0)
+    throw Error(fmt::format("cannot reopen {} to append to it as descriptor {}: {}", f.path, f.fd, std::strerror(errno)));
+  if (fd != f.fd) {
+    if (dup2(fd, f.fd) < 0)
+      throw Error(fmt::format("cannot place descriptor {} ({}): {}", f.fd, f.path, std::strerror(errno)));
+    close(fd);
+  }
+}
+}  // namespace
 
 void place_descriptors(const image::Image& img, const std::map<DescriptionKey, int>& shared) {
   std::set<int> saved;
@@ -104,6 +162,10 @@ void place_descriptors(const image::Image& img, const std::map<DescriptionKey, i
   for (int stdio = 0; stdio <= 2; stdio++)
     if (!saved.count(stdio)) close(stdio);
   for (const auto& f : img.fds()) {  // ascending descriptor numbers
+    if (is_outside_regular_file(f)) {
+      place_outside_file(f, outside);
+      continue;
+    }
     if (f.kind == STASIS_FD_EXTERNAL) {
       const uint64_t launch_fd_plus_one = kind_data_of<StasisExternalData>(f).launch_fd_plus_one;
       int from = launch_fd_plus_one ? static_cast<int>(launch_fd_plus_one) - 1 : f.fd;
