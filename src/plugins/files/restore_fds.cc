@@ -72,7 +72,7 @@ int open_regular_file(const image::Image&, const StasisFdRecord& f) {
     if (mode != O_RDONLY && appending && static_cast<uint64_t>(st.st_size) > f.size) {
       if (ftruncate(fd, static_cast<off_t>(f.size)) != 0)
         throw Error(fmt::format("cannot cut {} back to its size at the checkpoint", f.path));
-    } else if (f.kind == STASIS_FD_REGULAR) {
+    } else if (f.kind == STASIS_FD_REGULAR || reopened_as_found(f)) {
       warn_if_changed(f, st);
     }
   }
