@@ -87,24 +87,31 @@ void CheckpointMachine::process_joined(Client& client) {
   }
 }
 
+namespace {
+// Where a process's pid names it (StasisProcessInfo::pid_space): its kernel and pid namespace.
+// A process that crossed into another host's network and UTS namespaces (a remote launcher
+// that execs into its remote command, as the test hosts' nsrsh does) is still its parent's child.
+std::string pid_space_of(const Client& c) {
+  std::string space = bounded(c.info.pid_space, sizeof c.info.pid_space);
+  return space.empty() ? "host " + bounded(c.info.hostname, sizeof c.info.hostname) : space;
+}
+}  // namespace
+
 // After the "children" barrier: every live child of every member must be a member.
 void CheckpointMachine::check_children() {
   RunningOp& op = *running_;
   std::set<std::pair<std::string, uint32_t>> members;
-  for (uint64_t id : op.alive) {
-    const Client& c = connections_.at(id);
-    members.insert({bounded(c.info.hostname, sizeof c.info.hostname), c.info.pid});
-  }
+  for (uint64_t id : op.alive) members.insert({pid_space_of(connections_.at(id)), connections_.at(id).info.pid});
   std::string missing;
   size_t missing_count = 0;
   std::vector<uint64_t> incomplete_parents;
   for (const auto& [id, kids] : op.children) {
     if (op.alive.count(id) == 0) continue;
     const Client& parent = connections_.at(id);
-    std::string host = bounded(parent.info.hostname, sizeof parent.info.hostname);
+    const std::string space = pid_space_of(parent);
     size_t missing_before = missing_count;
     for (uint32_t pid : kids)
-      if (!members.count({host, pid})) {
+      if (!members.count({space, pid})) {
         if (missing_count++ == 0)
           missing = fmt::format("pid {} (a child of {})", pid, parent.describe());
       }

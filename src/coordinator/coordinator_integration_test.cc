@@ -383,6 +383,26 @@ TEST_F(CoordinatorIntegration, ChildThatNeverJoinsFailsTheCheckpointNamingIt) {
   EXPECT_EQ(stasis_with_coord({"checkpoint"}).status, 0) << "the next checkpoint works";
 }
 
+// A pid names a process within one kernel and pid namespace (its pid space), whatever host name
+// its UTS namespace gives it: a launcher that execs into another host's namespaces (nsrsh) is
+// still its parent's child; a process of another pid space with that pid and the parent's host
+// name is not.
+TEST_F(CoordinatorIntegration, ChildrenAreMatchedByPidSpaceNotHostName) {
+  start_coordinator({"--barrier-timeout", "1"});
+  auto parent = fake_at(7201, "mpirun", "host1", "boot-a/4026531836");
+  parent->set_children({7202});
+  auto launcher = fake_at(7202, "sh", "host2", "boot-a/4026531836");
+  Output result = stasis_with_coord({"checkpoint"});
+  ASSERT_EQ(result.status, 0) << result.err << log();
+  EXPECT_EQ(json::parse(read_text(ckpt_dir_ / "000001" / "MANIFEST.json"))["processes"].size(), 2u);
+
+  launcher.reset();
+  auto elsewhere = fake_at(7202, "sh", "host1", "boot-b/4026531836");  // another machine, same name
+  result = stasis_with_coord({"checkpoint"});
+  EXPECT_EQ(result.status, 1) << "a pid of another kernel is not the parent's child";
+  EXPECT_NE(result.err.find("pid 7202 (a child of"), std::string::npos) << result.err;
+}
+
 TEST_F(CoordinatorIntegration, ConcurrentRequestsAreAllAnswered) {
   start_coordinator();
   auto worker = fake(9101, "worker");

@@ -154,8 +154,10 @@ class FakeProcess {
   // change it (fail, delay, inspect the disk). Returning false disconnects instead of answering.
   using Hook = std::function<bool(const StasisBarrier&, StasisBarrierDone&)>;
 
+  // `hostname` and `pid_space`: where the process says it runs (StasisProcessInfo).
   FakeProcess(uint16_t port, const std::string& secret_hex, uint32_t pid, std::string program,
-              uint32_t restarted_generation = 0, const std::string& plugin_barriers = "")
+              uint32_t restarted_generation = 0, const std::string& plugin_barriers = "",
+              const std::string& hostname = "testhost", const std::string& pid_space = "")
       : program_(std::move(program)) {
     fd_ = stasis_connect_tcp("127.0.0.1", port);
     EXPECT_GE(fd_, 0) << "cannot connect to the coordinator: " << strerror(errno);
@@ -167,7 +169,8 @@ class FakeProcess {
     info.restarted = restarted_generation ? 1 : 0;
     info.restarted_generation = restarted_generation;
     info.restart_process_count = restarted_generation ? 1 : 0;
-    strcpy(info.hostname, "testhost");
+    strncpy(info.hostname, hostname.c_str(), sizeof info.hostname - 1);
+    strncpy(info.pid_space, pid_space.c_str(), sizeof info.pid_space - 1);
     strncpy(info.program, program_.c_str(), sizeof info.program - 1);
     strncpy(info.plugin_barriers, plugin_barriers.c_str(), sizeof info.plugin_barriers - 1);
     char reason[256] = "";
@@ -364,6 +367,12 @@ class CoordinatorIntegration : public ::testing::Test {
                                     const std::string& plugin_barriers = "") {
     return std::make_unique<FakeProcess>(port_, secret(), pid, program, restarted_generation,
                                          plugin_barriers);
+  }
+
+  // A process that says it runs on `hostname`, its pid meaning something in `pid_space`.
+  std::unique_ptr<FakeProcess> fake_at(uint32_t pid, const std::string& program, const std::string& hostname,
+                                       const std::string& pid_space) {
+    return std::make_unique<FakeProcess>(port_, secret(), pid, program, 0, "", hostname, pid_space);
   }
 
   Output stasis(std::vector<std::string> args) { return StasisRun(tmp_, args).wait(); }

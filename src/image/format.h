@@ -351,6 +351,7 @@ enum StasisSavedFileVariant STASIS_ENUM_BASE {
   STASIS_SAVED_FILE_DELETED = 1,  // a regular file deleted while open
   STASIS_SAVED_FILE_MEMFD = 2,    // memfd_create; path "/memfd:NAME (deleted)"
   STASIS_SAVED_FILE_NAMED = 3,    // launch --save-files: recreated at its path when missing or changed
+  STASIS_SAVED_FILE_TEMPORARY = 4,  // in a temporary directory: recreated at its path only when missing
 };
 
 // kind_data of STASIS_FD_TCP_* and STASIS_FD_UDP_SOCKET records. Addresses are IPv6 (IPv4 as

@@ -32,7 +32,7 @@ typedef struct StasisCommand StasisCommand;
 
 #define STASIS_PROTOCOL_MAGIC 0x4d535453u /* "STSM" */
 // 2: BARRIER_DONE carries write_nanoseconds; 3: compression as a StasisCompressionSetting;
-// 4: BARRIER_DONE carries image_checksum
+// 4: BARRIER_DONE carries image_checksum, StasisProcessInfo carries pid_space
 #define STASIS_PROTOCOL_VERSION 4
 #define STASIS_DEFAULT_PORT 7781
 #define STASIS_NONCE_BYTES 32
@@ -115,6 +115,10 @@ struct StasisProcessInfo {
   uint32_t restart_process_count;  // restarted: how many processes the restart brings back
   uint64_t restarted_generation;  // generation it was restarted from (0 if none)
   char hostname[STASIS_NAME_MAX];
+  // Where `pid` names this process: "BOOT_ID/PID_NAMESPACE_INODE" (the kernel's boot id, so one
+  // per machine and boot, and its pid namespace). A parent's child is a member when both are of
+  // one pid space, whatever host names their UTS namespaces give them. "" if unknown.
+  char pid_space[STASIS_NAME_MAX];
   char program[STASIS_NAME_MAX];  // short name (comm / argv[0] basename)
   char ckpt_dir[STASIS_PATH_MAX]; // the launch's --ckpt-dir / STASIS_CKPT_DIR, absolute; may be ""
   double interval_seconds;        // launch --interval: adopted by a coordinator that has none

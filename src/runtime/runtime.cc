@@ -145,6 +145,20 @@ void wait_for_critical_sections() {
   while (g_delay_depth.load() != 0) sleep_ns(1000000);
 }
 
+// This kernel's boot id (36 characters; "" if unreadable), read where no thread of the program
+// runs: in the constructor, and again at restart (which may be on another machine) before the
+// threads resume. Part of the pid space the process reports when it joins.
+static char g_boot_id[40];
+
+static void read_boot_id() {
+  g_boot_id[0] = 0;
+  long n = read_small_file("/proc/sys/kernel/random/boot_id", g_boot_id, sizeof g_boot_id);
+  for (long i = 0; i < n && i < static_cast<long>(sizeof g_boot_id); i++)
+    if (g_boot_id[i] == '\n') g_boot_id[i] = 0;
+  if (n <= 0) g_boot_id[0] = 0;
+}
+
+
 void after_restart() {
   wait_for_restored_threads();
   attach_pid_table(/*after_restart=*/true);  // the restarted process sees its old pids
@@ -166,6 +180,7 @@ void after_restart() {
   stasis_hex_decode(g_config.secret_hex, g_config.secret, sizeof g_config.secret);
   g_generation.store(g_restart_info.generation);
   apply_restart_environment(g_restart_info.setenv_entries);  // plugins re-create what it configures
+  read_boot_id();  // the program's descriptors are in place, its threads parked: one comes and goes
   LogLine error;
   // Joined before the plugins re-create what they own, so that they can use the name service
   // (their entries belong to this process); the coordinator's "restart" barrier waits in the
@@ -402,6 +417,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
   const char* coord = getenv("STASIS_COORD");
   const char* launch_pid = getenv("STASIS_LAUNCH_PID");
   if (!coord || !launch_pid || srun_stays_outside()) return;
+  read_boot_id();
   const bool launched = adopt_srun_task(launch_pid) || atol(launch_pid) == getpid();
   // Every process the launched one starts (fork, exec, posix_spawn, system, popen) carries the
   // STASIS_* environment and joins the computation the same way.
@@ -509,6 +525,9 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
   info.restart_process_count = restarted ? g_restart_info.restart_process_count : 0;
   struct utsname_like { char s[6][65]; } uts;
   if (STASIS_SYS1(SYS_uname, &uts) == 0) str_copy(info.hostname, uts.s[1], sizeof info.hostname);
+  struct stat pid_namespace;  // a stat, no descriptor: see below
+  if (g_boot_id[0] && STASIS_SYS4(SYS_newfstatat, AT_FDCWD, "/proc/self/ns/pid", &pid_namespace, 0) == 0)
+    FixedText(info.pid_space, sizeof info.pid_space) << g_boot_id << "/" << pid_namespace.st_ino;
   // The thread's name is the program's (inherited when the thread was made): no descriptor is
   // opened here, as this runs beside the program, which may dup2 onto any number meanwhile.
   char comm[17] = {};

@@ -1,5 +1,11 @@
 """Two hosts on one machine for the multi-host tests: network namespaces joined by a veth pair,
-each with loopback up and one address. Needs root and `ip netns`; always taken down again."""
+each with loopback up and one address, and, as the nodes of a cluster, a node-local /tmp and
+/dev/shm of its own (a mount namespace with private tmpfs mounts) and a host name of its own (a
+UTS namespace). Both are kept by bind mounts under HOST_STATE (as `ip netns` keeps network
+namespaces under /run/netns) and entered with nsenter (in_ns, bin/nsrsh). What the cluster's
+nodes share, the tests keep in their test directory, in the build tree (shared_directory()):
+the checkpoint directory, the runtime directory with the secret, the programs, softib's
+fabric. Needs root, `ip netns`, unshare and nsenter; always taken down again."""
 import os
 import shutil
 import subprocess
@@ -9,6 +15,19 @@ import time
 
 # The remote shell the tests use as ssh (bin/ssh runs it with an empty environment).
 NSRSH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "nsrsh")
+# Where each host's mount and UTS namespaces are kept: HOST_STATE/NAMESPACE.mnt and .uts (bin/nsrsh
+# reads the same paths).
+HOST_STATE = "/run/stasis-hosts"
+
+
+def shared_directory():
+    """The cluster's shared file system: $STASIS_TEST_SHARED_DIR, else the test's working directory
+    (ctest runs it in the build tree, where the programs are). Never under /tmp, which is each
+    host's own."""
+    path = os.environ.get("STASIS_TEST_SHARED_DIR") or os.getcwd()
+    if os.path.realpath(path).startswith(("/tmp/", "/dev/shm/")) or os.path.realpath(path) in ("/tmp", "/dev/shm"):
+        raise RuntimeError(f"the shared directory {path} is in a host's own /tmp or /dev/shm")
+    return path
 
 
 def run(*argv, check=True, **kw):
@@ -21,6 +40,9 @@ def unavailable():
         return "network namespaces need root"
     if shutil.which("ip") is None or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0:
         return "`ip netns` is not available"
+    missing = [tool for tool in ("unshare", "nsenter", "mountpoint") if shutil.which(tool) is None]
+    if missing:
+        return f"no {', '.join(missing)} for each host's own /tmp (Debian: util-linux)"
     return None
 
 
@@ -29,24 +51,72 @@ class TwoHosts:
     def __init__(self, namespaces, addresses, veth_prefix, spare_addresses=()):
         self.namespaces, self.addresses, self.veth = namespaces, addresses, veth_prefix
         self.spare_addresses = spare_addresses
+        self.holders = []  # the processes holding each host's mount and UTS namespaces
 
     def in_ns(self, index, *argv):
-        return ["ip", "netns", "exec", self.namespaces[index], *argv]
+        """argv run on host `index`: in its network, mount and UTS namespaces (as bin/nsrsh does), in
+        the caller's working directory (as `ip netns exec` keeps it: the tests' is shared)."""
+        return ["nsenter", "--wd=.", "-t", str(self.holder_pid(self.namespaces[index])), "--net", "--mount", "--uts",
+                "--", *argv]
+
+    @staticmethod
+    def holder_pid(ns):
+        with open(f"{HOST_STATE}/{ns}.pid") as f:
+            return int(f.read())
 
     def down(self):
         # A process left in a namespace (a coordinator, a daemon of a failed run) would keep it,
         # with its addresses, alive after `ip netns del`, and confuse the next run's connections.
+        # Every process of a host is in its network namespace, the one holding its mount and UTS
+        # namespaces too: once they are gone, so are its /tmp and /dev/shm.
         for ns in self.namespaces:
             pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
             for pid in pids:
                 subprocess.run(["kill", "-9", pid], capture_output=True)
+            if os.path.exists(f"{HOST_STATE}/{ns}.pid"):
+                os.unlink(f"{HOST_STATE}/{ns}.pid")
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        for holder in self.holders:
+            holder.wait()
+        self.holders = []
+
+    def make_node(self, ns):
+        """Host `ns`'s own /tmp and /dev/shm (empty tmpfs, mode 1777 as on a node) and host name, in
+        namespaces that a process of the host holds (its pid in HOST_STATE/ns.pid, for bin/nsrsh:
+        a file every host sees, where a namespace bound to a file would be seen by hosts made after
+        it only); its /sys shows its network devices, as under `ip netns exec`."""
+        os.makedirs(HOST_STATE, exist_ok=True)
+        setup = ("mount -t tmpfs -o mode=1777 tmpfs /tmp && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && "
+                 f"mount -t sysfs sysfs /sys && hostname {ns.replace('_', '-')} && echo ready && exec sleep infinity")
+        holder = subprocess.Popen(["nsenter", f"--net=/run/netns/{ns}", "unshare", "--mount", "--uts", "--propagation",
+                                   "private", "sh", "-c", setup], stdout=subprocess.PIPE, text=True)
+        self.holders.append(holder)
+        if holder.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"host {ns} could not get its own /tmp, /dev/shm and host name")
+        with open(f"{HOST_STATE}/{ns}.pid", "w") as f:
+            f.write(str(holder.pid))  # nsenter and unshare exec: the pid is the holder's
+
+    def check_nodes(self):
+        """Each host sees its own /tmp and /dev/shm and name: a file made on one is on no other."""
+        for directory in ("/tmp", "/dev/shm"):
+            marker = os.path.join(directory, f"stasis-node-check-{os.getpid()}")
+            run(*self.in_ns(0, "touch", marker))
+            try:
+                seen = [subprocess.run(self.in_ns(1, "test", "-e", marker)).returncode == 0, os.path.exists(marker)]
+            finally:
+                run(*self.in_ns(0, "rm", "-f", marker))
+            if any(seen):
+                raise RuntimeError(f"host 1's {directory} is not its own (seen on host 2, here: {seen})")
+        names = [run(*self.in_ns(i, "hostname")).stdout.strip() for i in range(len(self.namespaces))]
+        if len(set(names)) != len(names):
+            raise RuntimeError(f"the hosts share a host name: {names}")
 
     def up(self):
         self.down()  # left over from an interrupted run
         for ns in self.namespaces:
             run("ip", "netns", "add", ns)
             run("ip", "-n", ns, "link", "set", "lo", "up")
+            self.make_node(ns)
         run("ip", "link", "add", f"{self.veth}1", "netns", self.namespaces[0], "type", "veth", "peer", "name",
             f"{self.veth}2", "netns", self.namespaces[1])
         for i, ns in enumerate(self.namespaces):
@@ -62,6 +132,7 @@ class TwoHosts:
                 time.sleep(0.05)
             else:
                 raise RuntimeError(f"the link of {ns} does not come up")
+        self.check_nodes()
 
     def prefer_spare_addresses(self):
         """Connections from each host leave from its spare address from now on, as from another machine."""
@@ -74,7 +145,7 @@ class TwoHosts:
         return ",".join(f"{a}={n}" for a, n in pairs)
 
     def host_of(self, pid):
-        """The index of the namespace process `pid` runs in, or None."""
+        """The index of the host (network namespace) process `pid` runs in, or None."""
         name = subprocess.run(["ip", "netns", "identify", str(pid)], capture_output=True, text=True).stdout.strip()
         return self.namespaces.index(name) if name in self.namespaces else None
 
@@ -125,10 +196,15 @@ def remove_unless_kept(tmp):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def test_directory(prefix):
+    """A new directory for one test, on the shared file system (every host sees it)."""
+    return tempfile.mkdtemp(prefix=prefix, dir=shared_directory())
+
+
 def test_run(hosts, nsrsh, prefix, port=7781):
     """A test's temporary directory, environment, coordinator address (on host 1), checkpoint
     directory and coordinator log."""
-    tmp = tempfile.mkdtemp(prefix=prefix)
+    tmp = test_directory(prefix)
     ckpt_dir = os.path.join(tmp, "ckpt")
     return (tmp, test_environment(tmp, nsrsh, hosts), f"{hosts.addresses[0]}:{port}", ckpt_dir,
             os.path.join(ckpt_dir, "coordinator.log"))

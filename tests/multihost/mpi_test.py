@@ -6,7 +6,8 @@ back on its host (or, with --swap, each on the other host), the daemon again thr
 launcher. Rank 0's output (a file, through mpirun) must equal an uninterrupted run's, and the
 coordinator's log must show the restarted ranks joining from the hosts they were meant for.
 Exits 77 (skipped) when not root or without `ip netns`.
-usage: mpi_test.py --stasis STASIS --mpirun MPIRUN --program MPI_RING [--nsrsh NSRSH] [--swap]
+With --again-same-hosts, the same generation is then restarted a second time, on its own hosts.
+usage: mpi_test.py --stasis STASIS --mpirun MPIRUN --program MPI_RING [--nsrsh NSRSH] [--swap] [--again-same-hosts]
 """
 import argparse
 import os
@@ -24,6 +25,38 @@ HOSTS = TwoHosts(("stasis_mpi1", "stasis_mpi2"), ("10.203.0.1", "10.203.0.2"), "
 PORT = 7781
 
 
+def restart_once(args, env, coord, ssh, generation, swap, reference, out_path, log_path, steps_before):
+    """Restarts `generation` (each process on the other host with `swap`), runs it to its end and
+    checks its output and where its processes joined from."""
+    h1, h2 = HOSTS.addresses
+    hosts = ["--hosts", f"{h1}={h2},{h2}={h1}"] if swap else []
+    log_before = len(open(log_path).read())
+    # The output is a file: the restarted mpirun goes on writing it where it was.
+    restart_started = time.time()
+    restart = subprocess.run(HOSTS.in_ns(0, args.stasis, "restart", "--coord", coord, *hosts, "--rsh", ssh,
+                                         generation),
+                             capture_output=True, text=True, env=env, timeout=240)
+    if restart.returncode != 0:
+        fail(f"the restart failed (status {restart.returncode}): {restart.stdout[-500:]}{restart.stderr[-1500:]}",
+             out_path, log_path)
+    # A part restarted through mpirun's launcher reports on mpirun's stderr, which is this file.
+    got = [line for line in (open(out_path).read() + restart.stdout).splitlines()
+           if not line.startswith("stasis restart: ")]
+    if got != reference.stdout.splitlines():
+        fail("the output differs from an uninterrupted run", out_path, log_path)
+    log = open(log_path).read()[log_before:]
+    joins = re.findall(r"process joined: pid \d+ \((\S+)\) on \S+ from ([\d.]+):\d+, restarted", log)
+    ranks = sorted(address for program, address in joins if program.startswith("mpi_ring"))
+    daemons = [address for program, address in joins if program == "orted"]
+    want_daemon = h1 if swap else h2
+    if ranks != [h1, h2] or daemons != [want_daemon]:
+        fail(f"restarted ranks joined from {ranks} (want one per host), the daemon from {daemons} "
+             f"(want {want_daemon})", log_path)
+    print(f"PASS: checkpointed after {steps_before} steps, {'swapped' if swap else 'same hosts'}: ranks restarted "
+          f"on {ranks}, daemon on {daemons[0]}; output identical to an uninterrupted run; restart took "
+          f"{time.time() - restart_started:.1f} s; its stderr: {restart.stderr.strip()[-600:]}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--stasis", required=True)
@@ -31,6 +64,8 @@ def main():
     parser.add_argument("--program", required=True)
     parser.add_argument("--nsrsh", default=NSRSH)
     parser.add_argument("--swap", action="store_true")
+    parser.add_argument("--again-same-hosts", action="store_true",
+                        help="then restart the same generation again, each process on its own host")
     args = parser.parse_args()
     if skip_reason(args.nsrsh):
         print(f"SKIP: {skip_reason(args.nsrsh)}")
@@ -55,31 +90,12 @@ def main():
         wait_for(lambda: open(out_path).read().count("step ") >= 10 or launch.poll() is not None, "10 steps", 90)
         generation = checkpoint_and_kill(HOSTS, args.stasis, coord, env, launch, out_path, log_path)
         steps_before = open(out_path).read().count("step ")
-        hosts = ["--hosts", f"{h1}={h2},{h2}={h1}"] if args.swap else []
-        # The output is a file: the restarted mpirun goes on writing it where it was.
-        restart_started = time.time()
-        restart = subprocess.run(HOSTS.in_ns(0, args.stasis, "restart", "--coord", coord, *hosts, "--rsh", ssh,
-                                             generation),
-                                 capture_output=True, text=True, env=env, timeout=240)
-        if restart.returncode != 0:
-            fail(f"the restart failed (status {restart.returncode}): {restart.stdout[-500:]}{restart.stderr[-1500:]}",
-                 out_path, log_path)
-        # A part restarted through mpirun's launcher reports on mpirun's stderr, which is this file.
-        got = [line for line in (open(out_path).read() + restart.stdout).splitlines()
-               if not line.startswith("stasis restart: ")]
-        if got != reference.stdout.splitlines():
-            fail("the output differs from an uninterrupted run", out_path, log_path)
-        log = open(log_path).read()
-        joins = re.findall(r"process joined: pid \d+ \((\S+)\) on \S+ from ([\d.]+):\d+, restarted", log)
-        ranks = sorted(address for program, address in joins if program.startswith("mpi_ring"))
-        daemons = [address for program, address in joins if program == "orted"]
-        want_daemon = h1 if args.swap else h2
-        if ranks != [h1, h2] or daemons != [want_daemon]:
-            fail(f"restarted ranks joined from {ranks} (want one per host), the daemon from {daemons} "
-                 f"(want {want_daemon})", log_path)
-        print(f"PASS: checkpointed after {steps_before} steps, ranks restarted on {ranks}, daemon on {daemons[0]}; "
-              f"output identical to an uninterrupted run; restart took {time.time() - restart_started:.1f} s; "
-              f"its stderr: {restart.stderr.strip()[-600:]}")
+        # Each host has its own /tmp and /dev/shm: a process restarted on the other host finds none
+        # of its session files there, and each restarted mpirun removes its session directory when
+        # it ends. With --again-same-hosts the same generation is restarted a second time, on the
+        # hosts it ran on, after the swapped restart ran to its end.
+        for swap in [args.swap] + ([False] if args.again_same_hosts else []):
+            restart_once(args, env, coord, ssh, generation, swap, reference, out_path, log_path, steps_before)
         return 0
     finally:
         subprocess.run(["pkill", "-9", "-x", os.path.basename(args.program)[:15]], capture_output=True)

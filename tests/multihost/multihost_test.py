@@ -18,12 +18,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import NSRSH, TwoHosts, fail, remove_unless_kept, skip_reason, test_environment  # noqa: E402
+from multihost.hosts import NSRSH, TwoHosts, fail, remove_unless_kept, skip_reason, test_directory, test_environment  # noqa: E402
 NAMESPACES = ("stasis_ssh1", "stasis_ssh2")
 ADDRESSES = ("10.201.0.1", "10.201.0.2")
 PORT = 7781  # the namespaces are this test's own: nothing else listens there
@@ -43,7 +42,7 @@ def main():
         print(f"SKIP: {skip_reason(args.nsrsh)}")
         return 77
 
-    tmp = tempfile.mkdtemp(prefix="stasis-multihost-")
+    tmp = test_directory("stasis-multihost-")
     coord = f"{ADDRESSES[0]}:{PORT}"
     env = test_environment(tmp, args.nsrsh, HOSTS)
     ckpt_dir = os.path.join(tmp, "ckpt")

@@ -145,7 +145,7 @@ void find_owner_among_ancestors(AncestorTables& ancestors, long self, int fd, co
 int capture_plain_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList&, LogLine&) {
   const struct stat& st = probe.st;
   if (S_ISREG(st.st_mode) && !probe.deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:") &&
-      !save_files_requested(r.path, r.flags)) {
+      !named_file_saved(r.path, r.flags)) {
     r.offset = STASIS_SYS3(SYS_lseek, probe.fd, 0, SEEK_CUR);
     // Written to: restart may cut the bytes after its size at the checkpoint only when they can
     // be nobody's but the computation's (README.md, Output files).

@@ -97,7 +97,7 @@ int open_regular_file(const image::Image&, const StasisFdRecord& f) {
       // will write it again: the file ends up as an uninterrupted run leaves it.
       if (ftruncate(fd, static_cast<off_t>(f.size)) != 0)
         throw Error(fmt::format("cannot cut {} back to its size at the checkpoint", f.path));
-    } else if (f.kind == STASIS_FD_REGULAR) {
+    } else if (f.kind == STASIS_FD_REGULAR || reopened_as_found(f)) {
       warn_if_changed(f, st);
     }
   }

@@ -40,7 +40,7 @@ constexpr RestoreKind kRestoreKinds[] = {
     {STASIS_FD_CHARDEV,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_EXTERNAL,       nullptr,           nullptr,              nullptr,       nullptr,              nullptr,          describe_external},
     {STASIS_FD_PIPE,           nullptr,           nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe},
-    {STASIS_FD_FIFO,           check_path_exists, nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe},
+    {STASIS_FD_FIFO,           check_fifo,        nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe},
     {STASIS_FD_SAVED_FILE,     check_saved_file,  nullptr,              nullptr,       open_saved_file,      nullptr,          describe_saved_file},
     {STASIS_FD_MQUEUE,         nullptr,           nullptr,              nullptr,       open_mqueue,          nullptr,          describe_mqueue},
     {STASIS_FD_EVENTFD,        nullptr,           nullptr,              nullptr,       open_eventfd,         nullptr,          describe_eventfd},

@@ -22,33 +22,32 @@ void close_source_fds() {
   g_source_fd_count = 0;
 }
 
-// POSIX shared memory objects (shm_open, or a file made directly in /dev/shm as Open MPI does).
-// Files in directories of their own are left to hold what they hold at restart: those are tools'
-// machine-wide state (softib's fabric directory: its counters must never go back).
-bool is_named_shm_mapping(const Mapping& m) {
-  if (!m.shared || !str_starts(m.path, "/dev/shm/") || unnamed_file(m)) return false;
-  for (const char* c = m.path + 9; *c; c++)
-    if (*c == '/') return false;
-  return true;
+// A temporary file mapped shared (is_temporary_path): POSIX shared memory objects (shm_open, or
+// a file made directly in /dev/shm as Open MPI's vader does), session files under /tmp (PMIx's
+// dstore segments in Open MPI's session directory). Files in directories of their own in
+// /dev/shm are left to hold what they hold at restart: those are tools' machine-wide state
+// (softib's fabric directory: its counters must never go back).
+bool is_saved_file_mapping(const Mapping& m) {
+  return m.shared && !unnamed_file(m) && is_temporary_path(m.path);
 }
 
 
 bool save(Arena& arena, FdDataList& data, const Mapping& m, uint32_t index, LogLine& error) {
   if (g_source_fd_count == kMaxSavedFiles) {
-    error << "more than " << kMaxSavedFiles << " named shared-memory files to save (" << m.path
+    error << "more than " << kMaxSavedFiles << " temporary files mapped shared to save (" << m.path
           << "); not checkpointing";
     return false;
   }
   long fd = STASIS_SYS3(SYS_open, m.path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) {
-    error << "shared memory file " << m.path << " is mapped but cannot be opened to save it (errno " << -fd
-          << "); not checkpointing";
+    error << "the temporary file " << m.path << " is mapped shared but cannot be opened to save it (errno "
+          << -fd << "); not checkpointing";
     return false;
   }
   g_source_fds[g_source_fd_count++] = static_cast<int>(fd);
   struct stat st;
   if (STASIS_SYS2(SYS_fstat, fd, &st) != 0 || st.st_dev != m.dev || st.st_ino != m.inode) {
-    error << "shared memory file " << m.path << " now names another file than the one mapped (it was "
+    error << "the temporary file " << m.path << " now names another file than the one mapped (it was "
           << "replaced), which restart could not map again; not checkpointing";
     return false;
   }
@@ -122,10 +121,10 @@ bool capture_named_shm_files(Arena& arena, const Mapping* maps, uint32_t count, 
   uint32_t saved = 0;
   for (uint32_t i = 0; i < count; i++) {
     const Mapping& m = maps[i];
-    if (!is_named_shm_mapping(m)) continue;
+    if (!is_saved_file_mapping(m)) continue;
     bool seen = false;  // one file mapped several times
     for (uint32_t k = 0; k < i && !seen; k++)
-      seen = is_named_shm_mapping(maps[k]) && maps[k].dev == m.dev && maps[k].inode == m.inode;
+      seen = is_saved_file_mapping(maps[k]) && maps[k].dev == m.dev && maps[k].inode == m.inode;
     if (seen) continue;
     char marker[STASIS_IMAGE_PATH_MAX + 128];
     host_marker_path(marker, sizeof marker, generation_dir, "shm", m.dev, m.inode);

@@ -1,10 +1,13 @@
-// Named files directly in /dev/shm (POSIX shared memory objects) that processes of the
-// computation map shared (Open MPI's shared-memory transport keeps one per rank,
-// "vader_segment.*", which every rank on the host maps).
+// Temporary files (plugins/saved_files: is_temporary_path) that processes of the computation map
+// shared: POSIX shared memory objects directly in /dev/shm (Open MPI's shared-memory transport
+// keeps one per rank, "vader_segment.*", which every rank on the host maps) and session files
+// under /tmp (PMIx's dstore segments in Open MPI's session directory, which mpirun removes when
+// it ends: without a copy, a checkpoint could be restarted once).
 //
 // Restart maps such a file again by path, so the file itself must hold its bytes as of the
 // checkpoint: the checkpoint saves them once per file and host, and `stasis restart` recreates
-// the file from them before any process is forked (restore_named_shm.cc). The saving process is
+// the file from them, on the host where the processes restart, before any process is forked
+// (restore_named_shm.cc). The saving process is
 // the one that wins an exclusive marker in the generation directory named after the host and the
 // file's identity: the processes that map one file need not be related (sibling ranks under
 // mpirun or orted), and all of them are stopped while they race, so every copy is of one instant.

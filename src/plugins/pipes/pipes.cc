@@ -7,6 +7,7 @@
 
 #include "plugins/pipes/pipes.h"
 #include "plugins/pipes/records.h"
+#include "plugins/saved_files/saved_files.h"
 
 namespace stasis::rt {
 
@@ -14,7 +15,10 @@ int capture_pipe_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, L
   if (!S_ISFIFO(probe.st.st_mode)) return 0;
   r.kind = str_starts(probe.link, "pipe:") ? STASIS_FD_PIPE : STASIS_FD_FIFO;
   long size = STASIS_SYS2(SYS_fcntl, probe.fd, F_GETPIPE_SZ);
-  set_kind_data(r, StasisPipeData{size > 0 ? static_cast<uint64_t>(size) : 0});
+  StasisPipeData pipe{size > 0 ? static_cast<uint64_t>(size) : 0, 0};
+  // A FIFO in a session directory under /tmp goes when its owner cleans up: restart makes it again.
+  if (r.kind == STASIS_FD_FIFO && is_temporary_path(probe.link)) pipe.recreate_mode_plus_one = 1 + (probe.st.st_mode & 07777);
+  set_kind_data(r, pipe);
   if ((r.flags & O_ACCMODE) == O_WRONLY) return 1;
   if (r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != probe.fd) return 1;
   int pending = 0;

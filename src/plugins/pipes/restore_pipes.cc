@@ -1,6 +1,7 @@
 // Pipes and FIFOs at restart: one new pipe per saved pipe (by inode), whatever number of ends
 // and processes held it, refilled with the bytes that were in flight at the checkpoint.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "common/error.h"
 #include "plugins/pipes/records.h"
 #include "plugins/pipes/restore_pipes.h"
+#include "plugins/saved_files/restore_saved_files.h"
 
 namespace stasis::restore {
 namespace {
@@ -21,11 +23,28 @@ struct RestoredPipe {
 };
 std::map<std::pair<uint64_t, uint64_t>, RestoredPipe> g_pipes;  // (dev, ino) of the saved pipe
 
+uint64_t recreate_mode_plus_one(const StasisFdRecord& rec) {
+  return kind_data_of<StasisPipeData>(rec).recreate_mode_plus_one;
+}
+
+// A FIFO of a temporary directory is made again where it is missing (its owner removed its
+// session directory), with its mode; an existing one is used as it is.
+void make_missing_fifo(const StasisFdRecord& rec) {
+  const uint64_t mode_plus_one = recreate_mode_plus_one(rec);
+  if (mode_plus_one == 0 || access(rec.path, F_OK) == 0) return;
+  const std::string what = fmt::format("the FIFO {} (descriptor {})", rec.path, rec.fd);
+  create_missing_directories(rec.path, what);
+  if (mkfifo(rec.path, static_cast<mode_t>(mode_plus_one - 1) & 07777) != 0 && errno != EEXIST)
+    throw Error(fmt::format("{} is missing and cannot be made again: {}", what, std::strerror(errno)));
+  chmod(rec.path, static_cast<mode_t>(mode_plus_one - 1) & 07777);  // mkfifo's mode went through the umask
+}
+
 RestoredPipe& pipe_for(const StasisFdRecord& rec) {
   RestoredPipe& p = g_pipes[{rec.dev, rec.ino}];
   if (p.read_end >= 0) return p;
   int ends[2];
   if (rec.kind == STASIS_FD_FIFO) {
+    make_missing_fifo(rec);
     // A FIFO opened for reading without O_NONBLOCK would wait for a writer: hold a read end of
     // our own first, then every open is immediate.
     ends[0] = open(rec.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -57,6 +76,10 @@ void refill(RestoredPipe& p, const image::Image& img, const StasisFdRecord& rec)
 
 }  // namespace
 
+void check_fifo(const image::Image& img, const StasisFdRecord& rec) {
+  if (recreate_mode_plus_one(rec) == 0) check_path_exists(img, rec);
+}
+
 void create_pipe(const image::Image& img, const StasisFdRecord& rec) { refill(pipe_for(rec), img, rec); }
 
 int open_pipe_end(const image::Image& img, const StasisFdRecord& rec) {
@@ -83,6 +106,8 @@ int open_pipe_end(const image::Image& img, const StasisFdRecord& rec) {
 
 void describe_pipe(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state) {
   state["buffer_size"] = kind_data_of<StasisPipeData>(rec).buffer_size;
+  if (uint64_t mode_plus_one = recreate_mode_plus_one(rec))
+    state["made_again_if_missing"] = fmt::format("{:04o}", mode_plus_one - 1);
   if (img.has_fd_data(rec.fd, STASIS_FD_DATA_PIPE_BYTES))
     state["bytes_in_flight"] = img.fd_data(rec.fd, STASIS_FD_DATA_PIPE_BYTES).size();
 }

@@ -1,7 +1,8 @@
 // Files whose contents are in the image, restart side. A memfd is created again with its name,
 // contents, mode and seals; a file deleted while open becomes an unnamed file (O_TMPFILE) with
 // its contents, never linked; a file saved by `launch --save-files` is put back at its path when
-// it is missing or differs. Each record gets its own open file description (reopened through
+// it is missing or differs; a temporary file (/tmp, /var/tmp, $TMPDIR, /dev/shm) is made again
+// at its path only when it is missing. Each record gets its own open file description (reopened through
 // /proc/self/fd, as the program's own reopen would), so flags and offset are its own, and two
 // descriptions of one file still share it.
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include <nlohmann/json.hpp>
 #include "common/error.h"
@@ -171,12 +173,41 @@ void put_back_named_file(const image::Image& img, const StasisFdRecord& rec) {
              rec.fd, why);
 }
 
+// A temporary file is made again only when it is missing (its owner removed it when a restarted
+// run ended, or this is another node): an existing one is the program's to find as it is, like
+// any file it reopens. Made beside its path and linked there, so a file that appears meanwhile
+// is never replaced.
+std::set<std::string> g_made_temporary_files;  // by this restart: their mtime is now, not a change
+
+void make_missing_temporary_file(const image::Image& img, const StasisFdRecord& rec) {
+  if (fs::exists(fs::symlink_status(rec.path))) return;
+  create_missing_directories(rec.path, fmt::format("{} (descriptor {})", rec.path, rec.fd));
+  const std::string temporary = rec.path + std::string(".stasis-restore-XXXXXX");
+  std::string name = temporary;
+  int fd = mkstemp(name.data());
+  if (fd < 0)
+    throw Error(fmt::format("{} (descriptor {}) is missing and cannot be recreated: {}", rec.path, rec.fd,
+                            std::strerror(errno)));
+  try {
+    write_contents(fd, saved_contents(img, rec), rec.path);
+    if (fchmod(fd, mode_of(rec)) != 0 || (link(name.c_str(), rec.path) != 0 && errno != EEXIST))
+      throw Error(fmt::format("cannot recreate {} (descriptor {}): {}", rec.path, rec.fd, std::strerror(errno)));
+  } catch (...) {
+    close(fd);
+    unlink(name.c_str());
+    throw;
+  }
+  close(fd);
+  unlink(name.c_str());
+  g_made_temporary_files.insert(rec.path);
+}
+
 }  // namespace
 
 void check_saved_file(const image::Image& img, const StasisFdRecord& rec) {
   const uint64_t variant = variant_of(rec);
   if (variant != STASIS_SAVED_FILE_DELETED && variant != STASIS_SAVED_FILE_MEMFD &&
-      variant != STASIS_SAVED_FILE_NAMED)
+      variant != STASIS_SAVED_FILE_NAMED && variant != STASIS_SAVED_FILE_TEMPORARY)
     throw Error(fmt::format("{}: descriptor {} ({}) is a saved file of unknown variant {}", img.path(), rec.fd,
                             rec.path, variant));
   if (variant == STASIS_SAVED_FILE_MEMFD && !std::string_view(rec.path).starts_with(kMemfdPrefix))
@@ -202,6 +233,10 @@ int open_saved_file(const image::Image& img, const StasisFdRecord& rec) {
     if (holder < 0) put_back_named_file(img, rec);
     return open_regular_file(img, rec);
   }
+  if (variant_of(rec) == STASIS_SAVED_FILE_TEMPORARY) {
+    if (holder < 0) make_missing_temporary_file(img, rec);
+    return open_regular_file(img, rec);
+  }
   // Descriptors are placed in ascending order: the holder is in place already.
   if (holder >= 0) return reopen_as_recorded(holder, rec);
   int created = create_unnamed_file(img, rec);
@@ -213,6 +248,19 @@ int open_saved_file(const image::Image& img, const StasisFdRecord& rec) {
     close(created);
     throw;
   }
+}
+
+bool reopened_as_found(const StasisFdRecord& rec) {
+  return rec.kind == STASIS_FD_SAVED_FILE && variant_of(rec) == STASIS_SAVED_FILE_TEMPORARY &&
+         !g_made_temporary_files.count(rec.path);
+}
+
+void create_missing_directories(const std::string& path, const std::string& what) {
+  const fs::path parent = fs::path(path).parent_path();
+  if (parent.empty() || fs::is_directory(parent)) return;
+  create_missing_directories(parent.string(), what);
+  if (mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST)
+    throw Error(fmt::format("cannot make the directory {} for {}: {}", parent.string(), what, std::strerror(errno)));
 }
 
 const StasisFdRecord* saved_file_mapped_by(const image::Image& img, const StasisRegionRecord& region) {
@@ -233,6 +281,7 @@ void describe_saved_file(const image::Image& img, const StasisFdRecord& rec, nlo
     case STASIS_SAVED_FILE_DELETED: state["variant"] = "deleted"; break;
     case STASIS_SAVED_FILE_MEMFD: state["variant"] = "memfd"; break;
     case STASIS_SAVED_FILE_NAMED: state["variant"] = "named"; break;
+    case STASIS_SAVED_FILE_TEMPORARY: state["variant"] = "temporary"; break;
     default: state["variant"] = variant_of(rec);
   }
   state["mode"] = fmt::format("{:04o}", mode_of(rec));

@@ -13,13 +13,25 @@
 namespace stasis::rt {
 namespace {
 
-// STASIS_SAVE_FILES (set by `launch --save-files`), copied when the runtime is loaded: the
-// checkpoint path must not read the environment, which a stopped thread may be changing.
+// STASIS_SAVE_FILES (set by `launch --save-files`) and TMPDIR, copied when the runtime is
+// loaded: the checkpoint path must not read the environment, which a stopped thread may be
+// changing.
 char g_save_files_pattern[STASIS_IMAGE_PATH_MAX];
+char g_tmpdir[STASIS_IMAGE_PATH_MAX];  // without a trailing '/'; empty: none, or "/"
 
 __attribute__((constructor)) void read_save_files_option() {
   if (const char* pattern = getenv("STASIS_SAVE_FILES"))
     str_copy(g_save_files_pattern, pattern, sizeof g_save_files_pattern);
+  if (const char* tmpdir = getenv("TMPDIR"); tmpdir && tmpdir[0] == '/') {
+    str_copy(g_tmpdir, tmpdir, sizeof g_tmpdir);
+    for (size_t n = str_len(g_tmpdir); n > 0 && g_tmpdir[n - 1] == '/'; n--) g_tmpdir[n - 1] = 0;
+  }
+}
+
+// `path` is `dir` itself or lies below it (dir without a trailing '/').
+bool lies_under(const char* path, const char* dir) {
+  const size_t n = str_len(dir);
+  return n > 0 && str_starts(path, dir) && (path[n] == '/' || path[n] == 0);
 }
 
 // Matches c against the bracket expression that starts after '[' at p; returns the end of the
@@ -78,13 +90,34 @@ bool same_file(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-}  // namespace
+// A descriptor open write-only is output: its contents cannot be read through it, and the
+// program never reads them back. It is reopened by path like any other file.
+bool readable_for_saving(uint32_t flags) { return (flags & O_ACCMODE) != O_WRONLY && !(flags & O_PATH); }
 
 bool save_files_requested(const char* path, uint32_t flags) {
-  // A descriptor open write-only is output: its contents cannot be read through it, and the
-  // program never reads them back. It is reopened by path like any other file.
-  const bool readable = (flags & O_ACCMODE) != O_WRONLY && !(flags & O_PATH);
-  return readable && g_save_files_pattern[0] && glob_matches(g_save_files_pattern, path);
+  return readable_for_saving(flags) && g_save_files_pattern[0] && glob_matches(g_save_files_pattern, path);
+}
+
+}  // namespace
+
+bool is_temporary_path(const char* path) {
+  if (str_starts(path, "/dev/shm/")) {
+    for (const char* c = path + 9; *c; c++)
+      if (*c == '/') return false;
+    return path[9] != 0;
+  }
+  return lies_under(path, "/tmp") || lies_under(path, "/var/tmp") || lies_under(path, g_tmpdir);
+}
+
+// A temporary file may be gone at restart (its owner removed its session directory when a
+// restarted run ended, or the restart runs on another node): it goes with the checkpoint, to be
+// made again only where it is missing.
+bool temporary_file_saved(const char* path, uint32_t flags) {
+  return readable_for_saving(flags) && is_temporary_path(path);
+}
+
+bool named_file_saved(const char* path, uint32_t flags) {
+  return save_files_requested(path, flags) || temporary_file_saved(path, flags);
 }
 
 int descriptor_holding_file(uint64_t dev, uint64_t ino) {
@@ -106,6 +139,7 @@ int capture_saved_file_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& d
   if (memfd) variant = STASIS_SAVED_FILE_MEMFD;
   else if (probe.deleted) variant = STASIS_SAVED_FILE_DELETED;
   else if (probe.link[0] == '/' && save_files_requested(probe.link, r.flags)) variant = STASIS_SAVED_FILE_NAMED;
+  else if (probe.link[0] == '/' && temporary_file_saved(probe.link, r.flags)) variant = STASIS_SAVED_FILE_TEMPORARY;
   else return 0;
   const char* what = memfd ? "a memfd" : probe.deleted ? "a file deleted while open" : "a saved file";
   struct statfs fs;
