@@ -32,6 +32,13 @@ std::atomic<uint32_t> g_restarts_done{0};
 std::atomic<uint32_t> g_suspend_requested{0};
 std::atomic<uint32_t> g_delay_depth{0};
 std::atomic<uint32_t> g_send_lock{0};
+long g_real_pid = 0;
+
+namespace {
+// The critical sections (g_delay_depth) the calling thread holds: a forked child inherits the
+// count of every thread, but only the forking thread goes on in it.
+__thread uint32_t t_delay_depth __attribute__((tls_model("initial-exec")));
+}  // namespace
 
 namespace {
 
@@ -145,6 +152,7 @@ void wait_for_critical_sections() {
 }
 
 void after_restart() {
+  g_real_pid = sys_getpid();
   wait_for_restored_threads();
   attach_pid_table(/*after_restart=*/true);  // the restarted process sees its old pids
   map_restored_tids();
@@ -193,11 +201,35 @@ std::atomic<bool> g_last_commit_ok{false};
 // thread must not find the lock held by a thread it stopped.
 bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint32_t len) {
   g_delay_depth.fetch_add(1);
+  t_delay_depth++;
   lock_send();
   bool ok = stasis_send_msg(kCoordinatorFd, type, arg, payload, len) == 0;
   unlock_send();
+  t_delay_depth--;
   g_delay_depth.fetch_sub(1);
   return ok;
+}
+
+void wait_until_image_committed() {
+  if (!g_config.active || sys_getpid() != g_real_pid) return;  // a vfork child: not its image
+  while (writer_pending() && !g_connection_lost.load()) {
+    uint32_t seen = g_commit_sequence.load();
+    if (!writer_pending()) break;
+    futex_wait(&g_commit_sequence, seen, 100 * 1000000L);
+  }
+}
+
+bool enter_exec() {
+  // A vfork child runs on its parent's memory: the counters are the parent's, and the parent's
+  // checkpoint thread never signals the child (another process).
+  if (!g_config.active || sys_getpid() != g_real_pid) return false;
+  wait_until_image_committed();
+  stasis_runtime_delay_checkpoints();
+  return true;
+}
+
+void exec_failed(bool entered) {
+  if (entered) stasis_runtime_allow_checkpoints();
 }
 
 bool coordinator_joined() { return g_join_state.load() == kJoined && !g_connection_lost.load(); }
@@ -318,6 +350,8 @@ void* checkpoint_thread_main(void*) {
             << static_cast<unsigned>(g_config.coord_port) << "; no further checkpoints")
           .emit();
       if (threads_are_suspended()) resume_user_threads();
+      g_suspend_requested.store(0);  // nobody will send "resume": critical sections may begin
+      futex_wake_all(&g_suspend_requested);
       g_connection_lost.store(true);
       g_commit_sequence.fetch_add(1);
       futex_wake_all(&g_commit_sequence);
@@ -348,11 +382,20 @@ bool start_checkpoint_thread(LogLine& error);
 // (threads do not survive fork). It joins before fork() returns in it, so a checkpoint that
 // starts later includes it, and one under way takes it in (see the "children" barrier).
 void atfork_child() {
+  g_real_pid = sys_getpid();
   if (!g_config.active) {
     if (have_pid_table()) g_config.original_pid = static_cast<uint32_t>(claim_virtual_pid(sys_getpid()));
     return;
   }
   g_config.active = false;
+  // What the parent's checkpoint under way left in this copy of its memory belongs to the
+  // parent's threads and writer, which are not here.
+  forget_parent_threads();
+  forget_parent_writer();
+  g_suspend_requested.store(0);
+  g_delay_depth.store(t_delay_depth);
+  g_send_lock.store(0);
+  g_connection_lost.store(false);
   join_as_new_process();
   LogLine error;
   g_join_state.store(kJoining);
@@ -370,13 +413,7 @@ void atfork_child() {
 
 void at_exit() {
   if (!g_config.active) return;
-  // A program that ends right after a checkpoint must not take the image being written by its
-  // forked writer down with it: exit waits until the coordinator has the image committed.
-  while (writer_pending() && !g_connection_lost.load()) {
-    uint32_t seen = g_commit_sequence.load();
-    if (!writer_pending()) break;
-    futex_wait(&g_commit_sequence, seen, 100 * 1000000L);
-  }
+  wait_until_image_committed();
   LogLine error;
   stasis_event_data_t event = {g_generation.load(), nullptr, 0, nullptr};
   plugins_event(STASIS_EVENT_EXIT, &event, error);
@@ -414,6 +451,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
     g_config.checkpoint_signal = 0;
     return;
   }
+  g_real_pid = sys_getpid();
   join_as_new_process();
   if (pid_table_coordinator(g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port,
                             g_config.secret_hex, sizeof g_config.secret_hex))
@@ -538,11 +576,15 @@ extern "C" __attribute__((visibility("default"))) void stasis_runtime_delay_chec
   for (;;) {
     while (g_suspend_requested.load() != 0) futex_wait(&g_suspend_requested, 1, 10 * 1000000L);
     g_delay_depth.fetch_add(1);
-    if (g_suspend_requested.load() == 0) return;
+    if (g_suspend_requested.load() == 0) {
+      t_delay_depth++;
+      return;
+    }
     g_delay_depth.fetch_sub(1);
   }
 }
 
 extern "C" __attribute__((visibility("default"))) void stasis_runtime_allow_checkpoints() {
+  t_delay_depth--;
   g_delay_depth.fetch_sub(1);
 }

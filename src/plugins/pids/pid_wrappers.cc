@@ -59,6 +59,12 @@ STASIS_EXPORT long syscall(long number, ...) {
   long a4 = va_arg(args, long), a5 = va_arg(args, long), a6 = va_arg(args, long);
   va_end(args);
   if (number == SYS_shmat) return shmat_syscall(a1, a2, a3);  // not pid-related: System V ids (plugins/ipc)
+  if (number == SYS_execve || number == SYS_execveat) {  // not pid-related: guarded (runtime/rt.h)
+    bool entered = enter_exec();
+    long r = next_symbol(real, "syscall")(number, a1, a2, a3, a4, a5, a6);
+    exec_failed(entered);
+    return r;
+  }
   if (have_pid_table()) {
     siginfo_t info;
     switch (number) {
