@@ -234,6 +234,10 @@ extern long g_real_pid;
 // exit, _exit and exec wait while a forked writer still writes this process's image: the
 // checkpoint counts it only once it is committed.
 void wait_until_image_committed();
+// exit's handlers and _exit: the process may end at any moment from now on, so its checkpoints
+// write in place (a thread stopped past exit's handlers ends right after "resume"); then waits
+// for the image under way.
+void prepare_to_end();
 // Around exec: a pending checkpoint signal would outlive execve, which resets its handler, and
 // kill the new program. So exec runs as a critical section the checkpoint thread waits for
 // (after waiting for the image to be committed). Returns whether it entered one, for

@@ -44,6 +44,12 @@ namespace {
 
 // Bumped when "commit" has been answered or the coordinator is gone: exit waits on it.
 std::atomic<uint32_t> g_commit_sequence{0};
+// From the start of a forked writer until "commit" is answered: until then the coordinator does
+// not have this process's image (the writer's end alone is not enough: the answer says it).
+std::atomic<bool> g_commit_outstanding{false};
+// Set once the process is ending (exit's handlers, _exit): it may be gone at any moment after a
+// "resume", before a forked writer's image is committed, so its checkpoints write in place.
+std::atomic<bool> g_process_ending{false};
 
 // A new process joins (connects and authenticates) in its checkpoint thread, off the program's
 // path: a process that execs or exits at once, as a shell's commands do, never waits for the
@@ -212,20 +218,29 @@ bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint3
 
 void wait_until_image_committed() {
   if (!g_config.active || sys_getpid() != g_real_pid) return;  // a vfork child: not its image
-  while (writer_pending() && !g_connection_lost.load()) {
+  while (g_commit_outstanding.load() && !g_connection_lost.load()) {
     uint32_t seen = g_commit_sequence.load();
-    if (!writer_pending()) break;
+    if (!g_commit_outstanding.load()) break;
     futex_wait(&g_commit_sequence, seen, 100 * 1000000L);
   }
+}
+
+void prepare_to_end() {
+  if (!g_config.active || sys_getpid() != g_real_pid) return;
+  g_process_ending.store(true);
+  wait_until_image_committed();
 }
 
 bool enter_exec() {
   // A vfork child runs on its parent's memory: the counters are the parent's, and the parent's
   // checkpoint thread never signals the child (another process).
   if (!g_config.active || sys_getpid() != g_real_pid) return false;
-  wait_until_image_committed();
-  stasis_runtime_delay_checkpoints();
-  return true;
+  for (;;) {  // a checkpoint may run between the wait and the section: wait for its commit too
+    wait_until_image_committed();
+    stasis_runtime_delay_checkpoints();
+    if (!g_commit_outstanding.load()) return true;
+    stasis_runtime_allow_checkpoints();
+  }
 }
 
 void exec_failed(bool entered) {
@@ -279,8 +294,9 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
       report_barrier(name, 1, error.c_str(), nullptr);
       return;
     }
-    // Forked unless the computation ends right after (no reason to copy it) or it is disabled.
-    bool forked = g_config.forked_checkpoints && !barrier.kill_after;
+    // Forked unless the computation ends right after (no reason to copy it), this process is
+    // ending (a writer's image would be committed after it is gone), or it is disabled.
+    bool forked = g_config.forked_checkpoints && !barrier.kill_after && !g_process_ending.load();
     int r = write_checkpoint(barrier.ckpt_dir, barrier.compression, forked, barrier.parent_generation,
                              &result, error);
     if (r == 1) {
@@ -288,6 +304,7 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
       return;
     }
     g_last_checkpoint_ok = r == 0;
+    if (writer_pending()) g_commit_outstanding.store(true);
     report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), &result);
     break;
   }
@@ -301,6 +318,7 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     g_last_commit_ok = r == 0 && !barrier.abort;
     g_checkpoints_done.fetch_add(1);  // stasis_checkpoint() returns now
     futex_wake_all(&g_checkpoints_done);
+    g_commit_outstanding.store(false);
     g_commit_sequence.fetch_add(1);
     futex_wake_all(&g_commit_sequence);
     break;
@@ -396,6 +414,8 @@ void atfork_child() {
   g_delay_depth.store(t_delay_depth);
   g_send_lock.store(0);
   g_connection_lost.store(false);
+  g_commit_outstanding.store(false);
+  g_process_ending.store(false);
   join_as_new_process();
   LogLine error;
   g_join_state.store(kJoining);
@@ -413,7 +433,7 @@ void atfork_child() {
 
 void at_exit() {
   if (!g_config.active) return;
-  wait_until_image_committed();
+  prepare_to_end();
   LogLine error;
   stasis_event_data_t event = {g_generation.load(), nullptr, 0, nullptr};
   plugins_event(STASIS_EVENT_EXIT, &event, error);

@@ -109,14 +109,14 @@ __attribute__((visibility("default"))) int sigsuspend(const sigset_t* mask) {
 // (exit() waits in the runtime's atexit handler; _exit skips those handlers).
 __attribute__((visibility("default"))) void _exit(int status) {
   static void (*real)(int);
-  stasis::rt::wait_until_image_committed();
+  stasis::rt::prepare_to_end();
   next_symbol(real, "_exit")(status);
   __builtin_unreachable();
 }
 
 __attribute__((visibility("default"))) void _Exit(int status) {
   static void (*real)(int);
-  stasis::rt::wait_until_image_committed();
+  stasis::rt::prepare_to_end();
   next_symbol(real, "_Exit")(status);
   __builtin_unreachable();
 }

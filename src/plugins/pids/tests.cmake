@@ -18,4 +18,4 @@ endfunction()
 
 # A shell under `set -e` running /bin/true three at a time: the checkpoint signal, pending in a
 # process as it exec'd, killed the new program ("Real-time signal 28") and with it the script.
-stasis_soak_test(ckpt.soak.exec_under_set_e 200 0.5 240 ${CMAKE_CURRENT_LIST_DIR}/tests/exec_loop.sh 1200)
+stasis_soak_test(ckpt.soak.exec_under_set_e 200 0.99 240 ${CMAKE_CURRENT_LIST_DIR}/tests/exec_loop.sh 1200)
