@@ -3,13 +3,15 @@
 
 One invocation:
   1. runs the program once without Stasis (the reference output and exit status),
-  2. launches it under Stasis and, once --wait-lines progress lines are out, runs N live
+  2. launches it under Stasis and, once --wait-lines progress lines are out, runs N/2 live
      checkpoints back to back (`stasis checkpoint`, each started as soon as the previous ended),
   3. after each one checks that the program still runs (a program that ended, or printed a
      line matching --lost-regex, is a lost computation or a lost child),
-  4. kills the program with SIGKILL, restarts it from the newest successful checkpoint and lets
-     it run to completion: the output must equal the reference's and so must the exit status,
-  5. requires at least --min-success of the checkpoints to have succeeded.
+  4. kills it with SIGKILL and restarts it from the newest successful checkpoint, then runs the
+     other N/2 checkpoints on the restarted computation (which translates virtual pids),
+  5. kills and restarts it again and lets it run to completion: the output must equal the
+     reference's and so must the exit status,
+  6. requires at least --min-success of the checkpoints to have succeeded.
 
 It prints the figures (checkpoints done and failed, each distinct failure message, checkpoints
 per second) on one `SOAK` line, which bench/fork_soak.py reads. Exit status: 0 pass, 1 fail.
@@ -32,7 +34,55 @@ import ckpt_driver as cd  # noqa: E402
 
 
 class Soak(cd.Scenario):
+    def soak_phase(self, proc: cd.Proc, count: int, first: int) -> tuple[Path, int] | None:
+        """`count` back-to-back checkpoints of the running `proc`; the newest good generation and
+        the lines printed before it began."""
+        a = self.a
+        lost = re.compile(a.lost_regex.encode())
+        newest = None
+        for i in range(first, first + count):
+            before = proc.program_output().count(b"\n")
+            rc, out, err, secs = cd.run_cmd([a.stasis, "checkpoint"], self.env.env(), self.env.tmp,
+                                            a.ckpt_timeout)
+            proc.pump()
+            if rc == 0:
+                self.succeeded += 1
+                printed = [l.strip() for l in out.splitlines() if l.strip()]
+                newest = (Path(printed[-1]), before)
+            else:
+                text = (err or out).strip()
+                # One message per kind: pids and generation numbers vary from one to the next.
+                self.failures[re.sub(r"\d+", "N", text.splitlines()[-1] if text else f"exit {rc}")] += 1
+                if sum(self.failures.values()) <= 5:
+                    cd.log(f"checkpoint {i + 1} failed ({secs:.2f} s): {text}")
+            bad = [l for l in proc.program_output().splitlines() if lost.search(l)]
+            if bad:
+                raise cd.TestFailure(f"after {i + 1} checkpoints the program reported a lost child: "
+                                     f"{bad[0].decode(errors='replace')} ({len(bad)} such lines)")
+            if proc.poll() is not None:
+                proc.join_output()
+                if proc.poll() == self.reference_rc and proc.program_output() == self.reference:
+                    raise cd.TestFailure(f"the program completed after {i + 1} checkpoints, before the "
+                                         f"soak's end: give it more work")
+                raise cd.TestFailure(f"the computation was lost: {proc.name} ended with status "
+                                     f"{cd.status_text(proc.poll())} after {i + 1} checkpoints "
+                                     f"(stderr:\n{cd.tail_text(proc.stderr_bytes())})")
+        return newest
+
+    def restart_from(self, proc: cd.Proc, newest: tuple[Path, int] | None, index: int) -> cd.Proc:
+        if newest is None:
+            raise cd.TestFailure(f"no checkpoint of {proc.name} succeeded: {dict(self.failures)}")
+        gen, before = newest
+        self.generations.append(gen)
+        proc.kill()
+        cd.log(f"killed {proc.name} (pid {proc.pid}); restarting from {gen.name}")
+        self.segments.append(cd.Segment(proc.name, proc.stdout_bytes(), before))
+        p = self.restart(gen, index)
+        self.seg_procs.append(p)
+        return p
+
     def soak(self) -> dict:
+        """Half the checkpoints before a restart (no pid table), half after it (virtual pids)."""
         a = self.a
         self.run_reference()
         self.env.start_coordinator()
@@ -42,58 +92,31 @@ class Soak(cd.Scenario):
         self.seg_procs.append(proc)
         cd.log(f"launched pid {proc.pid}: {' '.join(argv[1:])}")
         self.wait_progress(proc, a.wait_lines)
-        lost = re.compile(a.lost_regex.encode())
-        failures: collections.Counter[str] = collections.Counter()
-        ok = 0
-        newest: tuple[Path, int] | None = None
+        self.failures: collections.Counter[str] = collections.Counter()
+        self.succeeded = 0
         started = time.monotonic()
-        for i in range(a.checkpoints):
-            before = proc.program_output().count(b"\n")
-            rc, out, err, secs = cd.run_cmd([a.stasis, "checkpoint"], self.env.env(), self.env.tmp,
-                                            a.ckpt_timeout)
-            proc.pump()
-            if rc == 0:
-                ok += 1
-                printed = [l.strip() for l in out.splitlines() if l.strip()]
-                newest = (Path(printed[-1]), before)
-            else:
-                # One message per kind: pids and generation numbers vary from one to the next.
-                message = re.sub(r"\d+", "N", (err or out).strip().splitlines()[-1] if (err or out).strip() else f"exit {rc}")
-                failures[message] += 1
-                if sum(failures.values()) <= 5:
-                    cd.log(f"checkpoint {i + 1} failed ({secs:.2f} s): {(err or out).strip()}")
-            bad = [l for l in proc.program_output().splitlines() if lost.search(l)]
-            if bad:
-                raise cd.TestFailure(f"after {i + 1} checkpoints the program reported a lost child: "
-                                     f"{bad[0].decode(errors='replace')} ({len(bad)} such lines)")
-            if proc.poll() is not None:
-                proc.join_output()
-                raise cd.TestFailure(f"the computation was lost: the program ended with status "
-                                     f"{cd.status_text(proc.poll())} after {i + 1} checkpoints "
-                                     f"(stderr:\n{cd.tail_text(proc.stderr_bytes())})")
+        half = a.checkpoints // 2
+        newest = self.soak_phase(proc, half, 0)
+        restarted = self.restart_from(proc, newest, 1)
+        self.wait_progress(restarted, self.lines_of(restarted) + 1)
+        newest = self.soak_phase(restarted, a.checkpoints - half, half)
         elapsed = time.monotonic() - started
+        ok = self.succeeded
         figures = {"checkpoints": a.checkpoints, "succeeded": ok, "failed": a.checkpoints - ok,
                    "success_ratio": round(ok / a.checkpoints, 4), "seconds": round(elapsed, 1),
                    "checkpoints_per_second": round(a.checkpoints / elapsed, 2),
-                   "failures": dict(failures.most_common())}
-        cd.log(f"{ok} of {a.checkpoints} checkpoints succeeded in {elapsed:.1f} s")
-        if newest is None:
-            raise cd.TestFailure(f"none of the {a.checkpoints} checkpoints succeeded: {dict(failures)}")
-        gen, before = newest
-        self.generations.append(gen)
-        proc.kill()
-        cd.log(f"killed {proc.name} (pid {proc.pid}); restarting from {gen.name}")
-        self.segments.append(cd.Segment("launch", proc.stdout_bytes(), before))
-        p = self.restart(gen, 1)
-        self.seg_procs.append(p)
-        self.final_rc = p.wait(a.timeout, "restarted program running to completion")
-        self.segments.append(cd.Segment(p.name, p.stdout_bytes()))
+                   "failures": dict(self.failures.most_common())}
+        cd.log(f"{ok} of {a.checkpoints} checkpoints succeeded in {elapsed:.1f} s "
+               f"(a restart after the first {half})")
+        last = self.restart_from(restarted, newest, 2)
+        self.final_rc = last.wait(a.timeout, "restarted program running to completion")
+        self.segments.append(cd.Segment(last.name, last.stdout_bytes()))
         self.compare()
         figures["restart_output_equal"] = True
         print("SOAK " + json.dumps(figures), flush=True)
         if ok / a.checkpoints < a.min_success:
             raise cd.TestFailure(f"only {ok} of {a.checkpoints} checkpoints succeeded "
-                                 f"(at least {a.min_success:.0%} must): {dict(failures)}")
+                                 f"(at least {a.min_success:.0%} must): {dict(self.failures)}")
         return figures
 
 
