@@ -370,6 +370,7 @@ void* checkpoint_thread_main(void*) {
       if (threads_are_suspended()) resume_user_threads();
       g_suspend_requested.store(0);  // nobody will send "resume": critical sections may begin
       futex_wake_all(&g_suspend_requested);
+      g_commit_outstanding.store(false);  // nor "commit": nobody waits for it
       g_connection_lost.store(true);
       g_commit_sequence.fetch_add(1);
       futex_wake_all(&g_commit_sequence);
