@@ -446,7 +446,7 @@ void CheckpointMachine::commit_checkpoint() {
   uint64_t memory_bytes = 0;
   std::string fault;
   for (uint64_t id : op.members) {
-    const Client& client = connections_.at(id);
+    const Client& client = member(id);
     auto found = op.images.find(id);
     ImageResult image = found != op.images.end() ? found->second : ImageResult{};
     std::string path = image.path;
@@ -538,6 +538,11 @@ void CheckpointMachine::commit_checkpoint() {
   }
 }
 
+const Client& CheckpointMachine::member(uint64_t id) const {
+  auto ended = running_->ended_after_image.find(id);
+  return ended != running_->ended_after_image.end() ? ended->second : connections_.at(id);
+}
+
 void CheckpointMachine::kill_members() {
   RunningOp& op = *running_;
   op.waiting_for_exits = true;
@@ -571,6 +576,14 @@ void CheckpointMachine::process_left(const Client& client) {
     op.late_joiners.erase(client.id);
     log_.line(fmt::format("{} ended as checkpoint {} began; not part of it", client.describe(),
                           op.generation));
+  } else if (op.op.kind == OpKind::Checkpoint && !op.committed && op.images.count(client.id) &&
+             op.failure.empty()) {
+    // Its image is durable (written in place at "checkpoint", or committed by its forked
+    // writer, which exit and exec wait for): the checkpoint holds it as it was when stopped, and
+    // restart brings it back to end again. A short-lived child often ends right after "commit".
+    op.ended_after_image.emplace(client.id, client);
+    log_.line(fmt::format("{} ended after its image was saved; it stays in checkpoint {}",
+                          client.describe(), op.generation));
   } else if (op.op.kind == OpKind::Checkpoint && !op.committed) {
     fail(fmt::format("process {} disconnected during checkpoint {}", client.describe(),
                      op.generation));

@@ -73,6 +73,9 @@ struct RunningOp {
   bool aborting = false;     // failed before "resume": "commit" (abort=1) then ends it
   double pause_seconds = 0;  // from sending "suspend" until "resume" was done everywhere
   std::unordered_map<uint64_t, ImageResult> images;
+  // Members that ended (exited, or exec'd) once their image was durable: the checkpoint holds
+  // them as they were when it stopped the computation, so the manifest still lists them.
+  std::unordered_map<uint64_t, Client> ended_after_image;
   CheckpointTiming timing;
   // Process trees: each member's live children (real pids) from the "children" barrier; the
   // barrier is repeated until every child is a member, so a child forked as the checkpoint began
@@ -140,6 +143,8 @@ class CheckpointMachine {
   void remove_incomplete_generation();
   void commit_checkpoint();
   void kill_members();
+  // A member of the running checkpoint, connected or ended after its image was saved.
+  const Client& member(uint64_t id) const;
   void finish_op(bool ok, nlohmann::json body);
 
   static constexpr double kChildrenJoinPatienceSeconds = 20;

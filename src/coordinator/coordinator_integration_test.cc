@@ -165,6 +165,28 @@ TEST_F(CoordinatorIntegration, DisconnectDuringCheckpointFailsIt) {
   EXPECT_TRUE(eventually([&] { return status_json()["processes"].size() == 1; }));
 }
 
+// A short-lived child often ends right after the computation resumes: its image is durable by
+// then (here written in place at "checkpoint"), so the checkpoint holds it as it was.
+TEST_F(CoordinatorIntegration, ProcessEndingAfterItsImageIsSavedStaysInTheCheckpoint) {
+  start_coordinator();
+  auto stays = fake(3101, "stays");
+  auto ends = fake(3102, "ends");
+  ends->set_hook([](const StasisBarrier& barrier, StasisBarrierDone&) {
+    return std::string(barrier.name) != "resume";
+  });
+  Output result = stasis_with_coord({"checkpoint"});
+  ASSERT_EQ(result.status, 0) << result.err << log();
+  fs::path generation = ckpt_dir_ / "000001";
+  EXPECT_EQ(trimmed(result.out), generation.string());
+  json manifest = json::parse(read_text(generation / "MANIFEST.json"));
+  ASSERT_EQ(manifest["processes"].size(), 2u);
+  EXPECT_EQ(manifest["processes"][1]["pid"], 3102);
+  EXPECT_EQ(manifest["processes"][1]["image"], "ends.stasis");
+  EXPECT_EQ(stays->received(), kHealthyCycle);
+  EXPECT_NE(log().find("pid 3102 (ends) ended after its image was saved"), std::string::npos) << log();
+  EXPECT_TRUE(eventually([&] { return status_json()["processes"].size() == 1; }));
+}
+
 TEST_F(CoordinatorIntegration, BarrierTimeoutFailsTheCheckpoint) {
   start_coordinator({"--barrier-timeout", "1"});
   auto prompt = fake(4001, "prompt");

@@ -263,6 +263,14 @@ int wait_for_writer(CheckpointResult* result, LogLine& error) {
   return rc;
 }
 
+void forget_parent_writer() {
+  if (g_writer_pid == 0) return;
+  g_arena.destroy();  // unmaps this copy only: the parent still reads its writer's outcome there
+  g_writer_pid = 0;
+  g_writer_outcome = nullptr;
+  g_writer_plan = nullptr;
+}
+
 void restore_process_state() { restore_process_record(&g_process); }
 
 }  // namespace stasis::rt

@@ -187,6 +187,8 @@ void wait_for_restored_threads();
 // After a restart, once the pid table is attached: each restored thread keeps its old tid.
 void map_restored_tids();
 bool threads_are_suspended();
+// In a forked child: the thread slots are the parent's threads' (none of which is here).
+void forget_parent_threads();
 // After restart, until the user threads resume: the new tid of the thread that had `saved_tid`
 // at the checkpoint, or 0.
 long restored_tid_of(uint32_t saved_tid);
@@ -211,6 +213,8 @@ bool writer_pending();
 long writer_pid();  // the forked image writer, 0 if none
 void stop_writer();  // the checkpoint failed elsewhere: wait_for_writer() then reports failure
 int wait_for_writer(CheckpointResult* result, LogLine& error);
+// In a forked child: the writer and its scratch memory are the parent's.
+void forget_parent_writer();
 // Re-creates process-wide kernel state from the saved process record (after restart).
 void restore_process_state();
 
@@ -224,6 +228,23 @@ bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint3
 // Whether the process's connection is joined (and not lost): only then may others send on it.
 bool coordinator_joined();
 void join_as_new_process();
+
+// ---- ending or replacing the process (runtime.cc) --------------------------------------------
+// The kernel's pid of the process whose memory this is (a vfork child shares it, with another).
+extern long g_real_pid;
+// exit, _exit and exec wait while a forked writer still writes this process's image: the
+// checkpoint counts it only once it is committed.
+void wait_until_image_committed();
+// exit's handlers and _exit: the process may end at any moment from now on, so its checkpoints
+// write in place (a thread stopped past exit's handlers ends right after "resume"); then waits
+// for the image under way.
+void prepare_to_end();
+// Around exec: a pending checkpoint signal would outlive execve, which resets its handler, and
+// kill the new program. So exec runs as a critical section the checkpoint thread waits for
+// (after waiting for the image to be committed). Returns whether it entered one, for
+// exec_failed() to leave when exec returns.
+bool enter_exec();
+void exec_failed(bool entered);
 
 // Virtual pids (the pid table, pids inside signals and /proc paths): plugins/pids/pids.h, above.
 
@@ -243,6 +264,9 @@ extern std::atomic<uint32_t> g_delay_depth;
 }  // namespace stasis::rt
 
 extern "C" int stasis_context_save(StasisCpuContext* ctx);
+// The application API's critical sections (include/stasis/stasis.h), which the runtime uses too.
+extern "C" void stasis_runtime_delay_checkpoints();
+extern "C" void stasis_runtime_allow_checkpoints();
 // libc's sigaction, bypassing the runtime's own wrapper (wrappers.cc).
 int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 void resolve_wrapped_functions();

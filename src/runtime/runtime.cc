@@ -32,11 +32,24 @@ std::atomic<uint32_t> g_restarts_done{0};
 std::atomic<uint32_t> g_suspend_requested{0};
 std::atomic<uint32_t> g_delay_depth{0};
 std::atomic<uint32_t> g_send_lock{0};
+long g_real_pid = 0;
+
+namespace {
+// The critical sections (g_delay_depth) the calling thread holds: a forked child inherits the
+// count of every thread, but only the forking thread goes on in it.
+__thread uint32_t t_delay_depth __attribute__((tls_model("initial-exec")));
+}  // namespace
 
 namespace {
 
 // Bumped when "commit" has been answered or the coordinator is gone: exit waits on it.
 std::atomic<uint32_t> g_commit_sequence{0};
+// From the start of a forked writer until "commit" is answered: until then the coordinator does
+// not have this process's image (the writer's end alone is not enough: the answer says it).
+std::atomic<bool> g_commit_outstanding{false};
+// Set once the process is ending (exit's handlers, _exit): it may be gone at any moment after a
+// "resume", before a forked writer's image is committed, so its checkpoints write in place.
+std::atomic<bool> g_process_ending{false};
 
 // A new process joins (connects and authenticates) in its checkpoint thread, off the program's
 // path: a process that execs or exits at once, as a shell's commands do, never waits for the
@@ -160,6 +173,7 @@ static void read_boot_id() {
 
 
 void after_restart() {
+  g_real_pid = sys_getpid();
   wait_for_restored_threads();
   attach_pid_table(/*after_restart=*/true);  // the restarted process sees its old pids
   map_restored_tids();
@@ -223,6 +237,37 @@ bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint3
   return ok;
 }
 
+void wait_until_image_committed() {
+  if (!g_config.active || sys_getpid() != g_real_pid) return;  // a vfork child: not its image
+  while (g_commit_outstanding.load() && !g_connection_lost.load()) {
+    uint32_t seen = g_commit_sequence.load();
+    if (!g_commit_outstanding.load()) break;
+    futex_wait(&g_commit_sequence, seen, 100 * 1000000L);
+  }
+}
+
+void prepare_to_end() {
+  if (!g_config.active || sys_getpid() != g_real_pid) return;
+  g_process_ending.store(true);
+  wait_until_image_committed();
+}
+
+bool enter_exec() {
+  // A vfork child runs on its parent's memory: the counters are the parent's, and the parent's
+  // checkpoint thread never signals the child (another process).
+  if (!g_config.active || sys_getpid() != g_real_pid) return false;
+  for (;;) {  // a checkpoint may run between the wait and the section: wait for its commit too
+    wait_until_image_committed();
+    stasis_runtime_delay_checkpoints();
+    if (!g_commit_outstanding.load()) return true;
+    stasis_runtime_allow_checkpoints();
+  }
+}
+
+void exec_failed(bool entered) {
+  if (entered) stasis_runtime_allow_checkpoints();
+}
+
 bool coordinator_joined() { return g_join_state.load() == kJoined && !g_connection_lost.load(); }
 
 namespace {
@@ -270,8 +315,9 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
       report_barrier(name, 1, error.c_str(), nullptr);
       return;
     }
-    // Forked unless the computation ends right after (no reason to copy it) or it is disabled.
-    bool forked = g_config.forked_checkpoints && !barrier.kill_after;
+    // Forked unless the computation ends right after (no reason to copy it), this process is
+    // ending (a writer's image would be committed after it is gone), or it is disabled.
+    bool forked = g_config.forked_checkpoints && !barrier.kill_after && !g_process_ending.load();
     int r = write_checkpoint(barrier.ckpt_dir, barrier.compression, forked, barrier.parent_generation,
                              &result, error);
     if (r == 1) {
@@ -279,6 +325,7 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
       return;
     }
     g_last_checkpoint_ok = r == 0;
+    if (writer_pending()) g_commit_outstanding.store(true);
     report_barrier(name, r == 0 ? 0 : 1, r == 0 ? nullptr : error.c_str(), &result);
     break;
   }
@@ -298,6 +345,7 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     g_last_commit_ok = r == 0 && !barrier.abort;
     g_checkpoints_done.fetch_add(1);  // stasis_checkpoint() returns now
     futex_wake_all(&g_checkpoints_done);
+    g_commit_outstanding.store(false);
     g_commit_sequence.fetch_add(1);
     futex_wake_all(&g_commit_sequence);
     break;
@@ -347,6 +395,9 @@ void* checkpoint_thread_main(void*) {
             << static_cast<unsigned>(g_config.coord_port) << "; no further checkpoints")
           .emit();
       if (threads_are_suspended()) resume_user_threads();
+      g_suspend_requested.store(0);  // nobody will send "resume": critical sections may begin
+      futex_wake_all(&g_suspend_requested);
+      g_commit_outstanding.store(false);  // nor "commit": nobody waits for it
       g_connection_lost.store(true);
       g_commit_sequence.fetch_add(1);
       futex_wake_all(&g_commit_sequence);
@@ -377,12 +428,22 @@ bool start_checkpoint_thread(LogLine& error);
 // (threads do not survive fork). It joins before fork() returns in it, so a checkpoint that
 // starts later includes it, and one under way takes it in (see the "children" barrier).
 void atfork_child() {
+  g_real_pid = sys_getpid();
   if (!g_config.active) {
     if (have_pid_table()) g_config.original_pid = static_cast<uint32_t>(claim_virtual_pid(sys_getpid()));
     return;
   }
   g_config.active = false;
-  g_send_lock.store(0);  // a thread of the parent may have held it: it does not exist here
+  // What the parent's checkpoint under way left in this copy of its memory belongs to the
+  // parent's threads and writer, which are not here.
+  forget_parent_threads();
+  forget_parent_writer();
+  g_suspend_requested.store(0);
+  g_delay_depth.store(t_delay_depth);
+  g_send_lock.store(0);
+  g_connection_lost.store(false);
+  g_commit_outstanding.store(false);
+  g_process_ending.store(false);
   join_as_new_process();
   LogLine error;
   g_join_state.store(kJoining);
@@ -400,13 +461,7 @@ void atfork_child() {
 
 void at_exit() {
   if (!g_config.active) return;
-  // A program that ends right after a checkpoint must not take the image being written by its
-  // forked writer down with it: exit waits until the coordinator has the image committed.
-  while (writer_pending() && !g_connection_lost.load()) {
-    uint32_t seen = g_commit_sequence.load();
-    if (!writer_pending()) break;
-    futex_wait(&g_commit_sequence, seen, 100 * 1000000L);
-  }
+  prepare_to_end();
   LogLine error;
   stasis_event_data_t event = {g_generation.load(), nullptr, 0, nullptr};
   plugins_event(STASIS_EVENT_EXIT, &event, error);
@@ -445,6 +500,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
     g_config.checkpoint_signal = 0;
     return;
   }
+  g_real_pid = sys_getpid();
   join_as_new_process();
   if (pid_table_coordinator(g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port,
                             g_config.secret_hex, sizeof g_config.secret_hex))
@@ -572,11 +628,15 @@ extern "C" __attribute__((visibility("default"))) void stasis_runtime_delay_chec
   for (;;) {
     while (g_suspend_requested.load() != 0) futex_wait(&g_suspend_requested, 1, 10 * 1000000L);
     g_delay_depth.fetch_add(1);
-    if (g_suspend_requested.load() == 0) return;
+    if (g_suspend_requested.load() == 0) {
+      t_delay_depth++;
+      return;
+    }
     g_delay_depth.fetch_sub(1);
   }
 }
 
 extern "C" __attribute__((visibility("default"))) void stasis_runtime_allow_checkpoints() {
+  t_delay_depth--;
   g_delay_depth.fetch_sub(1);
 }

@@ -1,5 +1,6 @@
 // Library-call wrappers that keep the checkpoint signal working: the program may not install a
-// handler for it, nor block it. Everything else is forwarded untouched (one bit test per call).
+// handler for it, nor block it; and _exit, which waits for the image being written. Everything
+// else is forwarded untouched (one bit test per call).
 #include <dlfcn.h>
 #include <signal.h>
 
@@ -102,6 +103,22 @@ __attribute__((visibility("default"))) int sigsuspend(const sigset_t* mask) {
   const sigset_t* allowed = without_checkpoint_signal(mask, &copy);
   auto real = next_symbol(g_sigsuspend, "sigsuspend");
   return stasis::rt::again_after_checkpoints([&] { return real(allowed); });
+}
+
+// A process that ends while its forked writer still writes its image would fail the checkpoint
+// (exit() waits in the runtime's atexit handler; _exit skips those handlers).
+__attribute__((visibility("default"))) void _exit(int status) {
+  static void (*real)(int);
+  stasis::rt::prepare_to_end();
+  next_symbol(real, "_exit")(status);
+  __builtin_unreachable();
+}
+
+__attribute__((visibility("default"))) void _Exit(int status) {
+  static void (*real)(int);
+  stasis::rt::prepare_to_end();
+  next_symbol(real, "_Exit")(status);
+  __builtin_unreachable();
 }
 
 }  // extern "C"

@@ -255,13 +255,25 @@ using ExecveFn = int (*)(const char*, char* const[], char* const[]);
 using ExecvFn = int (*)(const char*, char* const[]);
 ExecveFn g_execve, g_execvpe;
 ExecvFn g_execv, g_execvp;
+int (*g_fexecve)(int, char* const[], char* const[]);
+int (*g_execveat)(int, const char*, char* const[], char* const[], int);
 
-// Calls exec with the (possibly rewritten) arguments. A failed exec returns with its errno: the
-// scratch mapping goes away through a raw system call, which leaves errno alone.
+// Calls exec, guarded against the checkpoint signal (enter_exec in runtime/rt.h). A failed exec
+// returns with its errno: leaving the guard and dropping the scratch mapping leave errno alone.
+template <typename Exec>
+int exec_guarded(Exec exec) {
+  bool entered = stasis::rt::enter_exec();
+  int r = exec();
+  stasis::rt::exec_failed(entered);
+  return r;
+}
+
+// Calls exec with the (possibly rewritten) arguments.
 template <typename Exec>
 int exec_remote_aware(const char* program, char* const argv[], Exec exec) {
   Scratch scratch;
-  return exec(remote_argv(program, argv, scratch));
+  char* const* args = remote_argv(program, argv, scratch);
+  return exec_guarded([&] { return exec(args); });
 }
 
 // execl's variadic arguments as a vector (on the stack: exec may run in a vfork child).
@@ -304,6 +316,17 @@ STASIS_EXPORT int execvp(const char* file, char* const argv[]) {
 STASIS_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   auto real = next_symbol(g_execvpe, "execvpe");
   return exec_remote_aware(file, argv, [&](char* const* a) { return real(file, a, envp); });
+}
+
+// By descriptor: no launcher to rewrite, but the same guard.
+STASIS_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  auto real = next_symbol(g_fexecve, "fexecve");
+  return exec_guarded([&] { return real(fd, argv, envp); });
+}
+
+STASIS_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  auto real = next_symbol(g_execveat, "execveat");
+  return exec_guarded([&] { return real(dirfd, path, argv, envp, flags); });
 }
 
 STASIS_EXPORT int execl(const char* path, const char* arg, ...) {

@@ -59,6 +59,12 @@ STASIS_EXPORT long syscall(long number, ...) {
   long a4 = va_arg(args, long), a5 = va_arg(args, long), a6 = va_arg(args, long);
   va_end(args);
   if (number == SYS_shmat) return shmat_syscall(a1, a2, a3);  // not pid-related: System V ids (plugins/ipc)
+  if (number == SYS_execve || number == SYS_execveat) {  // not pid-related: guarded (runtime/rt.h)
+    bool entered = enter_exec();
+    long r = next_symbol(real, "syscall")(number, a1, a2, a3, a4, a5, a6);
+    exec_failed(entered);
+    return r;
+  }
   if (have_pid_table()) {
     siginfo_t info;
     switch (number) {
@@ -97,16 +103,19 @@ STASIS_EXPORT int killpg(pid_t pgrp, int sig) {
   return next_symbol(real, "killpg")(have_pid_table() ? to_real(pgrp) : pgrp, sig);
 }
 
-// A wait blocked at a checkpoint goes on after the restart, inside libc, with the pid it was
-// given before there was a table: the result is translated if a table has appeared meanwhile,
-// and a wait for one child that now has another kernel pid (ECHILD) is issued again for it.
+// A wait blocked at a checkpoint goes on after the restart, inside libc, with the kernel pid it
+// was given before: the result is translated with the table as it is now, and a wait for one
+// child (or group), which now has another kernel pid, fails with ECHILD and is issued again
+// with the new one. That holds after any restart, not only the first (which makes the table).
 template <typename Wait>
 pid_t wait_translated(pid_t pid, Wait wait) {
-  if (have_pid_table()) return to_virtual(wait(to_real(pid)));
-  pid_t r = wait(pid);
-  if (!have_pid_table()) return r;  // the common case: no restart, ever
-  if (r < 0 && errno == ECHILD && pid != -1 && to_real(pid) != pid) r = wait(to_real(pid));
-  return to_virtual(r);
+  for (;;) {
+    pid_t real = have_pid_table() ? to_real(pid) : pid;
+    pid_t r = wait(real);
+    if (!have_pid_table()) return r;  // the common case: no restart, ever
+    if (r < 0 && errno == ECHILD && pid != -1 && pid != 0 && to_real(pid) != real) continue;
+    return to_virtual(r);
+  }
 }
 
 STASIS_EXPORT pid_t waitpid(pid_t pid, int* status, int options) {
@@ -134,13 +143,14 @@ STASIS_EXPORT int waitid(idtype_t idtype, id_t id, siginfo_t* info, int options)
   auto translated_id = [&] {
     return idtype == P_PID || idtype == P_PGID ? static_cast<id_t>(real_pid_of(static_cast<long>(id))) : id;
   };
-  bool had_table = have_pid_table();
-  int r = next_symbol(real, "waitid")(idtype, had_table ? translated_id() : id, info, options);
-  if (!have_pid_table()) return r;
-  if (!had_table && r < 0 && errno == ECHILD && translated_id() != id)  // blocked across a restart
-    r = next_symbol(real, "waitid")(idtype, translated_id(), info, options);
-  if (r == 0 && info && info->si_pid > 0) info->si_pid = to_virtual(info->si_pid);
-  return r;
+  for (;;) {
+    id_t asked = have_pid_table() ? translated_id() : id;
+    int r = next_symbol(real, "waitid")(idtype, asked, info, options);
+    if (!have_pid_table()) return r;
+    if (r < 0 && errno == ECHILD && translated_id() != asked) continue;  // blocked across a restart
+    if (r == 0 && info && info->si_pid > 0) info->si_pid = to_virtual(info->si_pid);
+    return r;
+  }
 }
 
 STASIS_EXPORT int setpgid(pid_t pid, pid_t pgid) {
@@ -173,11 +183,80 @@ STASIS_EXPORT int tcsetpgrp(int fd, pid_t pgrp) {
   return next_symbol(real, "tcsetpgrp")(fd, have_pid_table() ? to_real(pgrp) : pgrp);
 }
 
+namespace {
+// Between the kernel's answer (a real pid) and its translation, a checkpoint must not stop the
+// thread: restarted from there, the child would have another kernel pid and the translation
+// would name nobody. So starting a child is a critical section once there is a table (before
+// the first restart a child's virtual pid is its real one, whatever happens next). A forked
+// child leaves the section it inherited (runtime.cc's atfork handler counts it in).
+bool enter_child_start() {
+  if (!have_pid_table() || !g_config.active) return false;
+  stasis_runtime_delay_checkpoints();
+  return true;
+}
+
+long child_started(long child, bool entered) {
+  if (child > 0 && entered) child = claim_virtual_pid(child);
+  if (entered) stasis_runtime_allow_checkpoints();
+  return child;
+}
+}  // namespace
+
 STASIS_EXPORT pid_t fork() {
   static pid_t (*real)();
+  bool entered = enter_child_start();
   pid_t child = next_symbol(real, "fork")();
-  if (child > 0 && have_pid_table()) return static_cast<pid_t>(claim_virtual_pid(child));
-  return child;
+  return static_cast<pid_t>(child_started(child, entered));
+}
+
+// vfork: the child runs on this stack until it execs or exits, so the wrapper cannot be a C
+// function (the child would return through, and reuse, the frame the parent returns through).
+// As libc's own vfork does, the return address waits in a register across the system call; the
+// parent then has the child's real pid made virtual (the child claims the same virtual pid when
+// its program starts: claim_virtual_pid's two sides).
+// The critical section of the child's start (enter_child_start) is the parent's: the child only
+// execs or exits, and leaves it alone (runtime.cc's exec guard skips vfork children).
+extern "C" __attribute__((visibility("hidden"))) long stasis_vfork_enter() { return enter_child_start(); }
+extern "C" __attribute__((visibility("hidden"))) long stasis_vfork_result(long result, long entered) {
+  if (result < 0 && result > -4096) {
+    child_started(-1, entered != 0);
+    errno = static_cast<int>(-result);
+    return -1;
+  }
+  return child_started(result, entered != 0);
+}
+asm(R"(
+  .text
+  .globl vfork
+  .type vfork, @function
+vfork:
+  subq $8, %rsp
+  call stasis_vfork_enter
+  addq $8, %rsp
+  movq %rax, %r8
+  popq %rdx
+  movl $58, %eax
+  syscall
+  pushq %rdx
+  testq %rax, %rax
+  jz 1f
+  subq $8, %rsp
+  movq %rax, %rdi
+  movq %r8, %rsi
+  call stasis_vfork_result
+  addq $8, %rsp
+1:
+  ret
+  .size vfork, .-vfork
+)");
+static_assert(SYS_vfork == 58, "the system call number in vfork above");
+
+// _Fork (fork without the atfork handlers): the parent's result is made virtual like fork's.
+STASIS_EXPORT pid_t _Fork() {
+  static pid_t (*real)();
+  bool entered = enter_child_start();
+  pid_t child = next_symbol(real, "_Fork")();
+  return static_cast<pid_t>(child_started(child, entered));
 }
 
 namespace {
@@ -185,8 +264,11 @@ using SpawnFn = int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*, 
                         char* const[], char* const[]);
 int spawn_with_virtual_pid(SpawnFn real, pid_t* pid, const char* program, const posix_spawn_file_actions_t* actions,
                            const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
-  int rc = spawn_remote_aware(real, pid, program, actions, attr, argv, envp);
-  if (rc == 0 && pid && have_pid_table()) *pid = static_cast<pid_t>(claim_virtual_pid(*pid));
+  pid_t child = -1;
+  bool entered = enter_child_start();
+  int rc = spawn_remote_aware(real, &child, program, actions, attr, argv, envp);
+  child = static_cast<pid_t>(child_started(rc == 0 ? child : -1, entered));
+  if (rc == 0 && pid) *pid = child;
   return rc;
 }
 }  // namespace

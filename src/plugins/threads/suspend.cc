@@ -345,6 +345,14 @@ void resume_user_threads() {
 
 bool threads_are_suspended() { return g_threads_suspended; }
 
+void forget_parent_threads() {
+  for (uint32_t i = 0; i < g_slot_high.load(); i++) release_slot(&g_slots[i]);  // only used slots:
+  g_slot_high.store(0);  // touching the rest would populate megabytes in every child
+  g_suspended_count.store(0);
+  g_restored_count.store(0);
+  g_threads_suspended = false;
+}
+
 long restored_tid_of(uint32_t saved_tid) {
   for (uint32_t i = 0; i < g_slot_high.load(); i++)
     if (g_slots[i].state.load() == kRestored && g_slots[i].record.tid == saved_tid)
