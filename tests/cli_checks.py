@@ -330,6 +330,45 @@ class Checks:
             damage(how)(copy / image)
             self.expect_refused(f"image {how}", copy, [str(copy / image), *names])
 
+    def check_restart_lock_held(self):
+        """A restart that fails inside the restored process (a flock another process holds) says
+        so on `stasis restart`'s own stderr, not on the program's stderr (here a file)."""
+        import subprocess
+        e = self.new_env("cli.restart_lock_held")
+        lock_file = e.tmp / "locked.file"
+        program = ("import fcntl, os, sys, time\n"
+                   f"os.dup2(os.open({str(e.tmp / 'program.err')!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND), 2)\n"
+                   f"f = open({str(lock_file)!r}, 'w')\n"
+                   "fcntl.flock(f, fcntl.LOCK_EX)\n"
+                   "for i in range(600):\n"
+                   "    print(f'step {i}', flush=True)\n"
+                   "    time.sleep(0.05)\n")
+        self.launch_counter(program=[sys.executable, "-c", program])
+        rc, out, err, _ = self.stasis("checkpoint", "--kill")
+        if rc != 0:
+            raise TestFailure(f"`stasis checkpoint --kill` exited {rc}: {(err or out).strip()}")
+        generation = out.strip().splitlines()[-1]
+        holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\n"
+                                   f"f = open({str(lock_file)!r}, 'a')\n"
+                                   "fcntl.flock(f, fcntl.LOCK_EX)\n"
+                                   "print('held', flush=True)\n"
+                                   "time.sleep(120)\n"], stdout=subprocess.PIPE)
+        try:
+            if holder.stdout.readline().strip() != b"held":
+                raise TestFailure("the other process could not take the lock after `checkpoint --kill`")
+            rc, out, err, _ = self.stasis("restart", generation, timeout=60)
+        finally:
+            holder.kill()
+            holder.wait()
+        program_err = (e.tmp / "program.err").read_text(errors="replace").strip()
+        if rc == 0:
+            raise TestFailure(f"`stasis restart` exited 0 although another process holds the program's flock; "
+                              f"stderr {err!r}")
+        if str(lock_file) not in err or "lock" not in err:
+            raise TestFailure(f"`stasis restart` exited {rc}, but its stderr does not name the lock on "
+                              f"{lock_file}: {err!r} (the program's stderr file has: {program_err!r})")
+        log(f"restart refused: exit {rc}: {err.strip()}")
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -51,6 +51,10 @@ extern Config g_config;
 extern StasisRestartInfo g_restart_info;  // filled in by the restart loader
 extern std::atomic<uint64_t> g_generation;
 
+// During a restart, lines go to `stasis restart`'s own stderr at descriptor `fd` (the program's
+// descriptor 2 is the program's); fd 0 closes it and sends them to descriptor 2 again.
+void report_to_restart(int fd);
+
 // ---- text output without stdio --------------------------------------------------------------
 class LogLine {
  public:
@@ -72,7 +76,8 @@ class LogLine {
     buf_[0] = 0;
     text_ = FixedText(buf_, sizeof buf_ - 1);
   }
-  // Writes "stasis[pid]: <line>\n" to stderr.
+  // Writes "stasis[pid]: <line>\n" to stderr (during a restart: `stasis restart`'s, see
+  // report_to_restart).
   void emit();
 
  private:

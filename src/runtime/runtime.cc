@@ -145,6 +145,7 @@ void wait_for_critical_sections() {
 }
 
 void after_restart() {
+  report_to_restart(g_restart_info.restart_stderr_fd);  // a failure from here on is restart's to print
   wait_for_restored_threads();
   attach_pid_table(/*after_restart=*/true);  // the restarted process sees its old pids
   map_restored_tids();
@@ -178,6 +179,7 @@ void after_restart() {
   error.clear();
   stasis_event_data_t event = {g_restart_info.generation, nullptr, 1, nullptr};
   if (plugins_event(STASIS_EVENT_RESTART, &event, error) != 0) error.emit();
+  report_to_restart(0);  // closed before any thread of the program runs again
   // Without a coordinator nobody will send "resume": continue on our own.
   if (!joined) resume_user_threads();
   g_restarts_done.fetch_add(1);

@@ -51,6 +51,15 @@ void format_uint(char* out, unsigned long v) {
   FixedText(out, 21) << v;  // 20 digits at most
 }
 
+namespace {
+int g_log_fd = 2;
+}  // namespace
+
+void report_to_restart(int fd) {
+  if (fd == 0 && g_log_fd != 2) STASIS_SYS1(SYS_close, g_log_fd);
+  g_log_fd = fd > 0 ? fd : 2;
+}
+
 void LogLine::emit() {
   char prefix[48] = "stasis[";
   format_uint(prefix + 7, static_cast<unsigned long>(sys_getpid()));
@@ -58,10 +67,10 @@ void LogLine::emit() {
   prefix[p++] = ']';
   prefix[p++] = ':';
   prefix[p++] = ' ';
-  STASIS_SYS3(SYS_write, 2, prefix, p);
+  STASIS_SYS3(SYS_write, g_log_fd, prefix, p);
   const size_t len = size();
   buf_[len] = '\n';
-  STASIS_SYS3(SYS_write, 2, buf_, len + 1);
+  STASIS_SYS3(SYS_write, g_log_fd, buf_, len + 1);
   clear();
 }
 
