@@ -62,7 +62,8 @@ bool remove_tree(const std::string& path);
 // the other complete ones. keep == 0 keeps everything. Returns the generations removed.
 std::vector<uint64_t> prune_generations(const std::string& ckpt_dir, unsigned keep);
 
-// The manifest `latest` points at, if there is a readable one.
+// The manifest `latest` points at, if there is a readable one whose generation, unix_time and
+// seconds (what the coordinator shows of it) have their types.
 std::optional<nlohmann::json> read_latest_manifest(const std::string& ckpt_dir);
 
 }  // namespace stasis::coordinator
