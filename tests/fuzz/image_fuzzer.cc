@@ -24,8 +24,9 @@ namespace {
 
 using namespace stasis::image;
 
-// Recomputes what a writer would have: the checksums of the header and of every whole record,
-// the index's copies of the headers before it, and END's count, chain and index offset.
+// Recomputes what a writer would have: the checksums of the header and of every record (a
+// record that runs past the end: its header's), the index's copies of the headers before it,
+// and END's count, chain and index offset (when there is an index).
 void reframe(std::string& file) {
   if (file.size() < sizeof(StasisImageHeader)) return;
   StasisImageHeader header;
@@ -38,18 +39,22 @@ void reframe(std::string& file) {
     StasisRecordHeader h;
     std::memcpy(&h, file.data() + offset, sizeof h);
     char* payload = file.data() + offset + sizeof h;
-    if (h.stored_size > file.size() - offset - sizeof h) break;
+    if (h.stored_size > file.size() - offset - sizeof h) {  // its header still gets past its checksum
+      h.header_checksum = XXH3_64bits(&h, offsetof(StasisRecordHeader, header_checksum));
+      std::memcpy(file.data() + offset, &h, sizeof h);
+      break;
+    }
     if (h.type == STASIS_REC_INDEX) {
       index_offset = offset;
       size_t entries = std::min<size_t>(h.stored_size / sizeof(StasisIndexEntry), seen.size());
-      std::memcpy(payload, seen.data(), entries * sizeof(StasisIndexEntry));
+      if (entries) std::memcpy(payload, seen.data(), entries * sizeof(StasisIndexEntry));
     }
     if (h.type == STASIS_REC_END && h.stored_size >= STASIS_END_RECORD_SIZE_V2) {
       StasisEndRecord end = {};
       std::memcpy(&end, payload, std::min<uint64_t>(h.stored_size, sizeof end));
       end.record_count = seen.size();
       end.headers_checksum = chain;
-      end.index_offset = index_offset;
+      if (index_offset) end.index_offset = index_offset;  // else as it is: the reader must refuse any
       std::memcpy(payload, &end, std::min<uint64_t>(h.stored_size, sizeof end));
     }
     h = frame_record(h.type, h.compression, h.arg, payload, h.stored_size, h.raw_size);
