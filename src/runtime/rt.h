@@ -51,8 +51,8 @@ extern Config g_config;
 extern StasisRestartInfo g_restart_info;  // filled in by the restart loader
 extern std::atomic<uint64_t> g_generation;
 
-// During a restart, lines go to `stasis restart`'s own stderr at descriptor `fd` (the program's
-// descriptor 2 is the program's); fd 0 closes it and sends them to descriptor 2 again.
+// During a restart, LogLine::emit_restart_failure writes to `stasis restart`'s own stderr at
+// descriptor `fd` (descriptor 2 is the program's); fd 0 closes it (the restart is over).
 void report_to_restart(int fd);
 
 // ---- text output without stdio --------------------------------------------------------------
@@ -76,11 +76,14 @@ class LogLine {
     buf_[0] = 0;
     text_ = FixedText(buf_, sizeof buf_ - 1);
   }
-  // Writes "stasis[pid]: <line>\n" to stderr (during a restart: `stasis restart`'s, see
-  // report_to_restart).
+  // Writes "stasis[pid]: <line>\n" to stderr.
   void emit();
+  // The same for a restart that failed: on `stasis restart`'s own stderr while the restart is
+  // under way (see report_to_restart), else on stderr.
+  void emit_restart_failure();
 
  private:
+  void write_to(int fd);
   char buf_[1024];
   FixedText text_;
 };

@@ -175,10 +175,10 @@ void after_restart() {
   bool joined = reserved && connect_to_coordinator(true, error);
   g_join_state.store(joined ? kJoined : kJoinFailed);
   g_connection_lost.store(!joined);
-  if (!joined) error.emit();
+  if (!joined) error.emit_restart_failure();
   error.clear();
   stasis_event_data_t event = {g_restart_info.generation, nullptr, 1, nullptr};
-  if (plugins_event(STASIS_EVENT_RESTART, &event, error) != 0) error.emit();
+  if (plugins_event(STASIS_EVENT_RESTART, &event, error) != 0) error.emit_restart_failure();
   report_to_restart(0);  // closed before any thread of the program runs again
   // Without a coordinator nobody will send "resume": continue on our own.
   if (!joined) resume_user_threads();
