@@ -57,8 +57,9 @@ case "$command" in
   run)
     target=${2:?TARGET (image or manifest)}
     seconds=${3:?SECONDS}
-    dir=${4:-$ROOT/build-fuzz}
-    shift $(( $# < 4 ? $# : 4 ))
+    shift 3
+    dir=$ROOT/build-fuzz
+    if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then dir=$1; shift; fi  # the rest: libFuzzer options
     [ -n "${SOURCES[$target]:-}" ] || { echo "fuzz: no target $target (image, manifest)" >&2; exit 2; }
     have_libfuzzer || skip "no $CXX with libFuzzer (Debian: clang libclang-rt-14-dev)"
     mkdir -p "$dir"
