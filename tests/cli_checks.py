@@ -289,6 +289,9 @@ class Checks:
             ("not JSON", '{"format": "stasis-checkpoint", ', ["not valid JSON"]),
             ("empty file", "", ["not valid JSON"]),
             ("a JSON array", "[1, 2]", ["not an object"]),
+            ("a process nested a million arrays deep",
+             edited(lambda d: d.__setitem__("processes", "NESTED")).replace('"NESTED"', "[" + "[" * 10**6 + "]" * 10**6 + "]"),
+             ["'processes[0]'", "an object"]),
         ]
         for n, (what, text, names) in enumerate(cases):
             copy = e.tmp / "damaged" / f"manifest{n}" / good.name

@@ -72,9 +72,18 @@ class ManifestFields {
   const std::string& file() const { return file_; }
 
  private:
+  // Never the whole value: an array nested a million deep would overflow the stack of the
+  // (recursive) serializer.
   static std::string short_dump(const json& value) {
-    std::string text = value.dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
-    return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+    auto count = [](size_t n, const char* what) { return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"); };
+    if (value.is_array()) return value.empty() ? "[]" : fmt::format("[...] ({})", count(value.size(), "element"));
+    if (value.is_object()) return value.empty() ? "{}" : fmt::format("{{...}} ({})", count(value.size(), "field"));
+    if (value.is_string()) {
+      const std::string& text = value.get_ref<const std::string&>();
+      std::string shown = json(text.substr(0, 57)).dump(-1, ' ', /*ensure_ascii=*/true, json::error_handler_t::replace);
+      return text.size() > 57 ? shown + "..." : shown;
+    }
+    return value.dump();
   }
   std::string file_;
 };
