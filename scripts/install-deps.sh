@@ -7,6 +7,8 @@ PACKAGES=(
   # build
   build-essential cmake ninja-build pkg-config libzstd-dev liblz4-dev libxxhash-dev libcli11-dev
   nlohmann-json3-dev libfmt-dev libgtest-dev
+  # fuzzing the manifest parser and image reader (scripts/fuzz.sh: clang++ with libFuzzer)
+  clang libclang-rt-14-dev
   # the test driver, interpreted targets and the tools the tests run
   python3 perl bash coreutils procps zstd sqlite3
   util-linux  # unshare (IPC and pid namespaces per test), runuser (the Slurm tests' munged)

@@ -232,6 +232,146 @@ class Checks:
             raise TestFailure(f"`stasis checkpoint` with no coordinator: expected a one-line message, got {lines!r}")
         log(f"no coordinator: exit {rc}: {lines[0]}")
 
+    # ---------------------------------------------------------------------------------------
+    # Damaged checkpoints: each copy of a good generation, damaged in one way, is refused by
+    # `stasis restart` with exit 1 (never a crash: 139 is a segfault) and a one-line message that
+    # names the damaged file and what is wrong with it.
+    def checkpoint_generation(self) -> Path:
+        self.launch_counter()
+        rc, out, err, _ = self.stasis("checkpoint", "--kill")
+        if rc != 0:
+            raise TestFailure(f"`stasis checkpoint --kill` exited {rc}: {(err or out).strip()}")
+        return Path(out.strip().splitlines()[-1])
+
+    def expect_refused(self, what: str, generation: Path, names: list[str]) -> None:
+        rc, out, err, _ = self.stasis("restart", str(generation), timeout=60)
+        message = (err + out).strip()
+        if rc != 1 or len(message.splitlines()) != 1:
+            raise TestFailure(f"{what}: `stasis restart` exited {rc} (139: a crash), expected 1 and a one-line "
+                              f"message; printed {message!r}")
+        missing = [n for n in names if n.lower() not in message.lower()]
+        if missing:
+            raise TestFailure(f"{what}: the refusal does not name {missing}: {message!r}")
+        log(f"{what}: {message}")
+
+    def check_bad_manifest(self):
+        import shutil
+        e = self.new_env("cli.bad_manifest")
+        good = self.checkpoint_generation()
+        manifest = json.loads((good / "MANIFEST.json").read_text())
+        image = manifest["processes"][0]["image"]
+
+        def edited(change):
+            doc = json.loads(json.dumps(manifest))
+            change(doc)
+            return json.dumps(doc)
+
+        def set_image(value):
+            return lambda d: d["processes"][0].__setitem__("image", value)
+
+        cases = [
+            ("processes []", edited(lambda d: d.__setitem__("processes", [])), ["'processes'", "non-empty array"]),
+            ("processes null", edited(lambda d: d.__setitem__("processes", None)), ["'processes'", "null"]),
+            ("processes missing", edited(lambda d: d.pop("processes")), ["'processes'", "missing"]),
+            ("processes a string", edited(lambda d: d.__setitem__("processes", "p")), ["'processes'", "string"]),
+            ("a process not an object", edited(lambda d: d.__setitem__("processes", [7])),
+             ["'processes[0]'", "an object"]),
+            ("image a number", edited(set_image(42)), ["'processes[0].image'", "a string"]),
+            ("image null", edited(set_image(None)), ["'processes[0].image'", "a string"]),
+            ("image missing", edited(lambda d: d["processes"][0].pop("image")), ["'processes[0].image'", "missing"]),
+            ("empty image name", edited(set_image("")), ["'processes[0].image'", "image file"]),
+            ("image outside the generation", edited(set_image("../" + image)), ["'processes[0].image'"]),
+            ("generation a string", edited(lambda d: d.__setitem__("generation", "1")), ["'generation'", "string"]),
+            ("format wrong", edited(lambda d: d.__setitem__("format", "other")), ["'format'", "stasis-checkpoint"]),
+            ("pid negative", edited(lambda d: d["processes"][0].__setitem__("pid", -1)), ["'processes[0].pid'"]),
+            ("host a number", edited(lambda d: d["processes"][0].__setitem__("host", 1)), ["'processes[0].host'"]),
+            ("complete false", edited(lambda d: d.__setitem__("complete", False)), ["complete"]),
+            ("not JSON", '{"format": "stasis-checkpoint", ', ["not valid JSON"]),
+            ("empty file", "", ["not valid JSON"]),
+            ("a JSON array", "[1, 2]", ["not an object"]),
+            ("a process nested a million arrays deep",
+             edited(lambda d: d.__setitem__("processes", "NESTED")).replace('"NESTED"', "[" + "[" * 10**6 + "]" * 10**6 + "]"),
+             ["'processes[0]'", "an object"]),
+        ]
+        for n, (what, text, names) in enumerate(cases):
+            copy = e.tmp / "damaged" / f"manifest{n}" / good.name
+            shutil.copytree(good, copy)
+            (copy / "MANIFEST.json").write_text(text)
+            self.expect_refused(what, copy, [str(copy / "MANIFEST.json"), *names])
+
+    def check_bad_image(self):
+        import shutil
+        e = self.new_env("cli.bad_image")
+        good = self.checkpoint_generation()
+        image = json.loads((good / "MANIFEST.json").read_text())["processes"][0]["image"]
+        size = (good / image).stat().st_size
+
+        def damage(how):
+            def apply(path: Path):
+                if how == "missing":
+                    path.unlink()
+                elif how == "directory":
+                    path.unlink()
+                    path.mkdir()
+                elif how == "empty":
+                    path.write_bytes(b"")
+                elif how == "truncated":
+                    os.truncate(path, size // 2)
+                elif how == "garbage":
+                    path.write_bytes(os.urandom(size))
+                elif how == "tail garbage":  # a sound header, the rest random: the records are damaged
+                    data = path.read_bytes()
+                    path.write_bytes(data[:4096] + os.urandom(size - 4096))
+            return apply
+
+        cases = [("missing", ["No such file"]), ("directory", ["not a regular file"]), ("empty", ["too short"]),
+                 ("truncated", ["truncated"]), ("garbage", ["not a Stasis image"]),
+                 ("tail garbage", ["corrupt"])]
+        for n, (how, names) in enumerate(cases):
+            copy = e.tmp / "damaged" / f"image{n}" / good.name
+            shutil.copytree(good, copy)
+            damage(how)(copy / image)
+            self.expect_refused(f"image {how}", copy, [str(copy / image), *names])
+
+    def check_restart_lock_held(self):
+        """A restart that fails inside the restored process (a flock another process holds) says
+        so on `stasis restart`'s own stderr, not on the program's stderr (here a file)."""
+        import subprocess
+        e = self.new_env("cli.restart_lock_held")
+        lock_file = e.tmp / "locked.file"
+        program = ("import fcntl, os, sys, time\n"
+                   f"os.dup2(os.open({str(e.tmp / 'program.err')!r}, os.O_WRONLY | os.O_CREAT | os.O_APPEND), 2)\n"
+                   f"f = open({str(lock_file)!r}, 'w')\n"
+                   "fcntl.flock(f, fcntl.LOCK_EX)\n"
+                   "for i in range(600):\n"
+                   "    print(f'step {i}', flush=True)\n"
+                   "    time.sleep(0.05)\n")
+        self.launch_counter(program=[sys.executable, "-c", program])
+        rc, out, err, _ = self.stasis("checkpoint", "--kill")
+        if rc != 0:
+            raise TestFailure(f"`stasis checkpoint --kill` exited {rc}: {(err or out).strip()}")
+        generation = out.strip().splitlines()[-1]
+        holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys, time\n"
+                                   f"f = open({str(lock_file)!r}, 'a')\n"
+                                   "fcntl.flock(f, fcntl.LOCK_EX)\n"
+                                   "print('held', flush=True)\n"
+                                   "time.sleep(120)\n"], stdout=subprocess.PIPE)
+        try:
+            if holder.stdout.readline().strip() != b"held":
+                raise TestFailure("the other process could not take the lock after `checkpoint --kill`")
+            rc, out, err, _ = self.stasis("restart", generation, timeout=60)
+        finally:
+            holder.kill()
+            holder.wait()
+        program_err = (e.tmp / "program.err").read_text(errors="replace").strip()
+        if rc == 0:
+            raise TestFailure(f"`stasis restart` exited 0 although another process holds the program's flock; "
+                              f"stderr {err!r}")
+        if str(lock_file) not in err or "lock" not in err:
+            raise TestFailure(f"`stasis restart` exited {rc}, but its stderr does not name the lock on "
+                              f"{lock_file}: {err!r} (the program's stderr file has: {program_err!r})")
+        log(f"restart refused: exit {rc}: {err.strip()}")
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

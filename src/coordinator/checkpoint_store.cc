@@ -303,6 +303,15 @@ std::optional<nlohmann::json> read_latest_manifest(const std::string& ckpt_dir) 
   if (!in) return std::nullopt;
   nlohmann::json manifest = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (manifest.is_discarded() || !manifest.is_object()) return std::nullopt;
+  // What the coordinator reads of it must have its type (a damaged manifest is no last checkpoint;
+  // `stasis restart` names what is wrong with it).
+  auto typed = [&](const char* key, bool (nlohmann::json::*is)() const noexcept) {
+    auto it = manifest.find(key);
+    return it == manifest.end() || ((*it).*is)();
+  };
+  if (!typed("generation", &nlohmann::json::is_number_unsigned) ||
+      !typed("unix_time", &nlohmann::json::is_number_integer) || !typed("seconds", &nlohmann::json::is_number))
+    return std::nullopt;
   return manifest;
 }
 

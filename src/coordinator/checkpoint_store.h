@@ -87,7 +87,8 @@ bool generation_being_written(const std::string& generation_dir);
 // created is always numbered above every existing one) and not being written. Returns them.
 std::vector<uint64_t> prune_incomplete_generations(const std::string& ckpt_dir, unsigned keep);
 
-// The manifest `latest` points at, if there is a readable one.
+// The manifest `latest` points at, if there is a readable one whose generation, unix_time and
+// seconds (what the coordinator shows of it) have their types.
 std::optional<nlohmann::json> read_latest_manifest(const std::string& ckpt_dir);
 
 }  // namespace stasis::coordinator

@@ -96,6 +96,20 @@ TEST_F(CheckpointStore, LatestIsARelativeSymlinkReplacedAtomically) {
 
 TEST_F(CheckpointStore, NoLatestMeansNoManifest) { EXPECT_FALSE(read_latest_manifest(dir_)); }
 
+// A damaged manifest must not stop a coordinator from starting in the directory (it read these
+// fields with json::value, which threw "[json.exception.type_error.302] ...").
+TEST_F(CheckpointStore, MistypedLatestManifestIsNoManifest) {
+  make_generation(1, true);
+  point_latest(dir_, 1);
+  for (const char* text : {R"({"generation": "1"})", R"({"generation": 1, "unix_time": "x"})",
+                           R"({"generation": 1, "seconds": null})", R"({"generation": -1})"}) {
+    std::ofstream(dir_ + "/000001/MANIFEST.json") << text;
+    EXPECT_FALSE(read_latest_manifest(dir_)) << text;
+  }
+  std::ofstream(dir_ + "/000001/MANIFEST.json") << R"({"generation": 1, "unix_time": 5, "seconds": 0.5})";
+  EXPECT_TRUE(read_latest_manifest(dir_));
+}
+
 TEST_F(CheckpointStore, PruneKeepsTheNewestCompleteGenerations) {
   make_generation(1, true);
   make_generation(2, false);

@@ -45,6 +45,27 @@ T payload_as(const std::vector<char>& payload, const StasisRecordHeader& h, cons
   return value;
 }
 
+// The most bytes `stored` bytes of a payload can decompress to (what a reader may allocate for
+// it): LZ4 expands at most 255 times; zstd at most 32768 times (a 4-byte RLE block for 128 KiB),
+// plus its frame header. Anything claiming more is corrupt, whatever its checksum.
+bool raw_size_possible(uint32_t compression, uint64_t stored, uint64_t raw) {
+  switch (compression) {
+    case STASIS_COMPRESS_NONE: return raw == stored;
+    case STASIS_COMPRESS_LZ4: return raw <= 0x7E000000 && stored <= 0x7E000000 && raw <= stored * 255 + 255;
+    case STASIS_COMPRESS_ZSTD: return stored <= (1ull << 46) && raw <= stored * 32768 + (1u << 17);
+  }
+  return false;
+}
+
+// No process has a descriptor numbered higher (the kernel's fs.nr_open cannot exceed it).
+constexpr int32_t kMaxDescriptor = 1 << 30;
+
+// Fixed-size text fields of a record are read as C strings: end each within its array.
+template <size_t N>
+void terminate(char (&text)[N]) {
+  text[N - 1] = 0;
+}
+
 }  // namespace
 
 Image::Image(Image&& other) noexcept { *this = std::move(other); }
@@ -78,7 +99,10 @@ Image Image::open(const std::string& path, bool verify_payloads) {
   if (image.fd_ < 0)
     throw Error(fmt::format("cannot open the image {}: {}", path, std::strerror(errno)));
   struct stat st;
-  fstat(image.fd_, &st);
+  if (fstat(image.fd_, &st) != 0)
+    throw Error(fmt::format("cannot read the image {}: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
+    throw Error(fmt::format("{} is not a Stasis image (not a regular file)", path));
   image.file_size_ = static_cast<uint64_t>(st.st_size);
   if (image.file_size_ < sizeof(StasisImageHeader))
     throw Error(fmt::format("{} is not a Stasis image (too short: {} bytes)", path, image.file_size_));
@@ -91,6 +115,8 @@ Image Image::open(const std::string& path, bool verify_payloads) {
                             hdr.format_version, STASIS_IMAGE_VERSION_WITHOUT_INDEX, STASIS_IMAGE_VERSION));
   if (hdr.header_size != sizeof hdr || image_header_checksum(hdr) != hdr.header_checksum)
     throw Error(fmt::format("{} is corrupt: the image header checksum does not match", path));
+  terminate(hdr.producer);
+  terminate(hdr.arch);
 
   // Without the payloads, the records are read one by one, a payload apart: readahead would read
   // most of the file around them.
@@ -105,6 +131,12 @@ Image Image::open(const std::string& path, bool verify_payloads) {
   if (!verify_payloads) posix_fadvise(image.fd_, 0, 0, POSIX_FADV_NORMAL);
   if (!image.have_process_ || image.threads_.empty())
     throw Error(fmt::format("{} is corrupt: it has no process or thread records", path));
+  if (image.threads_.size() > STASIS_MAX_THREADS)
+    throw Error(fmt::format("{} is corrupt: it has {} thread records (at most {})", path, image.threads_.size(),
+                            STASIS_MAX_THREADS));
+  for (const StasisFdRecord& f : image.fds_)
+    if (f.fd < 0 || f.fd > kMaxDescriptor)
+      throw Error(fmt::format("{} is corrupt: it saves descriptor number {}", path, f.fd));
   for (const Region& region : image.regions_)
     if (region.inherited && !image.has_parent_)
       throw Error(fmt::format("{} is corrupt: it inherits memory but names no parent image", path));
@@ -165,7 +197,7 @@ std::vector<StasisIndexEntry> Image::read_index() {
   auto corrupt = [&](const std::string& what) {
     return Error(fmt::format("{} is corrupt: its record index at byte {} {}", path_, end.index_offset, what));
   };
-  if (end.index_offset < sizeof(StasisImageHeader) || end.index_offset + sizeof h > end_at)
+  if (end.index_offset < sizeof(StasisImageHeader) || end.index_offset > end_at - sizeof h)
     throw corrupt("lies outside the file");
   std::vector<char> tail(end_at - end.index_offset);
   pread_exact(fd_, tail.data(), tail.size(), end.index_offset, path_);
@@ -182,7 +214,10 @@ std::vector<StasisIndexEntry> Image::read_index() {
   uint64_t chain = 0, expected_offset = sizeof(StasisImageHeader);
   for (const StasisIndexEntry& entry : index) {
     const StasisRecordHeader& r = entry.header;
-    if (entry.offset != expected_offset || r.type == STASIS_REC_END || r.type == STASIS_REC_INDEX || !header_sound(r))
+    // Each record ends before the index: no size can wrap around or reach past it.
+    if (entry.offset != expected_offset || r.type == STASIS_REC_END || r.type == STASIS_REC_INDEX ||
+        !header_sound(r) || end.index_offset - entry.offset < sizeof r ||
+        r.stored_size > end.index_offset - entry.offset - sizeof r)
       throw corrupt(fmt::format("lists a record at byte {} that cannot be there", entry.offset));
     expected_offset = entry.offset + sizeof r + r.stored_size;
     chain = chain_record_header(chain, r);
@@ -275,7 +310,7 @@ void Image::scan_records(bool verify_payloads) {
       throw Error(fmt::format("{} is corrupt: record {} at byte {} has a bad header checksum", path_,
                               records, offset));
     uint64_t payload_offset = offset + sizeof h;
-    if (payload_offset + h.stored_size > file_size_) break;  // truncated
+    if (h.stored_size > file_size_ - payload_offset) break;  // truncated
     if (!is_bulk(h.type) || verify_payloads) {
       if (payload.size() < h.stored_size) payload.resize(h.stored_size);  // never shrinks: no refills
       pread_exact(fd_, payload.data(), h.stored_size, payload_offset, path_);
@@ -315,13 +350,22 @@ void Image::take_record(const StasisRecordHeader& h, uint64_t offset, const std:
   switch (h.type) {
     case STASIS_REC_PROCESS:
       process_ = payload_as<StasisProcessRecord>(payload, h, path, "PROCESS");
+      terminate(process_.comm), terminate(process_.hostname), terminate(process_.cwd), terminate(process_.exe);
+      if (process_.zombie_count > STASIS_MAX_ZOMBIES || process_.queued_count > STASIS_MAX_QUEUED_SHARED ||
+          process_.posix_timer_count > STASIS_MAX_POSIX_TIMERS)
+        throw Error(fmt::format("{} is corrupt: its PROCESS record counts {} zombies, {} queued signals and {} "
+                                "timers (at most {}, {} and {})",
+                                path, process_.zombie_count, process_.queued_count, process_.posix_timer_count,
+                                STASIS_MAX_ZOMBIES, STASIS_MAX_QUEUED_SHARED, STASIS_MAX_POSIX_TIMERS));
       have_process_ = true;
       break;
     case STASIS_REC_THREAD:
       threads_.push_back(payload_as<StasisThreadRecord>(payload, h, path, "THREAD"));
+      terminate(threads_.back().name);
       break;
     case STASIS_REC_FD:
       fds_.push_back(payload_as<StasisFdRecord>(payload, h, path, "FD"));
+      terminate(fds_.back().path);
       break;
     case STASIS_REC_PAD:
       break;
@@ -340,13 +384,28 @@ void Image::take_record(const StasisRecordHeader& h, uint64_t offset, const std:
       size_t at = region.holes.size();
       region.holes.resize(at + h.stored_size / sizeof(StasisPageRun));
       if (h.stored_size) std::memcpy(&region.holes[at], payload.data(), h.stored_size);
+      for (size_t i = at; i < region.holes.size(); i++) {
+        const StasisPageRun& hole = region.holes[i];
+        if (hole.start < region.record.start || hole.start > region.record.end ||
+            hole.len > region.record.end - hole.start)
+          throw Error(fmt::format("{} is corrupt: a hole at {:#x} of the inherited-pages record at byte {} lies "
+                                  "outside its region",
+                                  path, hole.start, offset));
+      }
       break;
     }
     case STASIS_REC_FD_DATA: {
       StasisFdDataHeader dh;
       if (h.stored_size < sizeof dh || h.raw_size < sizeof dh)
         throw Error(fmt::format("{} is corrupt: descriptor data record at byte {} is too short", path, offset));
+      if (!raw_size_possible(h.compression, h.stored_size - sizeof dh, h.raw_size - sizeof dh))
+        throw Error(fmt::format("{} is corrupt: descriptor data record at byte {} claims {} bytes from {} stored "
+                                "({} compression)",
+                                path, offset, h.raw_size - sizeof dh, h.stored_size - sizeof dh, h.compression));
       pread_exact(fd_, &dh, sizeof dh, payload_offset, path);
+      if (dh.offset > UINT64_MAX - h.raw_size)
+        throw Error(fmt::format("{} is corrupt: descriptor data record at byte {} has offset {}", path, offset,
+                                dh.offset));
       FdDataRef ref;
       ref.fd = dh.fd;
       ref.tag = dh.tag;
@@ -372,6 +431,9 @@ void Image::take_record(const StasisRecordHeader& h, uint64_t offset, const std:
       Region region;
       region.record = payload_as<StasisRegionRecord>(payload, h, path, "REGION");
       region.record.path[sizeof region.record.path - 1] = 0;
+      if (region.record.end <= region.record.start)
+        throw Error(fmt::format("{} is corrupt: the region record at byte {} ends ({:#x}) before it starts ({:#x})",
+                                path, offset, region.record.end, region.record.start));
       regions_.push_back(region);
       break;
     }
@@ -379,9 +441,13 @@ void Image::take_record(const StasisRecordHeader& h, uint64_t offset, const std:
       if (regions_.empty())
         throw Error(fmt::format("{} is corrupt: memory pages before any region", path));
       Region& region = regions_.back();
-      if (h.arg < region.record.start || h.arg + h.raw_size > region.record.end)
+      if (h.arg < region.record.start || h.arg > region.record.end || h.raw_size > region.record.end - h.arg)
         throw Error(fmt::format("{} is corrupt: memory pages at {:#x} lie outside their region", path,
                                 h.arg));
+      if (!raw_size_possible(h.compression, h.stored_size, h.raw_size))
+        throw Error(fmt::format("{} is corrupt: memory pages at {:#x} claim {} bytes from {} stored ({} "
+                                "compression)",
+                                path, h.arg, h.raw_size, h.stored_size, h.compression));
       region.pages.push_back({h.arg, h.raw_size, h.stored_size, payload_offset, h.compression,
                               h.payload_checksum});
       break;

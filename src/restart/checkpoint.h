@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stasis::restart {
@@ -18,5 +19,10 @@ struct Checkpoint {
 // `given`: a generation directory, or a checkpoint root (then `latest`, else the highest
 // numbered generation with a MANIFEST.json). Throws stasis::Error naming what is missing.
 Checkpoint load_checkpoint(const std::filesystem::path& given);
+
+// The checkpoint that the text of `dir`/MANIFEST.json describes. Every field restart relies on is
+// checked (type and value); a malformed manifest throws stasis::Error naming the file, the field
+// and what it should hold.
+Checkpoint parse_manifest(std::string_view text, const std::filesystem::path& dir);
 
 }  // namespace stasis::restart

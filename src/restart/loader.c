@@ -69,7 +69,9 @@ static int str_eq(const char* a, const char* b) {
   return *a == *b;
 }
 
-static void write_str(const char* s) { STASIS_SYS3(SYS_write, 2, s, str_len(s)); }
+// Where a failure is reported: `stasis restart`'s own stderr (argv[2]), not the program's.
+static int g_error_fd = 2;
+static void write_str(const char* s) { STASIS_SYS3(SYS_write, g_error_fd, s, str_len(s)); }
 
 static void write_num(long v) {
   char buf[24];
@@ -249,6 +251,11 @@ void loader_main(long* initial_sp) {
   if (initial_sp[0] < 2) die("usage: stasis-loader FEED_FD (run by `stasis restart`)", 0);
   g_feed = 0;
   for (const char* p = argv[1]; *p; p++) g_feed = g_feed * 10 + (*p - '0');
+  if (initial_sp[0] >= 3) {
+    int error_fd = 0;
+    for (const char* p = argv[2]; *p >= '0' && *p <= '9'; p++) error_fd = error_fd * 10 + (*p - '0');
+    if (error_fd > 0) g_error_fd = error_fd;
+  }
 
   unsigned long all = ~0ul;
   STASIS_SYS4(SYS_rt_sigprocmask, 2 /* SIG_SETMASK */, &all, 0, 8);

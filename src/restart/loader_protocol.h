@@ -83,7 +83,10 @@ struct StasisRestartInfo {
   char secret_hex[72];
   uint64_t loader_start, loader_end;  // the runtime unmaps these once every thread left them
   int32_t mm_restore_status;  // prctl(PR_SET_MM_MAP) result (0 or -errno)
-  int32_t reserved2;
+  // `stasis restart`'s own stderr, kept at this descriptor number (one the program does not use)
+  // until the restart is over: the loader and the restarted runtime report a failed restart
+  // there, not on the program's stderr; the runtime closes it before the program runs. 0: none.
+  int32_t restart_stderr_fd;
   // Test hook (STASIS_TEST_CLOCK_SHIFT_NS of `stasis restart`): the runtime treats the clocks saved
   // at the checkpoint as this much ahead, as after a restart on another boot.
   int64_t test_clock_shift_ns;

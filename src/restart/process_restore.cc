@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -53,6 +54,14 @@ void close_all_except(const std::set<int>& keep, int floor) {
 }
 
 }  // namespace
+
+void report_restart_failure(const RestoreContext& context, const std::string& message) {
+  std::string line = fmt::format("stasis restart: {}\n", message);
+  int fd = context.restart_stderr >= 0 ? context.restart_stderr : 2;
+  if (write(fd, line.data(), line.size()) < 0) {
+    // nowhere left to say it: the exit status still says the restart failed
+  }
+}
 
 void pack_setenv_entries(const std::vector<std::string>& assignments, char (&entries)[STASIS_MAX_SETENV_BYTES]) {
   auto name_of = [](const std::string& assignment) {
@@ -113,6 +122,10 @@ std::map<restore::DescriptionKey, int> create_shared_descriptions(const std::vec
 }
 
 void restore_process(const RestoreContext& context, const image::Image& img, const std::vector<image::Image>& ancestors) {
+  // Descriptor 2 is about to become the program's: what the restore steps print (warnings)
+  // goes to `stasis restart`'s own stderr instead.
+  if (context.restart_stderr >= 0 && context.restart_stderr != 2)
+    if (FILE* own = fdopen(context.restart_stderr, "w")) setvbuf(own, nullptr, _IONBF, 0), stderr = own;
   StasisRestartInfo info = context.info;
   for (const auto& f : img.fds()) {
     if (f.fd < 0 || f.fd >= 1024) continue;
@@ -128,6 +141,9 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
   const int feed_fd = lowest_free_number(saved);
   saved.insert(feed_fd);
   const int image_fd = lowest_free_number(saved);
+  saved.insert(image_fd);
+  const int restart_stderr_fd = lowest_free_number(saved);  // the loader and runtime report failures there
+  info.restart_stderr_fd = context.restart_stderr >= 0 ? restart_stderr_fd : 0;
   int image = open(img.path().c_str(), O_RDONLY | O_CLOEXEC);
   if (image < 0) throw Error(fmt::format("cannot open {}: {}", img.path(), std::strerror(errno)));
 
@@ -144,7 +160,7 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
     try {
       feed_loader(img, ancestor_fds, objects, info, image_fd, context.payloads_verified, feed[1]);
     } catch (const std::exception& e) {
-      fmt::print(stderr, "stasis restart: {}\n", e.what());
+      report_restart_failure(context, e.what());
       _exit(1);
     }
     _exit(0);
@@ -160,12 +176,15 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
   if (feed_out_of_way < 0 || image_out_of_way < 0 || feed_out_of_way == image_fd ||
       image_out_of_way == feed_fd)
     throw Error("cannot set up the restart descriptors");
-  std::set<int> keep = {0, 1, 2, feed_out_of_way, image_out_of_way, STASIS_PID_TABLE_FD};
+  std::set<int> keep = {0, 1, 2, feed_out_of_way, image_out_of_way, STASIS_PID_TABLE_FD, context.restart_stderr};
   for (const auto& f : img.fds())
     if (f.kind == STASIS_FD_EXTERNAL) keep.insert(f.fd);
   close_all_except(keep, context.floor);
   place_descriptor(feed_out_of_way, feed_fd);
   place_descriptor(image_out_of_way, image_fd);
+  if (info.restart_stderr_fd > 0) {  // a copy: the engine still reports through context.restart_stderr
+    if (dup2(context.restart_stderr, restart_stderr_fd) < 0) throw Error("cannot keep restart's stderr for the loader");
+  }
   restore::place_descriptors(img, context.shared_descriptions);
   if (chdir(proc.cwd) != 0) throw Error(fmt::format("cannot enter {}", proc.cwd));
   umask(proc.umask);
@@ -180,7 +199,8 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
   }
   fcntl(STASIS_PID_TABLE_FD, F_SETFD, 0);  // every process of the computation inherits it
   std::string fd_text = std::to_string(feed_fd);
-  char* argv[] = {const_cast<char*>("stasis-loader"), fd_text.data(), nullptr};
+  std::string stderr_text = std::to_string(info.restart_stderr_fd > 0 ? info.restart_stderr_fd : 2);
+  char* argv[] = {const_cast<char*>("stasis-loader"), fd_text.data(), stderr_text.data(), nullptr};
   char* envp[] = {nullptr};
   execve(context.loader.c_str(), argv, envp);
   throw Error(fmt::format("cannot execute the restart loader {}: {}", context.loader, std::strerror(errno)));

@@ -25,7 +25,13 @@ struct RestoreContext {
   std::map<restore::DescriptionKey, int> shared_descriptions;  // held by several processes
   std::map<restore::MemoryObjectKey, int> shared_memory;      // memory several regions map
   restore::HostSegments sysv_segments;                         // System V segments, made once
+  // `stasis restart`'s own stderr (close-on-exec, at or above `floor`): where every restored
+  // process reports a failed restart, since its descriptor 2 becomes the program's.
+  int restart_stderr = 2;
 };
+
+// Writes "stasis restart: <message>" on `stasis restart`'s own stderr.
+void report_restart_failure(const RestoreContext& context, const std::string& message);
 
 // --setenv's NAME=VALUE assignments as StasisRestartInfo carries them (a later one for the same
 // name wins, as with env(1)). Throws stasis::Error for a malformed one or too many bytes.

@@ -149,7 +149,7 @@ void TreeForker::become(size_t i) {
   try {
     restore_process(context_, images_[i], ancestors_[i]);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "stasis restart: process {}: {}\n", proc.original_pid, e.what());
+    report_restart_failure(context_, fmt::format("process {}: {}", proc.original_pid, e.what()));
     _exit(1);
   }
 }

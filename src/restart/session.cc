@@ -1,5 +1,6 @@
 #include "restart/session.h"
 
+#include <fcntl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,8 +54,10 @@ void RestartSession::run() {
   context_.floor = 3;  // above every descriptor number any restored process uses
   for (const auto& img : images_)
     for (const auto& f : img.fds()) context_.floor = std::max(context_.floor, f.fd + 1);
-  context_.floor += 2;  // the loader's feed and image take the lowest numbers the program leaves free
+  context_.floor += 3;  // the loader's feed, image and restart's stderr take the lowest numbers the program leaves free
   restore::set_descriptor_floor(context_.floor);
+  // Each restored process reports a failure here, whatever its own descriptor 2 becomes.
+  context_.restart_stderr = fcntl(2, F_DUPFD_CLOEXEC, context_.floor);
   StasisPidTable* table = create_pid_table(info);
   // The other hosts' parts start first: this part's TCP connections to them are made through the
   // coordinator's name service, which they publish in once running.

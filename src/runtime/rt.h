@@ -51,6 +51,10 @@ extern Config g_config;
 extern StasisRestartInfo g_restart_info;  // filled in by the restart loader
 extern std::atomic<uint64_t> g_generation;
 
+// During a restart, LogLine::emit_restart_failure writes to `stasis restart`'s own stderr at
+// descriptor `fd` (descriptor 2 is the program's); fd 0 closes it (the restart is over).
+void report_to_restart(int fd);
+
 // ---- text output without stdio --------------------------------------------------------------
 class LogLine {
  public:
@@ -74,8 +78,12 @@ class LogLine {
   }
   // Writes "stasis[pid]: <line>\n" to stderr.
   void emit();
+  // The same for a restart that failed: on `stasis restart`'s own stderr while the restart is
+  // under way (see report_to_restart), else on stderr.
+  void emit_restart_failure();
 
  private:
+  void write_to(int fd);
   char buf_[1024];
   FixedText text_;
 };

@@ -174,6 +174,7 @@ static void read_boot_id() {
 
 void after_restart() {
   g_real_pid = sys_getpid();
+  report_to_restart(g_restart_info.restart_stderr_fd);  // a failure from here on is restart's to print
   wait_for_restored_threads();
   attach_pid_table(/*after_restart=*/true);  // the restarted process sees its old pids
   map_restored_tids();
@@ -204,10 +205,11 @@ void after_restart() {
   bool joined = reserved && connect_to_coordinator(true, error);
   g_join_state.store(joined ? kJoined : kJoinFailed);
   g_connection_lost.store(!joined);
-  if (!joined) error.emit();
+  if (!joined) error.emit_restart_failure();
   error.clear();
   stasis_event_data_t event = {g_restart_info.generation, nullptr, 1, nullptr};
-  if (plugins_event(STASIS_EVENT_RESTART, &event, error) != 0) error.emit();
+  if (plugins_event(STASIS_EVENT_RESTART, &event, error) != 0) error.emit_restart_failure();
+  report_to_restart(0);  // closed before any thread of the program runs again
   // Without a coordinator nobody will send "resume": continue on our own.
   if (!joined) resume_user_threads();
   g_restarts_done.fetch_add(1);

@@ -51,17 +51,30 @@ void format_uint(char* out, unsigned long v) {
   FixedText(out, 21) << v;  // 20 digits at most
 }
 
-void LogLine::emit() {
+namespace {
+int g_restart_stderr = 0;  // `stasis restart`'s own stderr while a restart is under way, else 0
+}  // namespace
+
+void report_to_restart(int fd) {
+  if (fd == 0 && g_restart_stderr > 0) STASIS_SYS1(SYS_close, g_restart_stderr);
+  g_restart_stderr = fd > 0 ? fd : 0;
+}
+
+void LogLine::emit_restart_failure() { write_to(g_restart_stderr > 0 ? g_restart_stderr : 2); }
+
+void LogLine::emit() { write_to(2); }
+
+void LogLine::write_to(int fd) {
   char prefix[48] = "stasis[";
   format_uint(prefix + 7, static_cast<unsigned long>(sys_getpid()));
   size_t p = str_len(prefix);
   prefix[p++] = ']';
   prefix[p++] = ':';
   prefix[p++] = ' ';
-  STASIS_SYS3(SYS_write, 2, prefix, p);
+  STASIS_SYS3(SYS_write, fd, prefix, p);
   const size_t len = size();
   buf_[len] = '\n';
-  STASIS_SYS3(SYS_write, 2, buf_, len + 1);
+  STASIS_SYS3(SYS_write, fd, buf_, len + 1);
   clear();
 }
 

@@ -161,7 +161,7 @@ void retake_held_locks() {
     } else {
       line << " (errno " << -r << ")";
     }
-    line.emit();
+    line.emit_restart_failure();
     STASIS_SYS1(SYS_exit_group, 1);
   }
 }
