@@ -16,14 +16,9 @@ STEPS=40 DELAY_MS=100 WAIT_LINES=8
 note() { echo "[cross-kernel $(date +%T) $(uname -r)] $*"; }
 fail() { echo "FAIL: $*"; exit 1; }
 
+. "$HERE/../lib/private_coordinator.sh"
 # coordinator NAME CKPT_DIR: a coordinator of our own, its variables exported.
-coordinator() {
-  export STASIS_RUNTIME_DIR=$W/$1.runtime STASIS_CKPT_DIR=$2
-  mkdir -p -m 700 "$STASIS_RUNTIME_DIR" "$STASIS_CKPT_DIR"
-  rm -f "$W/$1.port"
-  "$STASIS" coordinator --port 0 --port-file "$W/$1.port" --ckpt-dir "$STASIS_CKPT_DIR" --daemon --exit-when-idle
-  export STASIS_COORD=127.0.0.1:$(cat "$W/$1.port")
-}
+coordinator() { CKPT_DIR=$2 private_coordinator "$STASIS" "$W" "$1"; }
 
 # wait_lines FILE N: until FILE has N step lines (or 180 s: an emulated CPU is slow).
 wait_lines() {
@@ -97,8 +92,7 @@ STASIS=$1 PROG=$2
 bash "$HERE/guest.sh" check || exit $?
 mkdir -p "$3"
 W=$(mktemp -d "$(cd "$3" && pwd)/cross-kernel.XXXXXX")
-cleanup() { "$STASIS" kill >/dev/null 2>&1 || true; [ "${STASIS_TEST_KEEP:-0}" = 1 ] || rm -rf "$W"; }
-trap cleanup EXIT
+trap 'private_coordinator_cleanup "$STASIS" "$W"' EXIT
 
 "$PROG" "$STEPS" "$DELAY_MS" > "$W/reference.out"
 grep -q '^done' "$W/reference.out" || fail "the uninterrupted run failed: $(tail -n 1 "$W/reference.out")"

@@ -13,15 +13,9 @@ set -euo pipefail
 STASIS=$1 COUNTER=$2 MODE=$3
 STEPS=80 DELAY_MS=40
 WORK=$(mktemp -d /tmp/stasis-outside-writer.XXXXXX)
-export STASIS_RUNTIME_DIR=$WORK/runtime STASIS_CKPT_DIR=$WORK/ckpt
-mkdir -m 700 "$STASIS_RUNTIME_DIR"
-cleanup() {
-  "$STASIS" kill >/dev/null 2>&1 || true
-  if [ -z "${STASIS_TEST_KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
-}
-trap cleanup EXIT
-"$STASIS" coordinator --port 0 --port-file "$WORK/port" --ckpt-dir "$STASIS_CKPT_DIR" --daemon --exit-when-idle
-export STASIS_COORD=127.0.0.1:$(cat "$WORK/port")
+. "$(dirname "$0")/../../../../tests/lib/private_coordinator.sh"
+trap 'private_coordinator_cleanup "$STASIS" "$WORK"' EXIT
+private_coordinator "$STASIS" "$WORK"
 "$COUNTER" "$STEPS" 0 > "$WORK/reference"
 
 cat > "$WORK/job.sh" <<'JOB'

@@ -9,16 +9,10 @@
 set -euo pipefail
 STASIS=$1 COUNTER=$2
 WORK=$(mktemp -d /tmp/stasis-outside-refused.XXXXXX)
-export STASIS_RUNTIME_DIR=$WORK/runtime STASIS_CKPT_DIR=$WORK/ckpt
-mkdir -m 700 "$STASIS_RUNTIME_DIR"
-cleanup() {
-  "$STASIS" kill >/dev/null 2>&1 || true
-  if [ -z "${STASIS_TEST_KEEP:-}" ]; then rm -rf "$WORK"; else echo "kept $WORK"; fi
-}
-trap cleanup EXIT
+. "$(dirname "$0")/../../../../tests/lib/private_coordinator.sh"
+trap 'private_coordinator_cleanup "$STASIS" "$WORK"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-"$STASIS" coordinator --port 0 --port-file "$WORK/port" --ckpt-dir "$STASIS_CKPT_DIR" --daemon --exit-when-idle
-export STASIS_COORD=127.0.0.1:$(cat "$WORK/port")
+private_coordinator "$STASIS" "$WORK"
 "$COUNTER" 40 0 > "$WORK/reference"
 OUT=$WORK/out
 steps() { grep -c '^step' "$OUT" 2>/dev/null || true; }
