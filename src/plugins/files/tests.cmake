@@ -19,3 +19,15 @@ set_tests_properties(files.demo_to_file PROPERTIES TIMEOUT 150 LABELS ckpt)
 add_test(NAME files.outside_writer.refused
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/outside_writer_refused.sh ${STASIS_BIN} $<TARGET_FILE:counter>)
 set_tests_properties(files.outside_writer.refused PROPERTIES TIMEOUT 150 LABELS ckpt)
+
+# ---- files -----------------------------------------------------------------------------------
+set(FILE_OUTPUT_EXACT --compare-file records.out --compare-file stream.out --compare-file random.bin
+    --compare-file input.dat)
+stasis_ckpt_test(ckpt.file_output ARGS --wait-lines 15 ${FILE_OUTPUT_EXACT} --append-file append.log
+                 PROGRAM file_output {dir} 60 50)
+stasis_ckpt_test(ckpt.file_output.ckpt_kill ARGS --mode file --kill ckpt-kill --wait-lines 15
+                 ${FILE_OUTPUT_EXACT} --compare-file append.log PROGRAM file_output {dir} 60 50)
+stasis_ckpt_test(ckpt.file_output.other_cwd ARGS --restart-cwd other --wait-lines 15 ${FILE_OUTPUT_EXACT}
+                 --append-file append.log PROGRAM file_output {dir} 60 50)
+stasis_ckpt_test(ckpt.file_output.chain2 TIMEOUT 200 ARGS --mode file --kill ckpt-kill --chain 2 --between-lines 12
+                 ${FILE_OUTPUT_EXACT} --compare-file append.log PROGRAM file_output {dir} 60 50)

@@ -26,3 +26,42 @@ stasis_test_target(fork_soak ${CMAKE_CURRENT_LIST_DIR}/tests/fork_soak.c)
 # After the restart in the middle, a vfork's pid was not made virtual, and a system(), popen()
 # or waitpid() blocked across a restart waited for the child's old kernel pid (ECHILD).
 stasis_soak_test(ckpt.soak.fork_threads 150 0.99 240 fork_soak 3000 4 3)
+
+# ---- virtual pids: every call that takes or returns a pid, across restarts --------------------
+stasis_ckpt_test(ckpt.vpid.proc_paths ARGS --wait-lines 10 PROGRAM vpid_proc 50 50)
+stasis_ckpt_test(ckpt.vpid.proc_paths.chain2 TIMEOUT 200 ARGS --wait-lines 8 --chain 2 --between-lines 10
+                 PROGRAM vpid_proc 60 50)
+stasis_ckpt_test(ckpt.vpid.signals ARGS --wait-lines 10 PROGRAM vpid_signals 50 50)
+stasis_ckpt_test(ckpt.vpid.signals.chain2 TIMEOUT 200 ARGS --wait-lines 8 --chain 2 --between-lines 10
+                 PROGRAM vpid_signals 60 50)
+stasis_plain_test(vpid_proc PROGRAM vpid_proc 20 5)
+stasis_plain_test(vpid_signals PROGRAM vpid_signals 20 5)
+# A new process whose kernel pid is a pid the computation already uses: the kernel is made to hand
+# it out (ns_last_pid), which needs a pid namespace of its own and root in it.
+if(STASIS_UNSHARE)
+  set(VPID_PYTHON_OUTSIDE ${STASIS_TEST_PYTHON})
+  if(STASIS_TEST_UID STREQUAL "0")
+    set(STASIS_TEST_PYTHON ${STASIS_UNSHARE} --pid --fork --mount-proc ${STASIS_TEST_PYTHON})
+  else()
+    set(STASIS_TEST_PYTHON ${STASIS_UNSHARE} --user --map-root-user --pid --fork --mount-proc ${STASIS_TEST_PYTHON})
+  endif()
+  stasis_ckpt_test(ckpt.vpid.clash ARGS --wait-lines 5
+                   --restart-stderr "kernel pid is ours(.|\n)*kernel tid is our pid|kernel tid is our pid(.|\n)*kernel pid is ours"
+                   PROGRAM vpid_clash 40 50)
+  stasis_ckpt_test(ckpt.vpid.clash.chain2 TIMEOUT 200 ARGS --wait-lines 5 --chain 2 --between-lines 8
+                   --restart-stderr "kernel pid is ours" PROGRAM vpid_clash 50 50)
+  add_test(NAME restart.tid_in_pointer_range
+           COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/restart/tid_in_pointer_range.py
+                   ${STASIS_BIN} $<TARGET_FILE:signals_timer>)
+  set_tests_properties(restart.tid_in_pointer_range PROPERTIES TIMEOUT 120 LABELS restart)
+  set(STASIS_TEST_PYTHON ${VPID_PYTHON_OUTSIDE})
+else()
+  stasis_skipped_group(ckpt.vpid.clash "no unshare(1) for a pid namespace of its own (Debian: util-linux)")
+endif()
+# Two copies of one checkpoint restarted at the same time: two computations, two pid tables.
+foreach(coord own shared)
+  add_test(NAME restart.vpid.side_by_side.${coord}
+           COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/restart/vpid_side_by_side.py
+                   ${STASIS_BIN} $<TARGET_FILE:vpid_signals> ${coord})
+  set_tests_properties(restart.vpid.side_by_side.${coord} PROPERTIES TIMEOUT 200 LABELS restart)
+endforeach()

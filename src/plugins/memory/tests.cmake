@@ -1,0 +1,73 @@
+# The memory tests, registered by tests/CMakeLists.txt (see "each kind of state's own tests"
+# there for the functions); their target programs are in tests/targets.
+# ---- memory ----------------------------------------------------------------------------------
+# mmap_ops grows B at step 10, moves it at 20, shrinks it at 35: check before, between and after.
+stasis_ckpt_test(ckpt.mmap_ops ARGS --wait-lines 25 PROGRAM mmap_ops {dir} 60 50)
+stasis_ckpt_test(ckpt.mmap_ops.chain3 TIMEOUT 200 ARGS --wait-lines 5 --chain 3 --between-lines 10 PROGRAM mmap_ops {dir} 60 50)
+# 8 GiB mapping with 128 pages written: the image must not hold the holes
+stasis_ckpt_test(ckpt.sparse_memory ARGS --wait-lines 10 --max-image-mb 64 PROGRAM sparse_memory 8 40 50)
+stasis_ckpt_test(ckpt.big_memory ARGS --wait-lines 5 PROGRAM big_memory 64 20 100 5)
+stasis_ckpt_test(ckpt.big_memory.256.none TIMEOUT 200 ARGS --wait-lines 4 --compress none PROGRAM big_memory 256 16 150 4)
+stasis_ckpt_test(ckpt.big_memory.256.zstd TIMEOUT 200 ARGS --wait-lines 4 --compress zstd PROGRAM big_memory 256 16 150 4)
+stasis_ckpt_test(ckpt.big_memory.256.lz4 TIMEOUT 200 ARGS --wait-lines 4 --compress lz4 PROGRAM big_memory 256 16 150 4)
+# zero pages, patterns, doubles and noise: what compression and zero-page skipping are for
+stasis_ckpt_test(ckpt.mixed_memory.zstd ARGS --wait-lines 3 --max-image-mb 70 PROGRAM mixed_memory 128 12 100)
+stasis_ckpt_test(ckpt.mixed_memory.none ARGS --wait-lines 3 --compress none --max-image-mb 100 PROGRAM mixed_memory 128 12 100)
+# The acceptance case: 1 GiB of memory (zstd; random data is stored as is, chunk by chunk).
+stasis_ckpt_test(ckpt.big_memory.1gib TIMEOUT 300 ARGS --wait-lines 3 PROGRAM big_memory 1024 8 150 4)
+
+# Memory a forked writer would not see (MADV_WIPEONFORK, MADV_DONTFORK): written in place.
+stasis_ckpt_test(ckpt.wipe_on_fork ARGS --wait-lines 10 PROGRAM wipe_on_fork 40 50)
+
+# Images written in place (STASIS_FORKED_CHECKPOINT=0) rather than by a forked writer.
+stasis_ckpt_test(ckpt.inplace.threads_condvar ARGS --wait-lines 20 PROGRAM threads_condvar 12 30 8)
+stasis_ckpt_test(ckpt.inplace.big_memory TIMEOUT 200 ARGS --wait-lines 4 --checkpoints 2 --between-lines 2
+                 PROGRAM big_memory 256 16 150 4)
+stasis_ckpt_test(ckpt.inplace.signals_timer ARGS --wait-lines 15 PROGRAM signals_timer 60 50)
+set_tests_properties(ckpt.inplace.threads_condvar ckpt.inplace.big_memory ckpt.inplace.signals_timer
+                     PROPERTIES ENVIRONMENT STASIS_FORKED_CHECKPOINT=0)
+
+# ---- incremental checkpoints (src/plugins/memory/README.md, Incremental checkpoints) ----------------
+stasis_ckpt_test(ckpt.incremental.chain ARGS --checkpoints 4 --between-lines 3 --wait-lines 3
+                 PROGRAM incremental_memory 64 30 100 3 10)
+stasis_ckpt_test(ckpt.incremental.after_restart ARGS --checkpoints 3 --between-lines 3 --wait-lines 3
+                 --chain 2 PROGRAM incremental_memory 32 40 100 3 8)
+set_tests_properties(ckpt.incremental.chain ckpt.incremental.after_restart PROPERTIES
+                     ENVIRONMENT "STASIS_INCREMENTAL=1;STASIS_FULL_EVERY=3")
+add_test(NAME restart.incremental
+         COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/incremental_checks.py
+                 ${STASIS_BIN} $<TARGET_FILE:incremental_memory>)
+set_tests_properties(restart.incremental PROPERTIES TIMEOUT 240 LABELS restart)
+# Live checkpoints, --kill and restarts, full images and increments in one long chain: every
+# checkpoint reported complete names images that are there (MANIFEST.json once named an earlier one).
+add_test(NAME restart.checkpoint_chains
+         COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint_chains.py
+                 ${STASIS_BIN} $<TARGET_FILE:incremental_memory>)
+set_tests_properties(restart.checkpoint_chains PROPERTIES TIMEOUT 240 LABELS restart)
+# --keep removes generations a coordinator killed mid-checkpoint left, never one being written.
+add_test(NAME restart.keep_incomplete
+         COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/keep_incomplete.py
+                 ${STASIS_BIN} $<TARGET_FILE:counter>)
+set_tests_properties(restart.keep_incomplete PROPERTIES TIMEOUT 120 LABELS restart)
+# POSIX record, flock and OFD locks are taken back by the restarted process (a child checks).
+stasis_ckpt_test(ckpt.file_locks ARGS --wait-lines 5 PROGRAM file_locks {dir} 40 50)
+stasis_ckpt_test(ckpt.file_locks.late ARGS --wait-lines 25 PROGRAM file_locks {dir} 40 50)
+stasis_ckpt_test(ckpt.file_locks.chain2 TIMEOUT 200 ARGS --wait-lines 5 --chain 2 --between-lines 15
+                 PROGRAM file_locks {dir} 45 50)
+stasis_plain_test(file_locks PROGRAM file_locks {dir} 20 10)
+stasis_ckpt_test(ckpt.file_locks.lease_refused ARGS --wait-lines 5 --expect-refusal "holds a lock or lease of a kind"
+                 PROGRAM file_locks {dir} 30 50 lease)
+
+# Real programs: make -j2 building a small C project (checkpointed mid-build), sqlite3 running a
+# loop of transactions fed through a pipe (checkpointed mid-transaction, holding its locks).
+stasis_ckpt_test(interp.make.j2 TIMEOUT 200 LABELS interp ARGS --wait-regex "step first object built"
+                 PROGRAM ${SCRIPTS}/make_build.sh {dir} 16 0.4)
+find_program(STASIS_TEST_SQLITE3 sqlite3)
+if(STASIS_TEST_SQLITE3)
+  stasis_ckpt_test(interp.sqlite3 TIMEOUT 200 LABELS interp ARGS --wait-lines 8
+                   PROGRAM ${SCRIPTS}/sqlite_transactions.sh {dir} 30 0.2)
+  stasis_ckpt_test(interp.sqlite3.chain2 TIMEOUT 200 LABELS interp ARGS --wait-lines 6 --chain 2 --between-lines 8
+                   PROGRAM ${SCRIPTS}/sqlite_transactions.sh {dir} 36 0.2)
+else()
+  stasis_skipped_group(interp.sqlite3 "no sqlite3 (Debian: sqlite3)")
+endif()
