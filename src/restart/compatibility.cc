@@ -40,7 +40,7 @@ std::string xsave_feature_names(uint64_t bits) {
 
 // Everything that would make the restart fail after this process has been replaced is checked
 // here, while a clear message is still possible.
-void check_restartable(const image::Image& img) {
+void check_restartable(const image::Image& img, const std::set<std::string>& recreated) {
   const auto& hdr = img.header();
   uint64_t missing = hdr.xcr0 & ~current_xcr0();
   if (missing)
@@ -55,6 +55,9 @@ void check_restartable(const image::Image& img) {
                               "run; this image cannot be restarted by this build", r.start, r.end));
     if (r.kind != STASIS_REGION_FILE_PRIVATE && r.kind != STASIS_REGION_FILE_SHARED) continue;
     if (restore::saved_file_mapped_by(img, r)) continue;  // restart recreates it from the image
+    // Mapped shared too (or by another process), so just written again with the checkpoint's
+    // bytes: what the private mapping's untouched pages showed then.
+    if (recreated.count(r.path)) continue;
     struct stat st;
     if (stat(r.path, &st) != 0)
       throw Error(fmt::format("{} was mapped by the program and is gone; restore it to restart", r.path));

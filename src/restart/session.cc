@@ -35,8 +35,9 @@ void RestartSession::run() {
     if (several_hosts_ && !options_.lazy) image::Image::open(img.path(), /*verify_payloads=*/true);  // throws, naming the damage
     ancestors_.push_back(image::open_ancestors(img, /*verify_payloads=*/!options_.lazy));
   }
-  restore::recreate_named_shm_files(images_);  // before the checks: regions find them by path
-  for (const auto& img : images_) check_restartable(img);
+  // Before the checks: regions find them by path.
+  const std::set<std::string> recreated = restore::recreate_named_shm_files(images_);
+  for (const auto& img : images_) check_restartable(img, recreated);
   verifying.stop();  // its thread ends before this process forks the tree
 
   CoordAddress addr = coord_address_from(options_.coord);

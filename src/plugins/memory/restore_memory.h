@@ -2,6 +2,8 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -25,6 +27,7 @@ std::map<uint64_t, int> pass_shared_memory(const image::Image& img,
 // In `stasis restart`, before any region is checked or mapped: the named /dev/shm files the
 // computation mapped shared (named_shm.h), written again at their paths with the bytes saved at
 // the checkpoint (restore_named_shm.cc). Throws an Error naming a file that cannot be made.
-void recreate_named_shm_files(const std::vector<image::Image>& images);
+// Returns their paths.
+std::set<std::string> recreate_named_shm_files(const std::vector<image::Image>& images);
 
 }  // namespace stasis::restore

@@ -68,7 +68,7 @@ void write_file(const image::Image& img, const StasisShmFile& header, const std:
 
 }  // namespace
 
-void recreate_named_shm_files(const std::vector<image::Image>& images) {
+std::set<std::string> recreate_named_shm_files(const std::vector<image::Image>& images) {
   std::set<std::string> made;
   for (const auto& img : images)
     for (int index = 0; img.has_fd_data(index, STASIS_FD_DATA_SHM_FILE); index++) {
@@ -82,6 +82,7 @@ void recreate_named_shm_files(const std::vector<image::Image>& images) {
                                 "files had that name)", img.path(), header.path));
       write_file(img, header, bytes);
     }
+  return made;
 }
 
 }  // namespace stasis::restore
