@@ -88,7 +88,7 @@ case "${1:-}" in
 esac
 
 [ $# -eq 3 ] || { echo "usage: cross_kernel.sh STASIS CLOCK_CALLS PARENT_DIR" >&2; exit 2; }
-STASIS=$1 PROG=$2
+STASIS=$(realpath "$1") PROG=$(realpath "$2")  # the guest runs them from its work directory
 bash "$HERE/guest.sh" check || exit $?
 mkdir -p "$3"
 W=$(mktemp -d "$(cd "$3" && pwd)/cross-kernel.XXXXXX")

@@ -70,11 +70,13 @@ cat > "$INITRD/init" <<EOF
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 while read -r m; do insmod /modules/\$m || echo "guest: insmod \$m failed"; done < /modules/order
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro root /host || echo "guest: no root share"
-mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none work /host$WORKDIR || echo "guest: no work share"
 mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs dev /host/dev
 mkdir -p /host/dev/pts /host/dev/shm
 mount -t devpts devpts /host/dev/pts; mount -t tmpfs tmpfs /host/dev/shm; mount -t tmpfs tmpfs /host/tmp
 mount -t tmpfs tmpfs /host/run
+# After the guest's own /tmp: a work directory under /tmp is shared over it.
+mkdir -p /host$WORKDIR 2>/dev/null
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none work /host$WORKDIR || echo "guest: no work share"
 hostname guest
 chroot /host /bin/sh -c 'ip link set lo up; cd "$WORKDIR" && exec /bin/sh -c "\$(cat guest.command)"' \
   > /host$WORKDIR/guest.log 2>&1 < /dev/null
