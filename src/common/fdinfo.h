@@ -1,5 +1,5 @@
 // The one reader of /proc/self/fdinfo/<fd> (the runtime's capture of events and locks, the
-// timerfd_settime wrapper, the InfiniBand plugin's epoll bookkeeping): raw system calls and a
+// event timers' settime wrapper, the InfiniBand plugin's epoll bookkeeping): raw system calls and a
 // stack buffer, no malloc or stdio, because it runs while user threads are stopped and in
 // wrappers that any thread may call.
 #pragma once
