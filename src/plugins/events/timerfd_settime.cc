@@ -20,7 +20,7 @@ __attribute__((constructor)) void resolve_timerfd_settime() { next_symbol(g_time
 int32_t clock_of_timerfd(int fd) {
   int32_t clock = -1;
   for_each_fdinfo_line(fd, [&](const char* line) {
-    if (str_starts(line, "clockid:")) clock = static_cast<int32_t>(parse_decimal(fdinfo_field(line, "clockid:")));
+    if (const char* p = fdinfo_field(line, "clockid:")) clock = static_cast<int32_t>(parse_decimal(p));
   });
   return clock;
 }
