@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "common/error.h"
+#include "plugins/ssh/ssh_session.h"
 #include "restart/hosts.h"
 
 namespace fs = std::filesystem;
@@ -112,7 +113,7 @@ PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<i
     plan.restart_id = fmt::format("{:08x}{:08x}", random(), random());
     for (size_t i = 0; i < images.size(); i++)
       if (roots[i] == i && parents[i] < 0 && i != mine)
-        plan.detached.push_back({0, images[i].process().original_pid, new_host(i)});
+        plan.detached.push_back({0, images[i].process().original_pid, new_host(i), restore::ssh_launcher_of(images[i])});
     if (!is_local_address(new_host(mine))) plan.root_elsewhere = {0, images[mine].process().original_pid, new_host(mine)};
   }
   plan.own_address = new_host(mine);
@@ -157,7 +158,7 @@ void PartStarter::start_other_parts(const PartPlan& plan) const {
     pid_t middle = fork();
     if (middle < 0) throw Error("cannot fork to start a part of the restart");
     if (middle == 0) {
-      if (fork() == 0) exec_part(part.vpid, part.host);
+      if (fork() == 0) exec_part(part.vpid, part.host, part.ssh_launcher);
       _exit(0);
     }
     waitpid(middle, nullptr, 0);
@@ -176,7 +177,7 @@ void PartStarter::exec_child_part(const image::Image& img, const std::map<restor
   exec_part(part.vpid, part.host);
 }
 
-void PartStarter::exec_part(uint32_t vpid, const std::string& host) const {
+void PartStarter::exec_part(uint32_t vpid, const std::string& host, const std::vector<std::string>& ssh_launcher) const {
   std::string self = fs::read_symlink("/proc/self/exe").string();
   std::vector<std::string> args = {self, "restart", "--part", std::to_string(vpid), "--restart-id", restart_id,
                                    "--coord", coord};
@@ -185,8 +186,14 @@ void PartStarter::exec_part(uint32_t vpid, const std::string& host) const {
   std::string rsh = !this->rsh.empty() ? this->rsh : getenv("STASIS_RSH") ? getenv("STASIS_RSH") : "ssh";
   args.insert(args.end(), {"--rsh", rsh, checkpoint_dir});
   std::vector<std::string> words;
+  bool rsh_given = !this->rsh.empty() || getenv("STASIS_RSH");
   if (is_local_address(host)) {
     words = args;
+  } else if (!rsh_given && !ssh_launcher.empty()) {
+    // A session like the original (its user, port, options), with no input: the part's
+    // processes get theirs through the relay's connection, not from this restart's.
+    words = ssh_launcher;
+    words.push_back("-n");
   } else {
     for (size_t at = 0; at < rsh.size();) {
       size_t space = rsh.find(' ', at);
@@ -194,6 +201,8 @@ void PartStarter::exec_part(uint32_t vpid, const std::string& host) const {
       if (space > at) words.push_back(rsh.substr(at, space - at));
       at = space + 1;
     }
+  }
+  if (!is_local_address(host)) {
     std::string command = "exec env";
     for (const char* name : {"STASIS_RUNTIME_DIR", "STASIS_IB"})
       if (getenv(name)) command += fmt::format(" {}={}", name, shell_quote(getenv(name)));

@@ -17,6 +17,9 @@ struct RemotePart {
   size_t index = 0;  // in PartPlan::others
   uint32_t vpid = 0;
   std::string host;
+  // For the remote half of an ssh session (plugins/ssh): how its ssh was started, to reach its
+  // host the same way when no --rsh is given. Empty otherwise.
+  std::vector<std::string> ssh_launcher;
 };
 
 // What this restart does about the other parts, decided by split_into_parts.
@@ -58,7 +61,8 @@ struct PartStarter {
   // one opened now) stands for the outside world.
   [[noreturn]] void exec_child_part(const image::Image& img, const std::map<restore::DescriptionKey, int>& shared,
                                     const RemotePart& part) const;
-  [[noreturn]] void exec_part(uint32_t vpid, const std::string& host) const;
+  [[noreturn]] void exec_part(uint32_t vpid, const std::string& host,
+                              const std::vector<std::string>& ssh_launcher = {}) const;
 };
 
 }  // namespace stasis::restart

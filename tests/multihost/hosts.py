@@ -189,7 +189,10 @@ def skip_reason(nsrsh):
 def test_environment(tmp, nsrsh, hosts):
     """The environment of a test's commands: its own runtime directory (secret files) and ssh
     stand-in settings; nothing of an outer Stasis."""
-    env = dict(os.environ, STASIS_RUNTIME_DIR=os.path.join(tmp, "rt"), NSRSH=nsrsh, NSRSH_MAP=hosts.nsrsh_map())
+    # STASIS_SSH_RELAY=0: the stand-in execs into its remote command, which needs no ssh relay
+    # (src/plugins/ssh/README.md); the tests with real ssh (RealSsh) remove it.
+    env = dict(os.environ, STASIS_RUNTIME_DIR=os.path.join(tmp, "rt"), NSRSH=nsrsh, NSRSH_MAP=hosts.nsrsh_map(),
+               STASIS_SSH_RELAY="0")
     for name in ("STASIS_COORD", "STASIS_SECRET", "STASIS_CKPT_DIR"):
         env.pop(name, None)
     return env
@@ -214,3 +217,103 @@ def test_run(hosts, nsrsh, prefix, port=7781):
     ckpt_dir = os.path.join(tmp, "ckpt")
     return (tmp, test_environment(tmp, nsrsh, hosts), f"{hosts.addresses[0]}:{port}", ckpt_dir,
             os.path.join(ckpt_dir, "coordinator.log"))
+
+
+SSHD = "/usr/sbin/sshd"
+SSH_CLIENT = "/usr/bin/ssh"
+
+
+def real_ssh_unavailable():
+    """Why the tests with real OpenSSH cannot run here, or None."""
+    missing = [path for path in (SSHD, SSH_CLIENT, "/usr/bin/ssh-keygen") if not os.access(path, os.X_OK)]
+    if missing:
+        return f"no {', '.join(missing)} (Debian: openssh-server, openssh-client)"
+    return None
+
+
+class RealSsh:
+    """A real OpenSSH server on each host (in its network, mount and UTS namespaces), with its own
+    configuration, host key and authorised user key in `directory` (the test's, on the shared file
+    system), and a client that reaches them: `bin/ssh` in `directory`, first in the PATH that
+    environment() gives, runs /usr/bin/ssh -F with a generated configuration (ssh reads ~/.ssh from
+    the passwd entry, not $HOME, so nothing of the user's is used). The servers log to
+    directory/sshd-N.log; stop() ends them by pid."""
+
+    def __init__(self, hosts, directory):
+        self.hosts, self.directory = hosts, os.path.join(directory, "ssh")
+        self.servers = []
+
+    def _config(self, index):
+        d = self.directory
+        return (f"ListenAddress {self.hosts.addresses[index]}\nPort 22\nHostKey {d}/host_key\n"
+                f"AuthorizedKeysFile {d}/user_key.pub\nPidFile {d}/sshd-{index}.pid\n"
+                "StrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+                "KbdInteractiveAuthentication no\nPrintMotd no\nPrintLastLog no\nUseDNS no\nLogLevel INFO\n"
+                "MaxStartups 100:30:200\nMaxSessions 100\n")
+
+    def start(self):
+        os.makedirs(os.path.join(self.directory, "bin"), exist_ok=True)
+        os.chmod(self.directory, 0o700)
+        for key in ("host_key", "user_key"):
+            run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"stasis test {key}", "-f",
+                os.path.join(self.directory, key))
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation directory
+        client = os.path.join(self.directory, "ssh_config")
+        with open(client, "w") as f:
+            f.write(f"Host *\n  IdentityFile {self.directory}/user_key\n  IdentitiesOnly yes\n"
+                    f"  UserKnownHostsFile {self.directory}/known_hosts\n  StrictHostKeyChecking no\n"
+                    "  BatchMode yes\n  LogLevel ERROR\n  ConnectTimeout 20\n")
+        wrapper = os.path.join(self.directory, "bin", "ssh")
+        with open(wrapper, "w") as f:
+            f.write(f'#!/bin/sh\nexec {SSH_CLIENT} -F {client} "$@"\n')
+        os.chmod(wrapper, 0o755)
+        for index in range(len(self.hosts.namespaces)):
+            config = os.path.join(self.directory, f"sshd_config-{index}")
+            with open(config, "w") as f:
+                f.write(self._config(index))
+            log = os.path.join(self.directory, f"sshd-{index}.log")
+            self.servers.append(subprocess.Popen(self.hosts.in_ns(index, SSHD, "-D", "-f", config, "-E", log),
+                                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.DEVNULL))
+        env = self.environment(os.environ)
+        for index, address in enumerate(self.hosts.addresses):
+            for _ in range(100):
+                probe = subprocess.run(self.hosts.in_ns(0, "ssh", address, "hostname"), capture_output=True,
+                                       text=True, env=env, timeout=60)
+                if probe.returncode == 0:
+                    break
+                if self.servers[index].poll() is not None:
+                    raise RuntimeError(f"sshd on host {index + 1} exited: {open(log).read()[-2000:]}")
+                time.sleep(0.1)
+            else:
+                raise RuntimeError(f"ssh to host {index + 1} ({address}) does not work: {probe.stderr}")
+
+    def check_nodes(self):
+        """Through real ssh, each host shows its own host name, /tmp and /dev/shm."""
+        env = self.environment(os.environ)
+        names = [subprocess.run(self.hosts.in_ns(0, "ssh", a, "hostname"), capture_output=True, text=True, env=env,
+                                timeout=60).stdout.strip() for a in self.hosts.addresses]
+        if len(set(names)) != len(names) or "" in names:
+            raise RuntimeError(f"the hosts, reached by ssh, do not have names of their own: {names}")
+        for directory in ("/tmp", "/dev/shm"):
+            marker = os.path.join(directory, f"stasis-ssh-node-check-{os.getpid()}")
+            first, second = self.hosts.addresses
+            made = subprocess.run(self.hosts.in_ns(0, "ssh", first, "touch", marker), env=env, timeout=60)
+            seen = subprocess.run(self.hosts.in_ns(0, "ssh", second, "test", "-e", marker), env=env, timeout=60)
+            subprocess.run(self.hosts.in_ns(0, "ssh", first, "rm", "-f", marker), env=env, timeout=60)
+            if made.returncode != 0 or seen.returncode == 0 or os.path.exists(marker):
+                raise RuntimeError(f"host 1's {directory}, reached by ssh, is not its own")
+        return names
+
+    def environment(self, env):
+        """`env` with this client first in PATH (for programs, mpirun and hydra that run "ssh")."""
+        return dict(env, PATH=os.path.join(self.directory, "bin") + ":" + env.get("PATH", "/usr/bin:/bin"))
+
+    def logs(self):
+        return [os.path.join(self.directory, f"sshd-{i}.log") for i in range(len(self.hosts.namespaces))]
+
+    def stop(self):
+        for server in self.servers:
+            server.kill()
+            server.wait()
+        self.servers = []

@@ -16,7 +16,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include "plugins/launchers/forwarded_variables.h"
 #include "plugins/launchers/remote_launch.h"
 #include "runtime/rt.h"
 
@@ -35,13 +37,6 @@ constexpr size_t kMaxLaunchers = 16;
 constexpr size_t kLauncherNameMax = 64;
 char g_launchers[kMaxLaunchers][kLauncherNameMax];
 size_t g_launcher_count = 0;
-
-// Variables of the launch that the remote side needs to behave the same (the coordinator's
-// address comes from the runtime's own configuration, which a restart may have changed).
-constexpr const char* kForwardedVariables[] = {
-    "STASIS_RUNTIME_DIR", "STASIS_CKPT_DIR",   "STASIS_COMPRESS",         "STASIS_INCREMENTAL",
-    "STASIS_FULL_EVERY",  "STASIS_PLUGINS",    "STASIS_SAVE_FILES",       "STASIS_INTERVAL",
-    "STASIS_SIGNAL",      "STASIS_FORKED_CHECKPOINT", "STASIS_REMOTE_LAUNCHERS", "STASIS_IB"};
 
 const char* base_name(const char* path) {
   const char* base = path;
@@ -147,7 +142,10 @@ class Scratch {
   ~Scratch() {
     if (base_) STASIS_SYS2(SYS_munmap, base_, size_);
   }
-  bool create(size_t bytes) {
+  bool create(size_t bytes) {  // a new mapping, in place of any earlier one
+    if (base_) STASIS_SYS2(SYS_munmap, base_, size_);
+    base_ = nullptr;
+    used_ = 0;
     long p = STASIS_SYS6(SYS_mmap, 0, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p < 0 && p > -4096) return false;
     base_ = reinterpret_cast<char*>(p);
@@ -184,20 +182,58 @@ class Scratch {
   size_t used_ = 0;
 };
 
+// OpenSSH's client (a program named ssh) becomes the ssh relay (../ssh/README.md), which carries
+// the session as state of the computation: STASIS_EXE's folder's stasis-ssh-relay, with argv as
+// its last words and what it needs before them. STASIS_SSH_RELAY=0 keeps the plain rewrite below
+// (an ssh that execs into its remote command, as the multi-host tests' stand-in). Returns argv
+// itself when the relay does not apply; sets *exec_path to the relay when it does.
+char* const* relay_argv(const char* program, char* const argv[], Scratch& scratch, const char** exec_path) {
+  const char* setting = getenv("STASIS_SSH_RELAY");
+  const char* exe = getenv("STASIS_EXE");
+  if (!str_eq(base_name(program), "ssh") || (setting && str_eq(setting, "0")) || !exe || !*exe) return argv;
+  int argc = 0;
+  while (argv[argc]) argc++;
+  if (!scratch.create(2 * str_len(exe) + 4096 + static_cast<size_t>(argc + 12) * sizeof(char*))) return argv;
+  char* relay = scratch.text_start();
+  size_t folder = str_len(exe) - str_len(base_name(exe));
+  char port[8];
+  stasis::rt::format_uint(port, g_config.coord_port);
+  if (!scratch.put(exe, folder) || !scratch.put("stasis-ssh-relay") || !scratch.end_word()) return argv;
+  if (STASIS_SYS2(SYS_access, relay, X_OK) != 0) {
+    stasis::rt::LogLine line;
+    (line << "warning: " << relay << " is missing; ssh's session cannot come back after a restart").emit();
+    return argv;
+  }
+  char* coord = scratch.text_start();
+  if (!scratch.put(g_config.coord_host) || !scratch.put(":") || !scratch.put(port) || !scratch.end_word()) return argv;
+  char** out = scratch.pointers(static_cast<size_t>(argc) + 9);
+  if (!out) return argv;
+  const char* head[] = {relay, "--coord", coord, "--stasis", exe, "--ssh", program, "--"};
+  int at = 0;
+  for (const char* word : head) out[at++] = const_cast<char*>(word);
+  for (int i = 0; i < argc; i++) out[at++] = argv[i];
+  out[at] = nullptr;
+  *exec_path = relay;
+  return out;
+}
+
 // Builds the rewritten vector in `scratch`; returns argv itself when it is not a remote launch
 // (not a launcher, no remote command, already rewritten, or no room).
-char* const* remote_argv(const char* program, char* const argv[], Scratch& scratch) {
+char* const* remote_argv(const char* program, char* const argv[], Scratch& scratch, const char** exec_path) {
+  *exec_path = program;
   if (!g_config.active || !argv || !argv[0] || !is_remote_launcher(program)) return argv;
   int command = remote_command_index(argv);
   if (command == 0 || (str_eq(argv[command], "exec") && argv[command + 1] &&
                        str_eq(argv[command + 1], "env") && argv[command + 2] &&
                        str_starts(argv[command + 2], "STASIS_COORD=")))
     return argv;
+  if (char* const* relayed = relay_argv(program, argv, scratch, exec_path); relayed != argv) return relayed;
   size_t original_bytes = 0;
   int argc = 0;
   for (; argv[argc]; argc++) original_bytes += str_len(argv[argc]) * 4 + 4;
   if (!scratch.create(original_bytes + 64 * 1024)) return argv;
 
+  using stasis::kForwardedVariables;
   constexpr int kMaxWords = 16 + sizeof kForwardedVariables / sizeof *kForwardedVariables;
   char* words[kMaxWords];
   int count = 0;
@@ -268,12 +304,13 @@ int exec_guarded(Exec exec) {
   return r;
 }
 
-// Calls exec with the (possibly rewritten) arguments.
+// Calls exec with the (possibly rewritten) program and arguments.
 template <typename Exec>
 int exec_remote_aware(const char* program, char* const argv[], Exec exec) {
   Scratch scratch;
-  char* const* args = remote_argv(program, argv, scratch);
-  return exec_guarded([&] { return exec(args); });
+  const char* exec_path = program;
+  char* const* args = remote_argv(program, argv, scratch, &exec_path);
+  return exec_guarded([&] { return exec(exec_path, args); });
 }
 
 // execl's variadic arguments as a vector (on the stack: exec may run in a vfork child).
@@ -293,29 +330,31 @@ int spawn_remote_aware(StasisSpawnFn real, pid_t* pid, const char* program,
                        const posix_spawn_file_actions_t* actions, const posix_spawnattr_t* attr,
                        char* const argv[], char* const envp[]) {
   Scratch scratch;
-  return real(pid, program, actions, attr, remote_argv(program, argv, scratch), envp);
+  const char* exec_path = program;
+  char* const* args = remote_argv(program, argv, scratch, &exec_path);
+  return real(pid, exec_path, actions, attr, args, envp);
 }
 
 #define STASIS_EXPORT extern "C" __attribute__((visibility("default")))
 
 STASIS_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   auto real = next_symbol(g_execve, "execve");
-  return exec_remote_aware(path, argv, [&](char* const* a) { return real(path, a, envp); });
+  return exec_remote_aware(path, argv, [&](const char* p, char* const* a) { return real(p, a, envp); });
 }
 
 STASIS_EXPORT int execv(const char* path, char* const argv[]) {
   auto real = next_symbol(g_execv, "execv");
-  return exec_remote_aware(path, argv, [&](char* const* a) { return real(path, a); });
+  return exec_remote_aware(path, argv, [&](const char* p, char* const* a) { return real(p, a); });
 }
 
 STASIS_EXPORT int execvp(const char* file, char* const argv[]) {
   auto real = next_symbol(g_execvp, "execvp");
-  return exec_remote_aware(file, argv, [&](char* const* a) { return real(file, a); });
+  return exec_remote_aware(file, argv, [&](const char* p, char* const* a) { return real(p, a); });
 }
 
 STASIS_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   auto real = next_symbol(g_execvpe, "execvpe");
-  return exec_remote_aware(file, argv, [&](char* const* a) { return real(file, a, envp); });
+  return exec_remote_aware(file, argv, [&](const char* p, char* const* a) { return real(p, a, envp); });
 }
 
 // By descriptor: no launcher to rewrite, but the same guard.
