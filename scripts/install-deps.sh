@@ -14,6 +14,7 @@ PACKAGES=(
   util-linux  # unshare (IPC and pid namespaces per test), runuser (the Slurm tests' munged)
   bsdutils    # script (a program in a pseudo-terminal)
   iproute2    # ip netns: network namespaces as the multi-host tests' hosts
+  openssh-server openssh-client  # a real sshd in each multi-host test host, and its client
   # InfiniBand verbs: headers for softib and the plugin, Debian's unmodified pingpong tools
   ibverbs-utils libibverbs-dev
   # MPI jobs: Open MPI, MPICH, mpi4py (tests/scripts/jacobi.py needs numpy), LAMMPS

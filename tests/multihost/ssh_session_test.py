@@ -73,6 +73,12 @@ def main():
         ssh.start()
         names = ssh.check_nodes()
         env = ssh.environment(env)
+        if args.same_hosts:  # what the relay cannot carry is refused, naming it, with ssh's status on failure
+            refused = subprocess.run(HOSTS.in_ns(0, args.stasis, "launch", "--coord", f"{h1}:{PORT + 1}", "--ckpt-dir",
+                                                 os.path.join(tmp, "refused"), "--", "ssh", "-t", h2, "true"),
+                                     capture_output=True, text=True, env=env, timeout=60)
+            if refused.returncode != 255 or "ssh -t (a pseudo-terminal) cannot run under Stasis" not in refused.stderr:
+                fail(f"ssh -t under Stasis should be refused with status 255; got {refused.returncode}: {refused.stderr}")
         reference = subprocess.run(HOSTS.in_ns(0, *program), capture_output=True, text=True, env=env, timeout=120)
         expected = by_client(reference.stdout)
         if reference.returncode != 0 or any(expected.get(str(k + 1), [""])[-1] != "ssh exit 0" for k in range(clients)):
