@@ -7,7 +7,11 @@ launcher. Rank 0's output (a file, through mpirun) must equal an uninterrupted r
 coordinator's log must show the restarted ranks joining from the hosts they were meant for.
 Exits 77 (skipped) when not root or without `ip netns`.
 With --again-same-hosts, the same generation is then restarted a second time, on its own hosts.
+With --real-ssh, each host runs a real sshd (hosts.RealSsh) and mpirun's agent is OpenSSH's
+client, found as "ssh" in PATH: under Stasis it becomes an ssh relay (src/plugins/ssh), and the
+restart is given no --rsh (the daemon's part comes back through a new ssh session like mpirun's).
 usage: mpi_test.py --stasis STASIS --mpirun MPIRUN --program MPI_RING [--nsrsh NSRSH] [--swap] [--again-same-hosts]
+                   [--real-ssh]
 """
 import argparse
 import os
@@ -19,7 +23,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import NSRSH, TwoHosts, checkpoint_and_kill, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
+from multihost.hosts import (NSRSH, RealSsh, TwoHosts, checkpoint_and_kill, fail, real_ssh_unavailable,  # noqa: E402
+                             remove_unless_kept, skip_reason, test_run)
 
 HOSTS = TwoHosts(("stasis_mpi1", "stasis_mpi2"), ("10.203.0.1", "10.203.0.2"), "stasis_mv")
 PORT = 7781
@@ -33,8 +38,8 @@ def restart_once(args, env, coord, ssh, generation, swap, reference, out_path, l
     log_before = len(open(log_path).read())
     # The output is a file: the restarted mpirun goes on writing it where it was.
     restart_started = time.time()
-    restart = subprocess.run(HOSTS.in_ns(0, args.stasis, "restart", "--coord", coord, *hosts, "--rsh", ssh,
-                                         generation),
+    rsh = [] if args.real_ssh else ["--rsh", ssh]
+    restart = subprocess.run(HOSTS.in_ns(0, args.stasis, "restart", "--coord", coord, *hosts, *rsh, generation),
                              capture_output=True, text=True, env=env, timeout=240)
     if restart.returncode != 0:
         fail(f"the restart failed (status {restart.returncode}): {restart.stdout[-500:]}{restart.stderr[-1500:]}",
@@ -66,19 +71,27 @@ def main():
     parser.add_argument("--swap", action="store_true")
     parser.add_argument("--again-same-hosts", action="store_true",
                         help="then restart the same generation again, each process on its own host")
+    parser.add_argument("--real-ssh", action="store_true", help="a real sshd on each host, OpenSSH as mpirun's agent")
     args = parser.parse_args()
-    if skip_reason(args.nsrsh):
-        print(f"SKIP: {skip_reason(args.nsrsh)}")
+    reason = skip_reason(args.nsrsh) or (real_ssh_unavailable() if args.real_ssh else None)
+    if reason:
+        print(f"SKIP: {reason}")
         return 77
-    ssh = os.path.join(HERE, "bin", "ssh")
+    ssh = "ssh" if args.real_ssh else os.path.join(HERE, "bin", "ssh")
     h1, h2 = HOSTS.addresses
     tmp, env, coord, ckpt_dir, log_path = test_run(HOSTS, args.nsrsh, "stasis-mpi-hosts-", PORT)
     subnet = "10.203.0.0/24"
     job = [os.path.join(os.path.dirname(HERE), "scripts", "mpi_run.sh"), args.mpirun, "--mca", "plm_rsh_agent", ssh,
            "--host", f"{h1},{h2}", "--mca", "btl", "tcp,self", "--mca", "oob_tcp_if_include", subnet,
            "--mca", "btl_tcp_if_include", subnet, "-np", "2", "--", args.program, "60", "100"]
+    real_ssh = RealSsh(HOSTS, tmp) if args.real_ssh else None
     try:
         HOSTS.up()
+        if real_ssh:
+            real_ssh.start()
+            real_ssh.check_nodes()
+            env = real_ssh.environment(env)
+            env.pop("STASIS_SSH_RELAY", None)
         reference = subprocess.run(HOSTS.in_ns(0, *job), capture_output=True, text=True, env=env, timeout=180)
         if reference.returncode != 0 or "done ranks 2" not in reference.stdout:
             fail(f"the reference run failed: {reference.stdout[-500:]}{reference.stderr[-500:]}")
@@ -100,6 +113,8 @@ def main():
     finally:
         subprocess.run(["pkill", "-9", "-x", os.path.basename(args.program)[:15]], capture_output=True)
         subprocess.run(["pkill", "-9", "-x", "orted"], capture_output=True)
+        if real_ssh:
+            real_ssh.stop()
         time.sleep(0.2)
         HOSTS.down()
         remove_unless_kept(tmp)

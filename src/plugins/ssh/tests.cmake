@@ -9,3 +9,27 @@ foreach(mode same_hosts swap options_loop three_clients)
                    --stasis ${STASIS_BIN} --driver $<TARGET_FILE:ssh_driver> --worker $<TARGET_FILE:counter>)
   set_tests_properties(multihost.ssh.${mode} PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 endforeach()
+
+# Open MPI across the two hosts with mpirun's default agent, OpenSSH (tests/multihost/mpi_test.py
+# --real-ssh): the ring restarted on its hosts, swapped, and swapped then on its hosts again from
+# the same checkpoint. (find_program is cached: the same lookup as tests/CMakeLists.txt's MPI tests.)
+find_program(STASIS_OPENMPI_CC mpicc.openmpi)
+find_program(STASIS_OPENMPI_RUN mpirun.openmpi)
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
+  foreach(mode same_hosts swap swap_then_same_hosts)
+    set(MPI_HOSTS_ARGS)
+    if(mode STREQUAL "swap")
+      set(MPI_HOSTS_ARGS --swap)
+    elseif(mode STREQUAL "swap_then_same_hosts")
+      set(MPI_HOSTS_ARGS --swap --again-same-hosts)
+    endif()
+    add_test(NAME multihost.ssh.openmpi.${mode}
+             COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/mpi_test.py --real-ssh ${MPI_HOSTS_ARGS}
+                     --stasis ${STASIS_BIN} --mpirun ${STASIS_OPENMPI_RUN}
+                     --program ${CMAKE_BINARY_DIR}/tests/targets/mpi_ring_openmpi)
+    set_tests_properties(multihost.ssh.openmpi.${mode} PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
+                         RUN_SERIAL TRUE)
+  endforeach()
+else()
+  stasis_skipped_group(multihost.ssh.openmpi "no mpicc.openmpi and mpirun.openmpi (Debian: openmpi-bin libopenmpi-dev)")
+endif()
