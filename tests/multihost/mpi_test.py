@@ -10,8 +10,12 @@ With --again-same-hosts, the same generation is then restarted a second time, on
 With --real-ssh, each host runs a real sshd (hosts.RealSsh) and mpirun's agent is OpenSSH's
 client, found as "ssh" in PATH: under Stasis it becomes an ssh relay (src/plugins/ssh), and the
 restart is given no --rsh (the daemon's part comes back through a new ssh session like mpirun's).
+With --mpich, the job is MPICH's (MPIRUN is mpirun.mpich, Hydra with `-launcher ssh`, UCX over
+TCP; MPI_RING is then mpi_shm built with MPICH, run without MPI_Finalize, in which MPICH over UCX's
+TCP hangs one run in ten without Stasis too): its process manager's proxy runs on both hosts, the
+one on host 2 started through ssh.
 usage: mpi_test.py --stasis STASIS --mpirun MPIRUN --program MPI_RING [--nsrsh NSRSH] [--swap] [--again-same-hosts]
-                   [--real-ssh]
+                   [--real-ssh] [--mpich]
 """
 import argparse
 import os
@@ -51,14 +55,16 @@ def restart_once(args, env, coord, ssh, generation, swap, reference, out_path, l
         fail("the output differs from an uninterrupted run", out_path, log_path)
     log = open(log_path).read()[log_before:]
     joins = re.findall(r"process joined: pid \d+ \((\S+)\) on \S+ from ([\d.]+):\d+, restarted", log)
-    ranks = sorted(address for program, address in joins if program.startswith("mpi_ring"))
-    daemons = [address for program, address in joins if program == "orted"]
-    want_daemon = h1 if swap else h2
-    if ranks != [h1, h2] or daemons != [want_daemon]:
-        fail(f"restarted ranks joined from {ranks} (want one per host), the daemon from {daemons} "
-             f"(want {want_daemon})", log_path)
+    ranks = sorted(address for program, address in joins if program == os.path.basename(args.program)[:15])
+    # Hydra has a proxy on each host (mpiexec forks the local one); Open MPI a daemon on host 2 only.
+    daemon_name = "hydra_pmi_proxy" if args.mpich else "orted"
+    daemons = sorted(address for program, address in joins if program == daemon_name)
+    want_daemons = [h1, h2] if args.mpich else [h1 if swap else h2]
+    if ranks != [h1, h2] or daemons != want_daemons:
+        fail(f"restarted ranks joined from {ranks} (want one per host), {daemon_name} from {daemons} "
+             f"(want {want_daemons})", log_path)
     print(f"PASS: checkpointed after {steps_before} steps, {'swapped' if swap else 'same hosts'}: ranks restarted "
-          f"on {ranks}, daemon on {daemons[0]}; output identical to an uninterrupted run; restart took "
+          f"on {ranks}, {daemon_name} on {daemons}; output identical to an uninterrupted run; restart took "
           f"{time.time() - restart_started:.1f} s; its stderr: {restart.stderr.strip()[-600:]}")
 
 
@@ -72,6 +78,7 @@ def main():
     parser.add_argument("--again-same-hosts", action="store_true",
                         help="then restart the same generation again, each process on its own host")
     parser.add_argument("--real-ssh", action="store_true", help="a real sshd on each host, OpenSSH as mpirun's agent")
+    parser.add_argument("--mpich", action="store_true", help="MPICH's mpirun (Hydra) instead of Open MPI's")
     args = parser.parse_args()
     reason = skip_reason(args.nsrsh) or (real_ssh_unavailable() if args.real_ssh else None)
     if reason:
@@ -81,9 +88,14 @@ def main():
     h1, h2 = HOSTS.addresses
     tmp, env, coord, ckpt_dir, log_path = test_run(HOSTS, args.nsrsh, "stasis-mpi-hosts-", PORT)
     subnet = "10.203.0.0/24"
-    job = [os.path.join(os.path.dirname(HERE), "scripts", "mpi_run.sh"), args.mpirun, "--mca", "plm_rsh_agent", ssh,
-           "--host", f"{h1},{h2}", "--mca", "btl", "tcp,self", "--mca", "oob_tcp_if_include", subnet,
-           "--mca", "btl_tcp_if_include", subnet, "-np", "2", "--", args.program, "60", "100"]
+    mpi_run = os.path.join(os.path.dirname(HERE), "scripts", "mpi_run.sh")
+    if args.mpich:
+        job = [mpi_run, args.mpirun, "-launcher", "ssh", "-launcher-exec", ssh, "-hosts", f"{h1},{h2}",
+               "-genv", "UCX_TLS", "tcp,self", "-np", "2", "--", args.program, "60", "100", "12", "0"]
+    else:
+        job = [mpi_run, args.mpirun, "--mca", "plm_rsh_agent", ssh, "--host", f"{h1},{h2}", "--mca", "btl", "tcp,self",
+               "--mca", "oob_tcp_if_include", subnet, "--mca", "btl_tcp_if_include", subnet, "-np", "2", "--",
+               args.program, "60", "100"]
     real_ssh = RealSsh(HOSTS, tmp) if args.real_ssh else None
     try:
         HOSTS.up()
@@ -113,6 +125,7 @@ def main():
     finally:
         subprocess.run(["pkill", "-9", "-x", os.path.basename(args.program)[:15]], capture_output=True)
         subprocess.run(["pkill", "-9", "-x", "orted"], capture_output=True)
+        subprocess.run(["pkill", "-9", "-x", "hydra_pmi_proxy"], capture_output=True)
         if real_ssh:
             real_ssh.stop()
         time.sleep(0.2)

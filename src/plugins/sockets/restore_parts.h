@@ -64,8 +64,9 @@ extern std::map<uint64_t, StasisTcpData> g_seen_names;
 
 // ---- TCP across hosts (restore_cross_host_tcp.cc) ----
 // Before the tree forks: `mine`, whose other end `peer` another part brings back, is made
-// through the name service at `coordinator`; connect_cross_host_tcp finishes it.
+// through the name service at `coordinator`; connect_cross_host_tcp finishes it, or this call
+// when several processes of the part hold it (`held_by_several`).
 void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp& cross,
-                     stasis::CoordConnection& coordinator);
+                     stasis::CoordConnection& coordinator, bool held_by_several);
 
 }  // namespace stasis::restore::parts

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -298,9 +299,11 @@ Endpoint bindable_here(const StasisTcpData& t, const Endpoint& e) {
 void create_tcp_sockets(const std::vector<image::Image>& images, const CrossHostTcp* cross) {
   collect_seen_names(images);
   std::map<uint64_t, TcpUse> listeners, connections;  // by saved inode; one use of each
+  std::map<uint64_t, std::set<const image::Image*>> holders;  // by saved inode
   for (const auto& img : images)
     for (const auto& f : img.fds()) {
       if (f.kind != STASIS_FD_TCP_LISTENER && f.kind != STASIS_FD_TCP_CONNECTION) continue;
+      holders[f.ino].insert(&img);
       TcpUse use{&img, &f, {}};
       use.tcp = kind_data_of<StasisTcpData>(f);
       auto& by_ino = f.kind == STASIS_FD_TCP_LISTENER ? listeners : connections;
@@ -351,7 +354,7 @@ void create_tcp_sockets(const std::vector<image::Image>& images, const CrossHost
       remake_connection(use, connections.at(peer->second), listening);
     } else if (remote != elsewhere.end()) {
       if (!coordinator) coordinator = std::make_unique<stasis::CoordConnection>(stasis::CoordAddress::parse(cross->coord));
-      plan_cross_host(use, remote->second, *cross, *coordinator);
+      plan_cross_host(use, remote->second, *cross, *coordinator, holders[ino].size() > 1);
     } else {
       orphan_connection(use);
     }

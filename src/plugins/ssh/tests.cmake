@@ -10,12 +10,32 @@ foreach(mode same_hosts swap options_loop three_clients)
   set_tests_properties(multihost.ssh.${mode} PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 endforeach()
 
-# Open MPI across the two hosts with mpirun's default agent, OpenSSH (tests/multihost/mpi_test.py
-# --real-ssh): the ring restarted on its hosts, swapped, and swapped then on its hosts again from
-# the same checkpoint. (find_program is cached: the same lookup as tests/CMakeLists.txt's MPI tests.)
+# MPI across the two hosts with the starters' default agent, OpenSSH (tests/multihost/mpi_test.py
+# --real-ssh, no --rsh at restart): restarted on its hosts, swapped, and swapped then on its hosts
+# again from the same checkpoint. Open MPI (plm_rsh_agent ssh, TCP BTL) runs the ring; MPICH
+# (Hydra's -launcher ssh, UCX over TCP) mpi_shm without MPI_Finalize. The programs are built by
+# tests/CMakeLists.txt's MPI section (find_program is cached: the same lookups).
 find_program(STASIS_OPENMPI_CC mpicc.openmpi)
 find_program(STASIS_OPENMPI_RUN mpirun.openmpi)
+find_program(STASIS_MPICH_CC mpicc.mpich)
+find_program(STASIS_MPICH_RUN mpirun.mpich)
+set(SSH_MPI_STARTERS)
 if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
+  list(APPEND SSH_MPI_STARTERS openmpi)
+else()
+  stasis_skipped_group(multihost.ssh.openmpi "no mpicc.openmpi and mpirun.openmpi (Debian: openmpi-bin libopenmpi-dev)")
+endif()
+if(STASIS_MPICH_CC AND STASIS_MPICH_RUN)
+  list(APPEND SSH_MPI_STARTERS mpich)
+else()
+  stasis_skipped_group(multihost.ssh.mpich "no mpicc.mpich and mpirun.mpich (Debian: mpich libmpich-dev)")
+endif()
+foreach(starter IN LISTS SSH_MPI_STARTERS)
+  if(starter STREQUAL "mpich")
+    set(SSH_MPI_ARGS --mpich --mpirun ${STASIS_MPICH_RUN} --program ${CMAKE_BINARY_DIR}/tests/targets/mpi_shm_mpich)
+  else()
+    set(SSH_MPI_ARGS --mpirun ${STASIS_OPENMPI_RUN} --program ${CMAKE_BINARY_DIR}/tests/targets/mpi_ring_openmpi)
+  endif()
   foreach(mode same_hosts swap swap_then_same_hosts)
     set(MPI_HOSTS_ARGS)
     if(mode STREQUAL "swap")
@@ -23,13 +43,10 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
     elseif(mode STREQUAL "swap_then_same_hosts")
       set(MPI_HOSTS_ARGS --swap --again-same-hosts)
     endif()
-    add_test(NAME multihost.ssh.openmpi.${mode}
+    add_test(NAME multihost.ssh.${starter}.${mode}
              COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/mpi_test.py --real-ssh ${MPI_HOSTS_ARGS}
-                     --stasis ${STASIS_BIN} --mpirun ${STASIS_OPENMPI_RUN}
-                     --program ${CMAKE_BINARY_DIR}/tests/targets/mpi_ring_openmpi)
-    set_tests_properties(multihost.ssh.openmpi.${mode} PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
+                     --stasis ${STASIS_BIN} ${SSH_MPI_ARGS})
+    set_tests_properties(multihost.ssh.${starter}.${mode} PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
                          RUN_SERIAL TRUE)
   endforeach()
-else()
-  stasis_skipped_group(multihost.ssh.openmpi "no mpicc.openmpi and mpirun.openmpi (Debian: openmpi-bin libopenmpi-dev)")
-endif()
+endforeach()
