@@ -241,6 +241,7 @@ class RealSsh:
 
     def __init__(self, hosts, directory):
         self.hosts, self.directory = hosts, os.path.join(directory, "ssh")
+        self.client = os.path.join(self.directory, "bin", "ssh")  # the wrapper, as programs run it
         self.servers = []
 
     def _config(self, index):
@@ -263,10 +264,9 @@ class RealSsh:
             f.write(f"Host *\n  IdentityFile {self.directory}/user_key\n  IdentitiesOnly yes\n"
                     f"  UserKnownHostsFile {self.directory}/known_hosts\n  StrictHostKeyChecking no\n"
                     "  BatchMode yes\n  LogLevel ERROR\n  ConnectTimeout 20\n")
-        wrapper = os.path.join(self.directory, "bin", "ssh")
-        with open(wrapper, "w") as f:
+        with open(self.client, "w") as f:
             f.write(f'#!/bin/sh\nexec {SSH_CLIENT} -F {client} "$@"\n')
-        os.chmod(wrapper, 0o755)
+        os.chmod(self.client, 0o755)
         for index in range(len(self.hosts.namespaces)):
             config = os.path.join(self.directory, f"sshd_config-{index}")
             with open(config, "w") as f:

@@ -13,6 +13,8 @@ session like the original one (no --rsh is given). Modes:
                     (the driver's part through ssh, the worker's on the restarting host)
   --options_loop    ssh -n -T, the remote command a shell loop of two workers; swapped
   --three_clients   three ssh clients at once, each to its own worker; same hosts
+  --chain           the remote command on host 2 sshes back to host 1, where the worker runs (each
+                    ssh a relay pair); same hosts
 Where each process runs after the restart is checked through its network namespace; each host has
 its own /tmp, /dev/shm and host name, checked through real ssh. Exits 77 (skipped) when not
 root, without `ip netns` or without OpenSSH.
@@ -46,7 +48,7 @@ def by_client(text):
 def main():
     parser = argparse.ArgumentParser()
     modes = parser.add_mutually_exclusive_group(required=True)
-    for mode in ("same_hosts", "swap", "options_loop", "three_clients"):
+    for mode in ("same_hosts", "swap", "options_loop", "three_clients", "chain"):
         modes.add_argument(f"--{mode}", action="store_true")
     parser.add_argument("--stasis", required=True)
     parser.add_argument("--driver", required=True)
@@ -64,10 +66,12 @@ def main():
         remote = ["-n", "-T", "--", h2, f"for half in 1 2; do {args.worker} {LINES // 2} {DELAY_MS}; done"]
     else:
         remote = ["--", h2, worker]
-    program = [args.driver, str(clients), *remote]
     tmp, env, coord, ckpt_dir, log_path = test_run(HOSTS, NSRSH, "stasis-ssh-session-", PORT)
     env.pop("STASIS_SSH_RELAY", None)
     ssh = RealSsh(HOSTS, tmp)
+    if args.chain:  # sshd's PATH on host 2 does not have the test's client: named by its path
+        remote = ["--", h2, f"{ssh.client} {h1} {worker}"]
+    program = [args.driver, str(clients), *remote]
     try:
         HOSTS.up()
         ssh.start()
@@ -122,9 +126,12 @@ def main():
             fail(f"the restart failed (status {restart.returncode}): {restart_err}", first_out, second_out, log_path,
                  *ssh.logs())
         driver_host, worker_host = (1, 0) if swap else (0, 1)
-        if placed != {"driver": [driver_host], "worker": [worker_host], "remote relay": [worker_host]}:
-            fail(f"after the restart the driver should run on host {driver_host + 1}, the worker and the remote relay "
-                 f"on host {worker_host + 1}; found {placed} (0: host 1, 1: host 2)", first_out, second_out, log_path)
+        want = {"driver": [driver_host], "worker": [worker_host], "remote relay": [worker_host]}
+        if args.chain:  # host 1 -> host 2 -> host 1: a remote half on each host, the worker on host 1
+            want = {"driver": [0], "worker": [0], "remote relay": [0, 1]}
+        if placed != want:
+            fail(f"after the restart the processes should run on {want}; found {placed} (0: host 1, 1: host 2)",
+                 first_out, second_out, log_path)
         got = by_client(open(first_out).read() + open(second_out).read())
         if got != expected:
             for client in sorted(set(expected) | set(got)):
