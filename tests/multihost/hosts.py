@@ -169,6 +169,13 @@ def checkpoint_and_kill(hosts, stasis, coord, env, launch, *logs, timeout=120, e
     return ckpt.stdout.strip().splitlines()[-1]
 
 
+def launch_on_host1(hosts, stasis, coord, ckpt_dir, program, out_path, env):
+    """`stasis launch PROGRAM` on host 1, its output and errors to out_path: the running launch."""
+    with open(out_path, "w") as out:
+        return subprocess.Popen(hosts.in_ns(0, stasis, "launch", "--coord", coord, "--ckpt-dir", ckpt_dir, "--", *program),
+                                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
 def fail(message, *logs):
     print("FAIL:", message)
     for path in logs:

@@ -15,7 +15,7 @@ TCP; MPI_RING is then mpi_shm built with MPICH, run without MPI_Finalize, in whi
 TCP hangs one run in ten without Stasis too): its process manager's proxy runs on both hosts, the
 one on host 2 started through ssh.
 usage: mpi_test.py --stasis STASIS --mpirun MPIRUN --program MPI_RING [--nsrsh NSRSH] [--swap] [--again-same-hosts]
-                   [--real-ssh] [--mpich]
+                   [--mode same_hosts|swap|swap_then_same_hosts] [--real-ssh] [--mpich]
 """
 import argparse
 import os
@@ -27,8 +27,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import (NSRSH, RealSsh, TwoHosts, checkpoint_and_kill, fail, real_ssh_unavailable,  # noqa: E402
-                             remove_unless_kept, skip_reason, test_run)
+from multihost.hosts import (NSRSH, RealSsh, TwoHosts, checkpoint_and_kill, fail, launch_on_host1,  # noqa: E402
+                             real_ssh_unavailable, remove_unless_kept, skip_reason, test_run)
 
 HOSTS = TwoHosts(("stasis_mpi1", "stasis_mpi2"), ("10.203.0.1", "10.203.0.2"), "stasis_mv")
 PORT = 7781
@@ -77,9 +77,13 @@ def main():
     parser.add_argument("--swap", action="store_true")
     parser.add_argument("--again-same-hosts", action="store_true",
                         help="then restart the same generation again, each process on its own host")
+    parser.add_argument("--mode", choices=("same_hosts", "swap", "swap_then_same_hosts"),
+                        help="the same as none, --swap, or --swap --again-same-hosts")
     parser.add_argument("--real-ssh", action="store_true", help="a real sshd on each host, OpenSSH as mpirun's agent")
     parser.add_argument("--mpich", action="store_true", help="MPICH's mpirun (Hydra) instead of Open MPI's")
     args = parser.parse_args()
+    args.swap = args.swap or args.mode in ("swap", "swap_then_same_hosts")
+    args.again_same_hosts = args.again_same_hosts or args.mode == "swap_then_same_hosts"
     reason = skip_reason(args.nsrsh) or (real_ssh_unavailable() if args.real_ssh else None)
     if reason:
         print(f"SKIP: {reason}")
@@ -108,10 +112,7 @@ def main():
         if reference.returncode != 0 or "done ranks 2" not in reference.stdout:
             fail(f"the reference run failed: {reference.stdout[-500:]}{reference.stderr[-500:]}")
         out_path = os.path.join(tmp, "out.txt")
-        with open(out_path, "w") as out:
-            launch = subprocess.Popen(HOSTS.in_ns(0, args.stasis, "launch", "--coord", coord, "--ckpt-dir", ckpt_dir,
-                                                  "--", *job),
-                                      stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        launch = launch_on_host1(HOSTS, args.stasis, coord, ckpt_dir, job, out_path, env)
         wait_for(lambda: open(out_path).read().count("step ") >= 10 or launch.poll() is not None, "10 steps", 90)
         generation = checkpoint_and_kill(HOSTS, args.stasis, coord, env, launch, out_path, log_path)
         steps_before = open(out_path).read().count("step ")

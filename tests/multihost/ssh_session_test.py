@@ -29,8 +29,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import (NSRSH, RealSsh, TwoHosts, checkpoint_and_kill, fail, real_ssh_unavailable,  # noqa: E402
-                             remove_unless_kept, skip_reason, test_run)
+from multihost.hosts import (NSRSH, RealSsh, TwoHosts, checkpoint_and_kill, fail, launch_on_host1,  # noqa: E402
+                             real_ssh_unavailable, remove_unless_kept, skip_reason, test_run)
 
 HOSTS = TwoHosts(("stasis_rs1", "stasis_rs2"), ("10.207.0.1", "10.207.0.2"), "stasis_rv")
 PORT, LINES, DELAY_MS = 7781, 400, 25
@@ -89,10 +89,7 @@ def main():
             fail(f"the uninterrupted run failed: {reference.stdout[-500:]}{reference.stderr[-500:]}")
 
         first_out = os.path.join(tmp, "first.txt")
-        with open(first_out, "w") as out:
-            launch = subprocess.Popen(HOSTS.in_ns(0, args.stasis, "launch", "--coord", coord, "--ckpt-dir", ckpt_dir,
-                                                  "--", *program),
-                                      stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        launch = launch_on_host1(HOSTS, args.stasis, coord, ckpt_dir, program, first_out, env)
         lines_read = lambda: open(first_out).read().count(": step ")
         wait_for(lambda: lines_read() >= 100 * clients or launch.poll() is not None, "the workers' first lines", 60)
         generation = checkpoint_and_kill(HOSTS, args.stasis, coord, env, launch, first_out, log_path)

@@ -37,14 +37,8 @@ foreach(starter IN LISTS SSH_MPI_STARTERS)
     set(SSH_MPI_ARGS --mpirun ${STASIS_OPENMPI_RUN} --program ${CMAKE_BINARY_DIR}/tests/targets/mpi_ring_openmpi)
   endif()
   foreach(mode same_hosts swap swap_then_same_hosts)
-    set(MPI_HOSTS_ARGS)
-    if(mode STREQUAL "swap")
-      set(MPI_HOSTS_ARGS --swap)
-    elseif(mode STREQUAL "swap_then_same_hosts")
-      set(MPI_HOSTS_ARGS --swap --again-same-hosts)
-    endif()
     add_test(NAME multihost.ssh.${starter}.${mode}
-             COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/mpi_test.py --real-ssh ${MPI_HOSTS_ARGS}
+             COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/mpi_test.py --real-ssh --mode ${mode}
                      --stasis ${STASIS_BIN} ${SSH_MPI_ARGS})
     set_tests_properties(multihost.ssh.${starter}.${mode} PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
                          RUN_SERIAL TRUE)
