@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A driver on host 1 reads workers on host 2 through real OpenSSH (sshd in each test host), is
 checkpointed mid-way with `stasis checkpoint --kill` and restarted; its output must be that of an
-uninterrupted run: every worker line, in order, and ssh's exit status 0.
+uninterrupted run: every worker line, in order, and ssh's exit status (0, or the remote command's).
 
 The driver (src/plugins/ssh/tests/ssh_driver.c) runs `ssh [OPTIONS] HOST2 COMMAND` with ssh's
 standard output a pipe to itself. Under Stasis each ssh becomes an ssh relay
@@ -11,7 +11,8 @@ session like the original one (no --rsh is given). Modes:
   --same_hosts      each part on its own host again
   --swap            --hosts H1=H2,H2=H1: the driver comes back on host 2, the worker on host 1
                     (the driver's part through ssh, the worker's on the restarting host)
-  --options_loop    ssh -n -T, the remote command a shell loop of two workers; swapped
+  --options_loop    ssh -n -T, the remote command a shell loop of two workers that then exits 7
+                    (ssh's status must be 7, before and after); swapped
   --three_clients   three ssh clients at once, each to its own worker; same hosts
   --chain           the remote command on host 2 sshes back to host 1, where the worker runs (each
                     ssh a relay pair); same hosts
@@ -63,7 +64,7 @@ def main():
     clients = 3 if args.three_clients else 1
     worker = f"{args.worker} {LINES} {DELAY_MS}"
     if args.options_loop:
-        remote = ["-n", "-T", "--", h2, f"for half in 1 2; do {args.worker} {LINES // 2} {DELAY_MS}; done"]
+        remote = ["-n", "-T", "--", h2, f"for half in 1 2; do {args.worker} {LINES // 2} {DELAY_MS}; done; exit 7"]
     else:
         remote = ["--", h2, worker]
     tmp, env, coord, ckpt_dir, log_path = test_run(HOSTS, NSRSH, "stasis-ssh-session-", PORT)
@@ -85,7 +86,9 @@ def main():
                 fail(f"ssh -t under Stasis should be refused with status 255; got {refused.returncode}: {refused.stderr}")
         reference = subprocess.run(HOSTS.in_ns(0, *program), capture_output=True, text=True, env=env, timeout=120)
         expected = by_client(reference.stdout)
-        if reference.returncode != 0 or any(expected.get(str(k + 1), [""])[-1] != "ssh exit 0" for k in range(clients)):
+        status = 7 if args.options_loop else 0
+        if reference.returncode != 0 or any(expected.get(str(k + 1), [""])[-1] != f"ssh exit {status}"
+                                            for k in range(clients)):
             fail(f"the uninterrupted run failed: {reference.stdout[-500:]}{reference.stderr[-500:]}")
 
         first_out = os.path.join(tmp, "first.txt")
@@ -137,7 +140,7 @@ def main():
                          f" lines ending {expected.get(client, [])[-2:]}, got {len(got.get(client, []))} ending "
                          f"{got.get(client, [])[-2:]}", first_out, second_out)
         print(f"PASS: {clients} client(s), {before} lines before the checkpoint, {sum(map(len, got.values()))} lines "
-              f"as uninterrupted, ssh exit 0; restarted {'swapped' if swap else 'on the same hosts'} "
+              f"as uninterrupted, ssh exit {status}; restarted {'swapped' if swap else 'on the same hosts'} "
               f"(hosts {names}); first line {first_line_s:.2f} s after `stasis restart` started; "
               f"restart stderr: {restart_err.strip()[-300:]}")
         return 0
