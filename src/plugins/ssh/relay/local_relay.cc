@@ -122,7 +122,8 @@ void start_outside_ssh(const Options& options, const SshCommandLine& ssh, const 
     exit(kSessionFailed);
   }
   if (middle == 0) {
-    setsid();
+    // No setsid: like the ssh it stands for, it keeps the program's terminal (a password or
+    // passphrase prompt reads /dev/tty) and its process group (^C reaches it).
     if (fork() == 0) {
       int null = open("/dev/null", O_RDWR);
       dup2(null, 0);
