@@ -43,8 +43,8 @@ bool take_frame(std::string& in, FrameType& type, std::string& payload, bool& ma
 // blocking). False when the descriptor is gone (EPIPE and the like).
 bool write_some(int fd, std::string& queue, bool fd_is_nonblocking);
 
-// A frame-by-frame reader: reads what is there from a nonblocking socket. False at end of
-// stream or error.
+// Appends what a nonblocking socket has to `in` (frames are taken off it with take_frame). False
+// at end of stream or on an error.
 bool read_available(int fd, std::string& in);
 
 std::string hex(const uint8_t* data, size_t len);
