@@ -6,3 +6,27 @@ add_test(NAME vm.quiet_streams
          COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/quiet_streams.py
                  ${STASIS_BIN} $<TARGET_FILE:wipe_on_fork> 60 50)
 set_tests_properties(vm.quiet_streams PROPERTIES TIMEOUT 120 LABELS vm SKIP_RETURN_CODE 77)
+
+# A small Linux guest under QEMU's TCG, launched as an ordinary program (tcg_guest.sh): checkpoint
+# while it works, kill, restart; it goes on where it was (no second boot, the same progress lines
+# and final hash as an uninterrupted run, status 0 at power-off). ~45 s each here (two boots).
+set(STASIS_VM_CACHE ${CMAKE_CURRENT_BINARY_DIR}/vm-guest)
+function(stasis_tcg_guest_test variant)
+  add_test(NAME vm.tcg.${variant}
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/tcg_guest_test.sh ${STASIS_BIN} ${STASIS_VM_CACHE}
+                   ${ARGN})
+  set_tests_properties(vm.tcg.${variant} PROPERTIES TIMEOUT 400 LABELS vm SKIP_RETURN_CODE 77
+                       RESOURCE_LOCK stasis_vm_cache)
+endfunction()
+# The console on QEMU's stdout, a pipe; killed with SIGKILL after a (forked) checkpoint.
+stasis_tcg_guest_test(stdio stdio 30 200000 --wait-lines 5 --timeout 150)
+# The console on a terminal (as in an interactive shell); `checkpoint --kill`.
+stasis_tcg_guest_test(tty stdio 30 200000 --mode tty --kill ckpt-kill --wait-lines 5 --timeout 150)
+# The console to a file (-serial file:), progress also on a second port on stdout.
+stasis_tcg_guest_test(file file 30 200000 --wait-lines 5 --timeout 150 --compare-file console.txt)
+# A virtio disk the guest writes (a qcow2 overlay): what the guest reads back, and the disk
+# QEMU leaves, equal an uninterrupted run's.
+stasis_tcg_guest_test(disk disk 30 100000 --wait-lines 8 --timeout 150
+                      --after-check "qemu-img compare -q {dir}/disk.qcow2 {dir}/../ref/disk.qcow2")
+# User-mode networking (-nic user): every step fetches a file from QEMU's own TFTP server.
+stasis_tcg_guest_test(net net 30 100000 --wait-lines 8 --timeout 150)
