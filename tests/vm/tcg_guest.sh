@@ -7,6 +7,7 @@
 #                                  in the current directory: make what VARIANT needs, then exec
 #                                  QEMU (256 MiB, -accel tcg, -serial stdio, no network):
 #     stdio   the console on QEMU's stdout
+#     clock   the same, the guest says when its clock jumped (guest.gapcheck=1), keeps no TSC time
 #     file    the console (ttyS0) to console.txt, progress also on stdout (ttyS1)
 #     disk    also a virtio disk, disk.qcow2: an overlay over a raw base the guest writes
 #     net     also -nic user (virtio-net) with QEMU's TFTP server on tftp/ (all inside QEMU)
@@ -37,6 +38,10 @@ run)
   ARGS=(-serial stdio)
   case "$VARIANT" in
   stdio) ;;
+  # notsc: under TCG the guest's TSC is the host's (QEMU reads it with rdtsc), which no
+  # user-space offset reaches; without it the guest keeps time from QEMU's clocks (HPET, PIT),
+  # which follow the host's CLOCK_MONOTONIC as QEMU reads it through clock_gettime.
+  clock) APPEND+=" guest.gapcheck=1 notsc" ;;
   file) ARGS=(-serial file:console.txt -serial stdio) ;;
   disk)
     rm -f disk.raw disk.qcow2

@@ -30,3 +30,20 @@ stasis_tcg_guest_test(disk disk 30 100000 --wait-lines 8 --timeout 150
                       --after-check "qemu-img compare -q {dir}/disk.qcow2 {dir}/../ref/disk.qcow2")
 # User-mode networking (-nic user): every step fetches a file from QEMU's own TFTP server.
 stasis_tcg_guest_test(net net 30 100000 --wait-lines 8 --timeout 150)
+
+# ---- the computation's monotonic clocks across a restart (docs/vms.md, Time) ---------------------
+# `stasis restart --clock=continue` 3 s after the checkpoint: the clocks resume from their
+# checkpoint values (no gap between two steps) and absolute waits keep their meaning.
+stasis_test_target(clock_continue ${CMAKE_CURRENT_LIST_DIR}/clock_continue.c)
+stasis_ckpt_test(vm.clock_continue ARGS --wait-lines 10 --before-restart "sleep 3"
+                 --restart-arg=--clock=continue PROGRAM clock_continue 40 100)
+# Restarted twice, with a checkpoint of the restarted program in between: offsets add up.
+stasis_ckpt_test(vm.clock_continue.chain2 TIMEOUT 200 ARGS --wait-lines 10 --chain 2 --between-lines 8
+                 --before-restart "sleep 3" --restart-arg=--clock=continue PROGRAM clock_continue 50 100)
+stasis_plain_test(clock_continue PROGRAM clock_continue 20 50)
+# A guest restarted 12 s after its checkpoint with --clock=continue sees no jump of its clock
+# (it prints one when /proc/uptime advances more than 5 s in a step; with the default it says
+# "the clock jumped 13 s"). Gaps above 21 s go unseen by this guest's HPET clocksource (its
+# 32-bit counter reads them as negative), so 12 s it is.
+stasis_tcg_guest_test(clock_continue clock 40 200000 --wait-lines 5 --timeout 150
+                      --before-restart "sleep 12" --restart-arg=--clock=continue)
