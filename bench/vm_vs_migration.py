@@ -32,6 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from e2e_common import Computation  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "bench"))
+from incremental import paused_seconds  # noqa: E402
+
 GUEST = ROOT / "tests/vm/tcg_guest.sh"
 
 
@@ -78,12 +81,6 @@ def dir_bytes(path):
     return sum(f.stat().st_size for f in Path(path).rglob("*.stasis"))
 
 
-def paused(ckpt, generation):
-    log = (ckpt / "coordinator.log").read_text(errors="replace")
-    m = re.search(rf"checkpoint {generation} complete in [0-9.]+ s \(computation paused ([0-9.]+) s\)", log)
-    return float(m.group(1)) if m else float("nan")
-
-
 def timed(argv, env):
     t0 = time.monotonic()
     cp = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
@@ -103,10 +100,10 @@ def stasis_run(args, cache, tmp, results):
                                     env=c.env, stdout=o, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         out.wait_steps(20)
         secs, gen = timed([args.stasis, "checkpoint"], c.env)
-        results["stasis forked"].append((secs, paused(c.ckpt, 1), dir_bytes(gen)))
+        results["stasis forked"].append((secs, paused_seconds(c.ckpt, 1), dir_bytes(gen)))
         out.wait_steps(out.steps() + 20)
         secs, gen = timed([args.stasis, "checkpoint"], c.env)
-        results["stasis incremental"].append((secs, paused(c.ckpt, 2), dir_bytes(gen)))
+        results["stasis incremental"].append((secs, paused_seconds(c.ckpt, 2), dir_bytes(gen)))
         # --kill (in place), uncompressed so that the lazy restart maps it
         secs, gen = timed([args.stasis, "checkpoint", "--kill", "--full", "--compress", "none"], c.env)
         results["stasis kill (none)"].append((secs, float("nan"), dir_bytes(gen)))  # the VM ends
@@ -135,7 +132,7 @@ def stasis_in_place_run(args, cache, tmp, results):
                              stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         out.wait_steps(20)
         secs, gen = timed([args.stasis, "checkpoint"], c.env)
-        results["stasis in place"].append((secs, paused(c.ckpt, 1), dir_bytes(gen)))
+        results["stasis in place"].append((secs, paused_seconds(c.ckpt, 1), dir_bytes(gen)))
     finally:
         c.cleanup()
 
