@@ -8,4 +8,4 @@ STASIS=$1 CACHE=$2 VARIANT=$3 STEPS=$4 DELAY=$5
 shift 5
 bash "$HERE/tcg_guest.sh" prepare "$CACHE"
 exec /usr/bin/python3 "$HERE/../ckpt_driver.py" --stasis "$STASIS" --name "vm.tcg.$VARIANT" \
-  --progress-regex '^guest step' "$@" -- bash "$HERE/tcg_guest.sh" run "$CACHE" "$VARIANT" "$STEPS" "$DELAY"
+  --progress-regex '^guest step' --step-timeout 90 "$@" -- bash "$HERE/tcg_guest.sh" run "$CACHE" "$VARIANT" "$STEPS" "$DELAY"
