@@ -23,6 +23,8 @@ PACKAGES=(
   slurm-wlm munge
   # restart under another kernel: a QEMU guest booting Debian's kernel (tests/other_kernel)
   qemu-system-x86 busybox-static kmod cpio linux-image-amd64
+  # QEMU guests checkpointed as programs (tests/vm): qcow2 disk overlays
+  qemu-utils
 )
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -101,6 +101,11 @@ class CheckpointCommand : public Command {
     nlohmann::json reply = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!reply.is_object())
       throw Error(fmt::format("unexpected answer from the coordinator: {}", text));
+    // What the processes' runtimes said during the checkpoint (never on the program's output).
+    if (reply.contains("notes") && reply["notes"].is_array()) {
+      for (const auto& note : reply["notes"])
+        if (note.is_string()) fmt::print(stderr, "stasis checkpoint: {}\n", note.get<std::string>());
+    }
     if (!ok) throw Error(reply.value("error", "the checkpoint failed"));
     if (reply.contains("warning")) {
       fmt::print(stderr, "stasis checkpoint: warning: {}\n", reply["warning"].get<std::string>());

@@ -42,6 +42,13 @@ class RestartCommand : public Command {
                  "Map uncompressed memory without reading it first: the program runs again at once "
                  "and pages load as it touches them, but their checksums are not verified "
                  "(memory that is copied still is)");
+    app.add_option("--clock", clock_,
+                   "What the program's monotonic clocks (CLOCK_MONOTONIC, BOOTTIME and their RAW and "
+                   "COARSE forms, and absolute deadlines on them) show after the restart: 'elapsed' "
+                   "(default) includes the time since the checkpoint, never going back; 'continue' "
+                   "resumes them from their checkpoint values, as if no time had passed (a VM's "
+                   "guest then sees no gap: no soft lockup)")
+        ->check(CLI::IsMember({"elapsed", "continue"}));
     app.add_option("--setenv", options_.setenv,
                    "NAME=VALUE: every restarted process finds this in its environment (which is otherwise "
                    "the checkpoint's) before its plugins re-create their resources; repeatable")
@@ -59,6 +66,7 @@ class RestartCommand : public Command {
     // The plugin reads it at its restart event, as any --setenv (remote parts get it so too).
     if (!ib_library_.empty()) options_.setenv.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
     options_.checkpoint = path_;
+    options_.clock_continue = clock_ == "continue";
     if (options_.checkpoint.empty())
       options_.checkpoint = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
     options_.loader = restart_loader_path();
@@ -68,6 +76,7 @@ class RestartCommand : public Command {
  private:
   restart::RestartOptions options_;
   std::string path_;        // the positional PATH
+  std::string clock_ = "elapsed";  // --clock
   std::string ib_library_;  // --ib soft|PATH
 };
 

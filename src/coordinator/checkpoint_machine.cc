@@ -597,6 +597,7 @@ void CheckpointMachine::process_left(const Client& client) {
 void CheckpointMachine::finish_op(bool ok, json body) {
   if (running_->generation_lock >= 0) close(running_->generation_lock);
   Operation finished = std::move(running_->op);
+  if (body.is_object() && !running_->notes.empty()) body["notes"] = running_->notes;
   running_.reset();
   std::string text = body.dump();
   for (uint64_t waiter : finished.waiters) connections_.reply(waiter, ok, text);
@@ -691,6 +692,12 @@ bool CheckpointMachine::checkpoint_pending() const {
   return (running_ && running_->op.kind == OpKind::Checkpoint) ||
          std::any_of(queue_.begin(), queue_.end(),
                      [](const Operation& op) { return op.kind == OpKind::Checkpoint; });
+}
+
+void CheckpointMachine::note(const Client& client, const std::string& text) {
+  constexpr size_t kMaxNotes = 64;  // the reply stays small whatever a computation says
+  if (running_ && running_->alive.count(client.id) > 0 && running_->notes.size() < kMaxNotes)
+    running_->notes.push_back(client.describe() + ": " + text);
 }
 
 bool CheckpointMachine::checkpointing(uint64_t client) const {

@@ -92,6 +92,7 @@ struct RunningOp {
   }
   Clock::time_point started;
   nlohmann::json success;  // the reply once committed
+  std::vector<std::string> notes;  // the members' own lines (STASIS_MSG_LOG), for the reply
 };
 
 class CheckpointMachine {
@@ -112,6 +113,8 @@ class CheckpointMachine {
   // Messages from processes.
   void barrier_done(Client& client, const StasisBarrierDone& done);
   void children_reported(const Client& client, const uint32_t* pids, size_t count);
+  // A line of a process's runtime: a member's goes into the reply of the operation under way.
+  void note(const Client& client, const std::string& text);
   // The plugin barriers a process declares (comma-separated), added to every checkpoint.
   void learn_plugin_barriers(Client& client);
   // Barrier timeouts, the retry of "children", the wait for killed processes to end.

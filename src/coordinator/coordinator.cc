@@ -210,6 +210,15 @@ void Coordinator::on_message(Client& client, const StasisMsgHeader& header,
         machine_.children_reported(client, children.data(), children.size());
       }
       return;
+    case STASIS_MSG_LOG:
+      if (client.role == Role::Process && header.payload_len <= STASIS_MESSAGE_MAX * 4) {
+        std::string text(reinterpret_cast<const char*>(payload), header.payload_len);
+        for (char& c : text)
+          if (static_cast<unsigned char>(c) < 0x20) c = ' ';  // one line, whatever it holds
+        log_.line(fmt::format("{}: {}", client.describe(), text));
+        machine_.note(client, text);
+      }
+      return;
     case STASIS_MSG_REQUEST_CHECKPOINT:
       // A checkpoint already under way that includes this process satisfies the request.
       if (machine_.checkpointing(client.id)) return;

@@ -59,6 +59,10 @@ enum StasisMsgType STASIS_PROTOCOL_ENUM_BASE(uint16_t) {
   // (uint32_t each) of its live children. The checkpoint goes on only when every one of them is
   // a process of the computation that is suspended too.
   STASIS_MSG_CHILDREN = 14,
+  // process -> coordinator: one line of the runtime's own (a warning, a notice) for the
+  // coordinator's log and the reply of the command under way; the runtime never writes on the
+  // program's descriptors, which are the program's output (a VM's serial console, say).
+  STASIS_MSG_LOG = 15,
   // command -> coordinator, and its answer.
   STASIS_MSG_COMMAND = 20,
   STASIS_MSG_COMMAND_REPLY = 21,

@@ -90,6 +90,11 @@ struct StasisRestartInfo {
   // Test hook (STASIS_TEST_CLOCK_SHIFT_NS of `stasis restart`): the runtime treats the clocks saved
   // at the checkpoint as this much ahead, as after a restart on another boot.
   int64_t test_clock_shift_ns;
+  // `stasis restart --clock=continue`: the program's monotonic clocks (and boot time) resume from
+  // the values they had at the checkpoint, as if no time had passed in between (1), instead of
+  // showing the time that did, never going back (0).
+  uint32_t clock_continue;
+  uint32_t clock_reserved;
   // Descriptors (< 1024) that had FD_CLOEXEC: restart opens them without it, or exec'ing the
   // loader would close them; the runtime sets the flag again.
   uint64_t cloexec_fds[16];

@@ -183,6 +183,7 @@ void PartStarter::exec_part(uint32_t vpid, const std::string& host, const std::v
                                    "--coord", coord};
   if (!hosts_text.empty()) args.insert(args.end(), {"--hosts", hosts_text});
   for (const auto& assignment : setenv) args.insert(args.end(), {"--setenv", assignment});
+  if (clock_continue) args.insert(args.end(), {"--clock", "continue"});
   std::string rsh = !this->rsh.empty() ? this->rsh : getenv("STASIS_RSH") ? getenv("STASIS_RSH") : "ssh";
   args.insert(args.end(), {"--rsh", rsh, checkpoint_dir});
   std::vector<std::string> words;

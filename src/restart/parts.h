@@ -52,6 +52,7 @@ struct PartStarter {
   std::vector<std::string> setenv;  // --setenv, passed on
   std::string rsh;             // --rsh ("": $STASIS_RSH or ssh)
   std::string checkpoint_dir;
+  bool clock_continue = false;  // --clock=continue, passed on
 
   // The parts no restarted process starts, and this restart's own if it belongs elsewhere
   // (then it does not return).

@@ -45,6 +45,7 @@ void RestartSession::run() {
   StasisRestartInfo& info = context_.info;
   info.generation = ckpt.generation;
   info.test_clock_shift_ns = restore::test_clock_shift_ns_from_env();
+  info.clock_continue = options_.clock_continue ? 1 : 0;
   info.restart_process_count = static_cast<uint32_t>(total_processes);
   info.coord_port = addr.port;
   snprintf(info.coord_host, sizeof info.coord_host, "%s", addr.host.c_str());
@@ -62,7 +63,8 @@ void RestartSession::run() {
   StasisPidTable* table = create_pid_table(info);
   // The other hosts' parts start first: this part's TCP connections to them are made through the
   // coordinator's name service, which they publish in once running.
-  starter_ = {parts_.restart_id, addr.str(), options_.hosts, options_.setenv, options_.rsh, ckpt.dir.string()};
+  starter_ = {parts_.restart_id, addr.str(), options_.hosts, options_.setenv, options_.rsh, ckpt.dir.string(),
+              options_.clock_continue};
   if (several_hosts_) starter_.start_other_parts(parts_);
   // What the processes share and each kind makes once (ptys, socket pairs, TCP, datagrams), before
   // any description that is an end of one: the restore table's prepare steps.

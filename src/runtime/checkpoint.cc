@@ -17,6 +17,7 @@
 #include "plugins/infiniband/verbs_guard.h"
 #include "plugins/ipc/ipc.h"
 #include "plugins/memory/dirty_tracking.h"
+#include "plugins/memory/fork_exclusions.h"
 #include "plugins/memory/memory.h"
 #include "plugins/memory/named_shm.h"
 #include "plugins/memory/shared_memory.h"
@@ -168,21 +169,24 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
   capture_own_thread_state(own);
   g_process.thread_count = n + 1;
 
-  if (forked && !forked_copy_is_faithful(g_arena)) {
+  LogLine not_lent;
+  if (forked && !lend_fork_excluded_memory(g_arena, not_lent)) {
     LogLine line;
-    (line << "memory marked MADV_WIPEONFORK/MADV_DONTFORK: writing this image in place").emit();
+    (line << not_lent.c_str() << ": writing this image in place").emit();
     forked = false;
   }
   if (forked && !fd_data->read_files_now()) {
     LogLine line;
     (line << "the files this image saves do not fit in scratch memory: writing it in place").emit();
     forked = false;
+    take_back_fork_excluded_memory();
   }
   WriterOutcome* outcome =
       forked ? static_cast<WriterOutcome*>(g_arena.alloc(sizeof(WriterOutcome))) : nullptr;
   // Who saves memory shared with other processes, decided while all of them are stopped (and a
   // copy of it for a forked writer, which does not freeze shared memory).
   if (!plan_shared_memory(g_arena, maps, map_count, outcome != nullptr, error)) {
+    take_back_fork_excluded_memory();
     g_arena.destroy();
     return -1;
   }
@@ -191,6 +195,7 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
   auto* plan = static_cast<IncrementPlan*>(g_arena.alloc(sizeof(IncrementPlan)));
   if (!plan || !plan_increment(g_arena, offered_parent, plan, error)) {
     if (error.size() == 0) error << "out of checkpoint scratch memory for dirty tracking";
+    take_back_fork_excluded_memory();
     drop_shared_memory_copy();
     g_arena.destroy();
     return -1;
@@ -207,6 +212,7 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
     // A forked writer: its memory is the snapshot, so the program may run on as soon as it
     // exists. exit signal 0: the program gets no SIGCHLD and its wait() never sees the writer.
     long pid = STASIS_SYS5(SYS_clone, 0, 0, 0, 0, 0);
+    if (pid != 0) take_back_fork_excluded_memory();  // the writer has its copy (or none: in place)
     if (pid == 0) {
       STASIS_SYS2(SYS_prctl, PR_SET_NAME, "stasis-writer");  // how `ps` tells it apart
       LogLine writer_error;

@@ -76,10 +76,11 @@ class LogLine {
     buf_[0] = 0;
     text_ = FixedText(buf_, sizeof buf_ - 1);
   }
-  // Writes "stasis[pid]: <line>\n" to stderr.
+  // Sends "<line>" to the coordinator's log (and the reply of the command under way); never
+  // to the program's stdout or stderr (see util.cc for where it goes otherwise).
   void emit();
   // The same for a restart that failed: on `stasis restart`'s own stderr while the restart is
-  // under way (see report_to_restart), else on stderr.
+  // under way (see report_to_restart), else as emit().
   void emit_restart_failure();
 
  private:

@@ -60,21 +60,53 @@ void report_to_restart(int fd) {
   g_restart_stderr = fd > 0 ? fd : 0;
 }
 
-void LogLine::emit_restart_failure() { write_to(g_restart_stderr > 0 ? g_restart_stderr : 2); }
+void LogLine::emit_restart_failure() {
+  if (g_restart_stderr > 0) write_to(g_restart_stderr);
+  else emit();
+}
 
-void LogLine::emit() { write_to(2); }
+// The runtime's own lines never go to the program's descriptors: its stdout and stderr are its
+// output (a VM's serial console, a pipe another program parses). In order of preference:
+//  1. the coordinator, which logs the line and adds it to the reply of the command under way,
+//     when this process is joined and this is the process itself (a forked image writer or a
+//     vfork child shares the connection's descriptor but not its send lock);
+//  2. `stasis restart`'s own stderr while a restart is under way;
+//  3. appended to coordinator.log in the checkpoint directory (where a daemon coordinator logs),
+//     or dropped when there is none to open.
+void LogLine::emit() {
+  if (sys_getpid() == g_real_pid && coordinator_joined() &&
+      send_to_coordinator(STASIS_MSG_LOG, 0, buf_, static_cast<uint32_t>(size()))) {
+    clear();
+    return;
+  }
+  if (g_restart_stderr > 0) {
+    write_to(g_restart_stderr);
+    return;
+  }
+  char path[STASIS_IMAGE_PATH_MAX + 32];
+  path[0] = 0;
+  if (g_config.ckpt_dir[0]) FixedText(path, sizeof path) << g_config.ckpt_dir << "/coordinator.log";
+  long fd = path[0] ? STASIS_SYS3(SYS_open, path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)
+                    : -1;
+  if (fd >= 0) {
+    write_to(static_cast<int>(fd));
+    STASIS_SYS1(SYS_close, fd);
+  }
+  clear();
+}
 
+// One write of "stasis[pid]: <line>\n", so that lines of several processes never interleave.
 void LogLine::write_to(int fd) {
-  char prefix[48] = "stasis[";
-  format_uint(prefix + 7, static_cast<unsigned long>(sys_getpid()));
-  size_t p = str_len(prefix);
-  prefix[p++] = ']';
-  prefix[p++] = ':';
-  prefix[p++] = ' ';
-  STASIS_SYS3(SYS_write, fd, prefix, p);
+  char out[sizeof buf_ + 48] = "stasis[";
+  format_uint(out + 7, static_cast<unsigned long>(sys_getpid()));
+  size_t p = str_len(out);
+  out[p++] = ']';
+  out[p++] = ':';
+  out[p++] = ' ';
   const size_t len = size();
-  buf_[len] = '\n';
-  STASIS_SYS3(SYS_write, fd, buf_, len + 1);
+  __builtin_memcpy(out + p, buf_, len);
+  out[p + len] = '\n';
+  STASIS_SYS3(SYS_write, fd, out, p + len + 1);
   clear();
 }
 

@@ -13,26 +13,10 @@
 # host name are its own. No KVM is assumed: QEMU emulates the CPU (-cpu max) when KVM is absent.
 set -euo pipefail
 
-find_kernel() {
-  if [ -n "${STASIS_GUEST_KERNEL:-}" ]; then echo "$STASIS_GUEST_KERNEL"; return; fi
-  local k v
-  for k in $(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -rV); do
-    v=${k#/boot/vmlinuz-}
-    [ "$v" = "$(uname -r)" ] && continue
-    [ -r "$k" ] && [ -d "/lib/modules/$v" ] || continue
-    find "/lib/modules/$v" -name '9p.ko*' | grep -q . || continue
-    echo "$k"
-    return
-  done
-}
-
-why_not() {
-  command -v qemu-system-x86_64 >/dev/null || { echo "no qemu-system-x86_64 (Debian: qemu-system-x86)"; return; }
-  [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 ||
-    { echo "no static /bin/busybox for the guest's first steps (Debian: busybox-static)"; return; }
-  command -v modprobe >/dev/null || { echo "no modprobe to order the guest's modules (Debian: kmod)"; return; }
-  [ -n "$(find_kernel)" ] || { echo "no kernel other than $(uname -r) with 9p modules in /boot (Debian: linux-image-amd64)"; return; }
-}
+# The kernel, busybox and initramfs pieces are shared with tests/vm (tests/lib/guest_kernel.sh).
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/guest_kernel.sh"
+GUEST_MODULES=(virtio_pci 9pnet_virtio 9p)
+why_not() { guest_missing "${GUEST_MODULES[@]}"; }
 
 if [ "${1:-}" = check ]; then
   reason=$(why_not)
@@ -45,28 +29,18 @@ WORKDIR=$(cd "$2" && pwd)
 COMMAND=$3
 reason=$(why_not)
 [ -z "$reason" ] || { echo "guest.sh: $reason" >&2; exit 77; }
-KERNEL=$(find_kernel)
+KERNEL=$(guest_kernel "${GUEST_MODULES[@]}")
 VERSION=${KERNEL#/boot/vmlinuz-}
 INITRD=$(mktemp -d)
-trap 'rm -rf "$INITRD"' EXIT
+trap 'rm -rf "$INITRD" "$INITRD.cpio.gz"' EXIT
 
 # The initramfs: busybox, the modules for virtio and 9p in load order, and /init.
-mkdir -p "$INITRD"/{bin,dev,proc,sys,host,modules}
-cp /bin/busybox "$INITRD/bin/busybox"
-MODULES=()
-while read -r verb path _; do
-  [ "$verb" = insmod ] || continue
-  cp "$path" "$INITRD/modules/"
-  MODULES+=("$(basename "$path")")
-done < <(modprobe -S "$VERSION" --show-depends virtio_pci 2>/dev/null
-         modprobe -S "$VERSION" --show-depends 9pnet_virtio 2>/dev/null
-         modprobe -S "$VERSION" --show-depends 9p 2>/dev/null)
-printf '%s\n' "${MODULES[@]}" | awk '!seen[$0]++' > "$INITRD/modules/order"
 printf '%s' "$COMMAND" > "$WORKDIR/guest.command"
 rm -f "$WORKDIR/guest.status" "$WORKDIR/guest.log"
 cat > "$INITRD/init" <<EOF
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
+mkdir -p /host
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 while read -r m; do insmod /modules/\$m || echo "guest: insmod \$m failed"; done < /modules/order
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro root /host || echo "guest: no root share"
@@ -84,9 +58,7 @@ echo \$? > /host$WORKDIR/guest.status
 sync
 poweroff -f
 EOF
-chmod +x "$INITRD/init"
-(cd "$INITRD" && find . | cpio -o -H newc 2>/dev/null | gzip -1 > "$INITRD.cpio.gz")
-trap 'rm -rf "$INITRD" "$INITRD.cpio.gz"' EXIT
+guest_initramfs "$INITRD.cpio.gz" "$KERNEL" "$INITRD/init" "${GUEST_MODULES[@]}"
 
 ACCEL=(-accel tcg -cpu max)
 if [ -w /dev/kvm ] && [ "${STASIS_GUEST_KVM:-0}" = 1 ]; then ACCEL=(-accel kvm -cpu host); fi

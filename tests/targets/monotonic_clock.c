@@ -19,26 +19,15 @@
 
 static const int64_t kSecond = 1000000000LL;
 
-static int64_t now_ns(clockid_t clock) {
-  struct timespec ts;
-  CHECK(clock_gettime(clock, &ts) == 0);
-  return ts.tv_sec * kSecond + ts.tv_nsec;
-}
-
-static struct timespec to_timespec(int64_t ns) {
-  struct timespec ts = {ns / kSecond, ns % kSecond};
-  return ts;
-}
-
 /* Sleeps until `target` on `clock`, again after EINTR (a checkpoint interrupts it); returns how
  * late it woke (negative: early). */
 static int64_t sleep_until(clockid_t clock, int64_t target) {
-  struct timespec ts = to_timespec(target);
+  struct timespec ts = ns_timespec(target);
   int r;
   while ((r = clock_nanosleep(clock, TIMER_ABSTIME, &ts, NULL)) == EINTR) {
   }
   CHECK(r == 0);
-  return now_ns(clock) - target;
+  return clock_now_ns(clock) - target;
 }
 
 int main(int argc, char **argv) {
@@ -55,38 +44,38 @@ int main(int argc, char **argv) {
   pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
   pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 
-  int64_t last_mono = now_ns(CLOCK_MONOTONIC), last_raw = now_ns(CLOCK_MONOTONIC_RAW);
-  int64_t last_boot = now_ns(CLOCK_BOOTTIME);
+  int64_t last_mono = clock_now_ns(CLOCK_MONOTONIC), last_raw = clock_now_ns(CLOCK_MONOTONIC_RAW);
+  int64_t last_boot = clock_now_ns(CLOCK_BOOTTIME);
   for (long step = 1; step <= steps; step++) {
-    int64_t mono = now_ns(CLOCK_MONOTONIC), raw = now_ns(CLOCK_MONOTONIC_RAW);
-    int64_t boot = now_ns(CLOCK_BOOTTIME);
+    int64_t mono = clock_now_ns(CLOCK_MONOTONIC), raw = clock_now_ns(CLOCK_MONOTONIC_RAW);
+    int64_t boot = clock_now_ns(CLOCK_BOOTTIME);
     int mono_ok = mono >= last_mono, raw_ok = raw >= last_raw, boot_ok = boot >= last_boot;
 
-    int64_t start = now_ns(CLOCK_MONOTONIC);
+    int64_t start = clock_now_ns(CLOCK_MONOTONIC);
     sleep_ms(delay / 2);
-    int rel_ok = now_ns(CLOCK_MONOTONIC) - start >= half;
+    int rel_ok = clock_now_ns(CLOCK_MONOTONIC) - start >= half;
 
-    int64_t late_mono = sleep_until(CLOCK_MONOTONIC, now_ns(CLOCK_MONOTONIC) + half);
-    int64_t late_boot = sleep_until(CLOCK_BOOTTIME, now_ns(CLOCK_BOOTTIME) + half);
+    int64_t late_mono = sleep_until(CLOCK_MONOTONIC, clock_now_ns(CLOCK_MONOTONIC) + half);
+    int64_t late_boot = sleep_until(CLOCK_BOOTTIME, clock_now_ns(CLOCK_BOOTTIME) + half);
     int abs_ok = late_mono >= 0 && late_boot >= 0;
 
-    struct itimerspec its = {{0, 0}, to_timespec(now_ns(CLOCK_MONOTONIC) + 10 * kSecond)};
+    struct itimerspec its = {{0, 0}, ns_timespec(clock_now_ns(CLOCK_MONOTONIC) + 10 * kSecond)};
     CHECK(timer_settime(timer, TIMER_ABSTIME, &its, NULL) == 0);
     CHECK(timer_gettime(timer, &its) == 0);
     int timer_ok = its.it_value.tv_sec * kSecond + its.it_value.tv_nsec <= 10 * kSecond;
 
     CHECK(pthread_mutex_lock(&mutex) == 0);
-    int64_t wait_start = now_ns(CLOCK_MONOTONIC);
-    struct timespec deadline = to_timespec(wait_start + 5000000);
+    int64_t wait_start = clock_now_ns(CLOCK_MONOTONIC);
+    struct timespec deadline = ns_timespec(wait_start + 5000000);
     int r;
     while ((r = pthread_cond_clockwait(&cond, &mutex, CLOCK_MONOTONIC, &deadline)) == 0) {
     }
-    int64_t waited = now_ns(CLOCK_MONOTONIC) - wait_start;
+    int64_t waited = clock_now_ns(CLOCK_MONOTONIC) - wait_start;
     CHECK(pthread_mutex_unlock(&mutex) == 0);
     int cond_ok = r == ETIMEDOUT && waited >= 5000000;
 
-    last_mono = now_ns(CLOCK_MONOTONIC), last_raw = now_ns(CLOCK_MONOTONIC_RAW);
-    last_boot = now_ns(CLOCK_BOOTTIME);
+    last_mono = clock_now_ns(CLOCK_MONOTONIC), last_raw = clock_now_ns(CLOCK_MONOTONIC_RAW);
+    last_boot = clock_now_ns(CLOCK_BOOTTIME);
     printf("step %ld mono %d raw %d boot %d rel %d abs %d timer %d cond %d\n", step, mono_ok, raw_ok,
            boot_ok, rel_ok, abs_ok, timer_ok, cond_ok);
   }

@@ -80,4 +80,16 @@ static inline void transfer_all(int fd, void *data, size_t len, int writing) {
   }
 }
 
+/* Now on `clock`, in nanoseconds; and a nanosecond count as a timespec (the clock targets). */
+static inline int64_t clock_now_ns(clockid_t clock) {
+  struct timespec ts;
+  CHECK(clock_gettime(clock, &ts) == 0);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline struct timespec ns_timespec(int64_t ns) {
+  struct timespec ts = {ns / 1000000000LL, ns % 1000000000LL};
+  return ts;
+}
+
 #endif

@@ -8,6 +8,7 @@
 #include "plugins/events/events.h"
 #include "plugins/files/files.h"
 #include "plugins/ipc/ipc.h"
+#include "plugins/kvm/kvm.h"
 #include "plugins/locks/locks.h"
 #include "plugins/pipes/pipes.h"
 #include "plugins/ptys/ptys.h"
@@ -17,6 +18,7 @@
 namespace stasis::rt {
 
 constexpr CaptureKind kCaptureKinds[] = {
+    {"kvm", capture_kvm_fd, nullptr},        // /dev/kvm would pass for a plain device: refused
     {"mqueue", capture_mqueue_fd, nullptr},  // looks regular
     {"files", capture_plain_fd, nullptr},    // regular files, directories, devices, the outside's
     {"ptys", capture_pty_fd, nullptr},

@@ -314,23 +314,6 @@ bool plan_increment(Arena& arena, uint64_t offered_parent, IncrementPlan* plan, 
   return true;
 }
 
-bool forked_copy_is_faithful(Arena& arena) {
-  constexpr size_t kCap = 16u << 20;
-  char* text = static_cast<char*>(arena.alloc(kCap));
-  if (!text || read_small_file("/proc/self/smaps", text, kCap) <= 0) return false;
-  for (const char* line = text; *line;) {
-    if (str_starts(line, "VmFlags:")) {
-      for (const char* p = line; *p && *p != '\n'; p++)
-        if (p[0] == ' ' && ((p[1] == 'w' && p[2] == 'f') || (p[1] == 'd' && p[2] == 'c')) &&
-            (p[3] == ' ' || p[3] == '\n'))
-          return false;
-    }
-    while (*line && *line != '\n') line++;
-    if (*line) line++;
-  }
-  return true;
-}
-
 bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
                   StasisVdsoLayout* vdso, LogLine& error) {
   Mapping* maps = nullptr;

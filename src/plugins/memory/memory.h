@@ -11,7 +11,4 @@ bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
 // While user threads are stopped, before the snapshot: reads and re-arms dirty tracking (when the
 // process tracks) and decides whether this image can be an increment of `offered_parent`.
 bool plan_increment(Arena& arena, uint64_t offered_parent, IncrementPlan* plan, LogLine& error);
-// False when a forked copy of the process would not hold all of its memory: a mapping marked
-// MADV_WIPEONFORK (zeroed in the child) or MADV_DONTFORK (absent from it).
-bool forked_copy_is_faithful(Arena& arena);
 }  // namespace stasis::rt

@@ -16,7 +16,7 @@ stasis_ckpt_test(ckpt.mixed_memory.none ARGS --wait-lines 3 --compress none --ma
 # The acceptance case: 1 GiB of memory (zstd; random data is stored as is, chunk by chunk).
 stasis_ckpt_test(ckpt.big_memory.1gib TIMEOUT 300 ARGS --wait-lines 3 PROGRAM big_memory 1024 8 150 4)
 
-# Memory a forked writer would not see (MADV_WIPEONFORK, MADV_DONTFORK): written in place.
+# Memory a forked child would not see (MADV_WIPEONFORK, MADV_DONTFORK) comes back as it was ...
 stasis_ckpt_test(ckpt.wipe_on_fork ARGS --wait-lines 10 PROGRAM wipe_on_fork 40 50)
 
 # Images written in place (STASIS_FORKED_CHECKPOINT=0) rather than by a forked writer.
@@ -71,3 +71,8 @@ if(STASIS_TEST_SQLITE3)
 else()
   stasis_skipped_group(interp.sqlite3 "no sqlite3 (Debian: sqlite3)")
 endif()
+# ... and it is a forked writer that writes them, the program's marks kept (fork_exclusions.cc).
+add_test(NAME memory.fork_marks
+         COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/tests/fork_marks.py ${STASIS_BIN}
+                 $<TARGET_FILE:wipe_on_fork>)
+set_tests_properties(memory.fork_marks PROPERTIES TIMEOUT 60 LABELS ckpt)

@@ -116,6 +116,22 @@ StasisSavedClocks program_clocks_now() {
           kernel_clock_ns(CLOCK_BOOTTIME) + g_boottime_offset_ns};
 }
 
+// --clock=continue: the program's clocks resume from the values saved at the checkpoint, so the
+// offsets are whatever separates those from the kernel's clocks now (negative on the same boot,
+// where the kernel's went on while the image waited). Monotonic and raw time share one offset,
+// as they do for a clock that is behind; boot time keeps its own, so it still never trails
+// monotonic time (it did not at the checkpoint).
+void continue_clocks(const StasisSavedClocks& saved) {
+  g_monotonic_offset_ns = saved.monotonic_ns - kernel_clock_ns(CLOCK_MONOTONIC);
+  g_boottime_offset_ns = saved.boottime_ns - kernel_clock_ns(CLOCK_BOOTTIME);
+  g_clock_offset_active = g_monotonic_offset_ns != 0 || g_boottime_offset_ns != 0;
+  LogLine line;
+  (line << "--clock=continue: the program's monotonic clocks resume from the checkpoint's, "
+        << -g_monotonic_offset_ns << " ns (monotonic) and " << -g_boottime_offset_ns
+        << " ns (boot time) behind the kernel's")
+      .emit();
+}
+
 void restore_clock_offsets(const StasisSavedClocks& saved, int64_t shift_ns) {
   auto behind = [shift_ns](int64_t saved_ns, clockid_t clock) {
     int64_t gap = saved_ns + shift_ns - kernel_clock_ns(clock);
@@ -316,7 +332,8 @@ void capture_timers_and_clocks(StasisProcessRecord* rec) {
 }
 
 void restore_timers_and_clocks(const StasisProcessRecord* rec) {
-  restore_clock_offsets(rec->clocks, g_restart_info.test_clock_shift_ns);
+  if (g_restart_info.clock_continue) continue_clocks(rec->clocks);
+  else restore_clock_offsets(rec->clocks, g_restart_info.test_clock_shift_ns);
   restore_posix_timers(rec->posix_timers, rec->posix_timer_count);
 }
 

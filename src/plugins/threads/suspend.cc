@@ -117,6 +117,19 @@ bool task_exists(int32_t tid) {
   return STASIS_SYS2(SYS_access, path, F_OK) == 0;
 }
 
+// A task of this process that is the kernel's, not the program's: a worker the kernel runs in
+// the process's thread group (KVM's `kvm-nx-lpage-recovery` is a vhost_task, io_uring's io-wq
+// workers are PF_IO_WORKER). Such a task never returns to user space, so it never runs a signal
+// handler: waiting for it would stall the suspend until its timeout. It has no user state to
+// save either; what owns it (the KVM or io_uring descriptor) is refused or saved by its kind.
+// The flags are field 9 of /proc/TID/stat (the kernel's PF_* bits).
+bool is_kernel_worker(int32_t tid) {
+  constexpr uint64_t kPfIoWorker = 0x10, kPfUserWorker = 0x4000, kPfKthread = 0x200000;
+  char stat[512];
+  const char* after_comm = read_proc_stat(tid, stat, sizeof stat);
+  return after_comm && (proc_stat_field(after_comm, 9) & (kPfIoWorker | kPfUserWorker | kPfKthread));
+}
+
 // Lists the threads of this process; returns the count written to tids.
 uint32_t list_tasks(int32_t* tids, uint32_t cap) {
   uint32_t count = 0;
@@ -283,7 +296,8 @@ bool suspend_user_threads(LogLine& error) {
     uint32_t count = list_tasks(tids, STASIS_MAX_THREADS);
     uint32_t signalled_now = 0;
     for (uint32_t i = 0; i < count; i++) {
-      if (tids[i] == self || find_slot(tids[i]) || is_exempt(tids[i])) continue;
+      if (tids[i] == self || find_slot(tids[i]) || is_exempt(tids[i]) || is_kernel_worker(tids[i]))
+        continue;
       ThreadSlot* slot = claim_slot(tids[i]);
       if (!slot) {
         error << "more than " << STASIS_MAX_THREADS << " threads";
