@@ -8,6 +8,7 @@
 #include "cli/command.h"
 #include "common/error.h"
 #include "restart/session.h"
+#include "restart/slurm_allocation.h"
 
 namespace fs = std::filesystem;
 
@@ -37,6 +38,9 @@ class RestartCommand : public Command {
     app.add_option("--rsh", options_.rsh, "How to run a command on another host (default $STASIS_RSH or ssh)");
     app.add_option("--part", options_.part_vpid, "(internal) restart only the part of the computation rooted at this process")
         ->group("");
+    app.add_option("--task-parts", task_parts_,
+                   "(internal) in a task of a Slurm job step: restart the part given for its rank, of V0,V1,...")
+        ->group("");
     app.add_option("--restart-id", options_.restart_id, "(internal) names this restart's meetings")->group("");
     app.add_flag("--lazy", options_.lazy,
                  "Map uncompressed memory without reading it first: the program runs again at once "
@@ -58,6 +62,7 @@ class RestartCommand : public Command {
   int run() override {
     // The plugin reads it at its restart event, as any --setenv (remote parts get it so too).
     if (!ib_library_.empty()) options_.setenv.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
+    if (!task_parts_.empty()) options_.part_vpid = restart::part_of_this_task(task_parts_);
     options_.checkpoint = path_;
     if (options_.checkpoint.empty())
       options_.checkpoint = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
@@ -69,6 +74,7 @@ class RestartCommand : public Command {
   restart::RestartOptions options_;
   std::string path_;        // the positional PATH
   std::string ib_library_;  // --ib soft|PATH
+  std::string task_parts_;  // --task-parts V0,V1,...
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "common/error.h"
+#include "restart/hosts.h"
 #include "common/hmac.h"
 #include "protocol/wire.h"
 
@@ -85,6 +86,16 @@ bool coordinator_answers(const CoordAddress& addr) {
 
 std::string ensure_coordinator(const CoordAddress& addr, const CoordinatorOptions& options) {
   if (coordinator_answers(addr)) return existing_secret(addr);
+  // Another host's address: the coordinator is started there (by the launch of the same job step
+  // on that node, `srun -N 2 stasis launch`), maybe a moment from now; it cannot be started here.
+  if (addr.host != "0.0.0.0" && !restart::is_local_address(addr.host)) {
+    for (int tries = 0; tries < 600 && !coordinator_answers(addr); tries++) usleep(50 * 1000);
+    if (!coordinator_answers(addr))
+      throw Error(fmt::format("no coordinator answers at {} after 30 s, and it is not an address of this host, "
+                              "where one could be started",
+                              addr.str()));
+    return existing_secret(addr);
+  }
   std::vector<std::string> argv = {cli::self_executable(),
                                    "coordinator",
                                    "--port",

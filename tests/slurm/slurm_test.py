@@ -242,7 +242,7 @@ def main():
         return 0
     except (Failure, RuntimeError, subprocess.SubprocessError) as e:
         print(f"FAIL: {e}")
-        for path in (log, os.path.join(tmp, "run1.out"), os.path.join(cluster.dir, "slurmd.log")):
+        for path in (log, os.path.join(tmp, "run1.out"), *cluster.log_files()):
             if os.path.exists(path):
                 print(f"--- {path}:\n{open(path, errors='replace').read()[-3000:]}")
         return 1

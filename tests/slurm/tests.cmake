@@ -1,0 +1,32 @@
+# The Slurm tests (tests/slurm/), included by tests/CMakeLists.txt. Each runs a private cluster
+# (slurm_cluster.py) and exits 77 (skipped) without slurm-wlm and munge or when not root.
+# One node, this machine:
+set(STASIS_SLURM_CONF_IN ${CMAKE_CURRENT_LIST_DIR}/slurm.conf.in)
+foreach(mode launch-srun srun-launch)
+  add_test(NAME slurm.${mode}
+           COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/slurm_test.py --mode ${mode}
+                   --stasis ${STASIS_BIN} --task $<TARGET_FILE:slurm_task> --conf ${STASIS_SLURM_CONF_IN})
+  set_tests_properties(slurm.${mode} PROPERTIES TIMEOUT 400 LABELS "ckpt;slurm" SKIP_RETURN_CODE 77)
+endforeach()
+# MPI under Slurm's own PMI is refused at checkpoint (docs/clusters.md, Slurm).
+if(TARGET mpi_shm_mpich)
+  add_test(NAME slurm.mpich-pmi2-refused
+           COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/slurm_test.py --mode mpich-pmi2-refused
+                   --stasis ${STASIS_BIN} --task $<TARGET_FILE:slurm_task> --conf ${STASIS_SLURM_CONF_IN}
+                   --mpi-program ${MPICH_SHM})
+  set_tests_properties(slurm.mpich-pmi2-refused PROPERTIES TIMEOUT 400 LABELS "ckpt;slurm;mpi" SKIP_RETURN_CODE 77
+                       RESOURCE_LOCK mpi_ports)
+else()
+  stasis_skipped_group(slurm.mpich-pmi2-refused "no mpicc.mpich and mpirun.mpich (Debian: mpich libmpich-dev)")
+endif()
+
+# Two nodes, each a test host of its own (slurm_nodes.py: network, mount and UTS namespaces, so
+# its own address, /tmp, /dev/shm and host name). The hosts' names are machine-wide: one at a time,
+# as the multihost.* tests.
+foreach(mode launch-srun srun-launch)
+  add_test(NAME slurm.nodes.${mode}
+           COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/nodes_test.py --mode ${mode}
+                   --stasis ${STASIS_BIN} --task $<TARGET_FILE:slurm_task> --conf ${STASIS_SLURM_CONF_IN})
+  set_tests_properties(slurm.nodes.${mode} PROPERTIES TIMEOUT 300 LABELS "ckpt;slurm" SKIP_RETURN_CODE 77
+                       RUN_SERIAL TRUE)
+endforeach()
