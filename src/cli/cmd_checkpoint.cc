@@ -80,7 +80,7 @@ class CheckpointCommand : public Command {
   }
 
   int run() override {
-    CoordAddress address = coord_address_from(coord_);
+    CoordAddress address = coordinator_address(coord_);
     // Progress on a terminal: the images growing in the generation being written.
     std::string ckpt_root = isatty(STDERR_FILENO) == 1 ? checkpoint_root(address) : "";
     uint64_t known = ckpt_root.empty() ? 0 : newest_generation(ckpt_root).first;

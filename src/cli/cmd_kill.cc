@@ -21,7 +21,7 @@ class KillCommand : public Command {
   }
 
   int run() override {
-    CoordConnection connection(coord_address_from(coord_));
+    CoordConnection connection(coordinator_address(coord_));
     StasisCommand command{};
     command.verb = STASIS_CMD_KILL;
     bool ok = false;

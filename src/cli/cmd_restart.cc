@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "cli/checkpoint_on_signal.h"
 #include "cli/command.h"
+#include "cli/coord_client.h"
 #include "common/error.h"
 #include "restart/session.h"
 #include "restart/slurm_allocation.h"
@@ -56,6 +58,10 @@ class RestartCommand : public Command {
                    "'soft' (softib, for a host without InfiniBand) or the path of a libibverbs.so.1 "
                    "(see docs/infiniband.md)")
         ->type_name("soft|PATH");
+    app.add_option("--checkpoint-on-signal", checkpoint_signal_,
+                   "On this signal, checkpoint and stop the restarted computation, then exit with 128 + "
+                   "its number (as `launch --checkpoint-on-signal`)")
+        ->type_name("SIG");
     app.add_option("path", path_,
                    "A checkpoint directory, or the checkpoint root (default $STASIS_CKPT_DIR or ./stasis-ckpt)");
   }
@@ -67,6 +73,9 @@ class RestartCommand : public Command {
     if (options_.checkpoint.empty())
       options_.checkpoint = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
     options_.loader = restart_loader_path();
+    options_.coord = coordinator_address(options_.coord).str();
+    if (!checkpoint_signal_.empty())
+      fork_checkpoint_on_signal_watcher(signal_from_name(checkpoint_signal_), coord_address_from(options_.coord));
     restart::RestartSession(std::move(options_)).run();
   }
 
@@ -75,6 +84,7 @@ class RestartCommand : public Command {
   std::string path_;        // the positional PATH
   std::string ib_library_;  // --ib soft|PATH
   std::string task_parts_;  // --task-parts V0,V1,...
+  std::string checkpoint_signal_;  // --checkpoint-on-signal SIG
 };
 
 }  // namespace

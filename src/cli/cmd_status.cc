@@ -64,7 +64,7 @@ class StatusCommand : public Command {
   }
 
   int run() override {
-    CoordConnection connection(coord_address_from(coord_));
+    CoordConnection connection(coordinator_address(coord_));
     StasisCommand command{};
     command.verb = STASIS_CMD_STATUS;
     bool ok = false;

@@ -15,6 +15,7 @@
 #include "cli/command.h"
 #include "common/error.h"
 #include "restart/hosts.h"
+#include "restart/slurm_allocation.h"
 #include "common/hmac.h"
 #include "protocol/wire.h"
 
@@ -76,6 +77,10 @@ std::string existing_secret(const CoordAddress& addr) {
 }
 
 }  // namespace
+
+CoordAddress coordinator_address(const std::string& option) {
+  return coord_address_from(option.empty() ? restart::default_coord_in_allocation() : option);
+}
 
 bool coordinator_answers(const CoordAddress& addr) {
   int fd = stasis_connect_tcp(addr.host.c_str(), addr.port);

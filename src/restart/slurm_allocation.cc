@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "common/error.h"
+#include "protocol/protocol.h"
 #include "restart/hosts.h"
 
 namespace stasis::restart {
@@ -72,12 +73,12 @@ std::string numeric_address(const std::string& node, const std::string& address)
 
 }  // namespace
 
-std::vector<SlurmNode> allocation_nodes() {
+std::vector<SlurmNode> allocation_nodes(size_t limit) {
   const char* nodelist = getenv("SLURM_JOB_NODELIST");
   if (!nodelist) throw Error("not inside a Slurm allocation (no SLURM_JOB_NODELIST)");
   std::vector<SlurmNode> nodes;
   std::istringstream names(output_of({"scontrol", "show", "hostnames", nodelist}));
-  for (std::string name; names >> name;) {
+  for (std::string name; nodes.size() < limit && names >> name;) {
     // One line: "NodeName=n1 Arch=... NodeAddr=10.0.0.1 NodeHostName=n1 ...".
     std::istringstream fields(output_of({"scontrol", "show", "node", "--oneliner", name}));
     std::string address;
@@ -88,6 +89,11 @@ std::vector<SlurmNode> allocation_nodes() {
   }
   if (nodes.empty()) throw Error(fmt::format("SLURM_JOB_NODELIST {} names no node", nodelist));
   return nodes;
+}
+
+std::string default_coord_in_allocation() {
+  if (!getenv("SLURM_JOB_NODELIST") || (getenv("STASIS_COORD") && *getenv("STASIS_COORD"))) return "";
+  return fmt::format("{}:{}", allocation_nodes(1).front().address, STASIS_DEFAULT_PORT);
 }
 
 bool every_part_is_a_task(const std::vector<int>& parents, const std::vector<std::string>& old_hosts) {

@@ -7,6 +7,7 @@
 // outside the computation: it carries the tasks' standard streams and exits with their status.
 #pragma once
 #include <cstdint>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,15 @@ struct SlurmRelaunch {
   std::vector<std::string> task_nodes; // the node each rank runs on
 };
 
-// The nodes of the current allocation ($SLURM_JOB_NODELIST), in its order, through `scontrol`.
-// Throws stasis::Error when scontrol fails or a node's address cannot be resolved.
-std::vector<SlurmNode> allocation_nodes();
+// The nodes of the current allocation ($SLURM_JOB_NODELIST), in its order, through `scontrol`; at
+// most `limit`. Throws stasis::Error when scontrol fails or a node's address cannot be resolved.
+std::vector<SlurmNode> allocation_nodes(size_t limit = SIZE_MAX);
+
+// Where a coordinator listens by default inside a Slurm allocation (no --coord, no STASIS_COORD,
+// SLURM_JOB_NODELIST set): the first node's address, port 7781, which every node of the
+// allocation reaches and computes alike, so that `stasis status` on any node finds the
+// coordinator a launch in the batch script started. "" outside an allocation.
+std::string default_coord_in_allocation();
 
 // Whether every part is a task with no parent in the computation (as Slurm's tasks are), not a
 // process started through a remote launcher by a process of the computation.

@@ -30,3 +30,12 @@ foreach(mode launch-srun srun-launch)
   set_tests_properties(slurm.nodes.${mode} PROPERTIES TIMEOUT 300 LABELS "ckpt;slurm" SKIP_RETURN_CODE 77
                        RUN_SERIAL TRUE)
 endforeach()
+
+# A batch job longer than its 1-minute time limit, checkpointed on Slurm's warning and requeued by
+# docs/examples/slurm-requeue.sbatch until it ends (about 2 minutes: Slurm checks time limits
+# every 30 s).
+add_test(NAME slurm.nodes.requeue
+         COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/requeue_test.py
+                 --stasis ${STASIS_BIN} --task $<TARGET_FILE:slurm_task> --conf ${STASIS_SLURM_CONF_IN})
+set_tests_properties(slurm.nodes.requeue PROPERTIES TIMEOUT 300 LABELS "ckpt;slurm" SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)

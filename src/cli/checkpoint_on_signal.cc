@@ -1,0 +1,109 @@
+#include "cli/checkpoint_on_signal.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/coord_client.h"
+#include "common/error.h"
+
+namespace stasis::cli {
+
+namespace {
+
+constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
+
+// One `stasis checkpoint --kill`: true once written (the processes are then being stopped).
+bool checkpoint_and_stop(const CoordAddress& coord, std::string& error) {
+  try {
+    CoordConnection connection(coord);
+    StasisCommand command{};
+    command.verb = STASIS_CMD_CHECKPOINT;
+    command.kill_after = 1;
+    bool ok = false;
+    nlohmann::json reply = nlohmann::json::parse(connection.command(command, ok), nullptr, false);
+    if (ok && reply.is_object()) {
+      fmt::print(stderr, "stasis: checkpoint on signal written to {}; the computation is stopped\n",
+                 reply.value("dir", "?"));
+      return true;
+    }
+    error = reply.is_object() ? reply.value("error", "the checkpoint failed") : "the checkpoint failed";
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  return false;
+}
+
+int status_of(int wait_status) {
+  return WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status) : WEXITSTATUS(wait_status);
+}
+
+}  // namespace
+
+int signal_from_name(const std::string& name) {
+  std::string bare = name.starts_with("SIG") ? name.substr(3) : name;
+  char* end = nullptr;
+  long number = strtol(bare.c_str(), &end, 10);
+  if (!bare.empty() && !*end && number > 0 && number < NSIG) return static_cast<int>(number);
+  for (int sig = 1; sig < NSIG; sig++)
+    if (const char* abbrev = sigabbrev_np(sig); abbrev && bare == abbrev) return sig;
+  throw Error(fmt::format("--checkpoint-on-signal {}: not a signal (e.g. USR1, SIGTERM, 10)", name));
+}
+
+void fork_checkpoint_on_signal_watcher(int sig, const CoordAddress& coord) {
+  if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD)
+    throw Error(fmt::format("--checkpoint-on-signal: SIG{} cannot be caught or is the child's", sigabbrev_np(sig)));
+  sigset_t waited, previous;
+  sigemptyset(&waited);
+  sigaddset(&waited, SIGCHLD);
+  sigaddset(&waited, sig);
+  for (int s : kPassedOn) sigaddset(&waited, s);
+  // Blocked before the fork: a warning that comes at once is not lost (nor kills the parent).
+  sigprocmask(SIG_BLOCK, &waited, &previous);
+  pid_t child = fork();
+  if (child < 0) throw Error(fmt::format("--checkpoint-on-signal: cannot fork: {}", std::strerror(errno)));
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    return;
+  }
+  signal(SIGCHLD, SIG_DFL);  // an ignored SIGCHLD would reap the child before its status is read
+  bool checkpointed = false, pending = false;
+  time_t pending_since = 0;
+  std::string error;
+  for (;;) {
+    struct timespec retry = {0, 500 * 1000 * 1000};
+    siginfo_t info;
+    int got = pending ? sigtimedwait(&waited, &info, &retry) : sigwaitinfo(&waited, &info);
+    if (got == SIGCHLD || (got < 0 && pending)) {
+      int status;
+      if (waitpid(child, &status, WNOHANG) == child) _exit(checkpointed ? 128 + sig : status_of(status));
+    }
+    if (got == sig && !checkpointed) {
+      if (!pending) pending_since = time(nullptr);
+      pending = true;
+    } else if (got > 0 && got != SIGCHLD) {
+      kill(child, got);
+    }
+    // Until the computation has joined (a warning right at the job's start: no coordinator or no
+    // process yet), the checkpoint is retried every half second for up to a minute; once
+    // written, the processes stop and the child ends.
+    if (pending && !checkpointed) {
+      checkpointed = checkpoint_and_stop(coord, error);
+      pending = !checkpointed;
+      if (pending && time(nullptr) - pending_since > 60) {
+        fmt::print(stderr, "stasis: checkpoint on SIG{} failed: {}\n", sigabbrev_np(sig), error);
+        pending = false;
+      }
+    }
+  }
+}
+
+}  // namespace stasis::cli
