@@ -10,6 +10,12 @@ own address, /tmp, /dev/shm, host name and slurmd). Modes:
                        slurm_task` (each task its own launch; the one on node 1 starts the
                        coordinator, the others wait for it); restarted by a batch job
                        (`sbatch --wait -N 2 -n 4 --wrap 'stasis restart ...'`).
+  --mode srun-launch-interval
+                       as srun-launch, with no --coord anywhere (the coordinator is the
+                       allocation's first node's, port 7781) and `launch --interval 2`: the
+                       checkpoint restarted is the newest interval checkpoint, and `stasis status`
+                       on node 2 finds the coordinator by itself; a wrong secret from node 2 is
+                       refused.
 Checks: the tasks (and not srun) join, two from each node, and `stasis status` answers on node 2
 too; the checkpoint holds the four tasks at both nodes' addresses; after the restart, while it
 runs, the four tasks are members again, two on each node, in the new job; each task's output
@@ -42,7 +48,7 @@ def main():
     parser.add_argument("--stasis", required=True)
     parser.add_argument("--task", required=True)
     parser.add_argument("--conf", default=DEFAULT_TEMPLATE)
-    parser.add_argument("--mode", choices=("launch-srun", "srun-launch"), required=True)
+    parser.add_argument("--mode", choices=("launch-srun", "srun-launch", "srun-launch-interval"), required=True)
     args = parser.parse_args()
     if skip_reason(args.conf):
         print(f"SKIP: {skip_reason(args.conf)}")
@@ -52,7 +58,10 @@ def main():
     nodes = SlurmNodes(args.conf, f"stasis-slurm-nodes-{args.mode}-")
     tmp, cluster = nodes.tmp, nodes.cluster
     ckpt_dir = os.path.join(tmp, "ckpt")
-    coord = f"{ADDRESSES[0]}:{PORT}"
+    interval = args.mode == "srun-launch-interval"
+    coord = f"{ADDRESSES[0]}:{7781 if interval else PORT}"
+    # Without --coord, as inside the allocation: SLURM_JOB_NODELIST gives the coordinator's node.
+    coord_options = [] if interval else ["--coord", coord]
     env = cluster.env(os.environ)
     for name in ("STASIS_COORD", "STASIS_SECRET", "STASIS_CKPT_DIR", "STASIS_LAUNCH_PID"):
         env.pop(name, None)
@@ -65,7 +74,8 @@ def main():
         return subprocess.run(nodes.on(node, *argv), capture_output=True, text=True, env=env, timeout=timeout)
 
     def members(node=0):
-        r = run(args.stasis, "status", "--coord", coord, "--json", node=node, timeout=60)
+        r = subprocess.run(nodes.on(node, args.stasis, "status", *coord_options, "--json"), capture_output=True,
+                           text=True, env=dict(env, SLURM_JOB_NODELIST="stasis-slurm[1-2]"), timeout=60)
         try:
             return sorted((p["program"], p["host"]) for p in json.loads(r.stdout)["processes"])
         except (ValueError, KeyError):
@@ -88,7 +98,8 @@ def main():
             printed = lambda: by_task(open(out1).read())
         else:
             argv = ["srun", "-N", str(NODES), "-n", str(TASKS), f"--output={tmp}/task-%t.out", args.stasis, "launch",
-                    "--coord", coord, "--ckpt-dir", ckpt_dir, "--", *program]
+                    *coord_options, "--ckpt-dir", ckpt_dir, *(["--interval", "2"] if interval else []), "--",
+                    *program]
             printed = lambda: {t: open(f"{tmp}/task-{t}.out").read().splitlines()
                                for t in range(TASKS) if os.path.exists(f"{tmp}/task-{t}.out")}
         with open(out1, "w") as out:
@@ -104,10 +115,21 @@ def main():
             raise Failure(f"`stasis status` on node 2 shows {members(node=1)}")
         print("members, as node 2's `stasis status` shows them:", members(node=1))
 
-        ckpt = run(args.stasis, "checkpoint", "--coord", coord)
-        if ckpt.returncode != 0:
-            raise Failure(f"checkpoint failed: {ckpt.stdout}{ckpt.stderr}")
-        generation = ckpt.stdout.strip().splitlines()[-1]
+        if interval:
+            wrong = subprocess.run(nodes.on(1, args.stasis, "status"), capture_output=True, text=True, timeout=60,
+                                   env=dict(env, SLURM_JOB_NODELIST="stasis-slurm[1-2]", STASIS_SECRET="00" * 32))
+            if wrong.returncode == 0:
+                raise Failure(f"`stasis status` with a wrong secret on node 2 was answered: {wrong.stdout}")
+            print("wrong secret from node 2 refused:", wrong.stderr.strip())
+            complete = lambda: sorted(d for d in os.listdir(ckpt_dir) if d.isdigit() and
+                                      os.path.exists(os.path.join(ckpt_dir, d, "MANIFEST.json")))
+            wait_for(lambda: os.path.isdir(ckpt_dir) and complete(), "an interval checkpoint", 30)
+            generation = os.path.join(ckpt_dir, complete()[-1])
+        else:
+            ckpt = run(args.stasis, "checkpoint", "--coord", coord)
+            if ckpt.returncode != 0:
+                raise Failure(f"checkpoint failed: {ckpt.stdout}{ckpt.stderr}")
+            generation = ckpt.stdout.strip().splitlines()[-1]
         saved = sorted((p["program"], p["address"]) for p in
                        json.load(open(os.path.join(generation, "MANIFEST.json")))["processes"])
         expected = sorted(("slurm_task", a) for a in ADDRESSES for _ in range(TASKS // NODES))
@@ -124,7 +146,9 @@ def main():
         cluster.wait_no_jobs()
         wait_for(lambda: not members(), "the cancelled tasks' leaving the coordinator", 30)
         before = printed()
-        shared = files_shared_with_outside(args.stasis, generation, env) if args.mode == "srun-launch" else set()
+        if interval:  # the newest interval checkpoint is the one restarted
+            generation = os.path.join(ckpt_dir, complete()[-1])
+        shared = files_shared_with_outside(args.stasis, generation, env) if args.mode != "launch-srun" else set()
 
         # A new allocation of two nodes; no --hosts: the nodes come from the allocation.
         if args.mode == "launch-srun":
@@ -132,7 +156,7 @@ def main():
                             ckpt_dir]
         else:
             restart_argv = ["sbatch", "--wait", "-N", str(NODES), "-n", str(TASKS), f"--output={tmp}/restart-job.out",
-                            "--wrap", f"exec {args.stasis} restart --coord {coord} {ckpt_dir}"]
+                            "--wrap", f"exec {args.stasis} restart {' '.join(coord_options)} {ckpt_dir}"]
         restart_at = time.time()
         restart = subprocess.Popen(nodes.on(0, *restart_argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True, env=env)
@@ -143,7 +167,7 @@ def main():
         if cluster.jobs() == jobs:
             raise Failure(f"the restart runs in the old job {jobs}")
         out, err = restart.communicate(timeout=180)
-        if args.mode == "srun-launch":
+        if args.mode != "launch-srun":
             err = open(os.path.join(tmp, "restart-job.out")).read()  # the batch job's stderr
         if "through srun" not in err:
             raise Failure(f"the restart did not start the tasks through srun: {err[-2000:]}")
