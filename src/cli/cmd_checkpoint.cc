@@ -72,7 +72,7 @@ class CheckpointCommand : public Command {
 
   void configure(CLI::App& app) override {
     app.add_option("--coord", coord_,
-                   "Coordinator HOST:PORT (default: $STASIS_COORD or 127.0.0.1:7781)");
+                   "Coordinator HOST:PORT (default: $STASIS_COORD, in a Slurm allocation its first node:7781, else 127.0.0.1:7781)");
     app.add_flag("--kill", kill_, "End the computation once the checkpoint is complete");
     app.add_flag("--full", full_, "Write full images, even for processes launched with --incremental");
     app.add_option("--compress", compress_, "Image compression for this checkpoint")

@@ -79,7 +79,7 @@ class LaunchCommand : public Command {
     return "Run a program under checkpoint control (starts a coordinator if none answers)";
   }
   void configure(CLI::App& app) override {
-    app.add_option("--coord", coord_, "Coordinator HOST:PORT (default $STASIS_COORD or 127.0.0.1:7781)");
+    app.add_option("--coord", coord_, "Coordinator HOST:PORT (default $STASIS_COORD, in a Slurm allocation its first node:7781, else 127.0.0.1:7781)");
     app.add_option("--ckpt-dir", ckpt_dir_, "Checkpoint directory (default $STASIS_CKPT_DIR or ./stasis-ckpt)");
     app.add_option("--interval", interval_, "Checkpoint every S seconds (for a coordinator it starts)")
         ->check(CLI::NonNegativeNumber);

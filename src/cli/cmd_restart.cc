@@ -33,7 +33,7 @@ class RestartCommand : public Command {
     return "Restart a computation from a checkpoint (the newest complete one by default)";
   }
   void configure(CLI::App& app) override {
-    app.add_option("--coord", options_.coord, "Coordinator HOST:PORT (default $STASIS_COORD or 127.0.0.1:7781)");
+    app.add_option("--coord", options_.coord, "Coordinator HOST:PORT (default $STASIS_COORD, in a Slurm allocation its first node:7781, else 127.0.0.1:7781)");
     app.add_option("--hosts", options_.hosts,
                    "For a computation that ran on several hosts: OLD=NEW,... restarts the processes of "
                    "host OLD (as MANIFEST.json lists it) on host NEW; others on their own host");

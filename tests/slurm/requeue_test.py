@@ -95,8 +95,13 @@ def main():
             raise Failure("`stasis status` on node 2 never showed the four tasks")
         print("`stasis status` on node 2, without --coord, showed the four tasks on their nodes")
 
+        # When each allocation started and was requeued, as slurmctld logged it.
+        for line in open(os.path.join(cluster.dir, "slurmctld.log"), errors="replace"):
+            if re.search(r"(Allocate|Started|Requeuing) JobId", line):
+                print("slurmctld:", line.strip())
         notes = open(err).read()
         allocations = re.findall(r"slurm-requeue: job \d+, allocation (\d+)", notes)
+        print("".join(line + "\n" for line in notes.splitlines() if line.startswith("slurm-requeue:")), end="")
         print(f"allocations: {len(allocations)}; checkpoints on signal: "
               f"{notes.count('checkpoint on signal written')}")
         if len(allocations) < 3:
