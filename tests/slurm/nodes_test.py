@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
 from slurm.slurm_cluster import DEFAULT_TEMPLATE  # noqa: E402
 from slurm.slurm_nodes import ADDRESSES, SlurmNodes, skip_reason  # noqa: E402
-from slurm.slurm_test import Failure, by_task, check_continues, check_output_file, files_shared_with_outside  # noqa: E402
+from slurm.slurm_test import Failure, by_task, check_tasks, files_shared_with_outside  # noqa: E402
 
 STEPS, DELAY_MS = 80, 100
 NODES, TASKS = 2, 4
@@ -62,10 +62,7 @@ def main():
     coord = f"{ADDRESSES[0]}:{7781 if interval else PORT}"
     # Without --coord, as inside the allocation: SLURM_JOB_NODELIST gives the coordinator's node.
     coord_options = [] if interval else ["--coord", coord]
-    env = cluster.env(os.environ)
-    for name in ("STASIS_COORD", "STASIS_SECRET", "STASIS_CKPT_DIR", "STASIS_LAUNCH_PID"):
-        env.pop(name, None)
-    env["STASIS_RUNTIME_DIR"] = os.path.join(tmp, "rt")  # the secret file: on the shared file system
+    env = cluster.test_env(tmp)  # the secret files: on the shared file system
     log = os.path.join(ckpt_dir, "coordinator.log")
     out1 = os.path.join(tmp, "run1.out")
     job = None
@@ -175,19 +172,12 @@ def main():
         after = by_task(out) if args.mode == "launch-srun" else printed()
         if restart.returncode != reference.returncode:
             raise Failure(f"restart exited {restart.returncode}, srun {reference.returncode}: {out[-2000:]}{err[-2000:]}")
-        for t in range(TASKS):
-            if args.mode == "launch-srun":
-                check_continues(ref_tasks[t], before.get(t, []), after.get(t, []), f"task {t}")
-            else:
-                check_output_file(ref_tasks[t], before.get(t, []), after.get(t, []),
-                                  f"{tmp}/task-{t}.out" in shared, f"task {t}")
+        check_tasks(ref_tasks, before, after, args.mode == "launch-srun", tmp, shared)
         print(f"PASS in {time.time() - started:.1f} s")
         return 0
     except (Failure, RuntimeError, subprocess.SubprocessError) as e:
         print(f"FAIL: {e}")
-        for path in (log, out1, os.path.join(tmp, "restart-job.out"), *cluster.log_files()):
-            if os.path.exists(path):
-                print(f"--- {path}:\n{open(path, errors='replace').read()[-3000:]}")
+        cluster.print_logs(log, out1, os.path.join(tmp, "restart-job.out"))
         return 1
     finally:
         if job is not None:

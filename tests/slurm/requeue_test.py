@@ -53,11 +53,8 @@ def main():
     started = time.time()
     nodes = SlurmNodes(args.conf, "stasis-slurm-requeue-")
     tmp, cluster = nodes.tmp, nodes.cluster
-    env = cluster.env(os.environ)
-    for name in ("STASIS_COORD", "STASIS_SECRET", "STASIS_CKPT_DIR", "STASIS_LAUNCH_PID"):
-        env.pop(name, None)
-    env.update(STASIS=os.path.abspath(args.stasis), STASIS_RUNTIME_DIR=os.path.join(tmp, "rt"),
-               STASIS_CKPT_DIR=os.path.join(tmp, "ckpt"))
+    env = cluster.test_env(tmp)
+    env.update(STASIS=os.path.abspath(args.stasis), STASIS_CKPT_DIR=os.path.join(tmp, "ckpt"))
     out, err = os.path.join(tmp, "job.out"), os.path.join(tmp, "job.err")
     try:
         # The uninterrupted run's lines: slurm_task's output depends on its rank only, not on time.
@@ -122,9 +119,7 @@ def main():
         return 0
     except (Failure, RuntimeError, subprocess.SubprocessError) as e:
         print(f"FAIL: {e}")
-        for path in (err, os.path.join(tmp, "ckpt", "coordinator.log"), *cluster.log_files()):
-            if os.path.exists(path):
-                print(f"--- {path}:\n{open(path, errors='replace').read()[-3000:]}")
+        cluster.print_logs(err, os.path.join(tmp, "ckpt", "coordinator.log"))
         return 1
     finally:
         nodes.down()

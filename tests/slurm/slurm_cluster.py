@@ -65,6 +65,21 @@ class Cluster:
         env["SLURM_CONF"] = self.conf
         return env
 
+    def test_env(self, tmp):
+        """A test's environment: this cluster's, nothing of an outer Stasis, and its own runtime
+        directory (the secret files) in `tmp`."""
+        env = self.env(os.environ)
+        for name in ("STASIS_COORD", "STASIS_SECRET", "STASIS_CKPT_DIR", "STASIS_LAUNCH_PID"):
+            env.pop(name, None)
+        env["STASIS_RUNTIME_DIR"] = os.path.join(tmp, "rt")
+        return env
+
+    def print_logs(self, *paths):
+        """The end of each of `paths` that exists, then of the daemons' logs: what a failed test shows."""
+        for path in (*paths, *self.log_files()):
+            if os.path.exists(path):
+                print(f"--- {path}:\n{open(path, errors='replace').read()[-3000:]}")
+
     def start(self):
         munge_dir = os.path.join(self.dir, "munge")
         for d in ("state", "spool"):
