@@ -58,20 +58,23 @@ int signal_from_name(const std::string& name) {
   throw Error(fmt::format("--checkpoint-on-signal {}: not a signal (e.g. USR1, SIGTERM, 10)", name));
 }
 
-void fork_checkpoint_on_signal_watcher(int sig, const CoordAddress& coord) {
-  if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD)
-    throw Error(fmt::format("--checkpoint-on-signal: SIG{} cannot be caught or is the child's", sigabbrev_np(sig)));
-  sigset_t waited, previous;
-  sigemptyset(&waited);
-  sigaddset(&waited, SIGCHLD);
-  sigaddset(&waited, sig);
-  for (int s : kPassedOn) sigaddset(&waited, s);
-  // Blocked before the fork: a warning that comes at once is not lost (nor kills the parent).
-  sigprocmask(SIG_BLOCK, &waited, &previous);
+CheckpointOnSignal::CheckpointOnSignal(const std::string& name) : sig_(signal_from_name(name)) {
+  if (sig_ == SIGKILL || sig_ == SIGSTOP || sig_ == SIGCHLD)
+    throw Error(fmt::format("--checkpoint-on-signal: SIG{} cannot be caught or is the child's", sigabbrev_np(sig_)));
+  sigemptyset(&waited_);
+  sigaddset(&waited_, SIGCHLD);
+  sigaddset(&waited_, sig_);
+  for (int s : kPassedOn) sigaddset(&waited_, s);
+  sigprocmask(SIG_BLOCK, &waited_, &original_);
+}
+
+void CheckpointOnSignal::fork_watcher(const CoordAddress& coord) {
+  const int sig = sig_;
+  sigset_t& waited = waited_;
   pid_t child = fork();
   if (child < 0) throw Error(fmt::format("--checkpoint-on-signal: cannot fork: {}", std::strerror(errno)));
   if (child == 0) {
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    sigprocmask(SIG_SETMASK, &original_, nullptr);
     return;
   }
   signal(SIGCHLD, SIG_DFL);  // an ignored SIGCHLD would reap the child before its status is read
@@ -84,7 +87,12 @@ void fork_checkpoint_on_signal_watcher(int sig, const CoordAddress& coord) {
     int got = pending ? sigtimedwait(&waited, &info, &retry) : sigwaitinfo(&waited, &info);
     if (got == SIGCHLD || (got < 0 && pending)) {
       int status;
-      if (waitpid(child, &status, WNOHANG) == child) _exit(checkpointed ? 128 + sig : status_of(status));
+      if (waitpid(child, &status, WNOHANG) == child) {
+        if (pending)
+          fmt::print(stderr, "stasis: the computation ended before a checkpoint on SIG{} could be written: {}\n",
+                     sigabbrev_np(sig), error);
+        _exit(checkpointed ? 128 + sig : status_of(status));
+      }
     }
     if (got == sig && !checkpointed) {
       if (!pending) pending_since = time(nullptr);

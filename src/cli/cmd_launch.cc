@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fmt/format.h>
 
 #include "cli/checkpoint_on_signal.h"
@@ -114,6 +115,8 @@ class LaunchCommand : public Command {
     app.prefix_command(false);
   }
   int run() override {
+    std::optional<CheckpointOnSignal> on_signal;
+    if (!checkpoint_signal_.empty()) on_signal.emplace(checkpoint_signal_);
     CoordAddress addr = coordinator_address(coord_);
     CoordinatorOptions options;
     std::string dir = ckpt_dir_;
@@ -130,7 +133,7 @@ class LaunchCommand : public Command {
     std::string runtime = runtime_library_path();
     std::string secret = join_ ? joined_coordinator_secret(addr) : ensure_coordinator(addr, options);
     // From here on in the child: STASIS_LAUNCH_PID and the preload are the launched process's.
-    if (!checkpoint_signal_.empty()) fork_checkpoint_on_signal_watcher(signal_from_name(checkpoint_signal_), addr);
+    if (on_signal) on_signal->fork_watcher(addr);
     // A process a remote launcher started on another host joins with its launch's --ib.
     const char* launch_ib = getenv("STASIS_IB");
     if (ib_.empty() && launch_ib && (std::string_view(launch_ib) == "soft" || std::string_view(launch_ib) == "system"))

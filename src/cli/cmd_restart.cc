@@ -3,6 +3,7 @@
 // execs the restart loader in each.
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <fmt/format.h>
 
 #include "cli/checkpoint_on_signal.h"
@@ -66,6 +67,8 @@ class RestartCommand : public Command {
                    "A checkpoint directory, or the checkpoint root (default $STASIS_CKPT_DIR or ./stasis-ckpt)");
   }
   int run() override {
+    std::optional<CheckpointOnSignal> on_signal;
+    if (!checkpoint_signal_.empty()) on_signal.emplace(checkpoint_signal_);
     // The plugin reads it at its restart event, as any --setenv (remote parts get it so too).
     if (!ib_library_.empty()) options_.setenv.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
     if (!task_parts_.empty()) options_.part_vpid = restart::part_of_this_task(task_parts_);
@@ -74,8 +77,7 @@ class RestartCommand : public Command {
       options_.checkpoint = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
     options_.loader = restart_loader_path();
     options_.coord = coordinator_address(options_.coord).str();
-    if (!checkpoint_signal_.empty())
-      fork_checkpoint_on_signal_watcher(signal_from_name(checkpoint_signal_), coord_address_from(options_.coord));
+    if (on_signal) on_signal->fork_watcher(coord_address_from(options_.coord));
     restart::RestartSession(std::move(options_)).run();
   }
 

@@ -40,3 +40,9 @@ add_test(NAME slurm.nodes.requeue
                  --stasis ${STASIS_BIN} --task $<TARGET_FILE:slurm_task> --conf ${STASIS_SLURM_CONF_IN})
 set_tests_properties(slurm.nodes.requeue PROPERTIES TIMEOUT 300 LABELS "ckpt;slurm" SKIP_RETURN_CODE 77
                      RUN_SERIAL TRUE)
+
+# --checkpoint-on-signal of launch and restart, without Slurm (no daemons: no lock needed).
+add_test(NAME slurm.checkpoint-on-signal
+         COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/signal_test.py
+                 --stasis ${STASIS_BIN} --task $<TARGET_FILE:slurm_task>)
+set_tests_properties(slurm.checkpoint-on-signal PROPERTIES TIMEOUT 120 LABELS ckpt)
