@@ -10,6 +10,10 @@ own address, /tmp, /dev/shm, host name and slurmd). Modes:
                        slurm_task` (each task its own launch; the one on node 1 starts the
                        coordinator, the others wait for it); restarted by a batch job
                        (`sbatch --wait -N 2 -n 4 --wrap 'stasis restart ...'`).
+  --mode launch-srun-moved
+                       as launch-srun on a three-node cluster: the job on nodes 1 and 2, the
+                       restart in an allocation of nodes 2 and 3 (`salloc -w`): node 2's tasks
+                       stay on it, node 1's come back on node 3.
   --mode srun-launch-interval
                        as srun-launch, with no --coord anywhere (the coordinator is the
                        allocation's first node's, port 7781) and `launch --interval 2`: the
@@ -48,14 +52,18 @@ def main():
     parser.add_argument("--stasis", required=True)
     parser.add_argument("--task", required=True)
     parser.add_argument("--conf", default=DEFAULT_TEMPLATE)
-    parser.add_argument("--mode", choices=("launch-srun", "srun-launch", "srun-launch-interval"), required=True)
+    parser.add_argument("--mode", choices=("launch-srun", "launch-srun-moved", "srun-launch", "srun-launch-interval"), required=True)
     args = parser.parse_args()
     if skip_reason(args.conf):
         print(f"SKIP: {skip_reason(args.conf)}")
         return 77
 
     started = time.time()
-    nodes = SlurmNodes(args.conf, f"stasis-slurm-nodes-{args.mode}-")
+    moved = args.mode == "launch-srun-moved"
+    nodes = SlurmNodes(args.conf, f"stasis-slurm-nodes-{args.mode}-", count=3 if moved else 2)
+    # Where the job runs, where it is restarted (the same two nodes unless moved).
+    first_nodes = ["-w", "stasis-slurm[1-2]"] if moved else []
+    restart_nodes = ["-w", "stasis-slurm[2-3]"] if moved else []
     tmp, cluster = nodes.tmp, nodes.cluster
     ckpt_dir = os.path.join(tmp, "ckpt")
     interval = args.mode == "srun-launch-interval"
@@ -77,21 +85,22 @@ def main():
             return sorted((p["program"], p["host"]) for p in json.loads(r.stdout)["processes"])
         except (ValueError, KeyError):
             return []
-    two_per_node = sorted(("slurm_task", name) for name in nodes.names for _ in range(TASKS // NODES))
+    two_per_node = sorted(("slurm_task", name) for name in nodes.names[:NODES] for _ in range(TASKS // NODES))
+    two_per_new_node = sorted(("slurm_task", name) for name in nodes.names[-NODES:] for _ in range(TASKS // NODES))
 
     try:
         nodes.up()
         print(f"cluster up in {time.time() - started:.1f} s")
-        reference = run("srun", "-N", str(NODES), "-n", str(TASKS), args.task, str(STEPS), str(DELAY_MS))
+        reference = run("srun", *first_nodes, "-N", str(NODES), "-n", str(TASKS), args.task, str(STEPS), str(DELAY_MS))
         ref_tasks = by_task(reference.stdout)
         if sorted(ref_tasks) != list(range(TASKS)) or any(len(v) != STEPS + 1 for v in ref_tasks.values()):
             raise Failure(f"the reference run printed {reference.stdout!r} {reference.stderr!r}")
         print(f"reference: srun exit status {reference.returncode}")
 
         program = [args.task, str(STEPS), str(DELAY_MS)]
-        if args.mode == "launch-srun":
+        if args.mode.startswith("launch-srun"):
             argv = [args.stasis, "launch", "--coord", coord, "--ckpt-dir", ckpt_dir, "--",
-                    "srun", "-N", str(NODES), "-n", str(TASKS), *program]
+                    "srun", *first_nodes, "-N", str(NODES), "-n", str(TASKS), *program]
             printed = lambda: by_task(open(out1).read())
         else:
             argv = ["srun", "-N", str(NODES), "-n", str(TASKS), f"--output={tmp}/task-%t.out", args.stasis, "launch",
@@ -129,7 +138,7 @@ def main():
             generation = ckpt.stdout.strip().splitlines()[-1]
         saved = sorted((p["program"], p["address"]) for p in
                        json.load(open(os.path.join(generation, "MANIFEST.json")))["processes"])
-        expected = sorted(("slurm_task", a) for a in ADDRESSES for _ in range(TASKS // NODES))
+        expected = sorted(("slurm_task", a) for a in ADDRESSES[:NODES] for _ in range(TASKS // NODES))
         if saved != expected:
             raise Failure(f"the checkpoint holds {saved}, not {expected}")
         print("checkpoint:", saved)
@@ -145,11 +154,11 @@ def main():
         before = printed()
         if interval:  # the newest interval checkpoint is the one restarted
             generation = os.path.join(ckpt_dir, complete()[-1])
-        shared = files_shared_with_outside(args.stasis, generation, env) if args.mode != "launch-srun" else set()
+        shared = files_shared_with_outside(args.stasis, generation, env) if args.mode.startswith("srun") else set()
 
         # A new allocation of two nodes; no --hosts: the nodes come from the allocation.
-        if args.mode == "launch-srun":
-            restart_argv = ["salloc", "-N", str(NODES), "-n", str(TASKS), args.stasis, "restart", "--coord", coord,
+        if args.mode.startswith("launch-srun"):
+            restart_argv = ["salloc", *restart_nodes, "-N", str(NODES), "-n", str(TASKS), args.stasis, "restart", "--coord", coord,
                             ckpt_dir]
         else:
             restart_argv = ["sbatch", "--wait", "-N", str(NODES), "-n", str(TASKS), f"--output={tmp}/restart-job.out",
@@ -157,22 +166,22 @@ def main():
         restart_at = time.time()
         restart = subprocess.Popen(nodes.on(0, *restart_argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True, env=env)
-        wait_for(lambda: members() == two_per_node or restart.poll() is not None,
-                 "the restarted tasks, two on each node", 90)
+        wait_for(lambda: members() == two_per_new_node or restart.poll() is not None,
+                 "the restarted tasks, two on each node of the new allocation", 90)
         print(f"restarted tasks in the new allocation (job {cluster.jobs()}), {time.time() - restart_at:.1f} s "
               f"after the restart began:", members())
         if cluster.jobs() == jobs:
             raise Failure(f"the restart runs in the old job {jobs}")
         out, err = restart.communicate(timeout=180)
-        if args.mode != "launch-srun":
+        if args.mode.startswith("srun"):
             err = open(os.path.join(tmp, "restart-job.out")).read()  # the batch job's stderr
         if "through srun" not in err:
             raise Failure(f"the restart did not start the tasks through srun: {err[-2000:]}")
         print("restart:", next(line for line in err.splitlines() if "through srun" in line))
-        after = by_task(out) if args.mode == "launch-srun" else printed()
+        after = by_task(out) if args.mode.startswith("launch-srun") else printed()
         if restart.returncode != reference.returncode:
             raise Failure(f"restart exited {restart.returncode}, srun {reference.returncode}: {out[-2000:]}{err[-2000:]}")
-        check_tasks(ref_tasks, before, after, args.mode == "launch-srun", tmp, shared)
+        check_tasks(ref_tasks, before, after, args.mode.startswith("launch-srun"), tmp, shared)
         print(f"PASS in {time.time() - started:.1f} s")
         return 0
     except (Failure, RuntimeError, subprocess.SubprocessError) as e:

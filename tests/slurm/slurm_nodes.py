@@ -9,14 +9,15 @@ cluster share one munge key. The test directory is on the shared file system
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from multihost.hosts import TwoHosts, run, remove_unless_kept, test_directory, unavailable  # noqa: E402
 from slurm.slurm_cluster import Cluster, Node, skip_reason as slurm_skip_reason  # noqa: E402
 
-NAMESPACES = ("stasis_slurm1", "stasis_slurm2")
-ADDRESSES = ("10.210.0.1", "10.210.0.2")
+NAMESPACES = ("stasis_slurm1", "stasis_slurm2", "stasis_slurm3")
+ADDRESSES = ("10.210.0.1", "10.210.0.2", "10.210.0.3")
 PORTS = (6817, 6818)  # slurmctld's and slurmd's: the hosts' network namespaces are the test's own
 
 
@@ -25,13 +26,49 @@ def skip_reason(conf_template):
     return slurm_skip_reason(conf_template) or unavailable()
 
 
+class BridgedHosts(TwoHosts):
+    """TwoHosts' nodes, two or more, on one Ethernet segment: a bridge in the first host's network
+    namespace, each other host joined to it by a veth pair, every host one address of ADDRESSES'
+    /24."""
+    def up(self):
+        if len(self.namespaces) == 2:
+            return super().up()
+        self.down()  # left over from an interrupted run
+        first = self.namespaces[0]
+        for ns in self.namespaces:
+            run("ip", "netns", "add", ns)
+            run("ip", "-n", ns, "link", "set", "lo", "up")
+            self.make_node(ns)
+        bridge = f"{self.veth}br"
+        run("ip", "-n", first, "link", "add", bridge, "type", "bridge")
+        run("ip", "-n", first, "addr", "add", self.addresses[0] + "/24", "dev", bridge)
+        run("ip", "-n", first, "link", "set", bridge, "up")
+        for i, ns in enumerate(self.namespaces[1:], start=1):
+            near, far = f"{self.veth}{i}a", f"{self.veth}{i}b"
+            run("ip", "link", "add", near, "netns", first, "type", "veth", "peer", "name", far, "netns", ns)
+            run("ip", "-n", first, "link", "set", near, "master", bridge, "up")
+            run("ip", "-n", ns, "addr", "add", self.addresses[i] + "/24", "dev", far)
+            run("ip", "-n", ns, "link", "set", far, "up")
+        # Every link carries before the test starts (a link just set up may not yet).
+        links = [(first, bridge)] + [(first, f"{self.veth}{i}a") for i in range(1, len(self.namespaces))] + \
+                [(ns, f"{self.veth}{i}b") for i, ns in enumerate(self.namespaces[1:], start=1)]
+        for ns, link in links:
+            for _ in range(100):
+                if "LOWER_UP" in run("ip", "-n", ns, "link", "show", "dev", link).stdout:
+                    break
+                time.sleep(0.05)
+            else:
+                raise RuntimeError(f"the link {link} of {ns} does not come up")
+        self.check_nodes()
+
+
 class SlurmNodes:
-    """The two hosts and the cluster on them: `up()` then `down()`, also after a failure."""
-    def __init__(self, conf_template, prefix):
-        self.hosts = TwoHosts(NAMESPACES, ADDRESSES, "stasis_lv")
+    """The hosts (two, or `count`) and the cluster on them: `up()` then `down()`, also after a failure."""
+    def __init__(self, conf_template, prefix, count=2):
+        self.hosts = BridgedHosts(NAMESPACES[:count], ADDRESSES[:count], "stasis_lv")
         self.tmp = test_directory(prefix)
         nodes = [Node(ns.replace("_", "-"), address, on=lambda argv, i=i: self.hosts.in_ns(i, *argv))
-                 for i, (ns, address) in enumerate(zip(NAMESPACES, ADDRESSES))]
+                 for i, (ns, address) in enumerate(zip(NAMESPACES[:count], ADDRESSES[:count]))]
         # Each slurmd's spool in its node's own /tmp, as on a cluster's nodes.
         self.cluster = Cluster(self.tmp, conf_template, nodes, PORTS, spool="/tmp/slurmd-spool")
         self.names = [n.name for n in nodes]
@@ -39,9 +76,6 @@ class SlurmNodes:
     def on(self, index, *argv):
         """argv run on node `index` (0: the login node)."""
         return self.hosts.in_ns(index, *argv)
-
-    def node_of_address(self, address):
-        return self.names[ADDRESSES.index(address)] if address in ADDRESSES else None
 
     def up(self):
         self.hosts.up()
@@ -56,7 +90,7 @@ class SlurmNodes:
         for line in filter(None, cgroups):
             target, fstype, options = line.split()
             mounts.append(f"mkdir -p {target} && mount -t {fstype} -o {options} {fstype} {target}")
-        for i in range(len(NAMESPACES)):
+        for i in range(len(self.names)):
             run(*self.hosts.in_ns(i, "sh", "-ec", " && ".join(mounts) or "true"))
         self.cluster.start()
 
