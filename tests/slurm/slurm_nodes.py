@@ -7,6 +7,7 @@ serves both: its socket is in the test directory, which every host sees, as the 
 cluster share one munge key. The test directory is on the shared file system
 (hosts.test_directory), never in a host's /tmp."""
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -23,6 +24,8 @@ PORTS = (6817, 6818)  # slurmctld's and slurmd's: the hosts' network namespaces 
 
 def skip_reason(conf_template):
     """Why a test on the two-node cluster cannot run here (it then exits 77), or None."""
+    if not shutil.which("findmnt"):
+        return "no findmnt (Debian: util-linux) to give each node the machine's cgroup hierarchies"
     return slurm_skip_reason(conf_template) or unavailable()
 
 
