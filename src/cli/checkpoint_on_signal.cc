@@ -69,8 +69,6 @@ CheckpointOnSignal::CheckpointOnSignal(const std::string& name) : sig_(signal_fr
 }
 
 void CheckpointOnSignal::fork_watcher(const CoordAddress& coord) {
-  const int sig = sig_;
-  sigset_t& waited = waited_;
   pid_t child = fork();
   if (child < 0) throw Error(fmt::format("--checkpoint-on-signal: cannot fork: {}", std::strerror(errno)));
   if (child == 0) {
@@ -84,17 +82,17 @@ void CheckpointOnSignal::fork_watcher(const CoordAddress& coord) {
   for (;;) {
     struct timespec retry = {0, 500 * 1000 * 1000};
     siginfo_t info;
-    int got = pending ? sigtimedwait(&waited, &info, &retry) : sigwaitinfo(&waited, &info);
+    int got = pending ? sigtimedwait(&waited_, &info, &retry) : sigwaitinfo(&waited_, &info);
     if (got == SIGCHLD || (got < 0 && pending)) {
       int status;
       if (waitpid(child, &status, WNOHANG) == child) {
         if (pending)
           fmt::print(stderr, "stasis: the computation ended before a checkpoint on SIG{} could be written: {}\n",
-                     sigabbrev_np(sig), error);
-        _exit(checkpointed ? 128 + sig : status_of(status));
+                     sigabbrev_np(sig_), error);
+        _exit(checkpointed ? 128 + sig_ : status_of(status));
       }
     }
-    if (got == sig && !checkpointed) {
+    if (got == sig_ && !checkpointed) {
       if (!pending) pending_since = time(nullptr);
       pending = true;
     } else if (got > 0 && got != SIGCHLD) {
@@ -107,7 +105,7 @@ void CheckpointOnSignal::fork_watcher(const CoordAddress& coord) {
       checkpointed = checkpoint_and_stop(coord, error);
       pending = !checkpointed;
       if (pending && time(nullptr) - pending_since > 60) {
-        fmt::print(stderr, "stasis: checkpoint on SIG{} failed: {}\n", sigabbrev_np(sig), error);
+        fmt::print(stderr, "stasis: checkpoint on SIG{} failed: {}\n", sigabbrev_np(sig_), error);
         pending = false;
       }
     }
