@@ -11,7 +11,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # the test driver, interpreted targets and the tools the tests run
   python3 perl bash coreutils procps zstd sqlite3
-  util-linux  # unshare (IPC and pid namespaces per test), runuser (the Slurm tests' munged)
+  util-linux  # unshare (IPC and pid namespaces per test), runuser (the Slurm tests' munged), findmnt
   bsdutils    # script (a program in a pseudo-terminal)
   iproute2    # ip netns: network namespaces as the multi-host tests' hosts
   openssh-server openssh-client  # a real sshd in each multi-host test host, and its client

@@ -72,7 +72,7 @@ class CheckpointCommand : public Command {
 
   void configure(CLI::App& app) override {
     app.add_option("--coord", coord_,
-                   "Coordinator HOST:PORT (default: $STASIS_COORD or 127.0.0.1:7781)");
+                   "Coordinator HOST:PORT (default: $STASIS_COORD, in a Slurm allocation its first node:7781, else 127.0.0.1:7781)");
     app.add_flag("--kill", kill_, "End the computation once the checkpoint is complete");
     app.add_flag("--full", full_, "Write full images, even for processes launched with --incremental");
     app.add_option("--compress", compress_, "Image compression for this checkpoint")
@@ -80,7 +80,7 @@ class CheckpointCommand : public Command {
   }
 
   int run() override {
-    CoordAddress address = coord_address_from(coord_);
+    CoordAddress address = coordinator_address(coord_);
     // Progress on a terminal: the images growing in the generation being written.
     std::string ckpt_root = isatty(STDERR_FILENO) == 1 ? checkpoint_root(address) : "";
     uint64_t known = ckpt_root.empty() ? 0 : newest_generation(ckpt_root).first;

@@ -17,11 +17,11 @@ class KillCommand : public Command {
 
   void configure(CLI::App& app) override {
     app.add_option("--coord", coord_,
-                   "Coordinator HOST:PORT (default: $STASIS_COORD or 127.0.0.1:7781)");
+                   "Coordinator HOST:PORT (default: $STASIS_COORD, in a Slurm allocation its first node:7781, else 127.0.0.1:7781)");
   }
 
   int run() override {
-    CoordConnection connection(coord_address_from(coord_));
+    CoordConnection connection(coordinator_address(coord_));
     StasisCommand command{};
     command.verb = STASIS_CMD_KILL;
     bool ok = false;

@@ -6,8 +6,10 @@
 
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fmt/format.h>
 
+#include "cli/checkpoint_on_signal.h"
 #include "cli/command.h"
 #include "image/compression.h"
 #include "cli/coord_client.h"
@@ -78,7 +80,7 @@ class LaunchCommand : public Command {
     return "Run a program under checkpoint control (starts a coordinator if none answers)";
   }
   void configure(CLI::App& app) override {
-    app.add_option("--coord", coord_, "Coordinator HOST:PORT (default $STASIS_COORD or 127.0.0.1:7781)");
+    app.add_option("--coord", coord_, "Coordinator HOST:PORT (default $STASIS_COORD, in a Slurm allocation its first node:7781, else 127.0.0.1:7781)");
     app.add_option("--ckpt-dir", ckpt_dir_, "Checkpoint directory (default $STASIS_CKPT_DIR or ./stasis-ckpt)");
     app.add_option("--interval", interval_, "Checkpoint every S seconds (for a coordinator it starts)")
         ->check(CLI::NonNegativeNumber);
@@ -104,11 +106,18 @@ class LaunchCommand : public Command {
     app.add_flag("--join", join_,
                  "Join the running coordinator at --coord/$STASIS_COORD, never start one (what a "
                  "remote launch runs on the other host; see docs/user-guide.md, Running across hosts)");
+    app.add_option("--checkpoint-on-signal", checkpoint_signal_,
+                   "On this signal (e.g. USR1, what `sbatch --signal=B:USR1@120` sends before the time "
+                   "limit), checkpoint and stop the computation, then exit with 128 + its number; "
+                   "`launch` stays as the program's parent to wait for it (docs/clusters.md)")
+        ->type_name("SIG");
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
     app.prefix_command(false);
   }
   int run() override {
-    CoordAddress addr = coord_address_from(coord_);
+    std::optional<CheckpointOnSignal> on_signal;
+    if (!checkpoint_signal_.empty()) on_signal.emplace(checkpoint_signal_);
+    CoordAddress addr = coordinator_address(coord_);
     CoordinatorOptions options;
     std::string dir = ckpt_dir_;
     if (dir.empty() && getenv("STASIS_CKPT_DIR")) dir = getenv("STASIS_CKPT_DIR");
@@ -123,6 +132,8 @@ class LaunchCommand : public Command {
     refuse_static_binary(program);
     std::string runtime = runtime_library_path();
     std::string secret = join_ ? joined_coordinator_secret(addr) : ensure_coordinator(addr, options);
+    // From here on in the child: STASIS_LAUNCH_PID and the preload are the launched process's.
+    if (on_signal) on_signal->fork_watcher(addr);
     // A process a remote launcher started on another host joins with its launch's --ib.
     const char* launch_ib = getenv("STASIS_IB");
     if (ib_.empty() && launch_ib && (std::string_view(launch_ib) == "soft" || std::string_view(launch_ib) == "system"))
@@ -169,7 +180,7 @@ class LaunchCommand : public Command {
   }
 
  private:
-  std::string coord_, ckpt_dir_, compress_, ib_, save_files_;
+  std::string coord_, ckpt_dir_, compress_, ib_, save_files_, checkpoint_signal_;
   double interval_ = 0;
   bool incremental_ = false, join_ = false;
   unsigned full_every_ = 0;

@@ -3,11 +3,15 @@
 // execs the restart loader in each.
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <fmt/format.h>
 
+#include "cli/checkpoint_on_signal.h"
 #include "cli/command.h"
+#include "cli/coord_client.h"
 #include "common/error.h"
 #include "restart/session.h"
+#include "restart/slurm_allocation.h"
 
 namespace fs = std::filesystem;
 
@@ -30,12 +34,15 @@ class RestartCommand : public Command {
     return "Restart a computation from a checkpoint (the newest complete one by default)";
   }
   void configure(CLI::App& app) override {
-    app.add_option("--coord", options_.coord, "Coordinator HOST:PORT (default $STASIS_COORD or 127.0.0.1:7781)");
+    app.add_option("--coord", options_.coord, "Coordinator HOST:PORT (default $STASIS_COORD, in a Slurm allocation its first node:7781, else 127.0.0.1:7781)");
     app.add_option("--hosts", options_.hosts,
                    "For a computation that ran on several hosts: OLD=NEW,... restarts the processes of "
                    "host OLD (as MANIFEST.json lists it) on host NEW; others on their own host");
     app.add_option("--rsh", options_.rsh, "How to run a command on another host (default $STASIS_RSH or ssh)");
     app.add_option("--part", options_.part_vpid, "(internal) restart only the part of the computation rooted at this process")
+        ->group("");
+    app.add_option("--task-parts", task_parts_,
+                   "(internal) in a task of a Slurm job step: restart the part given for its rank, of V0,V1,...")
         ->group("");
     app.add_option("--restart-id", options_.restart_id, "(internal) names this restart's meetings")->group("");
     app.add_flag("--lazy", options_.lazy,
@@ -59,17 +66,26 @@ class RestartCommand : public Command {
                    "'soft' (softib, for a host without InfiniBand) or the path of a libibverbs.so.1 "
                    "(see docs/infiniband.md)")
         ->type_name("soft|PATH");
+    app.add_option("--checkpoint-on-signal", checkpoint_signal_,
+                   "On this signal, checkpoint and stop the restarted computation, then exit with 128 + "
+                   "its number (as `launch --checkpoint-on-signal`)")
+        ->type_name("SIG");
     app.add_option("path", path_,
                    "A checkpoint directory, or the checkpoint root (default $STASIS_CKPT_DIR or ./stasis-ckpt)");
   }
   int run() override {
+    std::optional<CheckpointOnSignal> on_signal;
+    if (!checkpoint_signal_.empty()) on_signal.emplace(checkpoint_signal_);
     // The plugin reads it at its restart event, as any --setenv (remote parts get it so too).
     if (!ib_library_.empty()) options_.setenv.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
+    if (!task_parts_.empty()) options_.part_vpid = restart::part_of_this_task(task_parts_);
     options_.checkpoint = path_;
     options_.clock_continue = clock_ == "continue";
     if (options_.checkpoint.empty())
       options_.checkpoint = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
     options_.loader = restart_loader_path();
+    options_.coord = coordinator_address(options_.coord).str();
+    if (on_signal) on_signal->fork_watcher(coord_address_from(options_.coord));
     restart::RestartSession(std::move(options_)).run();
   }
 
@@ -78,6 +94,8 @@ class RestartCommand : public Command {
   std::string path_;        // the positional PATH
   std::string clock_ = "elapsed";  // --clock
   std::string ib_library_;  // --ib soft|PATH
+  std::string task_parts_;  // --task-parts V0,V1,...
+  std::string checkpoint_signal_;  // --checkpoint-on-signal SIG
 };
 
 }  // namespace

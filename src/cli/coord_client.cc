@@ -14,6 +14,8 @@
 
 #include "cli/command.h"
 #include "common/error.h"
+#include "restart/hosts.h"
+#include "restart/slurm_allocation.h"
 #include "common/hmac.h"
 #include "protocol/wire.h"
 
@@ -76,6 +78,10 @@ std::string existing_secret(const CoordAddress& addr) {
 
 }  // namespace
 
+CoordAddress coordinator_address(const std::string& option) {
+  return coord_address_from(option.empty() ? restart::default_coord_in_allocation() : option);
+}
+
 bool coordinator_answers(const CoordAddress& addr) {
   int fd = stasis_connect_tcp(addr.host.c_str(), addr.port);
   if (fd < 0) return false;
@@ -85,6 +91,16 @@ bool coordinator_answers(const CoordAddress& addr) {
 
 std::string ensure_coordinator(const CoordAddress& addr, const CoordinatorOptions& options) {
   if (coordinator_answers(addr)) return existing_secret(addr);
+  // Another host's address: the coordinator is started there (by the launch of the same job step
+  // on that node, `srun -N 2 stasis launch`), maybe a moment from now; it cannot be started here.
+  if (addr.host != "0.0.0.0" && !restart::is_local_address(addr.host)) {
+    for (int tries = 0; tries < 600 && !coordinator_answers(addr); tries++) usleep(50 * 1000);
+    if (!coordinator_answers(addr))
+      throw Error(fmt::format("no coordinator answers at {} after 30 s, and it is not an address of this host, "
+                              "where one could be started",
+                              addr.str()));
+    return existing_secret(addr);
+  }
   std::vector<std::string> argv = {cli::self_executable(),
                                    "coordinator",
                                    "--port",

@@ -10,6 +10,10 @@
 
 namespace stasis {
 
+// The coordinator a command means: --coord (`option`) if given, else $STASIS_COORD, else inside a
+// Slurm allocation its first node's address (restart/slurm_allocation.h), else 127.0.0.1:7781.
+CoordAddress coordinator_address(const std::string& option);
+
 // True if something accepts TCP connections at addr (does not authenticate).
 bool coordinator_answers(const CoordAddress& addr);
 

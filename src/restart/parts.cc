@@ -79,6 +79,11 @@ std::vector<OutsideStream> refuse_descriptors_across_parts(const std::vector<ima
 
 }  // namespace
 
+std::string new_restart_id() {
+  std::random_device random;
+  return fmt::format("{:08x}{:08x}", random(), random());
+}
+
 PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<int>& parents, size_t root,
                           const std::vector<std::string>& old_hosts, bool several_hosts,
                           const std::string& hosts_text, uint32_t part_vpid, const std::string& restart_id) {
@@ -109,8 +114,7 @@ PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<i
     if (mine == images.size())
       throw Error(fmt::format("--part {}: no part of this checkpoint starts at that process", part_vpid));
   } else {
-    std::random_device random;
-    plan.restart_id = fmt::format("{:08x}{:08x}", random(), random());
+    plan.restart_id = new_restart_id();
     for (size_t i = 0; i < images.size(); i++)
       if (roots[i] == i && parents[i] < 0 && i != mine)
         plan.detached.push_back({0, images[i].process().original_pid, new_host(i), restore::ssh_launcher_of(images[i])});

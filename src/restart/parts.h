@@ -32,6 +32,9 @@ struct PartPlan {
   RemotePart root_elsewhere;                                     // this restart's part, on another host
 };
 
+// A fresh name for a restart's meetings, picked by the first `stasis restart` and passed to the parts.
+std::string new_restart_id();
+
 // A computation that ran on several hosts comes back part by part: keeps in `images` only this
 // restart's part (the others', in PartPlan::others, tell it about the far ends of connections),
 // and notes the parts it must start. `parents`, `root`: the process tree of all the images;

@@ -18,6 +18,7 @@
 #include "plugins/memory/restore_memory.h"
 #include "plugins/process/timers.h"
 #include "restart/compatibility.h"
+#include "restart/slurm_allocation.h"
 
 namespace stasis::restart {
 
@@ -27,6 +28,7 @@ void RestartSession::run() {
   cli::ProgressSampler verifying("stasis restart: verifying images", image::payload_bytes_verified);
   open_images(ckpt);
   tree_ = ProcessTree::plan(images_);
+  relaunch_slurm_tasks_if_any(ckpt);
   const size_t total_processes = images_.size();
   parts_ = split_into_parts(images_, tree_.parent, tree_.root, ckpt.hosts, several_hosts_, options_.hosts,
                             options_.part_vpid, options_.restart_id);
@@ -90,6 +92,23 @@ void RestartSession::open_images(const Checkpoint& ckpt) {
     images_.push_back(image::Image::open(path.string(), /*verify_payloads=*/!options_.lazy && !several_hosts_));
     images_.back().load_fd_data();
   }
+}
+
+// Tasks of several nodes, restarted inside a Slurm allocation with no --hosts: a new job step
+// brings each back on a node of this allocation (slurm_allocation.h). Does not return then.
+void RestartSession::relaunch_slurm_tasks_if_any(const Checkpoint& ckpt) {
+  if (!several_hosts_ || options_.part_vpid != 0 || !options_.hosts.empty() || !getenv("SLURM_JOB_NODELIST") ||
+      !every_part_is_a_task(tree_.parent, ckpt.hosts))
+    return;
+  std::vector<uint32_t> vpids;
+  for (const auto& img : images_) vpids.push_back(img.process().original_pid);
+  SlurmRelaunch plan = plan_slurm_relaunch(tree_.parent, ckpt.hosts, vpids, allocation_nodes());
+  CoordAddress addr = coord_address_from(options_.coord);
+  expect_restart(addr, ckpt.dir.parent_path().string());  // the tasks meet there, from every node
+  std::vector<std::string> args = {"--restart-id", new_restart_id(), "--coord", addr.str()};
+  for (const auto& assignment : options_.setenv) args.insert(args.end(), {"--setenv", assignment});
+  if (options_.lazy) args.push_back("--lazy");
+  exec_srun_relaunch(plan, args, ckpt.dir.string());
 }
 
 // A coordinator that exits when idle (the one a launch started, whose processes were just

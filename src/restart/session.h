@@ -44,6 +44,7 @@ class RestartSession {
  private:
   std::string expect_restart(const CoordAddress& addr, const std::string& ckpt_dir);
   void open_images(const Checkpoint& ckpt);
+  void relaunch_slurm_tasks_if_any(const Checkpoint& ckpt);
 
   RestartOptions options_;
   std::vector<image::Image> images_;

@@ -1,6 +1,7 @@
-"""A private one-node Slurm cluster for one test: its own munged (own key and socket), slurmctld
-and slurmd on free ports, state in the test's directory, configured from slurm.conf.in beside
-this file. Every daemon it started is stopped by pid, also when the test fails."""
+"""A private Slurm cluster for one test: its own munged (own key and socket), slurmctld and one
+slurmd per node, state in the test's directory, configured from slurm.conf.in beside this file.
+By default one node, this machine, on free ports of 127.0.0.1; slurm_nodes.py gives it several,
+each a test host of its own. Every daemon it started is stopped by pid, also when the test fails."""
 import os
 import pwd
 import shutil
@@ -37,18 +38,47 @@ def free_port():
         return s.getsockname()[1]
 
 
+class Node:
+    """A compute node: its NodeName (what its slurmd finds as its host name), NodeAddr, and how a
+    command is run there (`on(argv)`: the argv that runs it on the node)."""
+    def __init__(self, name, address, on=lambda argv: list(argv)):
+        self.name, self.address, self.on = name, address, on
+
+
 class Cluster:
-    def __init__(self, tmp, conf_template):
+    """`nodes`: the compute nodes, the first also the controller and where commands run (the
+    login node); by default this machine alone. `ports`: slurmctld's and slurmd's (free ones of
+    this machine by default). `spool`: each slurmd's spool directory (%n: its node's name; made
+    on the node); short, as slurmstepd's sockets there have paths of at most 108 bytes."""
+    def __init__(self, tmp, conf_template, nodes=None, ports=None, spool=None):
         self.dir = os.path.join(tmp, "slurm")
         self.conf_template = conf_template
         self.conf = os.path.join(self.dir, "slurm.conf")
         self.pid_files = []  # of the daemons started, in start order
+        self.nodes = nodes or [Node(socket.gethostname(), "127.0.0.1")]
+        self.ports = ports or (free_port(), free_port())
+        self.spool = spool or os.path.join(self.dir, "spool-%n")
 
     def env(self, base):
         """`base` without anything of an enclosing Slurm job, pointed at this cluster."""
         env = {k: v for k, v in base.items() if not k.startswith(("SLURM_", "SALLOC_", "SBATCH_", "SRUN_"))}
         env["SLURM_CONF"] = self.conf
         return env
+
+    def test_env(self, tmp):
+        """A test's environment: this cluster's, nothing of an outer Stasis, and its own runtime
+        directory (the secret files) in `tmp`."""
+        env = self.env(os.environ)
+        for name in ("STASIS_COORD", "STASIS_SECRET", "STASIS_CKPT_DIR", "STASIS_LAUNCH_PID"):
+            env.pop(name, None)
+        env["STASIS_RUNTIME_DIR"] = os.path.join(tmp, "rt")
+        return env
+
+    def print_logs(self, *paths):
+        """The end of each of `paths` that exists, then of the daemons' logs: what a failed test shows."""
+        for path in (*paths, *self.log_files()):
+            if os.path.exists(path):
+                print(f"--- {path}:\n{open(path, errors='replace').read()[-3000:]}")
 
     def start(self):
         munge_dir = os.path.join(self.dir, "munge")
@@ -71,21 +101,34 @@ class Cluster:
                      f"--pid-file={os.path.join(munge_dir, 'pid')}", f"--log-file={os.path.join(munge_dir, 'log')}",
                      f"--seed-file={os.path.join(munge_dir, 'seed')}"])
         text = open(self.conf_template).read()
-        for name, value in (("DIR", self.dir), ("HOST", socket.gethostname()), ("MUNGE_SOCKET", socket_path),
-                            ("SLURMCTLD_PORT", free_port()), ("SLURMD_PORT", free_port())):
+        node_lines = "\n".join(f"NodeName={n.name} NodeAddr={n.address} CPUs=2 CoresPerSocket=2 ThreadsPerCore=1 "
+                               "State=UNKNOWN" for n in self.nodes)
+        controller = self.nodes[0]
+        for name, value in (("DIR", self.dir), ("CONTROLLER", controller.name), ("CONTROLLER_ADDR", controller.address),
+                            ("MUNGE_SOCKET", socket_path), ("SPOOL", self.spool), ("SLURMCTLD_PORT", self.ports[0]),
+                            ("SLURMD_PORT", self.ports[1]), ("NODES", node_lines),
+                            ("NODE_NAMES", ",".join(n.name for n in self.nodes))):
             text = text.replace(f"@{name}@", str(value))
         with open(self.conf, "w") as f:
             f.write(text)
         env = self.env(os.environ)
-        self._start("slurmctld", os.path.join(self.dir, "slurmctld.pid"), [DAEMONS[1]], env)
-        self._start("slurmd", os.path.join(self.dir, "slurmd.pid"), [DAEMONS[2]], env)
+        self._start("slurmctld", os.path.join(self.dir, "slurmctld.pid"), controller.on([DAEMONS[1]]), env)
+        for node in self.nodes:
+            subprocess.run(node.on(["mkdir", "-p", self.spool.replace("%n", node.name)]), check=True, timeout=60)
+            self._start(f"slurmd of {node.name}", os.path.join(self.dir, f"slurmd-{node.name}.pid"),
+                        node.on([DAEMONS[2]]), env)
         deadline = time.time() + 60
         while time.time() < deadline:
-            state = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, env=env).stdout
-            if state.strip() == "idle":
+            state = self.run("sinfo", "-h", "-N", "-o", "%t").stdout
+            if state.split() == ["idle"] * len(self.nodes):
                 return
             time.sleep(0.2)
-        raise RuntimeError(f"the Slurm node is not idle after 60 s (sinfo: {state.strip()!r}); see {self.dir}")
+        raise RuntimeError(f"the Slurm nodes are not idle after 60 s (sinfo: {state.strip()!r}); see {self.dir}")
+
+    def run(self, *argv, timeout=60, env=None):
+        """A Slurm command run on the login node (the first)."""
+        return subprocess.run(self.nodes[0].on(argv), capture_output=True, text=True, timeout=timeout,
+                              env=self.env(env or os.environ))
 
     def _start(self, name, pid_file, argv, env=None):
         # The daemons fork into the background; they are known by their pid files from then on.
@@ -105,8 +148,11 @@ class Cluster:
             return None
 
     def jobs(self):
-        out = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True, env=self.env(os.environ))
-        return out.stdout.split()
+        return self.run("squeue", "-h", "-o", "%i").stdout.split()
+
+    def log_files(self):
+        return [os.path.join(self.dir, "slurmctld.log")] + [os.path.join(self.dir, f"slurmd-{n.name}.log")
+                                                             for n in self.nodes]
 
     def wait_no_jobs(self, timeout=90):
         deadline = time.time() + timeout
@@ -116,9 +162,8 @@ class Cluster:
             time.sleep(0.2)
 
     def stop(self):
-        env = self.env(os.environ)
         if self.jobs():
-            subprocess.run(["scancel", "--full", *self.jobs()], capture_output=True, env=env)
+            self.run("scancel", "--full", *self.jobs())
             try:
                 self.wait_no_jobs(30)
             except RuntimeError:

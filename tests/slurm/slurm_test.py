@@ -113,6 +113,17 @@ def check_output_file(reference, before, after, shared_with_outside, where):
           f"program's lines the reference ({twice})")
 
 
+def check_tasks(reference, before, after, through_pipes, tmp, shared_with_outside):
+    """Every task's output after a restart: through srun's pipes (`after` is what the restart
+    printed), or in its --output file tmp/task-N.out."""
+    for t in sorted(reference):
+        if through_pipes:
+            check_continues(reference[t], before.get(t, []), after.get(t, []), f"task {t}")
+        else:
+            check_output_file(reference[t], before.get(t, []), after.get(t, []),
+                              f"{tmp}/task-{t}.out" in shared_with_outside, f"task {t}")
+
+
 def check_pmi2_refused(args, env, cluster, coord, ckpt_dir, run):
     env.update(UCX_TLS="tcp,self", MPIR_CVAR_NOLOCAL="1", OMP_NUM_THREADS="1")  # MPICH over TCP
     program = ["srun", "--mpi=pmi2", "-n", str(TASKS), args.mpi_program, "40", "100", "12", "0"]
@@ -158,10 +169,7 @@ def main():
     cluster = Cluster(tmp, args.conf)
     ckpt_dir = os.path.join(tmp, "ckpt")
     coord = f"127.0.0.1:{free_port()}"
-    env = cluster.env(os.environ)
-    for name in ("STASIS_COORD", "STASIS_SECRET", "STASIS_CKPT_DIR", "STASIS_LAUNCH_PID"):
-        env.pop(name, None)
-    env["STASIS_RUNTIME_DIR"] = os.path.join(tmp, "rt")
+    env = cluster.test_env(tmp)
     log = os.path.join(ckpt_dir, "coordinator.log")
     job = None
     try:
@@ -232,19 +240,12 @@ def main():
         if restart.returncode != reference.returncode:
             raise Failure(f"restart exited {restart.returncode}, srun {reference.returncode}: "
                           f"{restart.stdout[-2000:]}{restart.stderr[-2000:]}")
-        for t in range(TASKS):
-            if args.mode == "launch-srun":
-                check_continues(ref_tasks[t], before.get(t, []), after.get(t, []), f"task {t}")
-            else:
-                check_output_file(ref_tasks[t], before.get(t, []), after.get(t, []),
-                                  f"{tmp}/task-{t}.out" in shared, f"task {t}")
+        check_tasks(ref_tasks, before, after, args.mode == "launch-srun", tmp, shared)
         print("PASS")
         return 0
     except (Failure, RuntimeError, subprocess.SubprocessError) as e:
         print(f"FAIL: {e}")
-        for path in (log, os.path.join(tmp, "run1.out"), os.path.join(cluster.dir, "slurmd.log")):
-            if os.path.exists(path):
-                print(f"--- {path}:\n{open(path, errors='replace').read()[-3000:]}")
+        cluster.print_logs(log, os.path.join(tmp, "run1.out"))
         return 1
     finally:
         if job is not None:

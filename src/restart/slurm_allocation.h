@@ -1,0 +1,55 @@
+// Restarting Slurm tasks of several nodes in a new allocation (docs/clusters.md, Slurm): a
+// checkpoint whose every part (hosts.h) is a task started by Slurm (no parent in the
+// computation), restarted by `stasis restart` inside an allocation (salloc, a batch script),
+// comes back through a new job step: the first `stasis restart` execs `srun`, one task per
+// checkpointed task, each on the node that takes its old host's place, and each of srun's tasks
+// is a `stasis restart --task-parts` that restores its own. srun stays what it was at launch,
+// outside the computation: it carries the tasks' standard streams and exits with their status.
+#pragma once
+#include <cstdint>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace stasis::restart {
+
+struct SlurmNode {
+  std::string name, address;  // NodeName, and its NodeAddr as a numeric address
+};
+
+struct SlurmRelaunch {
+  std::string hosts_text;              // --hosts for every part: each old host = its new node's address
+  std::vector<uint32_t> task_vpids;    // the part each task of the new step restores, by rank
+  std::vector<std::string> task_nodes; // the node each rank runs on
+};
+
+// The nodes of the current allocation ($SLURM_JOB_NODELIST), in its order, through `scontrol`; at
+// most `limit`. Throws stasis::Error when scontrol fails or a node's address cannot be resolved.
+std::vector<SlurmNode> allocation_nodes(size_t limit = SIZE_MAX);
+
+// Where a coordinator listens by default inside a Slurm allocation (no --coord, no STASIS_COORD,
+// SLURM_JOB_NODELIST set): the first node's address, port 7781, which every node of the
+// allocation reaches and computes alike, so that `stasis status` on any node finds the
+// coordinator a launch in the batch script started. "" outside an allocation.
+std::string default_coord_in_allocation();
+
+// Whether every part is a task with no parent in the computation (as Slurm's tasks are), not a
+// process started through a remote launcher by a process of the computation.
+bool every_part_is_a_task(const std::vector<int>& parents, const std::vector<std::string>& old_hosts);
+
+// Where each of those tasks goes. `old_hosts`, `vpids`: each process's. An old host that is a node
+// of the allocation stays there; the others take the remaining nodes in order. Throws
+// stasis::Error when the allocation has fewer nodes than the checkpoint had hosts.
+SlurmRelaunch plan_slurm_relaunch(const std::vector<int>& parents, const std::vector<std::string>& old_hosts,
+                                  const std::vector<uint32_t>& vpids, const std::vector<SlurmNode>& allocation);
+
+// Execs `srun -n N --distribution=arbitrary` (the node of each rank in a SLURM_HOSTFILE) running
+// `restart_args` (this executable's `restart ...` arguments, without --task-parts, --hosts and
+// the checkpoint) for every task. Does not return; throws stasis::Error if srun cannot be run.
+[[noreturn]] void exec_srun_relaunch(const SlurmRelaunch& plan, std::vector<std::string> restart_args,
+                                     const std::string& checkpoint_dir);
+
+// In a task of that step: the part given for this task's rank ($SLURM_PROCID) in "V0,V1,...".
+uint32_t part_of_this_task(const std::string& task_parts);
+
+}  // namespace stasis::restart

@@ -1,0 +1,48 @@
+#include "restart/slurm_allocation.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "common/error.h"
+
+namespace stasis::restart {
+namespace {
+
+const std::vector<SlurmNode> kAllocation = {{"n1", "10.0.0.1"}, {"n2", "10.0.0.2"}, {"n3", "10.0.0.3"}};
+
+TEST(SlurmRelaunch, TasksOnlyWhenNoPartHasAParent) {
+  EXPECT_TRUE(every_part_is_a_task({-1, -1, 1}, {"a", "b", "b"}));  // 2 is 1's child on its host
+  EXPECT_FALSE(every_part_is_a_task({-1, 0}, {"a", "b"}));           // 1 started by 0 through ssh
+}
+
+TEST(SlurmRelaunch, OldHostsKeepTheirNodeOthersTakeTheFreeOnes) {
+  // Tasks 11, 12 on 10.0.0.9 (gone), 21, 22 on 10.0.0.2 (in the allocation): .2 stays on n2, .9
+  // takes n1, the first free node; ranks grouped by node.
+  SlurmRelaunch plan =
+      plan_slurm_relaunch({-1, -1, -1, -1}, {"10.0.0.9", "10.0.0.2", "10.0.0.9", "10.0.0.2"}, {11, 21, 12, 22}, kAllocation);
+  EXPECT_EQ(plan.hosts_text, "10.0.0.9=10.0.0.1,10.0.0.2=10.0.0.2");
+  EXPECT_EQ(plan.task_vpids, (std::vector<uint32_t>{11, 12, 21, 22}));
+  EXPECT_EQ(plan.task_nodes, (std::vector<std::string>{"n1", "n1", "n2", "n2"}));
+}
+
+TEST(SlurmRelaunch, ChildrenOfATaskComeWithIt) {
+  SlurmRelaunch plan = plan_slurm_relaunch({-1, 0, -1}, {"10.0.0.5", "10.0.0.5", "10.0.0.6"}, {7, 8, 9}, kAllocation);
+  EXPECT_EQ(plan.task_vpids, (std::vector<uint32_t>{7, 9}));
+}
+
+TEST(SlurmRelaunch, TooFewNodesIsRefused) {
+  EXPECT_THROW(plan_slurm_relaunch({-1, -1}, {"a", "b"}, {1, 2}, {{"n1", "10.0.0.1"}}), Error);
+}
+
+TEST(SlurmRelaunch, PartOfThisTaskByRank) {
+  setenv("SLURM_PROCID", "2", 1);
+  EXPECT_EQ(part_of_this_task("11,12,21"), 21u);
+  EXPECT_THROW(part_of_this_task("11,12"), Error);
+  EXPECT_THROW(part_of_this_task("11,x,21"), Error);
+  unsetenv("SLURM_PROCID");
+  EXPECT_THROW(part_of_this_task("11"), Error);
+}
+
+}  // namespace
+}  // namespace stasis::restart

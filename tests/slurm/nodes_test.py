@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Four Slurm tasks on two nodes checkpointed, cancelled and restarted in a new allocation.
+
+Runs a private two-node Slurm cluster (tests/slurm/slurm_nodes.py: each node a test host with its
+own address, /tmp, /dev/shm, host name and slurmd). Modes:
+  --mode launch-srun   on node 1, `stasis launch --coord NODE1:PORT -- srun -N 2 -n 4 slurm_task`;
+                       the tasks' output comes through srun. After `scancel`, `salloc -N 2 -n 4
+                       stasis restart` (no --hosts) brings them back, output on its stdout.
+  --mode srun-launch   `srun -N 2 -n 4 --output=task-%t.out stasis launch --coord NODE1:PORT --
+                       slurm_task` (each task its own launch; the one on node 1 starts the
+                       coordinator, the others wait for it); restarted by a batch job
+                       (`sbatch --wait -N 2 -n 4 --wrap 'stasis restart ...'`).
+  --mode launch-srun-moved
+                       as launch-srun on a three-node cluster: the job on nodes 1 and 2, the
+                       restart in an allocation of nodes 2 and 3 (`salloc -w`): node 2's tasks
+                       stay on it, node 1's come back on node 3.
+  --mode srun-launch-interval
+                       as srun-launch, with no --coord anywhere (the coordinator is the
+                       allocation's first node's, port 7781) and `launch --interval 2`: the
+                       checkpoint restarted is the newest interval checkpoint, and `stasis status`
+                       on node 2 finds the coordinator by itself; a wrong secret from node 2 is
+                       refused.
+Checks: the tasks (and not srun) join, two from each node, and `stasis status` answers on node 2
+too; the checkpoint holds the four tasks at both nodes' addresses; after the restart, while it
+runs, the four tasks are members again, two on each node, in the new job; each task's output
+goes on from the checkpoint and equals an uninterrupted `srun -N 2 -n 4 slurm_task` run's; the
+restart's exit status is srun's (the highest task status).
+Exits 77 (skipped) without slurm-wlm and munge, without network namespaces, or when not root.
+usage: nodes_test.py --stasis STASIS --task SLURM_TASK [--conf SLURM_CONF_IN] --mode MODE
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from e2e_common import wait_for  # noqa: E402
+from slurm.slurm_cluster import DEFAULT_TEMPLATE  # noqa: E402
+from slurm.slurm_nodes import ADDRESSES, SlurmNodes, skip_reason  # noqa: E402
+from slurm.slurm_test import Failure, by_task, check_tasks, files_shared_with_outside  # noqa: E402
+
+STEPS, DELAY_MS = 80, 100
+NODES, TASKS = 2, 4
+PORT = 7790
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--stasis", required=True)
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--conf", default=DEFAULT_TEMPLATE)
+    parser.add_argument("--mode", choices=("launch-srun", "launch-srun-moved", "srun-launch", "srun-launch-interval"), required=True)
+    args = parser.parse_args()
+    if skip_reason(args.conf):
+        print(f"SKIP: {skip_reason(args.conf)}")
+        return 77
+
+    started = time.time()
+    moved = args.mode == "launch-srun-moved"
+    nodes = SlurmNodes(args.conf, f"stasis-slurm-nodes-{args.mode}-", count=3 if moved else 2)
+    # Where the job runs, where it is restarted (the same two nodes unless moved).
+    first_nodes = ["-w", "stasis-slurm[1-2]"] if moved else []
+    restart_nodes = ["-w", "stasis-slurm[2-3]"] if moved else []
+    tmp, cluster = nodes.tmp, nodes.cluster
+    ckpt_dir = os.path.join(tmp, "ckpt")
+    interval = args.mode == "srun-launch-interval"
+    coord = f"{ADDRESSES[0]}:{7781 if interval else PORT}"
+    # Without --coord, as inside the allocation: SLURM_JOB_NODELIST gives the coordinator's node.
+    coord_options = [] if interval else ["--coord", coord]
+    env = cluster.test_env(tmp)  # the secret files: on the shared file system
+    log = os.path.join(ckpt_dir, "coordinator.log")
+    out1 = os.path.join(tmp, "run1.out")
+    job = None
+
+    def run(*argv, node=0, timeout=120):
+        return subprocess.run(nodes.on(node, *argv), capture_output=True, text=True, env=env, timeout=timeout)
+
+    def members(node=0):
+        r = subprocess.run(nodes.on(node, args.stasis, "status", *coord_options, "--json"), capture_output=True,
+                           text=True, env=dict(env, SLURM_JOB_NODELIST="stasis-slurm[1-2]"), timeout=60)
+        try:
+            return sorted((p["program"], p["host"]) for p in json.loads(r.stdout)["processes"])
+        except (ValueError, KeyError):
+            return []
+    two_per_node = sorted(("slurm_task", name) for name in nodes.names[:NODES] for _ in range(TASKS // NODES))
+    two_per_new_node = sorted(("slurm_task", name) for name in nodes.names[-NODES:] for _ in range(TASKS // NODES))
+
+    try:
+        nodes.up()
+        print(f"cluster up in {time.time() - started:.1f} s")
+        reference = run("srun", *first_nodes, "-N", str(NODES), "-n", str(TASKS), args.task, str(STEPS), str(DELAY_MS))
+        ref_tasks = by_task(reference.stdout)
+        if sorted(ref_tasks) != list(range(TASKS)) or any(len(v) != STEPS + 1 for v in ref_tasks.values()):
+            raise Failure(f"the reference run printed {reference.stdout!r} {reference.stderr!r}")
+        print(f"reference: srun exit status {reference.returncode}")
+
+        program = [args.task, str(STEPS), str(DELAY_MS)]
+        if args.mode.startswith("launch-srun"):
+            argv = [args.stasis, "launch", "--coord", coord, "--ckpt-dir", ckpt_dir, "--",
+                    "srun", *first_nodes, "-N", str(NODES), "-n", str(TASKS), *program]
+            printed = lambda: by_task(open(out1).read())
+        else:
+            argv = ["srun", "-N", str(NODES), "-n", str(TASKS), f"--output={tmp}/task-%t.out", args.stasis, "launch",
+                    *coord_options, "--ckpt-dir", ckpt_dir, *(["--interval", "2"] if interval else []), "--",
+                    *program]
+            printed = lambda: {t: open(f"{tmp}/task-{t}.out").read().splitlines()
+                               for t in range(TASKS) if os.path.exists(f"{tmp}/task-{t}.out")}
+        with open(out1, "w") as out:
+            job = subprocess.Popen(nodes.on(0, *argv), stdout=out, stderr=subprocess.STDOUT, env=env,
+                                   start_new_session=True)
+        wait_for(lambda: len(printed()) == TASKS and all(len(v) >= 8 for v in printed().values())
+                 or job.poll() is not None, "the tasks' first lines", 90)
+        if job.poll() is not None:
+            raise Failure(f"the job ended early: {open(out1).read()}")
+        wait_for(lambda: members() == two_per_node, f"the {TASKS} tasks, {TASKS // NODES} on each node (and "
+                 "nothing else) in `stasis status`", 30)
+        if members(node=1) != two_per_node:
+            raise Failure(f"`stasis status` on node 2 shows {members(node=1)}")
+        print("members, as node 2's `stasis status` shows them:", members(node=1))
+
+        if interval:
+            wrong = subprocess.run(nodes.on(1, args.stasis, "status"), capture_output=True, text=True, timeout=60,
+                                   env=dict(env, SLURM_JOB_NODELIST="stasis-slurm[1-2]", STASIS_SECRET="00" * 32))
+            if wrong.returncode == 0:
+                raise Failure(f"`stasis status` with a wrong secret on node 2 was answered: {wrong.stdout}")
+            print("wrong secret from node 2 refused:", wrong.stderr.strip())
+            complete = lambda: sorted(d for d in os.listdir(ckpt_dir) if d.isdigit() and
+                                      os.path.exists(os.path.join(ckpt_dir, d, "MANIFEST.json")))
+            wait_for(lambda: os.path.isdir(ckpt_dir) and complete(), "an interval checkpoint", 30)
+            generation = os.path.join(ckpt_dir, complete()[-1])
+        else:
+            ckpt = run(args.stasis, "checkpoint", "--coord", coord)
+            if ckpt.returncode != 0:
+                raise Failure(f"checkpoint failed: {ckpt.stdout}{ckpt.stderr}")
+            generation = ckpt.stdout.strip().splitlines()[-1]
+        saved = sorted((p["program"], p["address"]) for p in
+                       json.load(open(os.path.join(generation, "MANIFEST.json")))["processes"])
+        expected = sorted(("slurm_task", a) for a in ADDRESSES[:NODES] for _ in range(TASKS // NODES))
+        if saved != expected:
+            raise Failure(f"the checkpoint holds {saved}, not {expected}")
+        print("checkpoint:", saved)
+
+        jobs = cluster.jobs()
+        if len(jobs) != 1:
+            raise Failure(f"expected one job in the queue, found {jobs}")
+        cluster.run("scancel", jobs[0])
+        job.wait(timeout=120)
+        job = None
+        cluster.wait_no_jobs()
+        wait_for(lambda: not members(), "the cancelled tasks' leaving the coordinator", 30)
+        before = printed()
+        if interval:  # the newest interval checkpoint is the one restarted
+            generation = os.path.join(ckpt_dir, complete()[-1])
+        shared = files_shared_with_outside(args.stasis, generation, env) if args.mode.startswith("srun") else set()
+
+        # A new allocation of two nodes; no --hosts: the nodes come from the allocation.
+        if args.mode.startswith("launch-srun"):
+            restart_argv = ["salloc", *restart_nodes, "-N", str(NODES), "-n", str(TASKS), args.stasis, "restart", "--coord", coord,
+                            ckpt_dir]
+        else:
+            restart_argv = ["sbatch", "--wait", "-N", str(NODES), "-n", str(TASKS), f"--output={tmp}/restart-job.out",
+                            "--wrap", f"exec {args.stasis} restart {' '.join(coord_options)} {ckpt_dir}"]
+        restart_at = time.time()
+        restart = subprocess.Popen(nodes.on(0, *restart_argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, env=env)
+        wait_for(lambda: members() == two_per_new_node or restart.poll() is not None,
+                 "the restarted tasks, two on each node of the new allocation", 90)
+        print(f"restarted tasks in the new allocation (job {cluster.jobs()}), {time.time() - restart_at:.1f} s "
+              f"after the restart began:", members())
+        if cluster.jobs() == jobs:
+            raise Failure(f"the restart runs in the old job {jobs}")
+        out, err = restart.communicate(timeout=180)
+        if args.mode.startswith("srun"):
+            err = open(os.path.join(tmp, "restart-job.out")).read()  # the batch job's stderr
+        if "through srun" not in err:
+            raise Failure(f"the restart did not start the tasks through srun: {err[-2000:]}")
+        print("restart:", next(line for line in err.splitlines() if "through srun" in line))
+        after = by_task(out) if args.mode.startswith("launch-srun") else printed()
+        if restart.returncode != reference.returncode:
+            raise Failure(f"restart exited {restart.returncode}, srun {reference.returncode}: {out[-2000:]}{err[-2000:]}")
+        check_tasks(ref_tasks, before, after, args.mode.startswith("launch-srun"), tmp, shared)
+        print(f"PASS in {time.time() - started:.1f} s")
+        return 0
+    except (Failure, RuntimeError, subprocess.SubprocessError) as e:
+        print(f"FAIL: {e}")
+        cluster.print_logs(log, out1, os.path.join(tmp, "restart-job.out"))
+        return 1
+    finally:
+        if job is not None:
+            os.killpg(job.pid, 9)
+            job.wait()
+        subprocess.run(nodes.on(0, args.stasis, "kill", "--coord", coord), env=env, capture_output=True, timeout=60)
+        nodes.down()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
