@@ -29,10 +29,10 @@ using namespace std::string_literals;
 
 #include "cli/coord_client.h"
 #include "common/error.h"
-#include "plugins/sockets/restore_parts.h"
+#include "plugins/sockets/socket_restore.h"
 
 namespace stasis::restore {
-using namespace parts;
+using namespace socket_restore;
 namespace {
 
 // A connection whose other end another part of a restart on several hosts brings back: the end
@@ -52,7 +52,7 @@ constexpr auto kCrossHostWait = std::chrono::seconds(120);
 
 }  // namespace
 
-namespace parts {
+namespace socket_restore {
 void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp& cross,
                      stasis::CoordConnection& coordinator) {
   g_coord = cross.coord;
@@ -78,7 +78,7 @@ void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp&
   g_cross_host.push_back(end);
 }
 
-}  // namespace parts
+}  // namespace socket_restore
 
 void connect_cross_host_tcp(const image::Image& img) {
   std::unique_ptr<stasis::CoordConnection> coordinator;

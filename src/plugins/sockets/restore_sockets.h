@@ -1,6 +1,6 @@
 // Sockets, restart side: Unix sockets (restore_unix_sockets.cc), TCP (restore_tcp.cc), TCP across
 // hosts (restore_cross_host_tcp.cc), datagrams (restore_datagrams.cc), with what they share
-// (restore_parts.h), and describe (restore_describe.cc). Everything the processes share is made before the process tree forks.
+// (socket_restore.h), and describe (restore_describe.cc). Everything the processes share is made before the process tree forks.
 #pragma once
 #include <map>
 #include <string>
