@@ -149,6 +149,10 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
 
   const std::map<uint64_t, int> objects = restore::pass_shared_memory(img, context.shared_memory, context.floor);
   const AncestorFds ancestor_fds = open_ancestors_for_loader(ancestors, context.floor);
+  const auto vdso_plan_of = context.vdso_plans.find(img.path());
+  if (vdso_plan_of == context.vdso_plans.end())
+    throw Error(fmt::format("internal error: {} was never checked for this kernel's vdso", img.path()));
+  const StasisVdsoProxy& vdso_plan = vdso_plan_of->second;
   int feed[2];
   if (pipe2(feed, O_CLOEXEC) != 0) throw Error("cannot create the restart pipe");
   fcntl(feed[0], F_SETPIPE_SZ, 1 << 20);
@@ -158,7 +162,7 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
     if (fork() != 0) _exit(0);  // the grandchild feeds; init adopts it
     close(feed[0]);
     try {
-      feed_loader(img, ancestor_fds, objects, info, image_fd, context.payloads_verified, feed[1]);
+      feed_loader(img, ancestor_fds, objects, info, vdso_plan, image_fd, context.payloads_verified, feed[1]);
     } catch (const std::exception& e) {
       report_restart_failure(context, e.what());
       _exit(1);

@@ -25,6 +25,7 @@ struct RestoreContext {
   std::map<restore::DescriptionKey, int> shared_descriptions;  // held by several processes
   std::map<restore::MemoryObjectKey, int> shared_memory;      // memory several regions map
   restore::HostSegments sysv_segments;                         // System V segments, made once
+  std::map<std::string, StasisVdsoProxy> vdso_plans;  // by image path: check_restartable's (compatibility.h)
   // `stasis restart`'s own stderr (close-on-exec, at or above `floor`): where every restored
   // process reports a failed restart, since its descriptor 2 becomes the program's.
   int restart_stderr = 2;

@@ -37,7 +37,8 @@ void RestartSession::run() {
   }
   // Before the checks: regions find them by path.
   const std::set<std::string> recreated = restore::recreate_named_shm_files(images_);
-  for (const auto& img : images_) check_restartable(img, recreated);
+  const KernelVdso own_vdso = own_kernel_vdso();  // the tree's processes fork from this one: the same vdso
+  for (const auto& img : images_) context_.vdso_plans[img.path()] = check_restartable(img, recreated, own_vdso);
   verifying.stop();  // its thread ends before this process forks the tree
 
   CoordAddress addr = coord_address_from(options_.coord);
