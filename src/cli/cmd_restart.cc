@@ -7,6 +7,7 @@
 
 #include "cli/command.h"
 #include "common/error.h"
+#include "coordinator/command_environment.h"
 #include "restart/session.h"
 
 namespace fs = std::filesystem;
@@ -60,7 +61,8 @@ class RestartCommand : public Command {
     if (!ib_library_.empty()) options_.setenv.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
     options_.checkpoint = path_;
     if (options_.checkpoint.empty())
-      options_.checkpoint = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
+      options_.checkpoint = CommandEnvironment::read().ckpt_dir;
+    if (options_.checkpoint.empty()) options_.checkpoint = "stasis-ckpt";
     options_.loader = restart_loader_path();
     restart::RestartSession(std::move(options_)).run();
   }

@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "common/error.h"
+#include "coordinator/command_environment.h"
 #include "restart/hosts.h"
 
 namespace fs = std::filesystem;
@@ -182,7 +183,8 @@ void PartStarter::exec_part(uint32_t vpid, const std::string& host) const {
                                    "--coord", coord};
   if (!hosts_text.empty()) args.insert(args.end(), {"--hosts", hosts_text});
   for (const auto& assignment : setenv) args.insert(args.end(), {"--setenv", assignment});
-  std::string rsh = !this->rsh.empty() ? this->rsh : getenv("STASIS_RSH") ? getenv("STASIS_RSH") : "ssh";
+  const CommandEnvironment env = CommandEnvironment::read();
+  std::string rsh = !this->rsh.empty() ? this->rsh : !env.rsh.empty() ? env.rsh : "ssh";
   args.insert(args.end(), {"--rsh", rsh, checkpoint_dir});
   std::vector<std::string> words;
   if (is_local_address(host)) {
@@ -195,8 +197,8 @@ void PartStarter::exec_part(uint32_t vpid, const std::string& host) const {
       at = space + 1;
     }
     std::string command = "exec env";
-    for (const char* name : {"STASIS_RUNTIME_DIR", "STASIS_IB"})
-      if (getenv(name)) command += fmt::format(" {}={}", name, shell_quote(getenv(name)));
+    if (!env.runtime_dir.empty()) command += " STASIS_RUNTIME_DIR=" + shell_quote(env.runtime_dir);
+    if (!env.ib.empty()) command += " STASIS_IB=" + shell_quote(env.ib);
     for (const auto& arg : args) command += " " + shell_quote(arg);
     words.push_back(host);
     words.push_back(command);

@@ -197,7 +197,7 @@ bool capture_process_state(const StasisFdRecord* fds, uint32_t count, LogLine& e
 void note_external_fds_from_env() {
   note_outside_processes_from_env();
   g_external_count = 0;
-  const char* list = getenv("STASIS_EXTERNAL_INODES");
+  const char* list = g_settings.external_inodes.or_else(nullptr);
   uint64_t v = 0, fd = 0;
   for (const char* p = list; p && g_external_count < kMaxExternal; p++) {
     if (*p >= '0' && *p <= '9') {
