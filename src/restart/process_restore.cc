@@ -132,8 +132,11 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
     if (f.cloexec) info.cloexec_fds[f.fd / 64] |= 1ull << (f.fd % 64);
     if (f.kind == STASIS_FD_EXTERNAL) info.external_fds[f.fd / 64] |= 1ull << (f.fd % 64);
   }
-  restore::recreate_sysv_objects(img, context.sysv_segments, info);  // before the feeder: the loader needs their ids
-  restore::enter_process(img, info);  // each kind's step in this process (sockets: moved hosts)
+  // Each kind's step in this process, before the feeder: process-wide state (System V ids,
+  // shared memory for the loader), then the descriptor kinds (sockets: moved hosts).
+  restore::ProcessRestore process{info, context.floor, {}};
+  restore::enter_process_wide(img, context.shared, process);
+  restore::enter_process(img, info);
 
   // Descriptor numbers the loader will find its feed and the image at: free in the program.
   std::set<int> saved;
@@ -147,7 +150,7 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
   int image = open(img.path().c_str(), O_RDONLY | O_CLOEXEC);
   if (image < 0) throw Error(fmt::format("cannot open {}: {}", img.path(), std::strerror(errno)));
 
-  const std::map<uint64_t, int> objects = restore::pass_shared_memory(img, context.shared_memory, context.floor);
+  const std::map<uint64_t, int>& objects = process.loader_objects;
   const AncestorFds ancestor_fds = open_ancestors_for_loader(ancestors, context.floor);
   const auto vdso_plan_of = context.vdso_plans.find(img.path());
   if (vdso_plan_of == context.vdso_plans.end())
