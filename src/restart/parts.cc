@@ -41,11 +41,11 @@ std::vector<OutsideStream> refuse_descriptors_across_parts(const std::vector<ima
                                                           const std::vector<std::string>& old_hosts) {
   std::vector<OutsideStream> outside_streams;
   auto key_of = [](const StasisFdRecord& f) {
-    if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) return fmt::format("pipe {}:{}", f.dev, f.ino);
+    if (restore::shared_by_inode(f)) return fmt::format("pipe {}:{}", f.dev, f.ino);
     return fmt::format("description {}:{}", f.owner_pid, f.owner_fd);
   };
   auto crosses = [](const StasisFdRecord& f) {
-    return f.kind != STASIS_FD_EXTERNAL && f.kind != STASIS_FD_TCP_CONNECTION && f.kind != STASIS_FD_TCP_LISTENER;
+    return f.kind != STASIS_FD_EXTERNAL && !restore::joins_hosts(f);
   };
   std::map<std::string, std::set<size_t>> parts_holding;      // key -> part roots
   std::map<std::pair<std::string, size_t>, int> root_stream;  // (key, part root) -> its number there
@@ -140,7 +140,7 @@ PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<i
   std::map<std::pair<uint64_t, uint64_t>, StasisFdRecord> pipes_here;
   for (const auto& img : images)
     for (const auto& f : img.fds())
-      if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) pipes_here.emplace(std::pair{f.dev, f.ino}, f);
+      if (restore::shared_by_inode(f)) pipes_here.emplace(std::pair{f.dev, f.ino}, f);
   for (const auto& [parent, children] : plan.remote_children)
     for (const RemotePart& child : children)
       for (int stdio = 0; stdio <= 2; stdio++) {

@@ -93,19 +93,19 @@ std::map<restore::DescriptionKey, int> create_shared_descriptions(const std::vec
   for (const auto& [parent, children] : parts.remote_children)
     for (const auto& child : children) holders_of.push_back({&parts.others[child.index], 2});
   std::map<restore::DescriptionKey, std::set<size_t>> holders;
-  std::map<std::pair<uint64_t, uint64_t>, std::set<size_t>> pipe_holders;
+  std::map<std::pair<uint64_t, uint64_t>, std::set<size_t>> inode_holders;
   for (size_t i = 0; i < holders_of.size(); i++)
     for (const auto& f : holders_of[i].first->fds()) {
       if (f.kind == STASIS_FD_EXTERNAL || f.fd > holders_of[i].second) continue;
       holders[{f.owner_pid, f.owner_fd}].insert(i);
-      if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) pipe_holders[{f.dev, f.ino}].insert(i);
+      if (restore::shared_by_inode(f)) inode_holders[{f.dev, f.ino}].insert(i);
     }
-  // Every end with saved bytes refills the one pipe; any end creates it.
+  // An object several processes hold by inode (a pipe) is made once; every end with saved bytes
+  // refills it, any end creates it.
   for (const auto& [img, highest] : holders_of)
     for (const auto& f : img->fds())
-      if ((f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) && f.fd <= highest &&
-          pipe_holders[{f.dev, f.ino}].size() > 1)
-        restore::create_pipe(*img, f);
+      if (restore::shared_by_inode(f) && f.fd <= highest && inode_holders[{f.dev, f.ino}].size() > 1)
+        restore::make_shared_object(*img, f);
   for (const auto& [key, who] : holders) {
     if (who.size() < 2) continue;
     // The owner's own record when the owner is among them, else any holder's.

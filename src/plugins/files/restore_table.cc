@@ -29,21 +29,21 @@ void enter_sockets(const image::Image& img, StasisRestartInfo& info) {
 }
 
 constexpr RestoreKind kRestoreKinds[] = {
-    // kind                    check              prepare               enter          open                  finish            describe
+    // kind                    check              prepare               enter          open                  finish            describe [make_shared_object joins_hosts]
     {STASIS_FD_PTY_MASTER,     nullptr,           prepare_ptys,         nullptr,       open_pty,             nullptr,          describe_pty},
     {STASIS_FD_PTY_SLAVE,      nullptr,           prepare_ptys,         nullptr,       open_pty,             nullptr,          describe_pty},
     {STASIS_FD_UNIX_SOCKET,    nullptr,           prepare_socket_pairs, enter_sockets, open_socket_end,      nullptr,          describe_socket},
     {STASIS_FD_UNIX_LISTENER,  nullptr,           nullptr,              enter_sockets, open_unix_listener,   nullptr,          describe_socket},
-    {STASIS_FD_TCP_LISTENER,   nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket},
-    {STASIS_FD_TCP_CONNECTION, nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket},
+    {STASIS_FD_TCP_LISTENER,   nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket, nullptr, true},
+    {STASIS_FD_TCP_CONNECTION, nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket, nullptr, true},
     {STASIS_FD_UDP_SOCKET,     nullptr,           prepare_datagrams,    enter_sockets, open_datagram_socket, nullptr,          describe_socket},
     {STASIS_FD_UNIX_DATAGRAM,  nullptr,           prepare_datagrams,    enter_sockets, open_datagram_socket, nullptr,          describe_socket},
     {STASIS_FD_REGULAR,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_DIRECTORY,      check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_CHARDEV,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_EXTERNAL,       nullptr,           nullptr,              nullptr,       nullptr,              nullptr,          describe_external},
-    {STASIS_FD_PIPE,           nullptr,           nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe},
-    {STASIS_FD_FIFO,           check_fifo,        nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe},
+    {STASIS_FD_PIPE,           nullptr,           nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe, create_pipe},
+    {STASIS_FD_FIFO,           check_fifo,        nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe, create_pipe},
     {STASIS_FD_SAVED_FILE,     check_saved_file,  nullptr,              nullptr,       open_saved_file,      nullptr,          describe_saved_file},
     {STASIS_FD_MQUEUE,         nullptr,           nullptr,              nullptr,       open_mqueue,          nullptr,          describe_mqueue},
     {STASIS_FD_EVENTFD,        nullptr,           nullptr,              nullptr,       open_eventfd,         nullptr,          describe_eventfd},
@@ -102,6 +102,18 @@ const RestoreKind* restore_kind(uint32_t kind) {
   for (const auto& row : kRestoreKinds)
     if (row.kind == kind) return &row;
   return nullptr;
+}
+
+bool shared_by_inode(const StasisFdRecord& rec) {
+  const RestoreKind* row = restore_kind(rec.kind);
+  return row && row->make_shared_object;
+}
+
+void make_shared_object(const image::Image& img, const StasisFdRecord& rec) { restore_kind(rec.kind)->make_shared_object(img, rec); }
+
+bool joins_hosts(const StasisFdRecord& rec) {
+  const RestoreKind* row = restore_kind(rec.kind);
+  return row && row->joins_hosts;
 }
 
 void prepare_before_fork(const std::vector<image::Image>& images, const BeforeFork& how) {
