@@ -132,8 +132,8 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
     if (f.cloexec) info.cloexec_fds[f.fd / 64] |= 1ull << (f.fd % 64);
     if (f.kind == STASIS_FD_EXTERNAL) info.external_fds[f.fd / 64] |= 1ull << (f.fd % 64);
   }
-  // Each kind's step in this process, before the feeder: process-wide state (System V ids,
-  // shared memory for the loader), then the descriptor kinds (sockets: moved hosts).
+  // Each kind's step in this process, before the feeder (what the loader needs: new object ids,
+  // descriptors of shared memory): the process-wide kinds, then the descriptor kinds.
   restore::ProcessRestore process{info, context.floor, {}};
   restore::enter_process_wide(img, context.shared, process);
   restore::enter_process(img, info);

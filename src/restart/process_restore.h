@@ -1,5 +1,5 @@
 // Restoring one process of the computation, in the process that becomes it (forked by the
-// process tree): its System V objects, cross-host connections, descriptors, working directory,
+// process tree): each kind's step there (restore table), its descriptors, working directory,
 // umask and limits; then it execs the restart loader, which a feeder process streams its memory
 // to (loader_feed.h). Also what the processes share, made once before the tree forks.
 #pragma once

@@ -62,12 +62,12 @@ void RestartSession::run() {
   // coordinator's name service, which they publish in once running.
   starter_ = {parts_.restart_id, addr.str(), options_.hosts, options_.setenv, options_.rsh, ckpt.dir.string()};
   if (several_hosts_) starter_.start_other_parts(parts_);
-  // What the processes share and each kind makes once (ptys, socket pairs, TCP, datagrams), before
-  // any description that is an end of one: the restore table's prepare steps.
+  // What the processes share and each kind makes once, before any description that is an end of
+  // one: the restore table's prepare steps, in its order.
   restore::CrossHostTcp cross{addr.str(), parts_.own_address, parts_.old_address, parts_.restart_id, &parts_.others};
   restore::prepare_before_fork(images_, {several_hosts_ ? &cross : nullptr, several_hosts_});
   context_.shared_descriptions = create_shared_descriptions(images_, parts_);
-  restore::restore_before_fork(images_, context_.shared);  // process-wide state: shared memory, System V
+  restore::restore_before_fork(images_, context_.shared);  // the process-wide kinds' steps
 
   TreeForker tree(images_, ancestors_, tree_, table, parts_, starter_, context_);
   std::vector<size_t> tasks = tree.outside_launcher_tasks(several_hosts_);
