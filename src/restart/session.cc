@@ -64,7 +64,7 @@ void RestartSession::run() {
   if (several_hosts_) starter_.start_other_parts(parts_);
   // What the processes share and each kind makes once, before any description that is an end of
   // one: the restore table's prepare steps, in its order.
-  restore::CrossHostTcp cross{addr.str(), parts_.own_address, parts_.old_address, parts_.restart_id, &parts_.others};
+  restore::OtherParts cross{addr.str(), parts_.own_address, parts_.old_address, parts_.restart_id, &parts_.others};
   restore::prepare_before_fork(images_, {several_hosts_ ? &cross : nullptr, several_hosts_});
   context_.shared_descriptions = create_shared_descriptions(images_, parts_);
   restore::restore_before_fork(images_, context_.shared);  // the process-wide kinds' steps

@@ -5,6 +5,7 @@
 // descriptor: its folder, one row here and one in the capture table (capture_table.cc).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -15,10 +16,17 @@
 
 namespace stasis::restore {
 
-struct CrossHostTcp;  // sockets/restore_sockets.h
+// A restart on several hosts: how this part meets the others.
+struct OtherParts {
+  std::string coord;        // the coordinator, HOST:PORT
+  std::string own_address;  // where the other hosts reach this part's host
+  std::string old_address;  // where they reached the host this part ran on (its addresses move)
+  std::string restart_id;   // keeps one restart's names apart from another's
+  const std::vector<image::Image>* elsewhere = nullptr;  // the other parts' images
+};
 // What the steps before the process tree forks need to know about this restart.
 struct BeforeFork {
-  const CrossHostTcp* cross = nullptr;  // a restart on several hosts: how to meet the other parts
+  const OtherParts* cross = nullptr;  // a restart on several hosts: how to meet the other parts
   bool several_hosts = false;
 };
 

@@ -53,7 +53,7 @@ constexpr auto kCrossHostWait = std::chrono::seconds(120);
 }  // namespace
 
 namespace socket_restore {
-void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp& cross,
+void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const OtherParts& cross,
                      stasis::CoordConnection& coordinator) {
   g_coord = cross.coord;
   CrossHostEnd end{mine, peer};

@@ -295,7 +295,7 @@ Endpoint bindable_here(const StasisTcpData& t, const Endpoint& e) {
 
 }  // namespace
 
-void create_tcp_sockets(const std::vector<image::Image>& images, const CrossHostTcp* cross) {
+void create_tcp_sockets(const std::vector<image::Image>& images, const OtherParts* cross) {
   collect_seen_names(images);
   std::map<uint64_t, TcpUse> listeners, connections;  // by saved inode; one use of each
   for (const auto& img : images)

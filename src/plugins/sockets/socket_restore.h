@@ -65,7 +65,7 @@ extern std::map<uint64_t, StasisTcpData> g_seen_names;
 // ---- TCP across hosts (restore_cross_host_tcp.cc) ----
 // Before the tree forks: `mine`, whose other end `peer` another part brings back, is made
 // through the name service at `coordinator`; connect_cross_host_tcp finishes it.
-void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp& cross,
+void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const OtherParts& cross,
                      stasis::CoordConnection& coordinator);
 
 }  // namespace stasis::restore::socket_restore
