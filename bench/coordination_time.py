@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Coordination time of a checkpoint as the number of processes grows.
 
-For each process count N, one computation: tests/targets/scale_tree (a parent and N-1 children,
+For each process count N, one computation: src/plugins/pids/tests/scale_tree.c built into build/tests/targets/scale_tree (a parent and N-1 children,
 each owning --memory-kb of memory it keeps changing) under `stasis launch --compress none`, joined
 to its own coordinator. Once all N processes have joined, --runs checkpoints are taken one after
 another; each reports, from the coordinator's "checkpoint G timing" log line:

@@ -70,6 +70,12 @@ int stasis_register_plugin(const stasis_plugin_t* plugin) __attribute__((weak));
  * event. */
 void stasis_plugin_log(const char* message) __attribute__((weak));
 
+/* The value of the runtime's setting named `name` (an environment variable it reads once at start-up,
+ * src/runtime/settings.h), or NULL when unset or not one. STASIS_IB_LIBRARY also takes the value a
+ * restart's --setenv gave it, by the RESTART event. Plugins use this rather than getenv: user
+ * threads may be stopped inside setenv. */
+const char* stasis_plugin_setting(const char* name) __attribute__((weak));
+
 /* From an event handler about to return non-zero: the one-line reason (naming the object and
  * its kind) that the checkpoint's failure reports instead of "plugin NAME failed". */
 void stasis_plugin_refuse(const char* message) __attribute__((weak));

@@ -11,6 +11,7 @@
 
 #include "cli/checkpoint_on_signal.h"
 #include "cli/command.h"
+#include "coordinator/command_environment.h"
 #include "image/compression.h"
 #include "cli/coord_client.h"
 #include "common/error.h"
@@ -119,11 +120,10 @@ class LaunchCommand : public Command {
     if (!checkpoint_signal_.empty()) on_signal.emplace(checkpoint_signal_);
     CoordAddress addr = coordinator_address(coord_);
     CoordinatorOptions options;
-    std::string dir = ckpt_dir_;
-    if (dir.empty() && getenv("STASIS_CKPT_DIR")) dir = getenv("STASIS_CKPT_DIR");
+    const CommandEnvironment env = CommandEnvironment::read();
+    std::string dir = ckpt_dir_.empty() ? env.ckpt_dir : ckpt_dir_;
     if (!dir.empty()) options.ckpt_dir = std::filesystem::absolute(dir).lexically_normal().string();
-    std::string compress = compress_;
-    if (compress.empty() && getenv("STASIS_COMPRESS")) compress = getenv("STASIS_COMPRESS");
+    std::string compress = compress_.empty() ? env.compress : compress_;
     if (!compress.empty() && !image::is_compression_name(compress))
       throw Error(fmt::format("STASIS_COMPRESS={} is not {}", compress, image::kCompressionChoices));
     options.compress = compress;
@@ -135,9 +135,7 @@ class LaunchCommand : public Command {
     // From here on in the child: STASIS_LAUNCH_PID and the preload are the launched process's.
     if (on_signal) on_signal->fork_watcher(addr);
     // A process a remote launcher started on another host joins with its launch's --ib.
-    const char* launch_ib = getenv("STASIS_IB");
-    if (ib_.empty() && launch_ib && (std::string_view(launch_ib) == "soft" || std::string_view(launch_ib) == "system"))
-      ib_ = launch_ib;
+    if (ib_.empty() && (env.ib == "soft" || env.ib == "system")) ib_ = env.ib;
 
     const char* preload = getenv("LD_PRELOAD");
     std::string preload_value = runtime + (preload && *preload ? std::string(":") + preload : "");
@@ -156,7 +154,7 @@ class LaunchCommand : public Command {
     if (!options.ckpt_dir.empty()) setenv("STASIS_CKPT_DIR", options.ckpt_dir.c_str(), 1);
     if (!compress.empty()) setenv("STASIS_COMPRESS", compress.c_str(), 1);
     if (!plugins_.empty()) {
-      std::string list = getenv("STASIS_PLUGINS") ? getenv("STASIS_PLUGINS") : "";
+      std::string list = env.plugins;
       for (const auto& plugin : plugins_)
         list += (list.empty() ? "" : ":") + std::filesystem::absolute(plugin).string();
       setenv("STASIS_PLUGINS", list.c_str(), 1);

@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/coord_client.h"
 #include "common/error.h"
+#include "coordinator/command_environment.h"
 #include "restart/session.h"
 #include "restart/slurm_allocation.h"
 
@@ -82,7 +83,8 @@ class RestartCommand : public Command {
     options_.checkpoint = path_;
     options_.clock_continue = clock_ == "continue";
     if (options_.checkpoint.empty())
-      options_.checkpoint = getenv("STASIS_CKPT_DIR") ? getenv("STASIS_CKPT_DIR") : "stasis-ckpt";
+      options_.checkpoint = CommandEnvironment::read().ckpt_dir;
+    if (options_.checkpoint.empty()) options_.checkpoint = "stasis-ckpt";
     options_.loader = restart_loader_path();
     options_.coord = coordinator_address(options_.coord).str();
     if (on_signal) on_signal->fork_watcher(coord_address_from(options_.coord));

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "coordinator/command_environment.h"
+
 namespace stasis::cli {
 std::string human_bytes(double bytes) {
   if (bytes >= (1ull << 30)) return fmt::format("{:.2f} GiB", bytes / (1ull << 30));
@@ -15,8 +17,8 @@ std::string human_bytes(double bytes) {
 namespace {
 
 std::chrono::milliseconds first_draw_delay() {
-  const char* text = getenv("STASIS_PROGRESS_DELAY_MS");
-  return std::chrono::milliseconds(text && *text ? std::atol(text) : 500);
+  const std::string text = CommandEnvironment::read().progress_delay_ms;
+  return std::chrono::milliseconds(!text.empty() ? std::atol(text.c_str()) : 500);
 }
 
 }  // namespace

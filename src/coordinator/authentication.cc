@@ -13,16 +13,17 @@
 #include "common/hmac.h"
 #include "coordinator/basics.h"
 #include "coordinator/checkpoint_store.h"
+#include "coordinator/command_environment.h"
 #include "protocol/wire.h"
 
 namespace stasis::coordinator {
 
 Secret load_or_make_secret() {
   Secret secret;
-  const char* env_secret = std::getenv("STASIS_SECRET");
-  if (env_secret != nullptr && *env_secret != '\0') {
-    if (strlen(env_secret) != 2 * kSecretBytes ||
-        stasis_hex_decode(env_secret, secret.bytes, kSecretBytes) != 0) {
+  const std::string env_secret = CommandEnvironment::read().secret;
+  if (!env_secret.empty()) {
+    if (env_secret.size() != 2 * kSecretBytes ||
+        stasis_hex_decode(env_secret.c_str(), secret.bytes, kSecretBytes) != 0) {
       throw Error("STASIS_SECRET must be 64 hex digits (32 bytes)");
     }
   } else {

@@ -251,7 +251,7 @@ void CheckpointMachine::start_barrier(Barrier step, uint64_t arg, const std::str
   StasisBarrier barrier{};
   copy_field(barrier.name, op.barrier);
   // Every barrier of a checkpoint names its directory: plugins that share objects between
-  // processes decide there, before "checkpoint", who saves them (plugins/ipc/sysv.cc at "drain").
+  // processes decide there, before "checkpoint", who saves them (the ipc plugin, at "drain").
   copy_field(barrier.ckpt_dir, op.generation_dir);
   if (step == Barrier::Checkpoint) {
     barrier.compression =

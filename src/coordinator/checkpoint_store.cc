@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "coordinator/command_environment.h"
 #include "image/framing.h"
 
 namespace fs = std::filesystem;
@@ -69,10 +70,8 @@ std::vector<uint64_t> manifest_parents(const std::string& ckpt_dir, uint64_t gen
 
 std::string resolve_ckpt_dir(const std::string& option) {
   std::string dir = option;
-  if (dir.empty()) {
-    const char* env = std::getenv("STASIS_CKPT_DIR");
-    dir = env != nullptr && *env != '\0' ? env : "stasis-ckpt";
-  }
+  if (dir.empty()) dir = CommandEnvironment::read().ckpt_dir;
+  if (dir.empty()) dir = "stasis-ckpt";
   return fs::absolute(dir).lexically_normal().string();
 }
 

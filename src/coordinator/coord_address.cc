@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/error.h"
+#include "coordinator/command_environment.h"
 
 namespace stasis {
 namespace {
@@ -36,8 +37,7 @@ std::string trim(std::string text) {
 }
 
 std::string runtime_dir() {
-  const char* dir = std::getenv("STASIS_RUNTIME_DIR");
-  if (dir != nullptr && *dir != '\0') return dir;
+  if (std::string dir = CommandEnvironment::read().runtime_dir; !dir.empty()) return dir;
   const char* home = std::getenv("HOME");
   if (home != nullptr && *home != '\0') return std::string(home) + "/.stasis";
   const passwd* user = getpwuid(getuid());
@@ -77,8 +77,7 @@ std::string CoordAddress::str() const {
 
 CoordAddress coord_address_from(const std::string& option) {
   if (!option.empty()) return CoordAddress::parse(option);
-  const char* env = std::getenv("STASIS_COORD");
-  if (env != nullptr && *env != '\0') return CoordAddress::parse(env);
+  if (std::string env = CommandEnvironment::read().coord; !env.empty()) return CoordAddress::parse(env);
   return CoordAddress{};
 }
 
@@ -87,8 +86,7 @@ std::string secret_path(const CoordAddress& addr) {
 }
 
 std::string find_secret(const CoordAddress& addr) {
-  const char* env = std::getenv("STASIS_SECRET");
-  if (env != nullptr && *env != '\0') return trim(env);
+  if (std::string env = CommandEnvironment::read().secret; !env.empty()) return trim(env);
   std::ifstream in(secret_path(addr));
   if (!in) return "";
   std::stringstream content;

@@ -26,6 +26,7 @@
 #include "coordinator/basics.h"
 #include "coordinator/checkpoint_machine.h"
 #include "coordinator/checkpoint_store.h"
+#include "coordinator/command_environment.h"
 #include "coordinator/connections.h"
 #include "coordinator/coord_address.h"
 #include "coordinator/log.h"
@@ -109,10 +110,7 @@ void Coordinator::start() {
   secret_ = load_or_make_secret();
 
   std::string compress = options_.compress;
-  if (compress.empty()) {
-    const char* env = std::getenv("STASIS_COMPRESS");
-    if (env != nullptr) compress = env;
-  }
+  if (compress.empty()) compress = CommandEnvironment::read().compress;
   StasisCompressionSetting compression;
   if (!protocol::compression_from_name(compress, &compression)) {
     throw Error(

@@ -40,14 +40,16 @@ std::string xsave_feature_names(uint64_t bits) {
 
 // Everything that would make the restart fail after this process has been replaced is checked
 // here, while a clear message is still possible.
-void check_restartable(const image::Image& img, const std::set<std::string>& recreated) {
+StasisVdsoProxy check_restartable(const image::Image& img, const std::set<std::string>& recreated,
+                                  const KernelVdso& own_vdso) {
   const auto& hdr = img.header();
   uint64_t missing = hdr.xcr0 & ~current_xcr0();
   if (missing)
     throw Error(fmt::format("{} needs CPU state this machine lacks ({}); restart it on a CPU with "
                             "these features", img.path(), xsave_feature_names(missing)));
   // Another kernel's vdso: the restart redirects the saved one to it, if it can (vdso_proxy.cc).
-  if (KernelVdso own = own_kernel_vdso(); !same_vdso(img, own)) plan_vdso_proxy(img, own);
+  StasisVdsoProxy vdso_plan = {};
+  if (!same_vdso(img, own_vdso)) vdso_plan = plan_vdso_proxy(img, own_vdso);
   for (const auto& region : img.regions()) {
     const auto& r = region.record;
     if (r.start < STASIS_LOADER_LIMIT && r.end > STASIS_LOADER_BASE)
@@ -73,6 +75,7 @@ void check_restartable(const image::Image& img, const std::set<std::string>& rec
   if (!fs::is_directory(img.process().cwd))
     throw Error(fmt::format("the program's working directory {} is gone", img.process().cwd));
   for (const auto& fd : img.fds()) restore::check_descriptor(img, fd);
+  return vdso_plan;
 }
 
 }  // namespace stasis::restart

@@ -14,7 +14,6 @@
 #include "cli/progress.h"
 #include "common/error.h"
 #include "plugins/files/restore.h"
-#include "restart/vdso_proxy.h"
 
 namespace stasis::restart {
 
@@ -118,8 +117,8 @@ AncestorFds open_ancestors_for_loader(const std::vector<image::Image>& ancestors
 }
 
 void feed_loader(const image::Image& img, const AncestorFds& ancestors,
-                 const std::map<uint64_t, int>& objects, const StasisRestartInfo& info, int image_fd,
-                 bool payloads_verified, int out) {
+                 const std::map<uint64_t, int>& objects, const StasisRestartInfo& info,
+                 const StasisVdsoProxy& vdso_plan, int image_fd, bool payloads_verified, int out) {
   PipeWriter pipe(out);
   const auto& proc = img.process();
   StasisLoaderPlan plan = {};
@@ -129,7 +128,7 @@ void feed_loader(const image::Image& img, const AncestorFds& ancestors,
   plan.restore_mm = 1;
   plan.image_fd = image_fd;
   plan.vdso = proc.vdso;
-  if (KernelVdso own = own_kernel_vdso(); !same_vdso(img, own)) plan.vdso_proxy = plan_vdso_proxy(img, own);
+  plan.vdso_proxy = vdso_plan;
   plan.mm = proc.mm;
   plan.restart_info_addr = proc.restart_info_addr;
   plan.restart_info = info;

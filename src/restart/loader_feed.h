@@ -33,10 +33,11 @@ struct AncestorFds {
 AncestorFds open_ancestors_for_loader(const std::vector<image::Image>& ancestors, int floor);
 
 // `objects`: regions mapped from a shared memory object `stasis restart` made (start -> descriptor).
+// `vdso_plan`: how the loader redirects the saved vdso to this kernel's (check_restartable's).
 // `payloads_verified`: every payload was checked when the images were opened (else only what is
 // copied is checked here; mapped memory is not: restart --lazy).
 void feed_loader(const image::Image& img, const AncestorFds& ancestors,
-                 const std::map<uint64_t, int>& objects, const StasisRestartInfo& info, int image_fd,
-                 bool payloads_verified, int out);
+                 const std::map<uint64_t, int>& objects, const StasisRestartInfo& info,
+                 const StasisVdsoProxy& vdso_plan, int image_fd, bool payloads_verified, int out);
 
 }  // namespace stasis::restart

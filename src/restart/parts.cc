@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "common/error.h"
+#include "coordinator/command_environment.h"
 #include "plugins/ssh/ssh_session.h"
 #include "restart/hosts.h"
 
@@ -41,11 +42,11 @@ std::vector<OutsideStream> refuse_descriptors_across_parts(const std::vector<ima
                                                           const std::vector<std::string>& old_hosts) {
   std::vector<OutsideStream> outside_streams;
   auto key_of = [](const StasisFdRecord& f) {
-    if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) return fmt::format("pipe {}:{}", f.dev, f.ino);
+    if (restore::shared_by_inode(f)) return fmt::format("pipe {}:{}", f.dev, f.ino);
     return fmt::format("description {}:{}", f.owner_pid, f.owner_fd);
   };
   auto crosses = [](const StasisFdRecord& f) {
-    return f.kind != STASIS_FD_EXTERNAL && f.kind != STASIS_FD_TCP_CONNECTION && f.kind != STASIS_FD_TCP_LISTENER;
+    return f.kind != STASIS_FD_EXTERNAL && !restore::joins_hosts(f);
   };
   std::map<std::string, std::set<size_t>> parts_holding;      // key -> part roots
   std::map<std::pair<std::string, size_t>, int> root_stream;  // (key, part root) -> its number there
@@ -144,7 +145,7 @@ PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<i
   std::map<std::pair<uint64_t, uint64_t>, StasisFdRecord> pipes_here;
   for (const auto& img : images)
     for (const auto& f : img.fds())
-      if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) pipes_here.emplace(std::pair{f.dev, f.ino}, f);
+      if (restore::shared_by_inode(f)) pipes_here.emplace(std::pair{f.dev, f.ino}, f);
   for (const auto& [parent, children] : plan.remote_children)
     for (const RemotePart& child : children)
       for (int stdio = 0; stdio <= 2; stdio++) {
@@ -188,10 +189,11 @@ void PartStarter::exec_part(uint32_t vpid, const std::string& host, const std::v
   if (!hosts_text.empty()) args.insert(args.end(), {"--hosts", hosts_text});
   for (const auto& assignment : setenv) args.insert(args.end(), {"--setenv", assignment});
   if (clock_continue) args.insert(args.end(), {"--clock", "continue"});
-  std::string rsh = !this->rsh.empty() ? this->rsh : getenv("STASIS_RSH") ? getenv("STASIS_RSH") : "ssh";
+  const CommandEnvironment env = CommandEnvironment::read();
+  std::string rsh = !this->rsh.empty() ? this->rsh : !env.rsh.empty() ? env.rsh : "ssh";
   args.insert(args.end(), {"--rsh", rsh, checkpoint_dir});
   std::vector<std::string> words;
-  bool rsh_given = !this->rsh.empty() || getenv("STASIS_RSH");
+  bool rsh_given = !this->rsh.empty() || !env.rsh.empty();
   if (is_local_address(host)) {
     words = args;
   } else if (!rsh_given && !ssh_launcher.empty()) {
@@ -209,8 +211,8 @@ void PartStarter::exec_part(uint32_t vpid, const std::string& host, const std::v
   }
   if (!is_local_address(host)) {
     std::string command = "exec env";
-    for (const char* name : {"STASIS_RUNTIME_DIR", "STASIS_IB"})
-      if (getenv(name)) command += fmt::format(" {}={}", name, shell_quote(getenv(name)));
+    if (!env.runtime_dir.empty()) command += " STASIS_RUNTIME_DIR=" + shell_quote(env.runtime_dir);
+    if (!env.ib.empty()) command += " STASIS_IB=" + shell_quote(env.ib);
     for (const auto& arg : args) command += " " + shell_quote(arg);
     words.push_back(host);
     words.push_back(command);

@@ -93,19 +93,19 @@ std::map<restore::DescriptionKey, int> create_shared_descriptions(const std::vec
   for (const auto& [parent, children] : parts.remote_children)
     for (const auto& child : children) holders_of.push_back({&parts.others[child.index], 2});
   std::map<restore::DescriptionKey, std::set<size_t>> holders;
-  std::map<std::pair<uint64_t, uint64_t>, std::set<size_t>> pipe_holders;
+  std::map<std::pair<uint64_t, uint64_t>, std::set<size_t>> inode_holders;
   for (size_t i = 0; i < holders_of.size(); i++)
     for (const auto& f : holders_of[i].first->fds()) {
       if (f.kind == STASIS_FD_EXTERNAL || f.fd > holders_of[i].second) continue;
       holders[{f.owner_pid, f.owner_fd}].insert(i);
-      if (f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) pipe_holders[{f.dev, f.ino}].insert(i);
+      if (restore::shared_by_inode(f)) inode_holders[{f.dev, f.ino}].insert(i);
     }
-  // Every end with saved bytes refills the one pipe; any end creates it.
+  // An object several processes hold by inode (a pipe) is made once; every end with saved bytes
+  // refills it, any end creates it.
   for (const auto& [img, highest] : holders_of)
     for (const auto& f : img->fds())
-      if ((f.kind == STASIS_FD_PIPE || f.kind == STASIS_FD_FIFO) && f.fd <= highest &&
-          pipe_holders[{f.dev, f.ino}].size() > 1)
-        restore::create_pipe(*img, f);
+      if (restore::shared_by_inode(f) && f.fd <= highest && inode_holders[{f.dev, f.ino}].size() > 1)
+        restore::make_shared_object(*img, f);
   for (const auto& [key, who] : holders) {
     if (who.size() < 2) continue;
     // The owner's own record when the owner is among them, else any holder's.
@@ -132,8 +132,11 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
     if (f.cloexec) info.cloexec_fds[f.fd / 64] |= 1ull << (f.fd % 64);
     if (f.kind == STASIS_FD_EXTERNAL) info.external_fds[f.fd / 64] |= 1ull << (f.fd % 64);
   }
-  restore::recreate_sysv_objects(img, context.sysv_segments, info);  // before the feeder: the loader needs their ids
-  restore::enter_process(img, info);  // each kind's step in this process (sockets: moved hosts)
+  // Each kind's step in this process, before the feeder (what the loader needs: new object ids,
+  // descriptors of shared memory): the process-wide kinds, then the descriptor kinds.
+  restore::ProcessRestore process{info, context.floor, {}};
+  restore::enter_process_wide(img, context.shared, process);
+  restore::enter_process(img, info);
 
   // Descriptor numbers the loader will find its feed and the image at: free in the program.
   std::set<int> saved;
@@ -147,8 +150,12 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
   int image = open(img.path().c_str(), O_RDONLY | O_CLOEXEC);
   if (image < 0) throw Error(fmt::format("cannot open {}: {}", img.path(), std::strerror(errno)));
 
-  const std::map<uint64_t, int> objects = restore::pass_shared_memory(img, context.shared_memory, context.floor);
+  const std::map<uint64_t, int>& objects = process.loader_objects;
   const AncestorFds ancestor_fds = open_ancestors_for_loader(ancestors, context.floor);
+  const auto vdso_plan_of = context.vdso_plans.find(img.path());
+  if (vdso_plan_of == context.vdso_plans.end())
+    throw Error(fmt::format("internal error: {} was never checked for this kernel's vdso", img.path()));
+  const StasisVdsoProxy& vdso_plan = vdso_plan_of->second;
   int feed[2];
   if (pipe2(feed, O_CLOEXEC) != 0) throw Error("cannot create the restart pipe");
   fcntl(feed[0], F_SETPIPE_SZ, 1 << 20);
@@ -158,7 +165,7 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
     if (fork() != 0) _exit(0);  // the grandchild feeds; init adopts it
     close(feed[0]);
     try {
-      feed_loader(img, ancestor_fds, objects, info, image_fd, context.payloads_verified, feed[1]);
+      feed_loader(img, ancestor_fds, objects, info, vdso_plan, image_fd, context.payloads_verified, feed[1]);
     } catch (const std::exception& e) {
       report_restart_failure(context, e.what());
       _exit(1);

@@ -1,5 +1,5 @@
 // Restoring one process of the computation, in the process that becomes it (forked by the
-// process tree): its System V objects, cross-host connections, descriptors, working directory,
+// process tree): each kind's step there (restore table), its descriptors, working directory,
 // umask and limits; then it execs the restart loader, which a feeder process streams its memory
 // to (loader_feed.h). Also what the processes share, made once before the tree forks.
 #pragma once
@@ -8,9 +8,8 @@
 #include <vector>
 
 #include "image/reader.h"
+#include "plugins/files/process_wide_restore.h"
 #include "plugins/files/restore.h"
-#include "plugins/ipc/restore_ipc.h"
-#include "plugins/memory/restore_memory.h"
 #include "restart/loader_protocol.h"
 #include "restart/parts.h"
 
@@ -23,8 +22,8 @@ struct RestoreContext {
   std::string loader;           // the stasis-loader executable
   bool payloads_verified = true;  // false with --lazy: mapped memory is not checked
   std::map<restore::DescriptionKey, int> shared_descriptions;  // held by several processes
-  std::map<restore::MemoryObjectKey, int> shared_memory;      // memory several regions map
-  restore::HostSegments sysv_segments;                         // System V segments, made once
+  restore::SharedRestore shared;  // what the process-wide kinds made once (process_wide_restore.h)
+  std::map<std::string, StasisVdsoProxy> vdso_plans;  // by image path: check_restartable's (compatibility.h)
   // `stasis restart`'s own stderr (close-on-exec, at or above `floor`): where every restored
   // process reports a failed restart, since its descriptor 2 becomes the program's.
   int restart_stderr = 2;

@@ -14,9 +14,6 @@
 #include "cli/progress.h"
 #include "common/error.h"
 #include "plugins/files/restore.h"
-#include "plugins/ipc/restore_ipc.h"
-#include "plugins/memory/restore_memory.h"
-#include "plugins/process/timers.h"
 #include "restart/compatibility.h"
 #include "restart/slurm_allocation.h"
 
@@ -37,17 +34,18 @@ void RestartSession::run() {
     if (several_hosts_ && !options_.lazy) image::Image::open(img.path(), /*verify_payloads=*/true);  // throws, naming the damage
     ancestors_.push_back(image::open_ancestors(img, /*verify_payloads=*/!options_.lazy));
   }
-  // Before the checks: regions find them by path.
-  const std::set<std::string> recreated = restore::recreate_named_shm_files(images_);
-  for (const auto& img : images_) check_restartable(img, recreated);
+  // Before the checks: regions find the files written again by path.
+  restore::restore_before_checks(images_, context_.shared);
+  const KernelVdso own_vdso = own_kernel_vdso();  // the tree's processes fork from this one: the same vdso
+  for (const auto& img : images_)
+    context_.vdso_plans[img.path()] = check_restartable(img, context_.shared.recreated_files, own_vdso);
   verifying.stop();  // its thread ends before this process forks the tree
 
   CoordAddress addr = coord_address_from(options_.coord);
   std::string secret = expect_restart(addr, ckpt.dir.parent_path().string());
   StasisRestartInfo& info = context_.info;
   info.generation = ckpt.generation;
-  info.test_clock_shift_ns = restore::test_clock_shift_ns_from_env();
-  info.clock_continue = options_.clock_continue ? 1 : 0;
+  info.clock_continue = options_.clock_continue ? 1 : 0;  // each process copies context_.info
   info.restart_process_count = static_cast<uint32_t>(total_processes);
   info.coord_port = addr.port;
   snprintf(info.coord_host, sizeof info.coord_host, "%s", addr.host.c_str());
@@ -68,13 +66,12 @@ void RestartSession::run() {
   starter_ = {parts_.restart_id, addr.str(), options_.hosts, options_.setenv, options_.rsh, ckpt.dir.string(),
               options_.clock_continue};
   if (several_hosts_) starter_.start_other_parts(parts_);
-  // What the processes share and each kind makes once (ptys, socket pairs, TCP, datagrams), before
-  // any description that is an end of one: the restore table's prepare steps.
-  restore::CrossHostTcp cross{addr.str(), parts_.own_address, parts_.old_address, parts_.restart_id, &parts_.others};
+  // What the processes share and each kind makes once, before any description that is an end of
+  // one: the restore table's prepare steps, in its order.
+  restore::OtherParts cross{addr.str(), parts_.own_address, parts_.old_address, parts_.restart_id, &parts_.others};
   restore::prepare_before_fork(images_, {several_hosts_ ? &cross : nullptr, several_hosts_});
   context_.shared_descriptions = create_shared_descriptions(images_, parts_);
-  context_.shared_memory = restore::create_shared_memory(images_);
-  context_.sysv_segments = restore::recreate_host_segments(images_);  // once, shared by the processes
+  restore::restore_before_fork(images_, context_.shared);  // the process-wide kinds' steps
 
   TreeForker tree(images_, ancestors_, tree_, table, parts_, starter_, context_);
   std::vector<size_t> tasks = tree.outside_launcher_tasks(several_hosts_);

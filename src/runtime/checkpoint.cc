@@ -15,11 +15,9 @@
 
 #include "plugins/files/files.h"
 #include "plugins/infiniband/verbs_guard.h"
-#include "plugins/ipc/ipc.h"
 #include "plugins/memory/dirty_tracking.h"
 #include "plugins/memory/fork_exclusions.h"
 #include "plugins/memory/memory.h"
-#include "plugins/memory/named_shm.h"
 #include "plugins/memory/shared_memory.h"
 #include "plugins/process/process_state.h"
 #include "runtime/image_writer.h"
@@ -151,8 +149,8 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
   uint32_t map_count = read_mappings(g_arena, &maps, error);
   FdDataList* fd_data = static_cast<FdDataList*>(g_arena.alloc(sizeof(FdDataList)));
   if (map_count == 0 || !fd_data || !fd_data->init(g_arena, 4096) ||
-      !capture_fds(g_arena, &fds, &fd_count, *fd_data, error) || !capture_sysv_objects(g_arena, *fd_data, error) ||
-      !capture_named_shm_files(g_arena, maps, map_count, *fd_data, dir, error)) {
+      !capture_fds(g_arena, &fds, &fd_count, *fd_data, error) ||
+      !capture_process_state({fds, fd_count, maps, map_count, g_arena, *fd_data, dir}, error)) {
     g_arena.destroy();
     return -1;
   }

@@ -47,15 +47,13 @@ constexpr uint32_t kDefaultMaxThreads = 8;
 constexpr uint64_t kWorkerStackBytes = 256u << 10;
 constexpr uint64_t kContextScratchBytes = 8u << 20;  // zstd level 1 on 1 MiB needs ~0.6 MiB
 
-uint32_t g_threads_override = 0;  // STASIS_COMPRESS_THREADS, 0 if unset
-
-// Read at load time: getenv is not for the checkpoint path.
-__attribute__((constructor)) void read_threads_override() {
-  const char* value = getenv("STASIS_COMPRESS_THREADS");
-  if (!value) return;
+// STASIS_COMPRESS_THREADS (settings.h), at most kMaxThreads; 0 if unset or not a number.
+uint32_t threads_override() {
+  if (!g_settings.compress_threads.set) return 0;
   uint32_t n = 0;
-  for (const char* p = value; *p >= '0' && *p <= '9' && n <= kMaxThreads; p++) n = n * 10 + (*p - '0');
-  g_threads_override = n == 0 ? 0 : n < kMaxThreads ? n : kMaxThreads;
+  for (const char* p = g_settings.compress_threads.text; *p >= '0' && *p <= '9' && n <= kMaxThreads; p++)
+    n = n * 10 + (*p - '0');
+  return n < kMaxThreads ? n : kMaxThreads;
 }
 
 void* scratch_alloc(void* opaque, size_t size) {
@@ -94,7 +92,7 @@ uint64_t output_bytes_needed() {
 }  // namespace
 
 uint32_t compression_threads() {
-  if (g_threads_override) return g_threads_override;
+  if (const uint32_t wanted = threads_override()) return wanted;
   uint64_t mask[16] = {};
   long bytes = STASIS_SYS3(SYS_sched_getaffinity, 0, sizeof mask, mask);
   uint32_t cpus = 0;

@@ -15,8 +15,8 @@ char g_refusal[512];
 }  // namespace
 
 void load_plugins_from_env() {
-  const char* list = getenv("STASIS_PLUGINS");
-  if (!list) return;
+  if (!g_settings.plugins.set) return;
+  const char* list = g_settings.plugins.text;
   char path[STASIS_IMAGE_PATH_MAX];
   for (const char* p = list; *p;) {
     size_t n = 0;

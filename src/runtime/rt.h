@@ -22,6 +22,7 @@
 #include "plugins/pids/pids.h"
 #include "protocol/protocol.h"
 #include "restart/loader_protocol.h"
+#include "runtime/settings.h"
 #include "stasis/plugin.h"
 
 namespace stasis::rt {

@@ -194,7 +194,8 @@ void after_restart() {
   str_copy(g_config.secret_hex, g_restart_info.secret_hex, sizeof g_config.secret_hex);
   stasis_hex_decode(g_config.secret_hex, g_config.secret, sizeof g_config.secret);
   g_generation.store(g_restart_info.generation);
-  apply_restart_environment(g_restart_info.setenv_entries);  // plugins re-create what it configures
+  apply_restart_environment(g_restart_info.setenv_entries);
+  update_settings_after_restart(g_restart_info.setenv_entries);  // plugins re-create what it configures
   read_boot_id();  // the program's descriptors are in place, its threads parked: one comes and goes
   LogLine error;
   // Joined before the plugins re-create what they own, so that they can use the name service
@@ -471,30 +472,28 @@ void at_exit() {
 
 __attribute__((constructor)) void stasis_runtime_init() {
   resolve_wrapped_functions();
-  const char* coord = getenv("STASIS_COORD");
-  const char* launch_pid = getenv("STASIS_LAUNCH_PID");
-  if (!coord || !launch_pid || srun_stays_outside()) return;
+  const Settings& s = g_settings;
+  if (!s.coord.set || !s.launch_pid.set || srun_stays_outside()) return;
+  const char* launch_pid = s.launch_pid.text;
   read_boot_id();
   const bool launched = adopt_srun_task(launch_pid) || atol(launch_pid) == getpid();
   // Every process the launched one starts (fork, exec, posix_spawn, system, popen) carries the
   // STASIS_* environment and joins the computation the same way.
   LogLine error;
-  const char* secret = getenv("STASIS_SECRET");
-  if (!parse_coord(coord, g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port) ||
+  const char* secret = s.secret.or_else(nullptr);
+  if (!parse_coord(s.coord.text, g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port) ||
       !secret || stasis_hex_decode(secret, g_config.secret, sizeof g_config.secret) != 0) {
     (error << "STASIS_COORD or STASIS_SECRET is malformed; running without checkpoints").emit();
     return;
   }
   str_copy(g_config.secret_hex, secret, sizeof g_config.secret_hex);
-  if (const char* dir = getenv("STASIS_CKPT_DIR")) str_copy(g_config.ckpt_dir, dir, sizeof g_config.ckpt_dir);
-  const char* compress = getenv("STASIS_COMPRESS");
-  str_copy(g_config.compress, compress ? compress : "zstd", sizeof g_config.compress);
-  if (const char* interval = getenv("STASIS_INTERVAL")) g_config.interval_seconds = atof(interval);
-  if (const char* forked = getenv("STASIS_FORKED_CHECKPOINT")) g_config.forked_checkpoints = atoi(forked) != 0;
-  const char* incremental = getenv("STASIS_INCREMENTAL");
-  const char* full_every = getenv("STASIS_FULL_EVERY");
-  g_dirty_tracker.configure(incremental && atoi(incremental) != 0, full_every ? atoi(full_every) : 0);
-  const char* sig = getenv("STASIS_SIGNAL");
+  if (s.ckpt_dir.set) str_copy(g_config.ckpt_dir, s.ckpt_dir.text, sizeof g_config.ckpt_dir);
+  str_copy(g_config.compress, s.compress.or_else("zstd"), sizeof g_config.compress);
+  if (s.interval.set) g_config.interval_seconds = atof(s.interval.text);
+  if (s.forked_checkpoint.set) g_config.forked_checkpoints = atoi(s.forked_checkpoint.text) != 0;
+  g_dirty_tracker.configure(s.incremental.set && atoi(s.incremental.text) != 0,
+                            s.full_every.set ? atoi(s.full_every.text) : 0);
+  const char* sig = s.signal.or_else(nullptr);
   g_config.checkpoint_signal = sig ? atoi(sig) : SIGRTMAX - 2;
   if (g_config.checkpoint_signal <= 0 || g_config.checkpoint_signal > SIGRTMAX ||
       g_config.checkpoint_signal == SIGKILL || g_config.checkpoint_signal == SIGSTOP) {

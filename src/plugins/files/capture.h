@@ -53,20 +53,42 @@ struct FdProbe {
   bool deleted;            // the link ends in " (deleted)"
 };
 using CaptureFdFn = int (*)(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error);
-using CaptureProcessFn = bool (*)(const StasisFdRecord* fds, uint32_t count, LogLine& error);
-// One row of the capture table: a kind (or family of kinds) of descriptor. `capture` returns 1
-// when it took the descriptor, 0 when the descriptor is not of this kind, -1 when it is but
-// cannot be restored (error says why); the rows are tried in order, the first to answer wins.
+struct Mapping;  // plugins/memory/mappings.h
+// What a process-wide capture step works with: every descriptor captured, the mappings as the
+// pause froze them, the scratch arena, the variable-length state of the image, and the
+// generation directory the image goes to.
+struct ProcessCapture {
+  const StasisFdRecord* fds;
+  uint32_t fd_count;
+  const Mapping* maps;
+  uint32_t map_count;
+  Arena& arena;
+  FdDataList& data;
+  const char* generation_dir;
+};
+using CaptureProcessFn = bool (*)(const ProcessCapture& capture, LogLine& error);
+// One row of the capture table: a kind (or family of kinds) of state. `capture` returns 1 when it
+// took the descriptor, 0 when the descriptor is not of this kind, -1 when it is but cannot be
+// restored (error says why); the rows are tried in order, the first to answer wins.
 // `capture_process` (optional) runs once every descriptor is captured, for process-wide state
-// tied to them (the locks held through them); false fails the checkpoint (error says why).
+// (the locks held through descriptors, System V objects, shared /dev/shm files); false fails the
+// checkpoint (error says why). `what` names a descriptor of the kind that no row took in the
+// refusal ("descriptor 5 is a timerfd (...)"), when its /proc/self/fd link starts with one of
+// the '|'-separated prefixes `links`.
 struct CaptureKind {
   const char* name;
   CaptureFdFn capture;
   CaptureProcessFn capture_process;
+  const char* what = nullptr;
+  const char* links = nullptr;
 };
 // The rows, in the order they are tried (capture_table.cc).
 extern const CaptureKind kCaptureKinds[];
 extern const unsigned kCaptureKindCount;
+// Every row's process-wide step, in the table's order; false (error says why) fails the checkpoint.
+bool capture_process_state(const ProcessCapture& capture, LogLine& error);
+// How the refusal of a descriptor no row took names it, from its /proc/self/fd link.
+const char* kind_of_link(const char* link);
 
 // Reading fdinfo: for_each_fdinfo_line and fdinfo_field (common/fdinfo.h).
 

@@ -15,21 +15,6 @@
 namespace stasis::rt {
 namespace {
 
-const char* kind_of_link(const char* link) {
-  if (str_starts(link, "pipe:")) return "a pipe";
-  if (str_starts(link, "socket:")) return "a socket";
-  if (str_starts(link, "anon_inode:[eventfd")) return "an eventfd";
-  if (str_starts(link, "anon_inode:[eventpoll")) return "an epoll instance";
-  if (str_starts(link, "anon_inode:[signalfd")) return "a signalfd";
-  if (str_starts(link, "anon_inode:[timerfd")) return "a timerfd";
-  if (str_starts(link, "anon_inode:inotify")) return "an inotify instance";
-  if (str_starts(link, "anon_inode:")) return "an anonymous-inode descriptor";
-  if (str_starts(link, "/memfd:")) return "a memfd";
-  if (str_starts(link, "/dev/pts/") || str_starts(link, "/dev/tty") || str_eq(link, "/dev/ptmx"))
-    return "a terminal";
-  return "an unsupported kind of file";
-}
-
 bool restorable_chardev(const char* path) {
   static const char* const kDevices[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
                                          "/dev/urandom"};
@@ -185,19 +170,12 @@ int capture_by_kind(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, L
   return 0;
 }
 
-// Every row's process-wide step, once every descriptor is captured.
-bool capture_process_state(const StasisFdRecord* fds, uint32_t count, LogLine& error) {
-  for (unsigned i = 0; i < kCaptureKindCount; i++)
-    if (kCaptureKinds[i].capture_process && !kCaptureKinds[i].capture_process(fds, count, error)) return false;
-  return true;
-}
-
 }  // namespace
 
 void note_external_fds_from_env() {
   note_outside_processes_from_env();
   g_external_count = 0;
-  const char* list = getenv("STASIS_EXTERNAL_INODES");
+  const char* list = g_settings.external_inodes.or_else(nullptr);
   uint64_t v = 0, fd = 0;
   for (const char* p = list; p && g_external_count < kMaxExternal; p++) {
     if (*p >= '0' && *p <= '9') {
@@ -350,7 +328,6 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, FdDataList
     error << "cannot list /proc/self/fd";
     ok = false;
   }
-  ok = ok && capture_process_state(recs, n, error);
   *out = recs;
   *count = n;
   return ok;

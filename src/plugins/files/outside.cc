@@ -9,8 +9,6 @@
 
 #include "runtime/rt.h"
 
-extern char** environ;
-
 namespace stasis::rt {
 namespace {
 
@@ -63,9 +61,8 @@ void note_ancestors_of(long pid) {
 // its ancestors are the outside. Its virtual pid is the launch's (STASIS_LAUNCH_PID).
 void note_restart_outside() {
   g_noted_restart_outside = true;
-  char** entry = environment_entry(environ, "STASIS_LAUNCH_PID=", 18);
   long first = 0;
-  for (const char* p = entry ? *entry + 18 : ""; *p >= '0' && *p <= '9'; p++) first = first * 10 + (*p - '0');
+  for (const char* p = g_settings.launch_pid.text; *p >= '0' && *p <= '9'; p++) first = first * 10 + (*p - '0');
   if (first > 0) note_ancestors_of(real_pid_of(first));
 }
 
@@ -131,7 +128,7 @@ void note_outside_processes_at_launch() {
 
 void note_outside_processes_from_env() {
   g_outside_count = 0;
-  const char* list = getenv("STASIS_OUTSIDE_PROCESSES");
+  const char* list = g_settings.outside_processes.or_else(nullptr);
   uint64_t value = 0, pid = 0;
   for (const char* p = list; p; p++) {
     if (*p >= '0' && *p <= '9') {

@@ -5,6 +5,7 @@
 // descriptor: its folder, one row here and one in the capture table (capture_table.cc).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -15,10 +16,17 @@
 
 namespace stasis::restore {
 
-struct CrossHostTcp;  // sockets/restore_sockets.h
+// A restart on several hosts: how this part meets the others.
+struct OtherParts {
+  std::string coord;        // the coordinator, HOST:PORT
+  std::string own_address;  // where the other hosts reach this part's host
+  std::string old_address;  // where they reached the host this part ran on (its addresses move)
+  std::string restart_id;   // keeps one restart's names apart from another's
+  const std::vector<image::Image>* elsewhere = nullptr;  // the other parts' images
+};
 // What the steps before the process tree forks need to know about this restart.
 struct BeforeFork {
-  const CrossHostTcp* cross = nullptr;  // a restart on several hosts: how to meet the other parts
+  const OtherParts* cross = nullptr;  // a restart on several hosts: how to meet the other parts
   bool several_hosts = false;
 };
 
@@ -43,10 +51,23 @@ struct RestoreKind {
   // The saved state by name, for `stasis inspect --json` (fills `state`, an object). Null: the
   // record's common fields (path, flags, offset) say it all.
   void (*describe)(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state);
+  // For kinds whose descriptors of one (dev, inode) are all one object, whatever their open
+  // descriptions (a pipe's or FIFO's ends): makes that object once, before the tree forks, when
+  // several processes hold it; each then opens its end. Null: shared by open description only.
+  void (*make_shared_object)(const image::Image& img, const StasisFdRecord& rec) = nullptr;
+  // A description of this kind held on two hosts of a restart in parts is not refused: the kind
+  // joins them itself (TCP, through the coordinator's name service).
+  bool joins_hosts = false;
 };
 
 // The row of `kind`, or nullptr when this build cannot restore it.
 const RestoreKind* restore_kind(uint32_t kind);
+// Whether `rec` is one object with every descriptor of its (dev, inode) (make_shared_object).
+bool shared_by_inode(const StasisFdRecord& rec);
+// make_shared_object of `rec`'s kind.
+void make_shared_object(const image::Image& img, const StasisFdRecord& rec);
+// Whether a description of `rec`'s kind may be held on two hosts (joins_hosts).
+bool joins_hosts(const StasisFdRecord& rec);
 // Every row's enter step, once, in the process that becomes `img` (before the feeder forks).
 void enter_process(const image::Image& img, StasisRestartInfo& info);
 // Every row's finish step, once (place_descriptors, once every descriptor of `img` is in place).

@@ -1,7 +1,8 @@
-// The restore table: one row per kind of descriptor (restore_kinds.h says what a row is), and the
-// lookups the restart engine and `stasis inspect` go through. The order of the rows is the order
-// of the steps before the process tree forks: ptys first (a terminal may be any descriptor's
-// other end), then Unix socketpairs, TCP (which learns moved addresses), datagram sockets.
+// The restore table: one row per kind of descriptor (restore_kinds.h says what a row is), one per
+// kind of process-wide state (process_wide_restore.h), and the lookups the restart engine and
+// `stasis inspect` go through. The order of the descriptor rows is the order of the steps before
+// the process tree forks: ptys first (a terminal may be any descriptor's other end), then Unix
+// socketpairs, TCP (which learns moved addresses), datagram sockets.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,7 +10,9 @@
 
 #include "common/error.h"
 #include "plugins/eventfd/restore_eventfd.h"
+#include "plugins/files/process_wide_restore.h"
 #include "plugins/files/restore.h"
+#include "plugins/process/timers.h"
 
 namespace stasis::restore {
 namespace {
@@ -26,21 +29,21 @@ void enter_sockets(const image::Image& img, StasisRestartInfo& info) {
 }
 
 constexpr RestoreKind kRestoreKinds[] = {
-    // kind                    check              prepare               enter          open                  finish            describe
+    // kind                    check              prepare               enter          open                  finish            describe [make_shared_object joins_hosts]
     {STASIS_FD_PTY_MASTER,     nullptr,           prepare_ptys,         nullptr,       open_pty,             nullptr,          describe_pty},
     {STASIS_FD_PTY_SLAVE,      nullptr,           prepare_ptys,         nullptr,       open_pty,             nullptr,          describe_pty},
     {STASIS_FD_UNIX_SOCKET,    nullptr,           prepare_socket_pairs, enter_sockets, open_socket_end,      nullptr,          describe_socket},
     {STASIS_FD_UNIX_LISTENER,  nullptr,           nullptr,              enter_sockets, open_unix_listener,   nullptr,          describe_socket},
-    {STASIS_FD_TCP_LISTENER,   nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket},
-    {STASIS_FD_TCP_CONNECTION, nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket},
+    {STASIS_FD_TCP_LISTENER,   nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket, nullptr, true},
+    {STASIS_FD_TCP_CONNECTION, nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket, nullptr, true},
     {STASIS_FD_UDP_SOCKET,     nullptr,           prepare_datagrams,    enter_sockets, open_datagram_socket, nullptr,          describe_socket},
     {STASIS_FD_UNIX_DATAGRAM,  nullptr,           prepare_datagrams,    enter_sockets, open_datagram_socket, nullptr,          describe_socket},
     {STASIS_FD_REGULAR,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_DIRECTORY,      check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_CHARDEV,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_EXTERNAL,       nullptr,           nullptr,              nullptr,       nullptr,              nullptr,          describe_external},
-    {STASIS_FD_PIPE,           nullptr,           nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe},
-    {STASIS_FD_FIFO,           check_fifo,        nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe},
+    {STASIS_FD_PIPE,           nullptr,           nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe, create_pipe},
+    {STASIS_FD_FIFO,           check_fifo,        nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe, create_pipe},
     {STASIS_FD_SAVED_FILE,     check_saved_file,  nullptr,              nullptr,       open_saved_file,      nullptr,          describe_saved_file},
     {STASIS_FD_MQUEUE,         nullptr,           nullptr,              nullptr,       open_mqueue,          nullptr,          describe_mqueue},
     {STASIS_FD_EVENTFD,        nullptr,           nullptr,              nullptr,       open_eventfd,         nullptr,          describe_eventfd},
@@ -48,6 +51,35 @@ constexpr RestoreKind kRestoreKinds[] = {
     {STASIS_FD_SIGNALFD,       nullptr,           nullptr,              nullptr,       open_signalfd,        nullptr,          describe_signalfd},
     {STASIS_FD_TIMERFD,        check_timerfd,     nullptr,              nullptr,       open_timerfd,         nullptr,          describe_timerfd},
     {STASIS_FD_INOTIFY,        check_inotify,     nullptr,              nullptr,       open_inotify,         nullptr,          describe_inotify},
+};
+
+void recreate_named_shm(const std::vector<image::Image>& images, SharedRestore& shared) {
+  shared.recreated_files = recreate_named_shm_files(images);
+}
+void make_shared_memory(const std::vector<image::Image>& images, SharedRestore& shared) {
+  shared.shared_memory = create_shared_memory(images);
+}
+void pass_memory(const image::Image& img, const SharedRestore& shared, ProcessRestore& process) {
+  process.loader_objects = pass_shared_memory(img, shared.shared_memory, process.floor);
+}
+void make_host_segments(const std::vector<image::Image>& images, SharedRestore& shared) {
+  shared.sysv_segments = recreate_host_segments(images);
+}
+void enter_sysv(const image::Image& img, const SharedRestore& shared, ProcessRestore& process) {
+  recreate_sysv_objects(img, shared.sysv_segments, process.info);  // the loader needs their ids
+}
+void read_clock_shift(const std::vector<image::Image>&, SharedRestore& shared) {
+  shared.clock_shift_ns = test_clock_shift_ns_from_env();
+}
+void enter_clocks(const image::Image&, const SharedRestore& shared, ProcessRestore& process) {
+  process.info.test_clock_shift_ns = shared.clock_shift_ns;
+}
+
+constexpr ProcessWideRestore kProcessWideRestores[] = {
+    // name          before_checks        before_fork          enter
+    {"memory",       recreate_named_shm,  make_shared_memory,  pass_memory},
+    {"ipc",          nullptr,             make_host_segments,  enter_sysv},
+    {"clocks",       read_clock_shift,    nullptr,             enter_clocks},
 };
 
 // Each distinct step of `Step` among the rows, once, in the table's order.
@@ -70,6 +102,18 @@ const RestoreKind* restore_kind(uint32_t kind) {
   for (const auto& row : kRestoreKinds)
     if (row.kind == kind) return &row;
   return nullptr;
+}
+
+bool shared_by_inode(const StasisFdRecord& rec) {
+  const RestoreKind* row = restore_kind(rec.kind);
+  return row && row->make_shared_object;
+}
+
+void make_shared_object(const image::Image& img, const StasisFdRecord& rec) { restore_kind(rec.kind)->make_shared_object(img, rec); }
+
+bool joins_hosts(const StasisFdRecord& rec) {
+  const RestoreKind* row = restore_kind(rec.kind);
+  return row && row->joins_hosts;
 }
 
 void prepare_before_fork(const std::vector<image::Image>& images, const BeforeFork& how) {
@@ -98,6 +142,21 @@ void enter_process(const image::Image& img, StasisRestartInfo& info) {
 // Once every descriptor of `img` is at its number (place_descriptors).
 void finish_descriptors(const image::Image& img) {
   for (auto finish : distinct_steps(&RestoreKind::finish)) finish(img);
+}
+
+void restore_before_checks(const std::vector<image::Image>& images, SharedRestore& shared) {
+  for (const auto& row : kProcessWideRestores)
+    if (row.before_checks) row.before_checks(images, shared);
+}
+
+void restore_before_fork(const std::vector<image::Image>& images, SharedRestore& shared) {
+  for (const auto& row : kProcessWideRestores)
+    if (row.before_fork) row.before_fork(images, shared);
+}
+
+void enter_process_wide(const image::Image& img, const SharedRestore& shared, ProcessRestore& process) {
+  for (const auto& row : kProcessWideRestores)
+    if (row.enter) row.enter(img, shared, process);
 }
 
 nlohmann::json describe_descriptor(const image::Image& img, const StasisFdRecord& rec) {

@@ -489,7 +489,7 @@ bool same_file(const char* a, const char* b) {
 // the program's own calls still bind to the old library's symbols, which the plugin interposes.
 // False (logged) when the library cannot be loaded: nothing can be re-created then.
 bool use_restart_library() {
-  const char* wanted = getenv("STASIS_IB_LIBRARY");
+  const char* wanted = stasis_plugin_setting ? stasis_plugin_setting("STASIS_IB_LIBRARY") : nullptr;
   if (!wanted || !*wanted) return true;
   Dl_info current{};
   const char* old_library = dladdr(reinterpret_cast<void*>(g_real.open_device), &current) && current.dli_fname

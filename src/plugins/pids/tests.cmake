@@ -65,3 +65,41 @@ foreach(coord own shared)
                    ${STASIS_BIN} $<TARGET_FILE:vpid_signals> ${coord})
   set_tests_properties(restart.vpid.side_by_side.${coord} PROPERTIES TIMEOUT 200 LABELS restart)
 endforeach()
+
+# ---- process trees: fork, pipes between processes, zombies, pids seen across a restart --------
+foreach(t fork_tree scale_tree shared_memory)
+  stasis_test_target(${t} ${CMAKE_CURRENT_LIST_DIR}/tests/${t}.c)
+endforeach()
+stasis_ckpt_test(ckpt.tree.fork ARGS --wait-lines 15 PROGRAM fork_tree 60 50)
+stasis_ckpt_test(ckpt.tree.fork.chain2 TIMEOUT 200 ARGS --chain 2 --between-lines 10 PROGRAM fork_tree 70 50)
+# 64 real processes (a parent and 63 children with 16 KiB of changing memory each), checkpointed
+# twice and restarted as one tree: the coordinator and the restart at scale (issue 5).
+stasis_ckpt_test(ckpt.tree.scale64 TIMEOUT 240 ARGS --checkpoints 2 --between-lines 5 --wait-lines 10
+                 --timeout 120 --step-timeout 90 --ckpt-timeout 90 PROGRAM scale_tree 64 80 100 16)
+# bash: pipelines, command substitution, a background job waited for; every command a new process
+stasis_ckpt_test(interp.bash.pipeline LABELS interp ARGS --wait-lines 10 PROGRAM ${SCRIPTS}/pipeline.sh)
+stasis_ckpt_test(interp.bash.pipeline.chain3 TIMEOUT 200 LABELS interp ARGS --chain 3 --between-lines 8
+                 PROGRAM ${SCRIPTS}/pipeline.sh)
+stasis_ckpt_test(interp.bash.outside_copy.chain2 TIMEOUT 200 LABELS interp ARGS --chain 2 --between-lines 10
+                 --wait-lines 10 PROGRAM ${SCRIPTS}/outside_copy.sh 25)
+stasis_ckpt_test(interp.bash.foreground_wait.chain2 TIMEOUT 200 LABELS interp ARGS --chain 2 --between-lines 5
+                 --wait-lines 8 PROGRAM ${SCRIPTS}/foreground_sleep.sh 30)
+# memory shared between processes (shared anonymous, sem_open+unlink, memfd without a descriptor):
+# one copy in the checkpoint, one object again after restart (the turn-taking hangs otherwise)
+stasis_ckpt_test(ckpt.tree.shared_memory ARGS --wait-lines 10 PROGRAM shared_memory 60 40)
+stasis_ckpt_test(ckpt.tree.shared_memory.chain3 TIMEOUT 200 ARGS --chain 3 --between-lines 8
+                 PROGRAM shared_memory 70 40)
+stasis_ckpt_test(ckpt.tree.shared_memory.in_place ARGS --kill ckpt-kill --wait-lines 10
+                 PROGRAM shared_memory 60 40)
+# python3: a multiprocessing pool of 4 workers (semaphores in shared memory, pipes) and subprocess
+stasis_ckpt_test(interp.python3.pool LABELS interp ARGS --wait-lines 10 PROGRAM /usr/bin/python3 ${SCRIPTS}/pool.py 40)
+# python3: a multiprocessing Manager (server process behind a named Unix socket), its proxies in
+# two worker processes, and Pipes (socketpairs) back to the parent
+stasis_ckpt_test(interp.python3.manager LABELS interp ARGS --wait-lines 10 PROGRAM /usr/bin/python3 ${SCRIPTS}/manager.py 40)
+stasis_ckpt_test(interp.python3.manager.chain2 TIMEOUT 200 LABELS interp ARGS --chain 2 --between-lines 8
+                 PROGRAM /usr/bin/python3 ${SCRIPTS}/manager.py 50)
+# python3 subprocess children (descriptors closed before exec) started after a restart still join
+stasis_ckpt_test(interp.python3.subprocess.chain2 TIMEOUT 200 LABELS interp ARGS --chain 2 --between-lines 4
+                 --wait-lines 5 PROGRAM /usr/bin/python3 ${SCRIPTS}/subprocess_loop.py 20)
+stasis_ckpt_test(interp.python3.pool.chain2 TIMEOUT 200 LABELS interp ARGS --chain 2 --between-lines 10
+                 PROGRAM /usr/bin/python3 ${SCRIPTS}/pool.py 50)

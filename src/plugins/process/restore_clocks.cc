@@ -6,13 +6,15 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "coordinator/command_environment.h"
 #include "plugins/process/timers.h"
 
 namespace stasis::restore {
 
 int64_t test_clock_shift_ns_from_env() {
-  const char* text = std::getenv("STASIS_TEST_CLOCK_SHIFT_NS");
-  if (!text || !*text) return 0;
+  const std::string env = CommandEnvironment::read().test_clock_shift_ns;
+  if (env.empty()) return 0;
+  const char* text = env.c_str();
   char* end = nullptr;
   errno = 0;
   long long shift = std::strtoll(text, &end, 10);

@@ -13,16 +13,14 @@
 namespace stasis::rt {
 namespace {
 
-// STASIS_SAVE_FILES (set by `launch --save-files`) and TMPDIR, copied when the runtime is
-// loaded: the checkpoint path must not read the environment, which a stopped thread may be
-// changing.
-char g_save_files_pattern[STASIS_IMAGE_PATH_MAX];
+// STASIS_SAVE_FILES (set by `launch --save-files`; empty when unset) and TMPDIR, from the
+// runtime's settings (runtime/settings.h).
+const char* const g_save_files_pattern = g_settings.save_files.text;
 char g_tmpdir[STASIS_IMAGE_PATH_MAX];  // without a trailing '/'; empty: none, or "/"
 
-__attribute__((constructor)) void read_save_files_option() {
-  if (const char* pattern = getenv("STASIS_SAVE_FILES"))
-    str_copy(g_save_files_pattern, pattern, sizeof g_save_files_pattern);
-  if (const char* tmpdir = getenv("TMPDIR"); tmpdir && tmpdir[0] == '/') {
+// After read_settings, which has priority.
+__attribute__((constructor)) void read_tmpdir() {
+  if (const char* tmpdir = g_settings.tmpdir.text; tmpdir[0] == '/') {
     str_copy(g_tmpdir, tmpdir, sizeof g_tmpdir);
     for (size_t n = str_len(g_tmpdir); n > 0 && g_tmpdir[n - 1] == '/'; n--) g_tmpdir[n - 1] = 0;
   }

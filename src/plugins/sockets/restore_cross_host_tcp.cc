@@ -33,10 +33,10 @@ using namespace std::string_literals;
 
 #include "cli/coord_client.h"
 #include "common/error.h"
-#include "plugins/sockets/restore_parts.h"
+#include "plugins/sockets/socket_restore.h"
 
 namespace stasis::restore {
-using namespace parts;
+using namespace socket_restore;
 namespace {
 
 // A connection whose other end another part of a restart on several hosts brings back: the end
@@ -59,8 +59,8 @@ constexpr auto kCrossHostWait = std::chrono::seconds(120);
 
 }  // namespace
 
-namespace parts {
-void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp& cross,
+namespace socket_restore {
+void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const OtherParts& cross,
                      stasis::CoordConnection& coordinator, bool held_by_several) {
   g_coord = cross.coord;
   CrossHostEnd end{mine, peer};
@@ -89,7 +89,7 @@ void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp&
   }
 }
 
-}  // namespace parts
+}  // namespace socket_restore
 
 namespace {
 

@@ -29,11 +29,11 @@ using namespace std::string_literals;
 #include "cli/coord_client.h"
 #include "common/error.h"
 #include "plugins/sockets/records.h"
-#include "plugins/sockets/restore_parts.h"
+#include "plugins/sockets/socket_restore.h"
 
 namespace stasis::restore {
-using namespace parts;
-namespace parts {
+using namespace socket_restore;
+namespace socket_restore {
 
 std::map<uint64_t, int> g_datagram;  // saved inode -> its new socket (lifted)
 

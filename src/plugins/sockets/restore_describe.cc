@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plugins/sockets/records.h"
-#include "plugins/sockets/restore_parts.h"
+#include "plugins/sockets/socket_restore.h"
 
 namespace stasis::restore {
 namespace {
@@ -55,8 +55,8 @@ void describe_queued(const image::Image& img, const StasisFdRecord& rec, nlohman
 void describe_inet(const image::Image& img, const StasisFdRecord& rec, nlohmann::json& state) {
   const auto t = kind_data_of<StasisTcpData>(rec);
   state["family"] = t.family == AF_INET ? "ipv4" : "ipv6";
-  state["local"] = parts::describe(parts::local_of(t));
-  if (t.peer_port != 0) state["peer"] = parts::describe(parts::peer_of(t));
+  state["local"] = socket_restore::describe(socket_restore::local_of(t));
+  if (t.peer_port != 0) state["peer"] = socket_restore::describe(socket_restore::peer_of(t));
   state["send_buffer"] = t.send_buffer;
   state["receive_buffer"] = t.receive_buffer;
   if (rec.kind == STASIS_FD_TCP_LISTENER) state["backlog"] = t.backlog;
@@ -71,8 +71,8 @@ void describe_inet(const image::Image& img, const StasisFdRecord& rec, nlohmann:
     if (saved.size() == sizeof(StasisTcpData)) {
       StasisTcpData seen;
       std::memcpy(&seen, saved.data(), sizeof seen);
-      state["program_sees"] = {{"local", parts::describe(parts::local_of(seen))},
-                               {"peer", parts::describe(parts::peer_of(seen))}};
+      state["program_sees"] = {{"local", socket_restore::describe(socket_restore::local_of(seen))},
+                               {"peer", socket_restore::describe(socket_restore::peer_of(seen))}};
     }
   }
 }

@@ -1,6 +1,6 @@
 // Sockets, restart side: Unix sockets (restore_unix_sockets.cc), TCP (restore_tcp.cc), TCP across
 // hosts (restore_cross_host_tcp.cc), datagrams (restore_datagrams.cc), with what they share
-// (restore_parts.h), and describe (restore_describe.cc). Everything the processes share is made before the process tree forks.
+// (socket_restore.h), and describe (restore_describe.cc). Everything the processes share is made before the process tree forks.
 #pragma once
 #include <map>
 #include <string>
@@ -20,14 +20,7 @@ int open_unix_listener(const image::Image& img, const StasisFdRecord& rec);
 // hosts, `cross` says how to meet the other parts: a connection whose other end another part
 // brings back is made through the coordinator's name service, in the process itself
 // (connect_cross_host_tcp), since that part may start only once this one runs.
-struct CrossHostTcp {
-  std::string coord;        // the coordinator, HOST:PORT
-  std::string own_address;  // where the other hosts reach this part's host
-  std::string old_address;  // where they reached the host this part ran on (its addresses move)
-  std::string restart_id;   // keeps one restart's names apart from another's
-  const std::vector<image::Image>* elsewhere = nullptr;  // the other parts' images
-};
-void create_tcp_sockets(const std::vector<image::Image>& images, const CrossHostTcp* cross = nullptr);
+void create_tcp_sockets(const std::vector<image::Image>& images, const OtherParts* cross = nullptr);
 // In the process that becomes `img`, before its descriptors are placed.
 void connect_cross_host_tcp(const image::Image& img);
 int open_tcp_socket(const image::Image& img, const StasisFdRecord& rec);

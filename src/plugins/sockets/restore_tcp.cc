@@ -29,11 +29,11 @@ using namespace std::string_literals;
 
 #include "cli/coord_client.h"
 #include "common/error.h"
-#include "plugins/sockets/restore_parts.h"
+#include "plugins/sockets/socket_restore.h"
 
 namespace stasis::restore {
-using namespace parts;
-namespace parts {
+using namespace socket_restore;
+namespace socket_restore {
 
 std::map<uint64_t, int> g_tcp;  // saved inode of a TCP socket -> its new socket (lifted)
 
@@ -296,7 +296,7 @@ Endpoint bindable_here(const StasisTcpData& t, const Endpoint& e) {
 
 }  // namespace
 
-void create_tcp_sockets(const std::vector<image::Image>& images, const CrossHostTcp* cross) {
+void create_tcp_sockets(const std::vector<image::Image>& images, const OtherParts* cross) {
   collect_seen_names(images);
   std::map<uint64_t, TcpUse> listeners, connections;  // by saved inode; one use of each
   std::map<uint64_t, std::set<const image::Image*>> holders;  // by saved inode

@@ -32,11 +32,11 @@ using namespace std::string_literals;
 #include "cli/coord_client.h"
 #include "common/error.h"
 #include "plugins/sockets/records.h"
-#include "plugins/sockets/restore_parts.h"
+#include "plugins/sockets/socket_restore.h"
 
 namespace stasis::restore {
-using namespace parts;
-namespace parts {
+using namespace socket_restore;
+namespace socket_restore {
 
 std::map<uint64_t, int> g_ends;  // saved inode of an end -> its new socket (restart's own, lifted)
 
@@ -140,7 +140,7 @@ void create_socket_pairs(const std::vector<image::Image>& images) {
   }
 }
 
-namespace parts {
+namespace socket_restore {
 
 // A process's own descriptor of a socket restart made (`made`: saved inode -> restart's socket).
 int open_made_socket(const std::map<uint64_t, int>& made, const image::Image& img, const StasisFdRecord& rec,
@@ -160,7 +160,7 @@ int open_socket_end(const image::Image& img, const StasisFdRecord& rec) {
   return open_made_socket(g_ends, img, rec, "Unix socket end");
 }
 
-namespace parts {
+namespace socket_restore {
 
 // A Unix socket's name as saved ("/path", "relative", "@abstract") as an address. A relative name
 // was bound in the program's working directory (restart runs elsewhere). 0: no usable name.

@@ -1,7 +1,7 @@
 // What the socket restore files share (restore_unix_sockets.cc, restore_tcp.cc,
 // restore_cross_host_tcp.cc, restore_datagrams.cc): the addresses as restart handles them, the
 // sockets made so far, and the steps each kind takes from another. Inside the sockets folder only
-// (namespace `parts`).
+// (namespace `socket_restore`).
 #pragma once
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -13,7 +13,7 @@
 #include "cli/coord_client.h"
 #include "plugins/files/restore.h"
 
-namespace stasis::restore::parts {
+namespace stasis::restore::socket_restore {
 
 // ---- Unix sockets (restore_unix_sockets.cc) ----
 // What was queued for reading at the end `rec` (of `img`) goes in through its peer, `writer`.
@@ -66,7 +66,7 @@ extern std::map<uint64_t, StasisTcpData> g_seen_names;
 // Before the tree forks: `mine`, whose other end `peer` another part brings back, is made
 // through the name service at `coordinator`; connect_cross_host_tcp finishes it, or this call
 // when several processes of the part hold it (`held_by_several`).
-void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const CrossHostTcp& cross,
+void plan_cross_host(const TcpUse& mine, const TcpUse& peer, const OtherParts& cross,
                      stasis::CoordConnection& coordinator, bool held_by_several);
 
-}  // namespace stasis::restore::parts
+}  // namespace stasis::restore::socket_restore

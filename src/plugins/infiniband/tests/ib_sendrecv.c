@@ -16,7 +16,7 @@
 #include <sys/epoll.h>
 #include <sys/wait.h>
 
-#include "../targets/target_common.h"
+#include "target_common.h"
 
 enum { kSlots = 8, kSendSlots = 2, kSlotBytes = 4096, kMessageBytes = 1024 };
 /* After the receive and send slots: where the client writes (server) and reads back (client). */
