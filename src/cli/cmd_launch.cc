@@ -71,6 +71,14 @@ std::string joined_coordinator_secret(const CoordAddress& addr) {
     throw Error(fmt::format("--join: the coordinator at {} answers but its secret is not readable "
                             "at {} (the hosts must share STASIS_RUNTIME_DIR or $HOME/.stasis)",
                             addr.str(), secret_path(addr)));
+  // The runtime's own lines never reach the program's streams (src/runtime/util.cc), so a
+  // process the coordinator would refuse (a wrong secret) is refused here, by the command, on its
+  // stderr: run outside the computation, it would be missing from every checkpoint.
+  try {
+    CoordConnection probe(addr);
+  } catch (const Error& e) {
+    throw Error(fmt::format("--join: the coordinator at {} refused this process: {}", addr.str(), e.what()));
+  }
   return secret;
 }
 

@@ -20,6 +20,8 @@ CommandEnvironment CommandEnvironment::read() {
   env.rsh = value("STASIS_RSH");
   env.progress_delay_ms = value("STASIS_PROGRESS_DELAY_MS");
   env.test_clock_shift_ns = value("STASIS_TEST_CLOCK_SHIFT_NS");
+  env.slurm_job_nodelist = value("SLURM_JOB_NODELIST");
+  env.slurm_procid = value("SLURM_PROCID");
   return env;
 }
 

@@ -19,6 +19,9 @@ struct CommandEnvironment {
   std::string rsh;          // STASIS_RSH: the remote shell of a restart on several hosts (default ssh)
   std::string progress_delay_ms;    // STASIS_PROGRESS_DELAY_MS: before progress is drawn (default 500)
   std::string test_clock_shift_ns;  // STASIS_TEST_CLOCK_SHIFT_NS: test hook, restart's clocks N ns behind
+  // Inside a Slurm allocation (src/restart/slurm_allocation.h): where a restart's tasks go.
+  std::string slurm_job_nodelist;  // SLURM_JOB_NODELIST: the allocation's nodes
+  std::string slurm_procid;        // SLURM_PROCID: this task's rank in its job step
 
   static CommandEnvironment read();
 };

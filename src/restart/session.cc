@@ -13,6 +13,7 @@
 #include "cli/coord_client.h"
 #include "cli/progress.h"
 #include "common/error.h"
+#include "coordinator/command_environment.h"
 #include "plugins/files/restore.h"
 #include "restart/compatibility.h"
 #include "restart/slurm_allocation.h"
@@ -94,7 +95,8 @@ void RestartSession::open_images(const Checkpoint& ckpt) {
 // Tasks of several nodes, restarted inside a Slurm allocation with no --hosts: a new job step
 // brings each back on a node of this allocation (slurm_allocation.h). Does not return then.
 void RestartSession::relaunch_slurm_tasks_if_any(const Checkpoint& ckpt) {
-  if (!several_hosts_ || options_.part_vpid != 0 || !options_.hosts.empty() || !getenv("SLURM_JOB_NODELIST") ||
+  if (!several_hosts_ || options_.part_vpid != 0 || !options_.hosts.empty() ||
+      CommandEnvironment::read().slurm_job_nodelist.empty() ||
       !every_part_is_a_task(tree_.parent, ckpt.hosts))
     return;
   std::vector<uint32_t> vpids;

@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include "common/error.h"
+#include "coordinator/command_environment.h"
 #include "protocol/protocol.h"
 #include "restart/hosts.h"
 
@@ -74,8 +75,8 @@ std::string numeric_address(const std::string& node, const std::string& address)
 }  // namespace
 
 std::vector<SlurmNode> allocation_nodes(size_t limit) {
-  const char* nodelist = getenv("SLURM_JOB_NODELIST");
-  if (!nodelist) throw Error("not inside a Slurm allocation (no SLURM_JOB_NODELIST)");
+  const std::string nodelist = CommandEnvironment::read().slurm_job_nodelist;
+  if (nodelist.empty()) throw Error("not inside a Slurm allocation (no SLURM_JOB_NODELIST)");
   std::vector<SlurmNode> nodes;
   std::istringstream names(output_of({"scontrol", "show", "hostnames", nodelist}));
   for (std::string name; nodes.size() < limit && names >> name;) {
@@ -92,7 +93,8 @@ std::vector<SlurmNode> allocation_nodes(size_t limit) {
 }
 
 std::string default_coord_in_allocation() {
-  if (!getenv("SLURM_JOB_NODELIST") || (getenv("STASIS_COORD") && *getenv("STASIS_COORD"))) return "";
+  const CommandEnvironment env = CommandEnvironment::read();
+  if (env.slurm_job_nodelist.empty() || !env.coord.empty()) return "";
   return fmt::format("{}:{}", allocation_nodes(1).front().address, STASIS_DEFAULT_PORT);
 }
 
@@ -167,8 +169,9 @@ void exec_srun_relaunch(const SlurmRelaunch& plan, std::vector<std::string> rest
 }
 
 uint32_t part_of_this_task(const std::string& task_parts) {
-  const char* rank_text = getenv("SLURM_PROCID");
-  if (!rank_text) throw Error("--task-parts: not a task of a Slurm job step (no SLURM_PROCID)");
+  const std::string procid = CommandEnvironment::read().slurm_procid;
+  const char* rank_text = procid.c_str();
+  if (procid.empty()) throw Error("--task-parts: not a task of a Slurm job step (no SLURM_PROCID)");
   std::vector<uint32_t> vpids;
   std::istringstream list(task_parts);
   for (std::string item; std::getline(list, item, ',');) {

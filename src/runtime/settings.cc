@@ -42,6 +42,16 @@ const SettingRow kRows[] = {
     row("TMPDIR", g_settings.tmpdir),
     row("STASIS_OUTSIDE_PROCESSES", g_settings.outside_processes),
     row("STASIS_EXTERNAL_INODES", g_settings.external_inodes),
+    row("STASIS_EXE", g_settings.exe),
+    row("STASIS_SSH_RELAY", g_settings.ssh_relay),
+    row("STASIS_RUNTIME_DIR", g_settings.runtime_dir),
+    row("STASIS_IB", g_settings.ib),
+    row("STASIS_REMOTE_LAUNCHERS", g_settings.remote_launchers),
+    row("OMPI_MCA_plm_rsh_agent", g_settings.ompi_rsh_agent),
+    row("HYDRA_LAUNCHER_EXEC", g_settings.hydra_launcher_exec),
+    row("SLURM_STEP_ID", g_settings.slurm_step_id),
+    row("PMI_FD", g_settings.pmi_fd),
+    row("PMIX_NAMESPACE", g_settings.pmix_namespace),
     row("STASIS_IB_LIBRARY", g_settings.ib_library, /*after_restart=*/true),
 };
 
@@ -74,13 +84,20 @@ void update_settings_after_restart(const char* setenv_entries) {
     }
 }
 
+const char* setting_named(const char* name, bool* known) {
+  for (const SettingRow& r : kRows)
+    if (str_eq(r.name, name)) {
+      if (known) *known = true;
+      return *r.set ? r.text : nullptr;
+    }
+  if (known) *known = false;
+  return nullptr;
+}
+
 }  // namespace stasis::rt
 
 // The value of a setting by its variable's name, as the runtime read it (settings.h); null when
 // unset or not a setting. For plugins, which must not read the environment on the restart path.
 extern "C" __attribute__((visibility("default"))) const char* stasis_plugin_setting(const char* name) {
-  using namespace stasis::rt;
-  for (const SettingRow& r : kRows)
-    if (str_eq(r.name, name)) return *r.set ? r.text : nullptr;
-  return nullptr;
+  return stasis::rt::setting_named(name);
 }

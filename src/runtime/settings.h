@@ -44,11 +44,28 @@ struct Settings {
   // Set by the launched process for the ones it starts: what it inherited from outside.
   Setting<2048> outside_processes;  // STASIS_OUTSIDE_PROCESSES: "PID:START_TIME,..." of its ancestors
   Setting<2048> external_inodes;    // STASIS_EXTERNAL_INODES: "FD:INODE_KEY,..." of inherited descriptors
+  // Launching on other hosts (../plugins/launchers, ../plugins/ssh): what the remote command
+  // line carries and which programs are remote launchers.
+  Setting<STASIS_IMAGE_PATH_MAX> exe;          // STASIS_EXE: the stasis command, for remote commands
+  Setting<8> ssh_relay;                        // STASIS_SSH_RELAY: 0 keeps ssh's plain rewrite
+  Setting<STASIS_IMAGE_PATH_MAX> runtime_dir;  // STASIS_RUNTIME_DIR: where the secret file is
+  Setting<256> ib;                             // STASIS_IB: the verbs plugin's mode (launch --ib)
+  Setting<1024> remote_launchers;              // STASIS_REMOTE_LAUNCHERS: more launcher names
+  Setting<1024> ompi_rsh_agent;                // OMPI_MCA_plm_rsh_agent: Open MPI's launcher
+  Setting<STASIS_IMAGE_PATH_MAX> hydra_launcher_exec;  // HYDRA_LAUNCHER_EXEC: MPICH's launcher
+  // Slurm (../plugins/launchers/slurm_tasks.cc): is this a step's task talking to a PMI server?
+  Setting<32> slurm_step_id;    // SLURM_STEP_ID
+  Setting<16> pmi_fd;           // PMI_FD (srun --mpi=pmi2)
+  Setting<512> pmix_namespace;  // PMIX_NAMESPACE (srun --mpi=pmix; PMIx names are < 256 bytes)
   // Read again after a restart, from `restart --setenv` (restart --ib): plugins ask for it by
   // name (stasis_plugin_setting, include/stasis/plugin.h).
   Setting<STASIS_IMAGE_PATH_MAX> ib_library;  // STASIS_IB_LIBRARY: the verbs library to re-create over
 };
 extern Settings g_settings;
+
+// The value read from variable `name` (null when unset); *known, when given, says whether `name`
+// is one of the settings at all (a caller forwarding a list of names checks that it is).
+const char* setting_named(const char* name, bool* known = nullptr);
 
 // After a restart: the settings marked above as read again take their value from the
 // `restart --setenv` assignments (NUL-separated, an empty one ends them), if they name one.

@@ -21,6 +21,7 @@
 #include "plugins/launchers/forwarded_variables.h"
 #include "plugins/launchers/remote_launch.h"
 #include "runtime/rt.h"
+#include "runtime/settings.h"
 
 extern char** environ;
 
@@ -76,23 +77,17 @@ void add_launchers(const char* list) {
   }
 }
 
-// `name`'s value in the environment block `envp`, or null.
-const char* value_in(char** envp, const char* name) {
-  size_t n = str_len(name);
-  char** entry = stasis::rt::environment_entry(envp, name, n);
-  return entry ? *entry + n + 1 : nullptr;
-}
-
-// Runs before main with the program's arguments and environment (glibc passes them to ELF
-// constructors): an MPI starter names its agent on its command line. Not getenv: bash defines its
-// own, which finds nothing before the shell has set up its variables (a launcher that bash starts
-// was not rewritten).
-__attribute__((constructor)) void find_remote_launchers(int argc, char** argv, char** envp) {
-  if (!value_in(envp, "STASIS_COORD")) return;
+// Runs before main with the program's arguments (glibc passes them to ELF constructors): an MPI
+// starter names its agent on its command line, or in the environment as the runtime's settings
+// read it (settings.h; not getenv: bash defines its own, which finds nothing before the shell
+// has set up its variables, so a launcher that bash starts was not rewritten).
+__attribute__((constructor)) void find_remote_launchers(int argc, char** argv) {
+  using stasis::rt::g_settings;
+  if (!g_settings.coord.set) return;
   add_launchers("ssh:rsh");
-  add_launchers(value_in(envp, "STASIS_REMOTE_LAUNCHERS"));
-  add_launchers(value_in(envp, "OMPI_MCA_plm_rsh_agent"));
-  add_launchers(value_in(envp, "HYDRA_LAUNCHER_EXEC"));
+  add_launchers(g_settings.remote_launchers.or_else(nullptr));
+  add_launchers(g_settings.ompi_rsh_agent.or_else(nullptr));
+  add_launchers(g_settings.hydra_launcher_exec.or_else(nullptr));
   for (int i = 1; argv && i + 1 < argc; i++) {
     const char* name = argv[i];
     while (*name == '-') name++;
@@ -188,8 +183,8 @@ class Scratch {
 // (an ssh that execs into its remote command, as the multi-host tests' stand-in). Returns argv
 // itself when the relay does not apply; sets *exec_path to the relay when it does.
 char* const* relay_argv(const char* program, char* const argv[], Scratch& scratch, const char** exec_path) {
-  const char* setting = getenv("STASIS_SSH_RELAY");
-  const char* exe = getenv("STASIS_EXE");
+  const char* setting = stasis::rt::g_settings.ssh_relay.or_else(nullptr);
+  const char* exe = stasis::rt::g_settings.exe.or_else(nullptr);
   if (!str_eq(base_name(program), "ssh") || (setting && str_eq(setting, "0")) || !exe || !*exe) return argv;
   int argc = 0;
   while (argv[argc]) argc++;
@@ -245,7 +240,7 @@ char* const* remote_argv(const char* program, char* const argv[], Scratch& scrat
   };
   char port[8];
   stasis::rt::format_uint(port, g_config.coord_port);
-  const char* exe = getenv("STASIS_EXE");
+  const char* exe = stasis::rt::g_settings.exe.or_else(nullptr);
   // exec: the remote shell becomes the process of the computation rather than a parent of it
   // that never joins (which would hold every checkpoint at its "children" barrier).
   bool ok = word([&] { return scratch.put("exec"); }) && word([&] { return scratch.put("env"); }) &&
@@ -254,7 +249,12 @@ char* const* remote_argv(const char* program, char* const argv[], Scratch& scrat
            scratch.put(port);
   });
   for (const char* name : kForwardedVariables) {
-    const char* value = getenv(name);
+    bool known = false;
+    const char* value = stasis::rt::setting_named(name, &known);
+    if (!known) {  // a forwarded variable the runtime never read would silently stay behind
+      stasis::rt::LogLine line;
+      (line << "internal error: " << name << " is forwarded to other hosts but is no runtime setting").emit();
+    }
     if (ok && value)
       ok = word([&] { return scratch.put(name) && scratch.put("=") && scratch.put_quoted(value); });
   }

@@ -11,6 +11,7 @@
 
 #include "common/fixed_text.h"
 #include "runtime/rt.h"
+#include "runtime/settings.h"
 #include "plugins/launchers/slurm_tasks.h"
 #include "stasis/plugin.h"
 
@@ -26,17 +27,17 @@ char g_pmi_refusal[200];
 
 // A constructor, before main: it may run before or after the runtime's own (adopt_srun_task).
 __attribute__((constructor)) void note_slurm_pmi_server() {
-  const char* launch_pid = getenv("STASIS_LAUNCH_PID");
+  const char* launch_pid = g_settings.launch_pid.or_else(nullptr);
   // Only the task itself holds slurmstepd's end; a process it starts (an MPI rank of a launcher
   // that is part of the computation) talks to a server inside the computation.
-  if (!getenv("SLURM_STEP_ID") || !launch_pid ||
+  if (!g_settings.slurm_step_id.set || !launch_pid ||
       !(str_eq(launch_pid, kSrunTaskMark) || atol(launch_pid) == sys_getpid()))
     return;
-  if (const char* fd = getenv("PMI_FD")) {
+  if (const char* fd = g_settings.pmi_fd.or_else(nullptr)) {
     FixedText(g_pmi_refusal, sizeof g_pmi_refusal)
         << "descriptor " << fd
         << ": PMI connection to slurmstepd (srun --mpi=pmi2), which a restarted task cannot reach";
-  } else if (getenv("PMIX_NAMESPACE")) {
+  } else if (g_settings.pmix_namespace.set) {
     FixedText(g_pmi_refusal, sizeof g_pmi_refusal)
         << "PMIx server of slurmstepd (srun --mpi=pmix): its connection and shared-memory store "
            "cannot be restored";
