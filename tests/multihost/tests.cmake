@@ -1,0 +1,75 @@
+# Multi-host tests (registered from tests/CMakeLists.txt): network namespaces as hosts, each
+# with its own /tmp, /dev/shm and host name (hosts.py); nsrsh as the ssh stand-in where no ssh is
+# involved (tests/multihost/bin). The real-ssh cases are in src/plugins/ssh/tests.cmake. Skipped
+# (exit 77) without root or `ip netns`.
+
+# ---- several hosts: network namespaces as hosts, nsrsh as ssh (skipped without root) ----------
+set(STASIS_NSRSH ${CMAKE_CURRENT_LIST_DIR}/bin/nsrsh)  # the remote shell between namespaces
+add_test(NAME multihost.ssh_join
+         COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/multihost_test.py
+                 --stasis ${STASIS_BIN} --counter $<TARGET_FILE:counter> --nsrsh ${STASIS_NSRSH})
+set_tests_properties(multihost.ssh_join PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)
+# A TCP connection between two hosts, restarted with the hosts swapped.
+add_test(NAME multihost.tcp_swap
+         COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/tcp_swap_test.py
+                 --stasis ${STASIS_BIN} --peer $<TARGET_FILE:tcp_peer> --nsrsh ${STASIS_NSRSH})
+set_tests_properties(multihost.tcp_swap PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)
+add_test(NAME multihost.tcp_same_hosts
+         COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/tcp_swap_test.py --same-hosts
+                 --stasis ${STASIS_BIN} --peer $<TARGET_FILE:tcp_peer> --nsrsh ${STASIS_NSRSH})
+set_tests_properties(multihost.tcp_same_hosts PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)
+add_test(NAME multihost.tcp_new_addresses
+         COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/tcp_swap_test.py --new-addresses
+                 --stasis ${STASIS_BIN} --peer $<TARGET_FILE:tcp_peer> --nsrsh ${STASIS_NSRSH})
+set_tests_properties(multihost.tcp_new_addresses PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77
+                     RUN_SERIAL TRUE)
+
+
+# ---- an Open MPI job on two hosts (network namespaces), restarted on them and swapped ---------
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
+  # swap_then_same_hosts (issue 15): one checkpoint restarted swapped, then on its own hosts; each
+  # host has its own /tmp, which the restarted mpirun and orted empty of their session files.
+  foreach(mode same_hosts swap swap_then_same_hosts)
+    set(MPI_HOSTS_ARGS)
+    if(mode STREQUAL "swap")
+      set(MPI_HOSTS_ARGS --swap)
+    elseif(mode STREQUAL "swap_then_same_hosts")
+      set(MPI_HOSTS_ARGS --swap --again-same-hosts)
+    endif()
+    add_test(NAME multihost.mpi.${mode}
+             COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/mpi_test.py ${MPI_HOSTS_ARGS}
+                     --stasis ${STASIS_BIN} --mpirun ${STASIS_OPENMPI_RUN}
+                     --program ${CMAKE_BINARY_DIR}/tests/targets/mpi_ring_openmpi --nsrsh ${STASIS_NSRSH})
+    set_tests_properties(multihost.mpi.${mode} PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
+                         RUN_SERIAL TRUE)
+  endforeach()
+else()
+  stasis_skipped_group(multihost.mpi "${STASIS_NO_OPENMPI}")
+endif()
+
+# ---- InfiniBand verbs over softib (docs/infiniband.md) ----------------------------------------
+# The InfiniBand plugin's own cases are in src/plugins/infiniband/tests.cmake.
+if(TARGET ib_sendrecv AND TARGET stasis_ib)
+  # Issue 7: server on host 1 under `launch --ib=soft`, client on host 2 through the ssh stand-in
+  # (network namespaces), checkpointed mid-run, killed, restarted on the same hosts and with the
+  # hosts swapped (every LID changes); identifiers exchanged through the coordinator's name service.
+  foreach(tool rc ud srq)
+    foreach(mode same_hosts swap)
+      set(IB_HOSTS_MODE)
+      if(mode STREQUAL "same_hosts")
+        set(IB_HOSTS_MODE --same-hosts)
+      endif()
+      add_test(NAME multihost.ib.${tool}_pingpong_${mode}
+               COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/ib_hosts_test.py
+                       --stasis ${STASIS_BIN} --softib-lib ${CMAKE_BINARY_DIR}/lib/softib --nsrsh ${STASIS_NSRSH}
+                       --tool ibv_${tool}_pingpong ${IB_HOSTS_MODE} -- -s 64)
+      set_tests_properties(multihost.ib.${tool}_pingpong_${mode} PROPERTIES TIMEOUT 600 LABELS "ckpt;ib"
+                           SKIP_RETURN_CODE 77 RESOURCE_LOCK ib_hosts)
+    endforeach()
+  endforeach()
+else()
+  stasis_skipped_group(multihost.ib "${STASIS_NO_VERBS}")
+endif()
