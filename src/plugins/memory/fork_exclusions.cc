@@ -5,8 +5,11 @@
 // against the alternatives in docs/vms.md: copying the memory into the writer during the pause
 // costs a memcpy of all of it; process_vm_readv from the writer needs the program stopped
 // until the writer has read it (the same copy, and ptrace rights over a parent).
-// Pages pinned for DMA (RDMA, VFIO) stay the program's: since Linux 5.8 fork copies a pinned
-// page for the child instead of sharing it.
+// Pages pinned for DMA (RDMA registers its buffers, ibv_fork_init marks them MADV_DONTFORK) stay
+// the program's only where fork copies a pinned page for the child instead of sharing it (Linux
+// 5.9's early copy-on-write for pinned pages): on an older kernel the program's next write would
+// move its page away from the device's DMA. There, MADV_DONTFORK memory is not lent and the image
+// is written in place, as before; MADV_WIPEONFORK memory (never pinned by it) still is.
 #include <sys/mman.h>
 
 #include "plugins/memory/fork_exclusions.h"
@@ -37,6 +40,22 @@ unsigned fork_marks(const char* flags) {
   return marks;
 }
 
+// Whether fork copies DMA-pinned pages for the child (Linux 5.10 and later, the first long-term
+// kernel with the early copy-on-write of 5.9); `release` names the kernel for the message.
+bool fork_copies_pinned_pages(char (&release)[65]) {
+  struct {
+    char s[6][65];
+  } uts;
+  if (STASIS_SYS1(SYS_uname, &uts) != 0) return false;
+  str_copy(release, uts.s[2], sizeof release);
+  const char* p = release;
+  uint64_t major = 0, minor = 0;
+  while (*p >= '0' && *p <= '9') major = major * 10 + static_cast<uint64_t>(*p++ - '0');
+  if (*p++ != '.') return false;
+  while (*p >= '0' && *p <= '9') minor = minor * 10 + static_cast<uint64_t>(*p++ - '0');
+  return major > 5 || (major == 5 && minor >= 10);
+}
+
 long set_marks(const LentRange& r, bool on) {
   long a = 0, b = 0;
   if (r.marks & kDontFork) a = set_advice(r.start, r.end, on ? MADV_DONTFORK : MADV_DOFORK);
@@ -65,6 +84,15 @@ bool lend_fork_excluded_memory(Arena& arena, LogLine& why) {
       end = parse_hex(p);
     } else if (str_starts(line, "VmFlags:")) {
       unsigned marks = fork_marks(line + 8);
+      char release[65] = {};
+      if ((marks & kDontFork) && !fork_copies_pinned_pages(release)) {
+        why << "the mapping at 0x";
+        why.hex(start);
+        why << " is marked MADV_DONTFORK (as memory pinned for DMA is) and kernel " << release
+            << " shares pinned pages with a forked child";
+        take_back_fork_excluded_memory();
+        return false;
+      }
       if (marks != 0) {
         if (!g_lent || (g_lent_count == cap && !arena.grow(g_lent, cap))) {
           why << "no scratch memory for the mappings marked MADV_DONTFORK/MADV_WIPEONFORK";
