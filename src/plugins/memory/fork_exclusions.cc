@@ -75,6 +75,8 @@ bool lend_fork_excluded_memory(Arena& arena, LogLine& why) {
   uint32_t cap = 64;
   g_lent = static_cast<LentRange*>(arena.alloc(sizeof(LentRange) * cap));
   uint64_t start = 0, end = 0;
+  char release[65] = {};
+  int pinned_pages_safe = -1;  // asked of the kernel at the first MADV_DONTFORK mapping only
   for (const char* line = text; *line;) {
     bool header = (*line >= '0' && *line <= '9') || (*line >= 'a' && *line <= 'f');
     if (header) {
@@ -84,8 +86,8 @@ bool lend_fork_excluded_memory(Arena& arena, LogLine& why) {
       end = parse_hex(p);
     } else if (str_starts(line, "VmFlags:")) {
       unsigned marks = fork_marks(line + 8);
-      char release[65] = {};
-      if ((marks & kDontFork) && !fork_copies_pinned_pages(release)) {
+      if ((marks & kDontFork) && pinned_pages_safe < 0) pinned_pages_safe = fork_copies_pinned_pages(release);
+      if ((marks & kDontFork) && !pinned_pages_safe) {
         why << "the mapping at 0x";
         why.hex(start);
         why << " is marked MADV_DONTFORK (as memory pinned for DMA is) and kernel " << release
