@@ -5,8 +5,10 @@
  *     the program had used (counted by the program itself, across restarts).
  * Each step burns 20 ms of CPU and sleeps DELAY-20 ms. After CPU_CHECK_STEP steps the program
  * waits (burning CPU) for the virtual timer, after ALARM_CHECK_STEP steps for the alarm, then
- * prints whether each fired in time: the virtual timer between 0.9 and 1.5 s of CPU, the alarm
- * 6 to 7.8 s after it was armed. A checkpoint after step 40 (about 2 s, 0.8 s of CPU) restarted
+ * prints whether each fired in time: the virtual timer between 0.75 and 1.7 s of CPU, the alarm
+ * 6 to 7.8 s after it was armed (ITIMER_VIRTUAL counts sampled user-time ticks, this program
+ * precise thread CPU time: on a loaded machine the two drift apart by tenths of a second). A
+ * checkpoint after step 40 (about 2 s, 0.8 s of CPU) restarted
  * with the timers started again would fire them at >= 1.8 s of CPU and >= 8 s.
  * usage: itimers [STEPS=140] [DELAY_MS=50] */
 #include "target_common.h" /* first: defines _GNU_SOURCE */
@@ -70,7 +72,7 @@ int main(int argc, char **argv) {
     } else if (step == cpu_check_step) {
       while (g_virtual_at_ns < 0 && g_cpu_used_ns < 5000 * kMs) burn_cpu(5 * kMs);
       int64_t at = g_virtual_at_ns;
-      printf("virtual timer fired %d in time %d\n", at >= 0, at >= 900 * kMs && at <= 1500 * kMs);
+      printf("virtual timer fired %d in time %d\n", at >= 0, at >= 750 * kMs && at <= 1700 * kMs);
     } else if (step == alarm_check_step) {
       for (int i = 0; i < 1500 && g_alarm_at_ns == 0; i++) sleep_ms(10);
       int64_t after = g_alarm_at_ns - armed_at;
