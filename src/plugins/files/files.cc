@@ -144,6 +144,16 @@ int capture_plain_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList&, LogLi
     set_kind_data(r, RegularFileData{kOutsideWritersChecked, use == OutsideUse::kOtherWriter ? 1u : 0u});
     return 1;
   }
+  // Deleted, but its description is shared with a process outside the computation (a log the
+  // caller removed, as ctest does with LastTest.log.tmp): the outside's stream, not a file whose
+  // bytes go into the image (a write-only one could not be read into it anyway).
+  if (S_ISREG(st.st_mode) && probe.deleted && (r.flags & O_ACCMODE) != O_RDONLY &&
+      outside_use_of(probe.fd, st) == OutsideUse::kSharedDescription) {
+    r.offset = STASIS_SYS3(SYS_lseek, probe.fd, 0, SEEK_CUR);
+    r.kind = STASIS_FD_EXTERNAL;
+    set_kind_data(r, OutsideFileData{static_cast<uint64_t>(probe.fd) + 1, kOutsideRegularFile});
+    return 1;
+  }
   if (S_ISDIR(st.st_mode) && !probe.deleted) {
     r.kind = STASIS_FD_DIRECTORY;
     r.offset = STASIS_SYS3(SYS_lseek, probe.fd, 0, SEEK_CUR);

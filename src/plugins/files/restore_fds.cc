@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <set>
+#include <string_view>
 
 #include "common/error.h"
 #include <nlohmann/json.hpp>
@@ -133,7 +134,10 @@ void place_outside_file(const StasisFdRecord& f, const std::map<int, int>& outsi
     return;
   }
   const int flags = (static_cast<int>(f.flags) & ~(O_CREAT | O_TRUNC | O_EXCL | O_NOCTTY)) | O_APPEND;
-  int fd = open(f.path, flags | O_CLOEXEC);
+  // Deleted at the checkpoint and restart does not hold it: no path leads to it any more and
+  // nobody can read what would be written there, so the program writes to /dev/null.
+  const bool deleted = std::string_view(f.path).ends_with(" (deleted)");
+  int fd = deleted ? open("/dev/null", O_WRONLY | O_CLOEXEC) : open(f.path, flags | O_CLOEXEC);
   if (fd < 0)
     throw Error(fmt::format("cannot reopen {} to append to it as descriptor {}: {}", f.path, f.fd, std::strerror(errno)));
   if (fd != f.fd) {

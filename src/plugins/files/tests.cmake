@@ -19,6 +19,11 @@ set_tests_properties(files.demo_to_file PROPERTIES TIMEOUT 150 LABELS ckpt)
 add_test(NAME files.outside_writer.refused
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/outside_writer_refused.sh ${STASIS_BIN} $<TARGET_FILE:counter>)
 set_tests_properties(files.outside_writer.refused PROPERTIES TIMEOUT 150 LABELS ckpt)
+# A log the job holds open for writing, inherited by the program, deleted before the checkpoint:
+# the job's stream (restart connects its own, or /dev/null), never refused as a deleted file.
+add_test(NAME files.outside_writer.deleted
+         COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/outside_deleted.sh ${STASIS_BIN} $<TARGET_FILE:counter>)
+set_tests_properties(files.outside_writer.deleted PROPERTIES TIMEOUT 150 LABELS ckpt)
 
 # ---- files -----------------------------------------------------------------------------------
 set(FILE_OUTPUT_EXACT --compare-file records.out --compare-file stream.out --compare-file random.bin
