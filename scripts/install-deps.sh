@@ -25,6 +25,8 @@ PACKAGES=(
   qemu-system-x86 busybox-static kmod cpio linux-image-amd64
   # QEMU guests checkpointed as programs (tests/vm): qcow2 disk overlays
   qemu-utils
+  # X clients and their X server (src/plugins/x11): Xvfb, glxgears (Mesa), xdpyinfo
+  xvfb mesa-utils x11-utils
 )
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -17,6 +17,7 @@
 #include "plugins/ptys/ptys.h"
 #include "plugins/saved_files/saved_files.h"
 #include "plugins/sockets/sockets.h"
+#include "plugins/x11/x11.h"
 
 namespace stasis::rt {
 namespace {
@@ -36,6 +37,7 @@ constexpr CaptureKind kCaptureKinds[] = {
     {"files",       capture_plain_fd,      nullptr},  // regular files, directories, devices, the outside's
     {"ptys",        capture_pty_fd,        nullptr,           "a terminal",            "/dev/pts/|/dev/tty|/dev/ptmx"},
     {"pipes",       capture_pipe_fd,       nullptr,           "a pipe",                "pipe:"},
+    {"x11",         capture_x11_fd,        nullptr},  // before sockets: an outside X server's connection is refused
     {"sockets",     capture_socket_fd,     nullptr,           "a socket",              "socket:"},
     {"eventfd",     capture_eventfd,       nullptr,           "an eventfd",            "anon_inode:[eventfd"},
     {"epoll",       capture_epoll_fd,      nullptr,           "an epoll instance",     "anon_inode:[eventpoll"},

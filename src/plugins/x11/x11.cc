@@ -1,0 +1,78 @@
+// X11 connections (checkpoint side): a socket connected to an X server that is not part of the
+// computation is refused, naming the display. The program's windows, its X resource ids and its
+// GL contexts live in that server; the sockets kind would restore the connection as closed by its
+// peer, and the program would die at its next request (Xlib's "fatal IO error") after a restart
+// that looked complete. An X server started inside the computation (Xvfb under `stasis launch`)
+// is an ordinary peer and is checkpointed with it.
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "plugins/pids/pids.h"
+#include "plugins/x11/x11.h"
+#include "runtime/settings.h"
+
+namespace stasis::rt {
+
+namespace {
+constexpr char kX11SocketDir[] = "/tmp/.X11-unix/X";
+
+// The display number when `fd` is a Unix stream socket connected to an X server's socket
+// (/tmp/.X11-unix/XN, or its abstract twin "@/tmp/.X11-unix/XN"), else -1.
+long x11_display_of(int fd) {
+  struct sockaddr_un peer = {};
+  socklen_t len = sizeof peer;
+  int type = 0;
+  socklen_t type_len = sizeof type;
+  if (STASIS_SYS3(SYS_getpeername, fd, &peer, &len) != 0 || peer.sun_family != AF_UNIX ||
+      STASIS_SYS5(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &type, &type_len) != 0 || type != SOCK_STREAM)
+    return -1;
+  const size_t path_len = len > offsetof(struct sockaddr_un, sun_path) ? len - offsetof(struct sockaddr_un, sun_path) : 0;
+  char path[sizeof peer.sun_path + 1] = {};
+  __builtin_memcpy(path, peer.sun_path, path_len < sizeof peer.sun_path ? path_len : sizeof peer.sun_path);
+  const char* name = path[0] == 0 ? path + 1 : path;  // abstract: a leading NUL
+  if (!str_starts(name, kX11SocketDir)) return -1;
+  long display = 0;
+  const char* digits = name + sizeof kX11SocketDir - 1;
+  if (!*digits) return -1;
+  for (const char* p = digits; *p; p++) {
+    if (*p < '0' || *p > '9') return -1;
+    display = display * 10 + (*p - '0');
+  }
+  return display;
+}
+
+// Whether the process `pid` (this pid namespace) descends from the computation's first process
+// on this host: the launched one, or after a restart the restarted one that took its place.
+bool in_computation(long pid) {
+  long launched = 0;
+  for (const char* p = g_settings.launch_pid.text; *p >= '0' && *p <= '9'; p++) launched = launched * 10 + (*p - '0');
+  const long first = launched > 0 ? real_pid_of(launched) : 0;
+  for (int depth = 0; depth < 64 && pid > 1; depth++) {
+    if (pid == first) return true;
+    char stat[512];
+    const char* after = read_proc_stat(pid, stat, sizeof stat);
+    if (!after) return false;
+    pid = static_cast<long>(proc_stat_field(after, 4));
+  }
+  return false;
+}
+}  // namespace
+
+int capture_x11_fd(const FdProbe& probe, StasisFdRecord&, FdDataList&, LogLine& error) {
+  if (!S_ISSOCK(probe.st.st_mode)) return 0;
+  const long display = x11_display_of(probe.fd);
+  if (display < 0) return 0;
+  struct ucred server = {};
+  socklen_t len = sizeof server;
+  if (STASIS_SYS5(SYS_getsockopt, probe.fd, SOL_SOCKET, SO_PEERCRED, &server, &len) == 0 && server.pid > 0 &&
+      in_computation(server.pid))
+    return 0;  // the X server is part of the computation: an ordinary Unix socket pair
+  error << "descriptor " << probe.fd << " (" << probe.link << ") is a connection to the X server of display :"
+        << static_cast<unsigned long>(display) << " (" << kX11SocketDir << static_cast<unsigned long>(display)
+        << "), which is not part of the computation: Stasis cannot yet re-create the windows and GL state a "
+           "program keeps in an X server; not checkpointing (an X server started inside the computation, "
+           "e.g. Xvfb under the same `stasis launch`, is checkpointed with it)";
+  return -1;
+}
+
+}  // namespace stasis::rt
