@@ -124,9 +124,8 @@ def main():
             restart_once(args, env, coord, ssh, generation, swap, reference, out_path, log_path, steps_before)
         return 0
     finally:
-        subprocess.run(["pkill", "-9", "-x", os.path.basename(args.program)[:15]], capture_output=True)
-        subprocess.run(["pkill", "-9", "-x", "orted"], capture_output=True)
-        subprocess.run(["pkill", "-9", "-x", "hydra_pmi_proxy"], capture_output=True)
+        # HOSTS.down() ends every process of the test hosts; a pkill by name would end other
+        # tests' ranks and daemons on this machine too.
         if real_ssh:
             real_ssh.stop()
         time.sleep(0.2)
