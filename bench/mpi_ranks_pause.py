@@ -50,7 +50,7 @@ def measure(args, ranks: int) -> tuple[list[dict], int]:
         env["STASIS_COORD"] = f"127.0.0.1:{port}"
         env["STASIS_CKPT_DIR"] = str(ckpt)
         # Far more steps than the measurement lasts; 20 ms between steps.
-        launch = subprocess.Popen([args.stasis, "launch", "--compress", "none", "--", "mpirun", "-np", str(ranks),
+        launch = subprocess.Popen([args.stasis, "launch", "--compress", "none", "--", "mpirun.openmpi", "-np", str(ranks),
                                    "--oversubscribe", "--bind-to", "none", args.program, "1000000", "20",
                                    str(args.words)],
                                   env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
