@@ -11,6 +11,8 @@
 #     file    the console (ttyS0) to console.txt, progress also on stdout (ttyS1)
 #     disk    also a virtio disk, disk.qcow2: an overlay over a raw base the guest writes
 #     net     also -nic user (virtio-net) with QEMU's TFTP server on tftp/ (all inside QEMU)
+#     pty     the console (ttyS0) on a pseudo-terminal QEMU makes (-serial pty), which cat reads
+#             into console.txt; progress also on stdout (ttyS1)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/../lib/guest_kernel.sh"
@@ -49,6 +51,7 @@ run)
     qemu-img create -q -f qcow2 -b disk.raw -F raw disk.qcow2
     ARGS+=(-drive file=disk.qcow2,if=virtio,format=qcow2)
     APPEND+=" guest.disk=1" ;;
+  pty) ;;
   net)
     mkdir -p tftp
     head -c 65536 /dev/zero | tr '\0' 'q' > tftp/data
@@ -57,6 +60,27 @@ run)
   *) echo "tcg_guest.sh: unknown variant $VARIANT" >&2; exit 2 ;;
   esac
   [ "$VARIANT" = net ] || ARGS+=(-nic none)
+  if [ "$VARIANT" = pty ]; then
+    # QEMU names its pty first on stdout ("char device redirected to /dev/pts/N (label serial0)",
+    # N differs between runs): the line is taken off, and cat holds the pty's other end from then
+    # on. The pty ends with QEMU: cat's read fails then (EIO), its normal end here, and what the
+    # pty held unread is gone.
+    qemu-system-x86_64 -accel tcg -m 256 -display none -nodefaults -no-reboot \
+      -kernel "$KERNEL" -initrd "$CACHE/initrd.gz" -append "$APPEND" -serial pty -serial stdio -nic none \
+      </dev/null | {
+      IFS= read -r named
+      pts=${named#char device redirected to }
+      pts=${pts%% *}
+      [ -c "$pts" ] || { echo "tcg_guest.sh: QEMU named no pty: $named" >&2; exit 1; }
+      cat "$pts" > console.txt 2>/dev/null &
+      cat
+      wait || true
+      # The kernel's "reboot: Power down" races QEMU's exit, which ends the pty with it: the
+      # console is compared up to the guest's last line.
+      sed -i '/^guest done/q' console.txt
+    }
+    exit
+  fi
   exec qemu-system-x86_64 -accel tcg -m 256 -display none -nodefaults -no-reboot \
     -kernel "$KERNEL" -initrd "$CACHE/initrd.gz" -append "$APPEND" "${ARGS[@]}" </dev/null
   ;;

@@ -25,6 +25,9 @@ stasis_tcg_guest_test(stdio stdio 30 200000 --wait-lines 5 --timeout 150)
 stasis_tcg_guest_test(tty stdio 30 200000 --mode tty --kill ckpt-kill --wait-lines 5 --timeout 150)
 # The console to a file (-serial file:), progress also on a second port on stdout.
 stasis_tcg_guest_test(file file 30 200000 --wait-lines 5 --timeout 150 --compare-file console.txt)
+# The console on a pty QEMU makes (-serial pty), read by a cat of the computation into console.txt:
+# QEMU's pty master and cat's slave come back as one new pty (progress also on stdout).
+stasis_tcg_guest_test(pty pty 30 200000 --wait-lines 5 --timeout 150 --compare-file console.txt)
 # A virtio disk the guest writes (a qcow2 overlay): what the guest reads back, and the disk
 # QEMU leaves, equal an uninterrupted run's.
 stasis_tcg_guest_test(disk disk 30 100000 --wait-lines 8 --timeout 150
