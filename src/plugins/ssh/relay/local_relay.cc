@@ -256,9 +256,15 @@ int run_local_relay(const Options& options) {
   // No checkpoint while ssh, outside the computation, is starting the remote half: the
   // listener and ssh's status pipe are not state to restore.
   stasis_delay_checkpoints();
+  // The listener takes connections only on the address the remote half is told to use (this
+  // host's toward the ssh host); on any address only when the host name does not resolve here
+  // (an ssh alias: the remote half then uses the client address sshd reports). Whoever connects
+  // must still prove it holds the computation's secret.
+  const std::string address = address_toward(ssh.host);
   int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_in any = {};
   any.sin_family = AF_INET;
+  if (!address.empty()) inet_pton(AF_INET, address.c_str(), &any.sin_addr);
   socklen_t len = sizeof any;
   int status_pipe[2];
   if (listener < 0 || bind(listener, reinterpret_cast<struct sockaddr*>(&any), sizeof any) != 0 ||
@@ -267,7 +273,7 @@ int run_local_relay(const Options& options) {
     perror("stasis-ssh-relay: cannot listen for the remote half");
     return kSessionFailed;
   }
-  std::string command = remote_command(options, ssh, ntohs(any.sin_port), address_toward(ssh.host), hex(token, sizeof token));
+  std::string command = remote_command(options, ssh, ntohs(any.sin_port), address, hex(token, sizeof token));
   start_outside_ssh(options, ssh, command, status_pipe[1]);
   close(status_pipe[1]);
   int connection = await_remote_half(listener, status_pipe[0], secret, token, ssh.host);
