@@ -1,0 +1,33 @@
+#!/bin/bash
+# same_output.sh RANKS_A RANKS_B COMMAND A... --then COMMAND B...
+# (--then, not --: the MPI launch script takes -- itself)
+# Runs two MPI jobs one after the other and passes when both end with status 0 and print the
+# same non-empty stdout. RANKS_A / RANKS_B: how many ranks of that job must say on stderr that
+# they ran as a split process with a lower half mapped (split_ring's build against abi/mpi.h
+# does), 0 for a job built against a library's own mpi.h (none may say it). Output of a failed
+# comparison: both outputs and both stderrs.
+set -u
+ranks_a=$1 ranks_b=$2
+shift 2
+a=()
+while [ $# -gt 0 ] && [ "$1" != "--then" ]; do a+=("$1"); shift; done
+[ $# -gt 1 ] || { echo "usage: same_output.sh RANKS_A RANKS_B COMMAND A... --then COMMAND B..." >&2; exit 2; }
+shift
+b=("$@")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() {
+  echo "FAIL: $*"
+  for f in a.out a.err b.out b.err; do echo "---- $f"; cat "$work/$f"; done
+  exit 1
+}
+timeout 120 "${a[@]}" >"$work/a.out" 2>"$work/a.err" || fail "job A (${a[*]}) ended with status $?"
+timeout 120 "${b[@]}" >"$work/b.out" 2>"$work/b.err" || fail "job B (${b[*]}) ended with status $?"
+[ -s "$work/a.out" ] || fail "job A printed nothing"
+grep -q '^done ranks ' "$work/a.out" || fail "job A did not finish (no 'done ranks' line)"
+cmp -s "$work/a.out" "$work/b.out" || fail "the two jobs printed different lines"
+mapped_a=$(grep -c 'upper half, .* lower half mapped$' "$work/a.err")
+mapped_b=$(grep -c 'upper half, .* lower half mapped$' "$work/b.err")
+[ "$mapped_a" = "$ranks_a" ] || fail "job A: $mapped_a ranks ran as a split process, expected $ranks_a"
+[ "$mapped_b" = "$ranks_b" ] || fail "job B: $mapped_b ranks ran as a split process, expected $ranks_b"
+echo "same output ($(wc -l <"$work/a.out") lines); split ranks: A $mapped_a, B $mapped_b"
