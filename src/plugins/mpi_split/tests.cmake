@@ -16,9 +16,9 @@ function(stasis_split_ring_native implementation compiler)
                      DEPENDS ${MPI_SPLIT_DIR}/tests/split_ring.c VERBATIM)
   add_custom_target(split_ring_${implementation} ALL DEPENDS ${out})
 endfunction()
-# stasis_split_same_output(NAME RANKS_A RANKS_B COMMAND_A... --then COMMAND_B...)
-function(stasis_split_same_output name ranks_a ranks_b)
-  add_test(NAME ${name} COMMAND ${MPI_SPLIT_DIR}/tests/same_output.sh ${ranks_a} ${ranks_b} ${ARGN})
+# stasis_split_same_output(NAME RANKS_A RANKS_B REMADE_B COMMAND_A... --then COMMAND_B...)
+function(stasis_split_same_output name ranks_a ranks_b remade_b)
+  add_test(NAME ${name} COMMAND ${MPI_SPLIT_DIR}/tests/same_output.sh ${ranks_a} ${ranks_b} ${remade_b} ${ARGN})
   set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports
                        SKIP_RETURN_CODE 77)
 endfunction()
@@ -30,13 +30,13 @@ find_program(STASIS_OPENMPI_RUN mpirun.openmpi)
 if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
   stasis_split_ring_native(openmpi ${STASIS_OPENMPI_CC})
   set(NATIVE ${CMAKE_BINARY_DIR}/tests/targets/split_ring_openmpi)
-  stasis_split_same_output(mpi_split.openmpi.same_output 0 2
+  stasis_split_same_output(mpi_split.openmpi.same_output 0 2 0
                            ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 -- ${NATIVE} 30
                            --then ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 -- ${SPLIT_RING} 30)
-  stasis_split_same_output(mpi_split.openmpi.np4.same_output 0 4
+  stasis_split_same_output(mpi_split.openmpi.np4.same_output 0 4 0
                            ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 4 --oversubscribe -- ${NATIVE} 30
                            --then ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 4 --oversubscribe -- ${SPLIT_RING} 30)
-  stasis_split_same_output(mpi_split.openmpi.tcp.same_output 0 2
+  stasis_split_same_output(mpi_split.openmpi.tcp.same_output 0 2 0
                            ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 --mca btl tcp,self -- ${NATIVE} 30
                            --then ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 --mca btl tcp,self -- ${SPLIT_RING} 30)
   # Today's whole-job checkpoint (docs/mpi.md: the lower half and mpirun are saved too) of a split
@@ -54,6 +54,12 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                      PROGRAM ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 ${transport} -- ${SPLIT_RING} 50 100)
     set_tests_properties(mpi_split.openmpi.${whole_job} PROPERTIES RESOURCE_LOCK mpi_ports)
   endforeach()
+  # The replay against the real library: halfway, every rank makes its communicators and
+  # datatypes again from its log (collectively: dup, split, the split that gave rank 1 none) and
+  # runs on with them under the same ids.
+  stasis_split_same_output(mpi_split.openmpi.remake.same_output 0 3 3
+                           ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 3 --oversubscribe -- ${NATIVE} 30 0 15
+                           --then ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 3 --oversubscribe -- ${SPLIT_RING} 30 0 15)
 else()
   stasis_skipped_group(mpi_split.openmpi "no mpicc.openmpi and mpirun.openmpi (Debian: openmpi-bin libopenmpi-dev)")
 endif()
@@ -62,16 +68,19 @@ find_program(STASIS_MPICH_RUN mpirun.mpich)
 if(STASIS_MPICH_CC AND STASIS_MPICH_RUN)
   stasis_split_ring_native(mpich ${STASIS_MPICH_CC})
   set(NATIVE ${CMAKE_BINARY_DIR}/tests/targets/split_ring_mpich)
-  stasis_split_same_output(mpi_split.mpich.same_output 0 2
+  stasis_split_same_output(mpi_split.mpich.same_output 0 2 0
                            ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${NATIVE} 30
                            --then ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${SPLIT_RING} 30)
+  stasis_split_same_output(mpi_split.mpich.remake.same_output 0 3 3
+                           ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 3 -- ${NATIVE} 30 0 15
+                           --then ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 3 -- ${SPLIT_RING} 30 0 15)
 else()
   stasis_skipped_group(mpi_split.mpich "no mpicc.mpich and mpirun.mpich (Debian: mpich libmpich-dev)")
 endif()
 # One binary, two libraries: the split build runs unchanged under Open MPI and under MPICH (each
 # rank loads the lower half its launcher names) and prints the same lines.
 if(STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
-  stasis_split_same_output(mpi_split.one_binary.openmpi_mpich 2 2
+  stasis_split_same_output(mpi_split.one_binary.openmpi_mpich 2 2 0
                            ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 -- ${SPLIT_RING} 30
                            --then ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${SPLIT_RING} 30)
 else()

@@ -460,3 +460,24 @@ API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
   REAL_COMM("MPI_Reduce", comm, real_comm);
   return library_error(lower->reduce(sendbuf, recvbuf, count, real_type, real_op, root, real_comm));
 }
+
+API int STASIS_MPI_Remake_objects(int *remade) {
+  NEED_LOWER("STASIS_MPI_Remake_objects");
+  if (handles.requests.live_count != 0) {
+    complain("STASIS_MPI_Remake_objects", "refused: requests are in flight");
+    return MPI_ERR_REQUEST;
+  }
+  int failed_kind = 0, failed_index = 0;
+  char error[600];
+  if (stasis_mpi_handles_bind_predefined(&handles, lower, &failed_kind, &failed_index) != 0) {
+    snprintf(error, sizeof error, "no object for predefined index %d of kind %d", failed_index, failed_kind);
+    complain("STASIS_MPI_Remake_objects", error);
+    return MPI_ERR_INTERN;
+  }
+  if (stasis_mpi_replay_run(&replay, lower, &handles, error, sizeof error) != 0) {
+    complain("STASIS_MPI_Remake_objects", error);
+    return MPI_ERR_INTERN;
+  }
+  *remade = (int)(handles.comms.live_count + handles.groups.live_count + handles.datatypes.live_count);
+  return MPI_SUCCESS;
+}

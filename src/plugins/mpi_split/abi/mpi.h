@@ -168,6 +168,13 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                MPI_Comm comm);
 
+/* Stasis's own: makes every communicator, group and datatype the program holds again in the
+ * running library from the replay log, as a restart does in a fresh one, and rebinds their ids
+ * (the old objects are left to the library). Collective over every communicator the program
+ * made. Refused (MPI_ERR_REQUEST) while a request is in flight. *remade: how many objects the
+ * program holds now, each made again. For tests of the replay against a real library. */
+int STASIS_MPI_Remake_objects(int *remade);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,17 +1,18 @@
 #!/bin/bash
-# same_output.sh RANKS_A RANKS_B COMMAND A... --then COMMAND B...
+# same_output.sh RANKS_A RANKS_B REMADE_B COMMAND A... --then COMMAND B...
 # (--then, not --: the MPI launch script takes -- itself)
 # Runs two MPI jobs one after the other and passes when both end with status 0 and print the
 # same non-empty stdout. RANKS_A / RANKS_B: how many ranks of that job must say on stderr that
 # they ran as a split process with a lower half mapped (split_ring's build against abi/mpi.h
-# does), 0 for a job built against a library's own mpi.h (none may say it). Output of a failed
+# does), 0 for a job built against a library's own mpi.h (none may say it). REMADE_B: how many
+# ranks of job B must say they made their objects again from the replay log. Output of a failed
 # comparison: both outputs and both stderrs.
 set -u
-ranks_a=$1 ranks_b=$2
-shift 2
+ranks_a=$1 ranks_b=$2 remade_b=$3
+shift 3
 a=()
 while [ $# -gt 0 ] && [ "$1" != "--then" ]; do a+=("$1"); shift; done
-[ $# -gt 1 ] || { echo "usage: same_output.sh RANKS_A RANKS_B COMMAND A... --then COMMAND B..." >&2; exit 2; }
+[ $# -gt 1 ] || { echo "usage: same_output.sh RANKS_A RANKS_B REMADE_B COMMAND A... --then COMMAND B..." >&2; exit 2; }
 shift
 b=("$@")
 work=$(mktemp -d)
@@ -30,4 +31,6 @@ mapped_a=$(grep -c 'upper half, .* lower half mapped$' "$work/a.err")
 mapped_b=$(grep -c 'upper half, .* lower half mapped$' "$work/b.err")
 [ "$mapped_a" = "$ranks_a" ] || fail "job A: $mapped_a ranks ran as a split process, expected $ranks_a"
 [ "$mapped_b" = "$ranks_b" ] || fail "job B: $mapped_b ranks ran as a split process, expected $ranks_b"
+remade=$(grep -c 'remade [0-9]* objects from the replay log$' "$work/b.err")
+[ "$remade" = "$remade_b" ] || fail "job B: $remade ranks made their objects again, expected $remade_b"
 echo "same output ($(wc -l <"$work/a.out") lines); split ranks: A $mapped_a, B $mapped_b"

@@ -1,12 +1,15 @@
 /* split_ring: an MPI program that uses every function of the split mode's first slice, built twice:
  * against Stasis's abi/mpi.h (linked with libstasis_mpi.so: virtual handles, a lower half holding
  * the real library) and against a library's own mpi.h. Both builds must print the same lines.
- * usage: mpirun -np R split_ring [STEPS=20] [DELAY_MS=0]
+ * usage: mpirun -np R split_ring [STEPS=20] [DELAY_MS=0] [REMAKE_AT=0]
  * Per step: a ring exchange of a block (Isend/Irecv/Waitall) on a duplicate of MPI_COMM_WORLD, a
  * strided column sent with a vector datatype (Send/Recv, Get_count), a row communicator from
  * Comm_split (Allreduce, Bcast), and a Reduce and a Barrier on the world; rank 0 prints
  * "step N ..." with checksums of everything received. The output depends only on the arguments
- * and the number of ranks. On stderr, the upper half's build says what it ran through. */
+ * and the number of ranks. On stderr, the upper half's build says what it ran through. With
+ * REMAKE_AT > 0, the upper half's build makes every communicator and datatype again from its
+ * replay log before that step (as a restart does), goes on with the new objects under the same
+ * ids, and says so on stderr. */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <stdint.h>
@@ -55,11 +58,26 @@ static void report_halves(int rank) {
 #endif
 }
 
+/* Makes the objects again from the replay log (upper half's build only). Their ids stay the
+ * same: the rest of the program does not know. */
+static void remake_objects(int rank) {
+#ifdef STASIS_MPI_SPLIT
+  int remade = 0;
+  MPI_OK(STASIS_MPI_Remake_objects(&remade));
+  /* ring, row, lonely (rank 0 only) and column are held. */
+  CHECK(remade == (rank == 0 ? 4 : 3));
+  fprintf(stderr, "rank %d: remade %d objects from the replay log\n", rank, remade);
+#else
+  (void)rank;
+#endif
+}
+
 int main(int argc, char **argv) {
   int rank = 0, size = 1;
   MPI_OK(MPI_Init(&argc, &argv));
   setvbuf(stdout, NULL, _IOLBF, 0);
   long steps = argc > 1 ? atol(argv[1]) : 20, delay = argc > 2 ? atol(argv[2]) : 0;
+  long remake_at = argc > 3 ? atol(argv[3]) : 0;
   MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   report_halves(rank);
@@ -98,6 +116,7 @@ int main(int argc, char **argv) {
   int next = (rank + 1) % size, previous = (rank + size - 1) % size;
 
   for (long step = 1; step <= steps; step++) {
+    if (step == remake_at) remake_objects(rank);
     MPI_Request requests[2];
     MPI_Status statuses[2];
     MPI_OK(MPI_Irecv(theirs, WORDS, MPI_UINT64_T, previous, (int)step, ring, &requests[0]));
