@@ -134,6 +134,16 @@ static int lower_group_free(StasisMpiRealHandle group) {
   MPI_Group handle = AS(MPI_Group, group);
   return MPI_Group_free(&handle);
 }
+static int lower_comm_world_ranks(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size) {
+  MPI_Group group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
+  int rc = MPI_Comm_group(AS(MPI_Comm, comm), &group);
+  if (rc == MPI_SUCCESS) rc = MPI_Comm_group(AS(MPI_Comm, world), &world_group);
+  for (int i = 0; rc == MPI_SUCCESS && i < size; i++)
+    rc = MPI_Group_translate_ranks(group, 1, &i, world_group, &ranks[i]);
+  if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
+  if (world_group != MPI_GROUP_NULL) MPI_Group_free(&world_group);
+  return rc;
+}
 
 static int lower_type_contiguous(int count, StasisMpiRealHandle old, StasisMpiRealHandle *made) {
   MPI_Datatype result = MPI_DATATYPE_NULL;
@@ -211,6 +221,11 @@ static int lower_reduce(const void *sendbuf, void *recvbuf, int count, StasisMpi
   return MPI_Reduce(send_buffer(sendbuf), recvbuf, count, AS(MPI_Datatype, type), AS(MPI_Op, op), root,
                     AS(MPI_Comm, comm));
 }
+static int lower_reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type,
+                                      StasisMpiRealHandle op, StasisMpiRealHandle comm) {
+  return MPI_Reduce_scatter_block(send_buffer(sendbuf), recvbuf, count, AS(MPI_Datatype, type), AS(MPI_Op, op),
+                                  AS(MPI_Comm, comm));
+}
 
 static const StasisMpiLower lower_half = {
     .interface_version = STASIS_MPI_LOWER_INTERFACE_VERSION,
@@ -231,6 +246,7 @@ static const StasisMpiLower lower_half = {
     .group_size = lower_group_size,
     .group_rank = lower_group_rank,
     .group_free = lower_group_free,
+    .comm_world_ranks = lower_comm_world_ranks,
     .type_contiguous = lower_type_contiguous,
     .type_vector = lower_type_vector,
     .type_commit = lower_type_commit,
@@ -245,6 +261,7 @@ static const StasisMpiLower lower_half = {
     .bcast = lower_bcast,
     .allreduce = lower_allreduce,
     .reduce = lower_reduce,
+    .reduce_scatter_block = lower_reduce_scatter_block,
 };
 
 __attribute__((visibility("default"))) const StasisMpiLower *stasis_mpi_lower_interface(void) { return &lower_half; }

@@ -29,7 +29,7 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 1
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 2
 
 typedef struct StasisMpiLower {
   uint32_t interface_version; /* STASIS_MPI_LOWER_INTERFACE_VERSION */
@@ -55,6 +55,8 @@ typedef struct StasisMpiLower {
   int (*group_size)(StasisMpiRealHandle group, int *size);
   int (*group_rank)(StasisMpiRealHandle group, int *rank); /* MPI_UNDEFINED as -32766 */
   int (*group_free)(StasisMpiRealHandle group);
+  /* ranks[i] = the rank in `world` of rank i of `comm`, for i < size (comm's size). */
+  int (*comm_world_ranks)(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size);
 
   int (*type_contiguous)(int count, StasisMpiRealHandle old, StasisMpiRealHandle *made);
   int (*type_vector)(int count, int blocklength, int stride, StasisMpiRealHandle old, StasisMpiRealHandle *made);
@@ -81,6 +83,8 @@ typedef struct StasisMpiLower {
                    StasisMpiRealHandle comm);
   int (*reduce)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type, StasisMpiRealHandle op,
                 int root, StasisMpiRealHandle comm);
+  int (*reduce_scatter_block)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type,
+                              StasisMpiRealHandle op, StasisMpiRealHandle comm);
 } StasisMpiLower;
 
 typedef const StasisMpiLower *(*StasisMpiLowerInterfaceFn)(void);

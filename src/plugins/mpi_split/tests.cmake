@@ -24,6 +24,18 @@ function(stasis_split_same_output name ranks_a ranks_b remade_b)
 endfunction()
 
 set(SPLIT_RING ${CMAKE_BINARY_DIR}/tests/targets/split_ring_stasis)
+# in_flight (tests/in_flight.c): the drain's aggregated count against messages the program knows
+# are in flight; it checks every figure itself and ends with "in_flight ok".
+add_executable(split_in_flight ${MPI_SPLIT_DIR}/tests/in_flight.c)
+target_link_libraries(split_in_flight PRIVATE stasis_mpi)
+set_target_properties(split_in_flight PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/targets)
+# stasis_split_in_flight(NAME LAUNCHER LAUNCHER_OPTIONS...)
+function(stasis_split_in_flight name)
+  add_test(NAME ${name} COMMAND sh -c "\"$@\" > \"$TMPDIR/$$.out\" && grep -q '^in_flight ok$' \"$TMPDIR/$$.out\"; rc=$?; cat \"$TMPDIR/$$.out\"; rm -f \"$TMPDIR/$$.out\"; exit $rc"
+           sh ${PROJECT_SOURCE_DIR}/tests/scripts/mpi_run.sh ${ARGN} -- $<TARGET_FILE:split_in_flight> 3 200)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports
+                       ENVIRONMENT TMPDIR=/tmp)
+endfunction()
 set(SPLIT_MPI_RUN ${PROJECT_SOURCE_DIR}/tests/scripts/mpi_run.sh)
 find_program(STASIS_OPENMPI_CC mpicc.openmpi)
 find_program(STASIS_OPENMPI_RUN mpirun.openmpi)
@@ -54,6 +66,7 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                      PROGRAM ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 ${transport} -- ${SPLIT_RING} 50 100)
     set_tests_properties(mpi_split.openmpi.${whole_job} PROPERTIES RESOURCE_LOCK mpi_ports)
   endforeach()
+  stasis_split_in_flight(mpi_split.openmpi.in_flight ${STASIS_OPENMPI_RUN} -np 4 --oversubscribe)
   # The replay against the real library: halfway, every rank makes its communicators and
   # datatypes again from its log (collectively: dup, split, the split that gave rank 1 none) and
   # runs on with them under the same ids.
@@ -71,6 +84,7 @@ if(STASIS_MPICH_CC AND STASIS_MPICH_RUN)
   stasis_split_same_output(mpi_split.mpich.same_output 0 2 0
                            ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${NATIVE} 30
                            --then ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${SPLIT_RING} 30)
+  stasis_split_in_flight(mpi_split.mpich.in_flight ${STASIS_MPICH_RUN} -np 3)
   stasis_split_same_output(mpi_split.mpich.remake.same_output 0 3 3
                            ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 3 -- ${NATIVE} 30 0 15
                            --then ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 3 -- ${SPLIT_RING} 30 0 15)

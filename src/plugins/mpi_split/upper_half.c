@@ -4,14 +4,17 @@
  * made (replay_log.h) so that a fresh lower half can make them again.
  *
  * The tables and the log are static storage of this library: upper-half memory, saved with the
- * program. Supported threading: up to MPI_THREAD_SERIALIZED (no locks on the tables). */
+ * program. Every point-to-point message is counted per peer (peer_counts.h) for the drain.
+ * Supported threading: up to MPI_THREAD_SERIALIZED (no locks on the tables). */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "abi/mpi.h"
 #include "lower_half_loader.h"
+#include "peer_counts.h"
 #include "replay_log.h"
 #include "virtual_ids.h"
 
@@ -30,13 +33,21 @@ static StasisMpiIdEntry datatype_entries[DATATYPE_CAPACITY];
 static StasisMpiIdEntry op_entries[STASIS_MPI_PREDEFINED_OP_COUNT];
 static StasisMpiIdEntry group_entries[GROUP_CAPACITY];
 static StasisMpiIdEntry request_entries[REQUEST_CAPACITY];
-/* The datatype of each receive request, by request index: its status counts bytes with it. */
-static StasisMpiRealHandle request_recv_type[REQUEST_CAPACITY];
+/* What a request's completion needs, by request index. */
+typedef struct RequestSide {
+  StasisMpiRealHandle recv_type; /* a receive's datatype (its status counts bytes with it); 0: a send */
+  uint32_t comm_index;           /* a receive's communicator: its source is counted by world rank */
+} RequestSide;
+static RequestSide request_side[REQUEST_CAPACITY];
 static StasisMpiReplayRecord replay_records[REPLAY_CAPACITY];
 
 static StasisMpiHandles handles;
 static StasisMpiReplayLog replay;
 static const StasisMpiLower *lower;
+static StasisMpiPeerCounts peers;
+/* A duplicate of MPI_COMM_WORLD the program never sees: the drain's reductions run on it, so they
+ * never match the program's own messages or collectives. Made again by every replay. */
+static StasisMpiRealHandle private_world;
 static int initialized, finalized;
 
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". The program's own MPI errors are
@@ -108,6 +119,23 @@ static int remember(const char *function, StasisMpiIdTable *table, StasisMpiReal
   return MPI_SUCCESS;
 }
 
+/* Records the world rank of each rank of the communicator just made (id `comm`), so that its
+ * messages are counted by world rank. */
+static int map_comm_ranks(const char *function, int comm) {
+  int64_t index = stasis_mpi_ids_index(&handles.comms, comm);
+  StasisMpiRealHandle real = handles.comms.entries[index].real;
+  int size = 0;
+  if (lower->comm_size(real, &size) != 0) return library_error(1);
+  int *world_ranks = malloc((size_t)(size ? size : 1) * sizeof *world_ranks);
+  int rc = world_ranks ? lower->comm_world_ranks(real, handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real,
+                                                 world_ranks, size)
+                       : MPI_ERR_INTERN;
+  if (rc == 0 && stasis_mpi_peers_map_comm(&peers, (uint32_t)index, world_ranks, size) != 0) rc = MPI_ERR_INTERN;
+  free(world_ranks);
+  if (rc != 0) complain(function, "cannot tell the world ranks of the new communicator's members");
+  return rc == 0 ? MPI_SUCCESS : MPI_ERR_INTERN;
+}
+
 static int log_free(const char *function, uint32_t op, int id) {
   if (stasis_mpi_replay_append(&replay, op, 0, id, 0, 0, 0) != 0) {
     complain(function, "the replay log is full");
@@ -137,6 +165,16 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     snprintf(text, sizeof text, "the %s lower half has no object for predefined index %d of kind %d",
              lower->implementation, failed_index, failed_kind);
     complain("MPI_Init", text);
+    return MPI_ERR_INTERN;
+  }
+  StasisMpiRealHandle world = handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real;
+  int world_size = 0, world_rank = 0;
+  if (lower->comm_size(world, &world_size) != 0 || lower->comm_rank(world, &world_rank) != 0 ||
+      stasis_mpi_peers_init(&peers, world_size, COMM_CAPACITY) != 0 ||
+      stasis_mpi_peers_map_comm(&peers, STASIS_MPI_INDEX_COMM_WORLD, NULL, world_size) != 0 ||
+      stasis_mpi_peers_map_comm(&peers, STASIS_MPI_INDEX_COMM_SELF, &world_rank, 1) != 0 ||
+      lower->comm_dup(world, &private_world) != 0) {
+    complain("MPI_Init", "cannot set up the per-peer message counts (out of memory, or the library refused)");
     return MPI_ERR_INTERN;
   }
   initialized = 1;
@@ -203,7 +241,8 @@ API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   StasisMpiRealHandle made;
   int rc = lower->comm_dup(real_comm, &made);
   if (rc != 0) return library_error(rc);
-  return remember("MPI_Comm_dup", &handles.comms, made, STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm);
+  rc = remember("MPI_Comm_dup", &handles.comms, made, STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm);
+  return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_dup", *newcomm) : rc;
 }
 
 API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
@@ -221,8 +260,8 @@ API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
     }
     return MPI_SUCCESS;
   }
-  return remember("MPI_Comm_split", &handles.comms, made, STASIS_MPI_REPLAY_COMM_SPLIT, comm, color, key, 0,
-                  newcomm);
+  rc = remember("MPI_Comm_split", &handles.comms, made, STASIS_MPI_REPLAY_COMM_SPLIT, comm, color, key, 0, newcomm);
+  return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_split", *newcomm) : rc;
 }
 
 API int MPI_Comm_free(MPI_Comm *comm) {
@@ -348,7 +387,9 @@ API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, in
   NEED_LOWER("MPI_Send");
   REAL_TYPE("MPI_Send", datatype, real_type);
   REAL_COMM("MPI_Send", comm, real_comm);
-  return library_error(lower->send(buf, count, real_type, dest, tag, real_comm));
+  int rc = lower->send(buf, count, real_type, dest, tag, real_comm);
+  if (rc == 0 && dest != MPI_PROC_NULL) stasis_mpi_peers_sent(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), dest);
+  return library_error(rc);
 }
 
 API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
@@ -357,19 +398,23 @@ API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int ta
   REAL_TYPE("MPI_Recv", datatype, real_type);
   REAL_COMM("MPI_Recv", comm, real_comm);
   StasisMpiLowerStatus lower_status;
-  int rc = lower->recv(buf, count, real_type, source, tag, real_comm, status ? &lower_status : NULL);
-  if (rc == 0) status_up(&lower_status, status);
-  return library_error(rc);
+  int rc = lower->recv(buf, count, real_type, source, tag, real_comm, &lower_status);
+  if (rc != 0) return library_error(rc);
+  if (lower_status.source != MPI_PROC_NULL)
+    stasis_mpi_peers_received(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), lower_status.source);
+  status_up(&lower_status, status);
+  return MPI_SUCCESS;
 }
 
 /* A new request id for the library's request; recv_type is 0 for a send. */
 static int remember_request(const char *function, StasisMpiRealHandle real, StasisMpiRealHandle recv_type,
-                            MPI_Request *request) {
+                            MPI_Comm comm, MPI_Request *request) {
   if (stasis_mpi_ids_add(&handles.requests, real, request) != 0) {
     complain(function, "too many requests in flight for the split layer's table");
     return MPI_ERR_INTERN;
   }
-  request_recv_type[stasis_mpi_ids_index(&handles.requests, *request)] = recv_type;
+  RequestSide side = {recv_type, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm)};
+  request_side[stasis_mpi_ids_index(&handles.requests, *request)] = side;
   return MPI_SUCCESS;
 }
 
@@ -381,7 +426,8 @@ API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, i
   StasisMpiRealHandle made;
   int rc = lower->isend(buf, count, real_type, dest, tag, real_comm, &made);
   if (rc != 0) return library_error(rc);
-  return remember_request("MPI_Isend", made, 0, request);
+  if (dest != MPI_PROC_NULL) stasis_mpi_peers_sent(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), dest);
+  return remember_request("MPI_Isend", made, 0, comm, request);
 }
 
 API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
@@ -392,7 +438,7 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
   StasisMpiRealHandle made;
   int rc = lower->irecv(buf, count, real_type, source, tag, real_comm, &made);
   if (rc != 0) return library_error(rc);
-  return remember_request("MPI_Irecv", made, real_type, request);
+  return remember_request("MPI_Irecv", made, real_type, comm, request);
 }
 
 API int MPI_Wait(MPI_Request *request, MPI_Status *status) {
@@ -410,8 +456,11 @@ API int MPI_Wait(MPI_Request *request, MPI_Status *status) {
     return not_live("MPI_Wait", "request", *request, MPI_ERR_REQUEST);
   StasisMpiRealHandle real = handles.requests.entries[index].real;
   StasisMpiLowerStatus lower_status;
-  int rc = lower->wait(&real, request_recv_type[index], status ? &lower_status : NULL);
+  const RequestSide *side = &request_side[index];
+  int rc = lower->wait(&real, side->recv_type, &lower_status);
   if (rc != 0) return library_error(rc);
+  if (side->recv_type && lower_status.source != MPI_PROC_NULL)
+    stasis_mpi_peers_received(&peers, side->comm_index, lower_status.source);
   status_up(&lower_status, status);
   stasis_mpi_ids_remove(&handles.requests, *request);
   *request = MPI_REQUEST_NULL;
@@ -478,6 +527,25 @@ API int STASIS_MPI_Remake_objects(int *remade) {
     complain("STASIS_MPI_Remake_objects", error);
     return MPI_ERR_INTERN;
   }
+  if (lower->comm_dup(handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, &private_world) != 0) {
+    complain("STASIS_MPI_Remake_objects", "the library refused the private duplicate of MPI_COMM_WORLD");
+    return MPI_ERR_INTERN;
+  }
   *remade = (int)(handles.comms.live_count + handles.groups.live_count + handles.datatypes.live_count);
+  return MPI_SUCCESS;
+}
+
+API int STASIS_MPI_In_flight(long long *to_me) {
+  NEED_LOWER("STASIS_MPI_In_flight");
+  if (peers.uncounted != 0) {
+    complain("STASIS_MPI_In_flight", "some messages went to or came from ranks no communicator map knew");
+    return MPI_ERR_INTERN;
+  }
+  uint64_t sent_to_me = 0;
+  int rc = lower->reduce_scatter_block(peers.sent_to, &sent_to_me, 1,
+                                       handles.datatypes.entries[STASIS_MPI_INDEX_UINT64_T].real,
+                                       handles.ops.entries[STASIS_MPI_INDEX_SUM].real, private_world);
+  if (rc != 0) return library_error(rc);
+  *to_me = (long long)(sent_to_me - peers.received_total);
   return MPI_SUCCESS;
 }

@@ -175,6 +175,11 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
  * program holds now, each made again. For tests of the replay against a real library. */
 int STASIS_MPI_Remake_objects(int *remade);
 
+/* Stasis's own: how many point-to-point messages were sent to this rank (by any rank, on any
+ * communicator) and not yet received by it: the drain's one aggregated step, a reduction over a
+ * private duplicate of MPI_COMM_WORLD. Collective over MPI_COMM_WORLD. */
+int STASIS_MPI_In_flight(long long *to_me);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,112 @@
+/* in_flight: the drain's aggregated count (STASIS_MPI_In_flight) against messages this program
+ * knows are in flight. Built against Stasis's abi/mpi.h only.
+ * usage: mpirun -np R in_flight [ROUNDS=3] [TIMED_CALLS=200]
+ * Each round every rank posts, without receiving: rank+1 messages to the next world rank, one on
+ * a communicator whose ranks run in reverse (to its next rank there: the previous world rank),
+ * one to itself on MPI_COMM_SELF. Each rank must then hear that previous+3 messages are in flight to it; after it
+ * receives them (the world ones with MPI_ANY_SOURCE), none. Between rounds the objects are made
+ * again from the replay log (the private communicator of the count too). Rank 0 prints
+ * "round N in flight T then 0" (T summed over ranks) and "in_flight ok"; on stderr, the median
+ * time of one count over TIMED_CALLS calls. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CHECK(cond)                                                                        \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      fprintf(stderr, "in_flight: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      exit(2);                                                                             \
+    }                                                                                      \
+  } while (0)
+#define MPI_OK(call) CHECK((call) == MPI_SUCCESS)
+
+enum { MAX_RANKS = 256 };
+
+static int compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+  MPI_OK(MPI_Init(&argc, &argv));
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  int rounds = argc > 1 ? atoi(argv[1]) : 3, timed_calls = argc > 2 ? atoi(argv[2]) : 200;
+  int rank = 0, size = 1;
+  MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  CHECK(size <= MAX_RANKS);
+  MPI_Comm reversed;
+  MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &reversed));
+  int reversed_rank = 0;
+  MPI_OK(MPI_Comm_rank(reversed, &reversed_rank));
+  CHECK(reversed_rank == size - 1 - rank);
+  int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+
+  for (int round = 1; round <= rounds; round++) {
+    static int out[MAX_RANKS + 2][MAX_RANKS + 1], in[MAX_RANKS + 2][MAX_RANKS + 1];
+    MPI_Request sends[MAX_RANKS + 2];
+    int posted = 0;
+    for (int i = 0; i <= rank; i++) {
+      for (int j = 0; j <= i; j++) out[posted][j] = round * 1000 + rank * 10 + j;
+      MPI_OK(MPI_Isend(out[posted], i + 1, MPI_INT, next, 100 + i, MPI_COMM_WORLD, &sends[posted]));
+      posted++;
+    }
+    out[posted][0] = -rank;
+    MPI_OK(MPI_Isend(out[posted], 1, MPI_INT, (reversed_rank + 1) % size, 7, reversed, &sends[posted]));
+    posted++;
+    out[posted][0] = round;
+    MPI_OK(MPI_Isend(out[posted], 1, MPI_INT, 0, 5, MPI_COMM_SELF, &sends[posted]));
+    posted++;
+
+    long long to_me = -1, total = 0;
+    MPI_OK(STASIS_MPI_In_flight(&to_me));
+    CHECK(to_me == previous + 3);
+    MPI_OK(MPI_Reduce(&to_me, &total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
+
+    for (int i = 0; i <= previous; i++) {
+      MPI_Status status;
+      int count = 0;
+      MPI_OK(MPI_Recv(in[i], MAX_RANKS + 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &status));
+      MPI_OK(MPI_Get_count(&status, MPI_INT, &count));
+      CHECK(status.MPI_SOURCE == previous && count == status.MPI_TAG - 100 + 1);
+      CHECK(in[i][count - 1] == round * 1000 + previous * 10 + count - 1);
+    }
+    MPI_Request reversed_receive;
+    MPI_Status status;
+    MPI_OK(MPI_Irecv(in[MAX_RANKS], 1, MPI_INT, MPI_ANY_SOURCE, 7, reversed, &reversed_receive));
+    MPI_OK(MPI_Wait(&reversed_receive, &status));
+    CHECK(in[MAX_RANKS][0] == -next && status.MPI_SOURCE == (reversed_rank + size - 1) % size);
+    MPI_OK(MPI_Recv(in[MAX_RANKS + 1], 1, MPI_INT, 0, 5, MPI_COMM_SELF, MPI_STATUS_IGNORE));
+    CHECK(in[MAX_RANKS + 1][0] == round);
+    MPI_OK(MPI_Waitall(posted, sends, MPI_STATUSES_IGNORE));
+
+    long long after = -1;
+    MPI_OK(STASIS_MPI_In_flight(&after));
+    CHECK(after == 0);
+    if (rank == 0) printf("round %d in flight %lld then %lld\n", round, total, after);
+    int remade = 0;
+    MPI_OK(STASIS_MPI_Remake_objects(&remade));
+    CHECK(remade == 1);
+  }
+
+  static double seconds[100000];
+  CHECK(timed_calls > 0 && timed_calls <= 100000);
+  for (int i = 0; i < timed_calls; i++) {
+    long long to_me = -1;
+    double start = MPI_Wtime();
+    MPI_OK(STASIS_MPI_In_flight(&to_me));
+    seconds[i] = MPI_Wtime() - start;
+    CHECK(to_me == 0);
+  }
+  qsort(seconds, (size_t)timed_calls, sizeof seconds[0], compare_doubles);
+  if (rank == 0) {
+    fprintf(stderr, "in_flight count: %d ranks, median %.1f us over %d calls\n", size,
+            seconds[timed_calls / 2] * 1e6, timed_calls);
+    printf("in_flight ok\n");
+  }
+  MPI_OK(MPI_Comm_free(&reversed));
+  MPI_OK(MPI_Finalize());
+  return 0;
+}
