@@ -136,7 +136,8 @@ static int map_comm_ranks(const char *function, int comm) {
   return rc == 0 ? MPI_SUCCESS : MPI_ERR_INTERN;
 }
 
-static int log_free(const char *function, uint32_t op, int id) {
+/* Logs an operation on an existing object (a commit, a free) for replay. */
+static int log_action(const char *function, uint32_t op, int id) {
   if (stasis_mpi_replay_append(&replay, op, 0, id, 0, 0, 0) != 0) {
     complain(function, "the replay log is full");
     return MPI_ERR_INTERN;
@@ -264,17 +265,24 @@ API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_split", *newcomm) : rc;
 }
 
-API int MPI_Comm_free(MPI_Comm *comm) {
-  NEED_LOWER("MPI_Comm_free");
-  if (stasis_mpi_ids_index(&handles.comms, *comm) < (int64_t)handles.comms.predefined_count)
-    return not_live("MPI_Comm_free", "communicator made by the program", *comm, MPI_ERR_COMM);
-  REAL_COMM("MPI_Comm_free", *comm, real_comm);
-  int rc = lower->comm_free(real_comm);
+/* Frees an object the program made (never a predefined one) in the library, forgets its id,
+ * logs the free for replay and sets the program's handle to the kind's null id. */
+static int free_made(const char *function, StasisMpiIdTable *table, const char *what, int error_class,
+                     int (*release)(StasisMpiRealHandle), uint32_t op, int *id, int null_id) {
+  NEED_LOWER(function);
+  int64_t index = stasis_mpi_ids_index(table, *id);
+  if (index < (int64_t)table->predefined_count) return not_live(function, what, *id, error_class);
+  int rc = release(table->entries[index].real);
   if (rc != 0) return library_error(rc);
-  stasis_mpi_ids_remove(&handles.comms, *comm);
-  rc = log_free("MPI_Comm_free", STASIS_MPI_REPLAY_COMM_FREE, *comm);
-  *comm = MPI_COMM_NULL;
+  stasis_mpi_ids_remove(table, *id);
+  rc = log_action(function, op, *id);
+  *id = null_id;
   return rc;
+}
+
+API int MPI_Comm_free(MPI_Comm *comm) {
+  return free_made("MPI_Comm_free", &handles.comms, "communicator made by the program", MPI_ERR_COMM,
+                   lower ? lower->comm_free : NULL, STASIS_MPI_REPLAY_COMM_FREE, comm, MPI_COMM_NULL);
 }
 
 API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) {
@@ -299,16 +307,8 @@ API int MPI_Group_rank(MPI_Group group, int *rank) {
 }
 
 API int MPI_Group_free(MPI_Group *group) {
-  NEED_LOWER("MPI_Group_free");
-  if (stasis_mpi_ids_index(&handles.groups, *group) < (int64_t)handles.groups.predefined_count)
-    return not_live("MPI_Group_free", "group made by the program", *group, MPI_ERR_GROUP);
-  REAL_GROUP("MPI_Group_free", *group, real_group);
-  int rc = lower->group_free(real_group);
-  if (rc != 0) return library_error(rc);
-  stasis_mpi_ids_remove(&handles.groups, *group);
-  rc = log_free("MPI_Group_free", STASIS_MPI_REPLAY_GROUP_FREE, *group);
-  *group = MPI_GROUP_NULL;
-  return rc;
+  return free_made("MPI_Group_free", &handles.groups, "group made by the program", MPI_ERR_GROUP,
+                   lower ? lower->group_free : NULL, STASIS_MPI_REPLAY_GROUP_FREE, group, MPI_GROUP_NULL);
 }
 
 API int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype) {
@@ -336,24 +336,12 @@ API int MPI_Type_commit(MPI_Datatype *datatype) {
   REAL_TYPE("MPI_Type_commit", *datatype, real_type);
   int rc = lower->type_commit(real_type);
   if (rc != 0) return library_error(rc);
-  if (stasis_mpi_replay_append(&replay, STASIS_MPI_REPLAY_TYPE_COMMIT, 0, *datatype, 0, 0, 0) != 0) {
-    complain("MPI_Type_commit", "the replay log is full");
-    return MPI_ERR_INTERN;
-  }
-  return MPI_SUCCESS;
+  return log_action("MPI_Type_commit", STASIS_MPI_REPLAY_TYPE_COMMIT, *datatype);
 }
 
 API int MPI_Type_free(MPI_Datatype *datatype) {
-  NEED_LOWER("MPI_Type_free");
-  if (stasis_mpi_ids_index(&handles.datatypes, *datatype) < (int64_t)handles.datatypes.predefined_count)
-    return not_live("MPI_Type_free", "datatype made by the program", *datatype, MPI_ERR_TYPE);
-  REAL_TYPE("MPI_Type_free", *datatype, real_type);
-  int rc = lower->type_free(real_type);
-  if (rc != 0) return library_error(rc);
-  stasis_mpi_ids_remove(&handles.datatypes, *datatype);
-  rc = log_free("MPI_Type_free", STASIS_MPI_REPLAY_TYPE_FREE, *datatype);
-  *datatype = MPI_DATATYPE_NULL;
-  return rc;
+  return free_made("MPI_Type_free", &handles.datatypes, "datatype made by the program", MPI_ERR_TYPE,
+                   lower ? lower->type_free : NULL, STASIS_MPI_REPLAY_TYPE_FREE, datatype, MPI_DATATYPE_NULL);
 }
 
 API int MPI_Type_size(MPI_Datatype datatype, int *size) {

@@ -13,14 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define CHECK(cond)                                                                        \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      fprintf(stderr, "in_flight: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      exit(2);                                                                             \
-    }                                                                                      \
-  } while (0)
-#define MPI_OK(call) CHECK((call) == MPI_SUCCESS)
+#include "split_test_common.h"
 
 enum { MAX_RANKS = 256 };
 

@@ -18,14 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(cond)                                                                        \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      fprintf(stderr, "split_ring: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      exit(2);                                                                             \
-    }                                                                                      \
-  } while (0)
-#define MPI_OK(call) CHECK((call) == MPI_SUCCESS)
+#include "split_test_common.h"
 
 enum { WORDS = 1024, COLUMNS = 8, ROWS = 16 };
 
