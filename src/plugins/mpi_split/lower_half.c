@@ -206,6 +206,27 @@ static int lower_wait(StasisMpiRealHandle *request, StasisMpiRealHandle recv_typ
   if (rc == MPI_SUCCESS) status_up(&real, recv_type ? AS(MPI_Datatype, recv_type) : MPI_DATATYPE_NULL, status);
   return rc;
 }
+static int lower_iprobe(int source, int tag, StasisMpiRealHandle comm, int *flag, StasisMpiLowerStatus *status) {
+  MPI_Status real;
+  int rc = MPI_Iprobe(peer_down(source), tag_down(tag), AS(MPI_Comm, comm), flag, &real);
+  if (rc == MPI_SUCCESS && *flag) status_up(&real, MPI_PACKED, status);
+  return rc;
+}
+static int lower_recv_packed(void *buf, int bytes, int source, int tag, StasisMpiRealHandle comm,
+                             StasisMpiLowerStatus *status) {
+  MPI_Status real;
+  int rc = MPI_Recv(buf, bytes, MPI_PACKED, peer_down(source), tag_down(tag), AS(MPI_Comm, comm), &real);
+  if (rc == MPI_SUCCESS) status_up(&real, MPI_PACKED, status);
+  return rc;
+}
+static int lower_unpack(const void *packed, int bytes, void *buf, int count, StasisMpiRealHandle type,
+                        StasisMpiRealHandle comm) {
+  int size = 0, position = 0;
+  int rc = MPI_Type_size(AS(MPI_Datatype, type), &size);
+  if (rc != MPI_SUCCESS || size == 0 || bytes == 0) return rc;
+  if (bytes / size > count) return MPI_ERR_TRUNCATE;
+  return MPI_Unpack(packed, bytes, &position, buf, bytes / size, AS(MPI_Datatype, type), AS(MPI_Comm, comm));
+}
 
 static int lower_barrier(StasisMpiRealHandle comm) { return MPI_Barrier(AS(MPI_Comm, comm)); }
 static int lower_bcast(void *buf, int count, StasisMpiRealHandle type, int root, StasisMpiRealHandle comm) {
@@ -257,6 +278,9 @@ static const StasisMpiLower lower_half = {
     .isend = lower_isend,
     .irecv = lower_irecv,
     .wait = lower_wait,
+    .iprobe = lower_iprobe,
+    .recv_packed = lower_recv_packed,
+    .unpack = lower_unpack,
     .barrier = lower_barrier,
     .bcast = lower_bcast,
     .allreduce = lower_allreduce,

@@ -29,7 +29,7 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 2
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 3
 
 typedef struct StasisMpiLower {
   uint32_t interface_version; /* STASIS_MPI_LOWER_INTERFACE_VERSION */
@@ -76,6 +76,15 @@ typedef struct StasisMpiLower {
   /* Completes *request and sets it to the library's REQUEST_NULL. recv_type is the datatype of
    * a receive (the status counts its bytes with it), 0 for a send. */
   int (*wait)(StasisMpiRealHandle *request, StasisMpiRealHandle recv_type, StasisMpiLowerStatus *status);
+
+  /* The drain's three: whether a message waits on `comm` (*flag; status->bytes counted as
+   * MPI_PACKED), receive it as MPI_PACKED, and unpack such bytes with a receive's datatype
+   * (*unpacked: bytes taken; MPI_ERR_TRUNCATE-like failure when they exceed count elements). */
+  int (*iprobe)(int source, int tag, StasisMpiRealHandle comm, int *flag, StasisMpiLowerStatus *status);
+  int (*recv_packed)(void *buf, int bytes, int source, int tag, StasisMpiRealHandle comm,
+                     StasisMpiLowerStatus *status);
+  int (*unpack)(const void *packed, int bytes, void *buf, int count, StasisMpiRealHandle type,
+                StasisMpiRealHandle comm);
 
   int (*barrier)(StasisMpiRealHandle comm);
   int (*bcast)(void *buf, int count, StasisMpiRealHandle type, int root, StasisMpiRealHandle comm);

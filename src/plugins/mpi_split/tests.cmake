@@ -3,8 +3,8 @@
 # (mpi_split.VirtualIds.*, .ReplayLog.*, .PeerCounts.*). split_ring (tests/split_ring.c) is built
 # against Stasis's abi/mpi.h (linked with libstasis_mpi.so) and against each library's own mpi.h;
 # the jobs must print the same lines, the split one with a lower half mapped in every rank.
-# in_flight (tests/in_flight.c): the drain's aggregated count against messages the program knows
-# are in flight; it checks every figure itself and ends with "in_flight ok".
+# in_flight (tests/in_flight.c): the drain's aggregated count, and the drain, against messages the
+# program knows are in flight; it checks every figure itself and ends with "in_flight ok".
 set(MPI_SPLIT_DIR ${CMAKE_CURRENT_LIST_DIR})
 foreach(program IN ITEMS split_ring in_flight)
   set(target ${program}_split)
@@ -39,11 +39,19 @@ function(stasis_split_library_tests implementation compiler launcher)
   # and runs on with them under the same ids.
   stasis_split_same_output(mpi_split.${implementation}.remake.same_output 0 3 3
                            ${run} ${ARGN} -- ${native} 30 0 15 --then ${run} ${ARGN} -- ${SPLIT_RING} 30 0 15)
-  add_test(NAME mpi_split.${implementation}.in_flight
-           COMMAND sh -c "out=$(\"$@\") && printf '%s\\n' \"$out\" | grep -q '^in_flight ok$'; rc=$?; printf '%s\\n' \"$out\"; exit $rc"
-                   sh ${run} ${ARGN} -- $<TARGET_FILE:in_flight_split> 3 200)
-  set_tests_properties(mpi_split.${implementation}.in_flight PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split"
-                       RESOURCE_LOCK mpi_ports)
+  # in_flight counts only (DRAIN=0), then drains too (DRAIN=1).
+  foreach(mode IN ITEMS in_flight drain)
+    if(mode STREQUAL "drain")
+      set(drain 1)
+    else()
+      set(drain 0)
+    endif()
+    add_test(NAME mpi_split.${implementation}.${mode}
+             COMMAND sh -c "out=$(\"$@\") && printf '%s\\n' \"$out\" | grep -q '^in_flight ok$'; rc=$?; printf '%s\\n' \"$out\"; exit $rc"
+                     sh ${run} ${ARGN} -- $<TARGET_FILE:in_flight_split> 3 200 ${drain})
+    set_tests_properties(mpi_split.${implementation}.${mode} PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split"
+                         RESOURCE_LOCK mpi_ports)
+  endforeach()
 endfunction()
 
 find_program(STASIS_OPENMPI_CC mpicc.openmpi)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "abi/mpi.h"
+#include "drain_queue.h"
 #include "lower_half_loader.h"
 #include "peer_counts.h"
 #include "replay_log.h"
@@ -37,6 +38,8 @@ static StasisMpiIdEntry request_entries[REQUEST_CAPACITY];
 typedef struct RequestSide {
   StasisMpiRealHandle recv_type; /* a receive's datatype (its status counts bytes with it); 0: a send */
   uint32_t comm_index;           /* a receive's communicator: its source is counted by world rank */
+  int done;                      /* served from the drained messages: no library request behind it */
+  StasisMpiLowerStatus done_status;
 } RequestSide;
 static RequestSide request_side[REQUEST_CAPACITY];
 static StasisMpiReplayRecord replay_records[REPLAY_CAPACITY];
@@ -48,6 +51,8 @@ static StasisMpiPeerCounts peers;
 /* A duplicate of MPI_COMM_WORLD the program never sees: the drain's reductions run on it, so they
  * never match the program's own messages or collectives. Made again by every replay. */
 static StasisMpiRealHandle private_world;
+/* Messages the drain took out of the library, until the program receives them. */
+static StasisMpiDrainQueue drained;
 static int initialized, finalized;
 
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". The program's own MPI errors are
@@ -371,6 +376,20 @@ static void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *stat
   status->stasis_bytes = lower_status->bytes;
 }
 
+/* Serves a receive from the drained messages: MPI_SUCCESS (status filled) or an error when one
+ * matched, -1 when none did (the library is asked as usual). */
+static int receive_drained(const char *function, void *buf, int count, StasisMpiRealHandle real_type, int source,
+                           int tag, MPI_Comm comm, StasisMpiRealHandle real_comm, StasisMpiLowerStatus *status) {
+  StasisMpiDrained *message = stasis_mpi_drain_take(&drained, comm, source, tag);
+  if (!message) return -1;
+  int rc = lower->unpack(message->data, message->bytes, buf, count, real_type, real_comm);
+  StasisMpiLowerStatus served = {message->source, message->tag, 0, 0, message->bytes};
+  *status = served;
+  free(message);
+  if (rc != 0) complain(function, "a drained message does not fit the receive (truncated, or another type)");
+  return library_error(rc);
+}
+
 API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
   NEED_LOWER("MPI_Send");
   REAL_TYPE("MPI_Send", datatype, real_type);
@@ -386,6 +405,13 @@ API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int ta
   REAL_TYPE("MPI_Recv", datatype, real_type);
   REAL_COMM("MPI_Recv", comm, real_comm);
   StasisMpiLowerStatus lower_status;
+  if (drained.count != 0) {
+    int rc = receive_drained("MPI_Recv", buf, count, real_type, source, tag, comm, real_comm, &lower_status);
+    if (rc != -1) {
+      if (rc == MPI_SUCCESS) status_up(&lower_status, status);
+      return rc;
+    }
+  }
   int rc = lower->recv(buf, count, real_type, source, tag, real_comm, &lower_status);
   if (rc != 0) return library_error(rc);
   if (lower_status.source != MPI_PROC_NULL)
@@ -401,7 +427,7 @@ static int remember_request(const char *function, StasisMpiRealHandle real, Stas
     complain(function, "too many requests in flight for the split layer's table");
     return MPI_ERR_INTERN;
   }
-  RequestSide side = {recv_type, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm)};
+  RequestSide side = {recv_type, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), 0, {0, 0, 0, 0, 0}};
   request_side[stasis_mpi_ids_index(&handles.requests, *request)] = side;
   return MPI_SUCCESS;
 }
@@ -423,6 +449,19 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
   NEED_LOWER("MPI_Irecv");
   REAL_TYPE("MPI_Irecv", datatype, real_type);
   REAL_COMM("MPI_Irecv", comm, real_comm);
+  if (drained.count != 0) {
+    StasisMpiLowerStatus served;
+    int rc = receive_drained("MPI_Irecv", buf, count, real_type, source, tag, comm, real_comm, &served);
+    if (rc != -1) {
+      if (rc != MPI_SUCCESS) return rc;
+      rc = remember_request("MPI_Irecv", 0, real_type, comm, request);
+      if (rc != MPI_SUCCESS) return rc;
+      RequestSide *side = &request_side[stasis_mpi_ids_index(&handles.requests, *request)];
+      side->done = 1;
+      side->done_status = served;
+      return MPI_SUCCESS;
+    }
+  }
   StasisMpiRealHandle made;
   int rc = lower->irecv(buf, count, real_type, source, tag, real_comm, &made);
   if (rc != 0) return library_error(rc);
@@ -445,10 +484,14 @@ API int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   StasisMpiRealHandle real = handles.requests.entries[index].real;
   StasisMpiLowerStatus lower_status;
   const RequestSide *side = &request_side[index];
-  int rc = lower->wait(&real, side->recv_type, &lower_status);
-  if (rc != 0) return library_error(rc);
-  if (side->recv_type && lower_status.source != MPI_PROC_NULL)
-    stasis_mpi_peers_received(&peers, side->comm_index, lower_status.source);
+  if (side->done) {
+    lower_status = side->done_status; /* counted when the drain received it */
+  } else {
+    int rc = lower->wait(&real, side->recv_type, &lower_status);
+    if (rc != 0) return library_error(rc);
+    if (side->recv_type && lower_status.source != MPI_PROC_NULL)
+      stasis_mpi_peers_received(&peers, side->comm_index, lower_status.source);
+  }
   status_up(&lower_status, status);
   stasis_mpi_ids_remove(&handles.requests, *request);
   *request = MPI_REQUEST_NULL;
@@ -523,10 +566,10 @@ API int STASIS_MPI_Remake_objects(int *remade) {
   return MPI_SUCCESS;
 }
 
-API int STASIS_MPI_In_flight(long long *to_me) {
-  NEED_LOWER("STASIS_MPI_In_flight");
+/* The messages sent to this rank and not received by it (README.md, Draining). */
+static int count_in_flight(const char *function, long long *to_me) {
   if (peers.uncounted != 0) {
-    complain("STASIS_MPI_In_flight", "some messages went to or came from ranks no communicator map knew");
+    complain(function, "some messages went to or came from ranks no communicator map knew");
     return MPI_ERR_INTERN;
   }
   uint64_t sent_to_me = 0;
@@ -535,5 +578,66 @@ API int STASIS_MPI_In_flight(long long *to_me) {
                                        handles.ops.entries[STASIS_MPI_INDEX_SUM].real, private_world);
   if (rc != 0) return library_error(rc);
   *to_me = (long long)(sent_to_me - peers.received_total);
+  return MPI_SUCCESS;
+}
+
+API int STASIS_MPI_In_flight(long long *to_me) {
+  NEED_LOWER("STASIS_MPI_In_flight");
+  return count_in_flight("STASIS_MPI_In_flight", to_me);
+}
+
+/* How long the drain waits for a message it knows is in flight before it gives up: it was sent
+ * on a communicator the program freed since (its messages cannot be probed), or it is lost. */
+enum { DRAIN_PATIENCE_SECONDS = 30 };
+
+API int STASIS_MPI_Drain(long long *taken) {
+  NEED_LOWER("STASIS_MPI_Drain");
+  for (uint32_t index = handles.requests.predefined_count; index < handles.requests.next_unused; index++)
+    if (handles.requests.entries[index].live && request_side[index].recv_type && !request_side[index].done) {
+      complain("STASIS_MPI_Drain", "refused: a receive (MPI_Irecv) is posted; draining around it is not supported yet");
+      return MPI_ERR_REQUEST;
+    }
+  long long to_me = 0, got = 0;
+  int rc = count_in_flight("STASIS_MPI_Drain", &to_me);
+  if (rc != MPI_SUCCESS) return rc;
+  double last_progress = lower->wtime();
+  while (got < to_me) {
+    int progressed = 0;
+    for (uint32_t index = STASIS_MPI_INDEX_COMM_NULL + 1; index < handles.comms.next_unused; index++) {
+      if (!handles.comms.entries[index].live) continue;
+      StasisMpiRealHandle real = handles.comms.entries[index].real;
+      StasisMpiLowerStatus status;
+      int flag = 0;
+      rc = lower->iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, real, &flag, &status);
+      if (rc != 0) return library_error(rc);
+      if (!flag) continue;
+      StasisMpiDrained *message =
+          stasis_mpi_drained_new(STASIS_MPI_VID(STASIS_MPI_KIND_COMM, (int)index), status.source, status.tag,
+                                 (int)status.bytes);
+      if (!message) {
+        complain("STASIS_MPI_Drain", "out of memory for a drained message");
+        return MPI_ERR_INTERN;
+      }
+      rc = lower->recv_packed(message->data, message->bytes, status.source, status.tag, real, &status);
+      if (rc != 0) {
+        free(message);
+        return library_error(rc);
+      }
+      stasis_mpi_drain_keep(&drained, message);
+      stasis_mpi_peers_received(&peers, index, status.source);
+      got++;
+      progressed = 1;
+    }
+    if (progressed) {
+      last_progress = lower->wtime();
+    } else if (lower->wtime() - last_progress > DRAIN_PATIENCE_SECONDS) {
+      char text[200];
+      snprintf(text, sizeof text, "%lld of %lld messages in flight to this rank were found on no live communicator",
+               to_me - got, to_me);
+      complain("STASIS_MPI_Drain", text);
+      return MPI_ERR_INTERN;
+    }
+  }
+  *taken = got;
   return MPI_SUCCESS;
 }

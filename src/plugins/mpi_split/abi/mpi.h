@@ -180,6 +180,12 @@ int STASIS_MPI_Remake_objects(int *remade);
  * private duplicate of MPI_COMM_WORLD. Collective over MPI_COMM_WORLD. */
 int STASIS_MPI_In_flight(long long *to_me);
 
+/* Stasis's own: receives every message in flight to this rank (STASIS_MPI_In_flight) into the
+ * upper half, where this rank's later receives find them first, in the order they came.
+ * Collective over MPI_COMM_WORLD. Refused (MPI_ERR_REQUEST) while a receive is posted.
+ * *taken: how many it received. */
+int STASIS_MPI_Drain(long long *taken);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,10 +1,13 @@
 /* in_flight: the drain's aggregated count (STASIS_MPI_In_flight) against messages this program
  * knows are in flight. Built against Stasis's abi/mpi.h only.
- * usage: mpirun -np R in_flight [ROUNDS=3] [TIMED_CALLS=200]
+ * usage: mpirun -np R in_flight [ROUNDS=3] [TIMED_CALLS=200] [DRAIN=0]
  * Each round every rank posts, without receiving: rank+1 messages to the next world rank, one on
  * a communicator whose ranks run in reverse (to its next rank there: the previous world rank),
- * one to itself on MPI_COMM_SELF. Each rank must then hear that previous+3 messages are in flight to it; after it
- * receives them (the world ones with MPI_ANY_SOURCE), none. Between rounds the objects are made
+ * one to itself on MPI_COMM_SELF, and a matrix column (a vector datatype) to the next world rank.
+ * Each rank must then hear that previous+4 messages are in flight to it. With DRAIN=1 it drains
+ * them (STASIS_MPI_Drain: all of them taken, none in flight after). Then it receives them (the
+ * world ones with MPI_ANY_SOURCE and MPI_ANY_TAG) and checks their contents, sources, tags and
+ * counts; none is in flight after. Between rounds the objects are made
  * again from the replay log (the private communicator of the count too). Rank 0 prints
  * "round N in flight T then 0" (T summed over ranks) and "in_flight ok"; on stderr, the median
  * time of one count over TIMED_CALLS calls. */
@@ -12,6 +15,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "split_test_common.h"
 
@@ -26,6 +30,7 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Init(&argc, &argv));
   setvbuf(stdout, NULL, _IOLBF, 0);
   int rounds = argc > 1 ? atoi(argv[1]) : 3, timed_calls = argc > 2 ? atoi(argv[2]) : 200;
+  int drain = argc > 3 ? atoi(argv[3]) : 0;
   int rank = 0, size = 1;
   MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
@@ -36,6 +41,10 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Comm_rank(reversed, &reversed_rank));
   CHECK(reversed_rank == size - 1 - rank);
   int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  enum { ROWS = 8, COLUMNS = 4 };
+  MPI_Datatype column;
+  MPI_OK(MPI_Type_vector(ROWS, 1, COLUMNS, MPI_DOUBLE, &column));
+  MPI_OK(MPI_Type_commit(&column));
 
   for (int round = 1; round <= rounds; round++) {
     static int out[MAX_RANKS + 2][MAX_RANKS + 1], in[MAX_RANKS + 2][MAX_RANKS + 1];
@@ -52,10 +61,22 @@ int main(int argc, char **argv) {
     out[posted][0] = round;
     MPI_OK(MPI_Isend(out[posted], 1, MPI_INT, 0, 5, MPI_COMM_SELF, &sends[posted]));
     posted++;
+    double matrix_out[ROWS][COLUMNS], matrix_in[ROWS][COLUMNS];
+    for (int r = 0; r < ROWS; r++)
+      for (int c = 0; c < COLUMNS; c++) matrix_out[r][c] = round * 100 + rank + r * 0.5 + c * 0.25;
+    MPI_OK(MPI_Isend(&matrix_out[0][1], 1, column, next, 42, MPI_COMM_WORLD, &sends[posted]));
+    posted++;
 
     long long to_me = -1, total = 0;
     MPI_OK(STASIS_MPI_In_flight(&to_me));
-    CHECK(to_me == previous + 3);
+    CHECK(to_me == previous + 4);
+    if (drain) {
+      long long taken = -1, left = -1;
+      MPI_OK(STASIS_MPI_Drain(&taken));
+      CHECK(taken == to_me);
+      MPI_OK(STASIS_MPI_In_flight(&left));
+      CHECK(left == 0);
+    }
     MPI_OK(MPI_Reduce(&to_me, &total, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD));
 
     for (int i = 0; i <= previous; i++) {
@@ -73,15 +94,24 @@ int main(int argc, char **argv) {
     CHECK(in[MAX_RANKS][0] == -next && status.MPI_SOURCE == (reversed_rank + size - 1) % size);
     MPI_OK(MPI_Recv(in[MAX_RANKS + 1], 1, MPI_INT, 0, 5, MPI_COMM_SELF, MPI_STATUS_IGNORE));
     CHECK(in[MAX_RANKS + 1][0] == round);
+    memset(matrix_in, 0, sizeof matrix_in);
+    MPI_OK(MPI_Recv(&matrix_in[0][2], 1, column, previous, 42, MPI_COMM_WORLD, &status));
+    int count = 0;
+    MPI_OK(MPI_Get_count(&status, column, &count));
+    CHECK(count == 1 && status.MPI_SOURCE == previous && status.MPI_TAG == 42);
+    MPI_OK(MPI_Get_count(&status, MPI_DOUBLE, &count));
+    CHECK(count == ROWS);
+    for (int r = 0; r < ROWS; r++)
+      CHECK(matrix_in[r][2] == round * 100 + previous + r * 0.5 + 0.25 && matrix_in[r][1] == 0 && matrix_in[r][3] == 0);
     MPI_OK(MPI_Waitall(posted, sends, MPI_STATUSES_IGNORE));
 
     long long after = -1;
     MPI_OK(STASIS_MPI_In_flight(&after));
     CHECK(after == 0);
-    if (rank == 0) printf("round %d in flight %lld then %lld\n", round, total, after);
+    if (rank == 0) printf("round %d in flight %lld then %lld%s\n", round, total, after, drain ? " (drained)" : "");
     int remade = 0;
     MPI_OK(STASIS_MPI_Remake_objects(&remade));
-    CHECK(remade == 1);
+    CHECK(remade == 2);
   }
 
   static double seconds[100000];
@@ -99,6 +129,7 @@ int main(int argc, char **argv) {
             seconds[timed_calls / 2] * 1e6, timed_calls);
     printf("in_flight ok\n");
   }
+  MPI_OK(MPI_Type_free(&column));
   MPI_OK(MPI_Comm_free(&reversed));
   MPI_OK(MPI_Finalize());
   return 0;
