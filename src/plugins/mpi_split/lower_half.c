@@ -227,6 +227,12 @@ static int lower_unpack(const void *packed, int bytes, void *buf, int count, Sta
   if (bytes / size > count) return MPI_ERR_TRUNCATE;
   return MPI_Unpack(packed, bytes, &position, buf, bytes / size, AS(MPI_Datatype, type), AS(MPI_Comm, comm));
 }
+static int lower_cancel(StasisMpiRealHandle *request) {
+  MPI_Request handle = AS(MPI_Request, *request);
+  int rc = MPI_Cancel(&handle);
+  *request = REAL(handle);
+  return rc;
+}
 
 static int lower_barrier(StasisMpiRealHandle comm) { return MPI_Barrier(AS(MPI_Comm, comm)); }
 static int lower_bcast(void *buf, int count, StasisMpiRealHandle type, int root, StasisMpiRealHandle comm) {
@@ -278,6 +284,7 @@ static const StasisMpiLower lower_half = {
     .isend = lower_isend,
     .irecv = lower_irecv,
     .wait = lower_wait,
+    .cancel = lower_cancel,
     .iprobe = lower_iprobe,
     .recv_packed = lower_recv_packed,
     .unpack = lower_unpack,

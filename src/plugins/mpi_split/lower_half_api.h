@@ -29,7 +29,7 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 3
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 4
 
 typedef struct StasisMpiLower {
   uint32_t interface_version; /* STASIS_MPI_LOWER_INTERFACE_VERSION */
@@ -76,6 +76,8 @@ typedef struct StasisMpiLower {
   /* Completes *request and sets it to the library's REQUEST_NULL. recv_type is the datatype of
    * a receive (the status counts its bytes with it), 0 for a send. */
   int (*wait)(StasisMpiRealHandle *request, StasisMpiRealHandle recv_type, StasisMpiLowerStatus *status);
+  /* Asks the library to cancel *request; a wait then completes it, status->cancelled telling. */
+  int (*cancel)(StasisMpiRealHandle *request);
 
   /* The drain's three: whether a message waits on `comm` (*flag; status->bytes counted as
    * MPI_PACKED), receive it as MPI_PACKED, and unpack such bytes with a receive's datatype

@@ -38,9 +38,15 @@ static StasisMpiIdEntry request_entries[REQUEST_CAPACITY];
 typedef struct RequestSide {
   StasisMpiRealHandle recv_type; /* a receive's datatype (its status counts bytes with it); 0: a send */
   uint32_t comm_index;           /* a receive's communicator: its source is counted by world rank */
-  int done;                      /* served from the drained messages: no library request behind it */
+  int done;                      /* complete (served from the drained messages, or before a cancel took) */
   StasisMpiLowerStatus done_status;
+  /* A receive's arguments, to post it again after the drain took it back from the library. */
+  int parked;      /* taken back, not posted again yet */
+  uint64_t posted; /* order of posting: receives are posted again in it */
+  void *buf;
+  int count, source, tag, comm;
 } RequestSide;
+static uint64_t receives_posted;
 static RequestSide request_side[REQUEST_CAPACITY];
 static StasisMpiReplayRecord replay_records[REPLAY_CAPACITY];
 
@@ -427,7 +433,8 @@ static int remember_request(const char *function, StasisMpiRealHandle real, Stas
     complain(function, "too many requests in flight for the split layer's table");
     return MPI_ERR_INTERN;
   }
-  RequestSide side = {recv_type, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), 0, {0, 0, 0, 0, 0}};
+  RequestSide side = {recv_type, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), 0, {0, 0, 0, 0, 0},
+                      0, 0, NULL, 0, 0, 0, comm};
   request_side[stasis_mpi_ids_index(&handles.requests, *request)] = side;
   return MPI_SUCCESS;
 }
@@ -465,7 +472,15 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
   StasisMpiRealHandle made;
   int rc = lower->irecv(buf, count, real_type, source, tag, real_comm, &made);
   if (rc != 0) return library_error(rc);
-  return remember_request("MPI_Irecv", made, real_type, comm, request);
+  rc = remember_request("MPI_Irecv", made, real_type, comm, request);
+  if (rc != MPI_SUCCESS) return rc;
+  RequestSide *side = &request_side[stasis_mpi_ids_index(&handles.requests, *request)];
+  side->posted = ++receives_posted;
+  side->buf = buf;
+  side->count = count;
+  side->source = source;
+  side->tag = tag;
+  return MPI_SUCCESS;
 }
 
 API int MPI_Wait(MPI_Request *request, MPI_Status *status) {
@@ -590,15 +605,64 @@ API int STASIS_MPI_In_flight(long long *to_me) {
  * on a communicator the program freed since (its messages cannot be probed), or it is lost. */
 enum { DRAIN_PATIENCE_SECONDS = 30 };
 
+/* Takes every posted receive back from the library before the drain counts: a cancelled one is
+ * parked (posted again after), one the library had already matched is complete now. */
+static int park_posted_receives(void) {
+  for (uint32_t index = handles.requests.predefined_count; index < handles.requests.next_unused; index++) {
+    RequestSide *side = &request_side[index];
+    if (!handles.requests.entries[index].live || !side->recv_type || side->done || side->parked) continue;
+    StasisMpiRealHandle real = handles.requests.entries[index].real;
+    StasisMpiLowerStatus status;
+    int rc = lower->cancel(&real);
+    if (rc == 0) rc = lower->wait(&real, side->recv_type, &status);
+    if (rc != 0) return library_error(rc);
+    handles.requests.entries[index].real = 0;
+    if (status.cancelled) {
+      side->parked = 1;
+    } else {
+      side->done = 1;
+      side->done_status = status;
+      if (status.source != MPI_PROC_NULL) stasis_mpi_peers_received(&peers, side->comm_index, status.source);
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+/* Posts the parked receives again, in the order the program posted them, each served from the
+ * drained messages first. */
+static int post_parked_receives(void) {
+  for (;;) {
+    uint32_t first = 0;
+    for (uint32_t index = handles.requests.predefined_count; index < handles.requests.next_unused; index++)
+      if (handles.requests.entries[index].live && request_side[index].parked &&
+          (!first || request_side[index].posted < request_side[first].posted))
+        first = index;
+    if (!first) return MPI_SUCCESS;
+    RequestSide *side = &request_side[first];
+    StasisMpiRealHandle real_comm;
+    if (stasis_mpi_ids_real(&handles.comms, side->comm, &real_comm) != 0)
+      return not_live("STASIS_MPI_Drain", "communicator (a posted receive's, freed since)", side->comm, MPI_ERR_COMM);
+    side->parked = 0;
+    int rc = receive_drained("STASIS_MPI_Drain", side->buf, side->count, side->recv_type, side->source, side->tag,
+                             side->comm, real_comm, &side->done_status);
+    if (rc == MPI_SUCCESS) {
+      side->done = 1;
+      continue;
+    }
+    if (rc != -1) return rc;
+    StasisMpiRealHandle made;
+    rc = lower->irecv(side->buf, side->count, side->recv_type, side->source, side->tag, real_comm, &made);
+    if (rc != 0) return library_error(rc);
+    handles.requests.entries[first].real = made;
+  }
+}
+
 API int STASIS_MPI_Drain(long long *taken) {
   NEED_LOWER("STASIS_MPI_Drain");
-  for (uint32_t index = handles.requests.predefined_count; index < handles.requests.next_unused; index++)
-    if (handles.requests.entries[index].live && request_side[index].recv_type && !request_side[index].done) {
-      complain("STASIS_MPI_Drain", "refused: a receive (MPI_Irecv) is posted; draining around it is not supported yet");
-      return MPI_ERR_REQUEST;
-    }
+  int rc = park_posted_receives();
+  if (rc != MPI_SUCCESS) return rc;
   long long to_me = 0, got = 0;
-  int rc = count_in_flight("STASIS_MPI_Drain", &to_me);
+  rc = count_in_flight("STASIS_MPI_Drain", &to_me);
   if (rc != MPI_SUCCESS) return rc;
   double last_progress = lower->wtime();
   while (got < to_me) {
@@ -639,5 +703,5 @@ API int STASIS_MPI_Drain(long long *taken) {
     }
   }
   *taken = got;
-  return MPI_SUCCESS;
+  return post_parked_receives();
 }

@@ -182,8 +182,8 @@ int STASIS_MPI_In_flight(long long *to_me);
 
 /* Stasis's own: receives every message in flight to this rank (STASIS_MPI_In_flight) into the
  * upper half, where this rank's later receives find them first, in the order they came.
- * Collective over MPI_COMM_WORLD. Refused (MPI_ERR_REQUEST) while a receive is posted.
- * *taken: how many it received. */
+ * Receives the program has posted (MPI_Irecv) are taken back first and posted again after, in
+ * their order. Collective over MPI_COMM_WORLD. *taken: how many messages it received. */
 int STASIS_MPI_Drain(long long *taken);
 
 #ifdef __cplusplus
