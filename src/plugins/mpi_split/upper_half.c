@@ -382,6 +382,11 @@ static void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *stat
   status->stasis_bytes = lower_status->bytes;
 }
 
+/* A message posted to `dest` of the live communicator `comm`, counted for the drain. */
+static void count_sent(MPI_Comm comm, int dest) {
+  if (dest != MPI_PROC_NULL) stasis_mpi_peers_sent(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), dest);
+}
+
 /* Serves a receive from the drained messages: MPI_SUCCESS (status filled) or an error when one
  * matched, -1 when none did (the library is asked as usual). */
 static int receive_drained(const char *function, void *buf, int count, StasisMpiRealHandle real_type, int source,
@@ -401,7 +406,7 @@ API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, in
   REAL_TYPE("MPI_Send", datatype, real_type);
   REAL_COMM("MPI_Send", comm, real_comm);
   int rc = lower->send(buf, count, real_type, dest, tag, real_comm);
-  if (rc == 0 && dest != MPI_PROC_NULL) stasis_mpi_peers_sent(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), dest);
+  if (rc == 0) count_sent(comm, dest);
   return library_error(rc);
 }
 
@@ -447,7 +452,7 @@ API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, i
   StasisMpiRealHandle made;
   int rc = lower->isend(buf, count, real_type, dest, tag, real_comm, &made);
   if (rc != 0) return library_error(rc);
-  if (dest != MPI_PROC_NULL) stasis_mpi_peers_sent(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), dest);
+  count_sent(comm, dest);
   return remember_request("MPI_Isend", made, 0, comm, request);
 }
 
