@@ -7,11 +7,18 @@
  *
  * How: dlopen(RTLD_LOCAL | RTLD_DEEPBIND), so the lower half and the library it links bind their
  * MPI_* names to the library's own functions, never to the upper half's wrappers of the same
- * names (README.md: why not dlmopen). */
+ * names (README.md: why not dlmopen).
+ *
+ * Or the program was started as the upper half by the lower-half program (lower_program.c),
+ * which put its interface's address in STASIS_MPI_LOWER_TABLE and its thread pointer in
+ * STASIS_MPI_LOWER_TLS: then nothing is loaded, and each call switches to that TLS (lower_tls.h). */
 #define _GNU_SOURCE
 #include "lower_half_loader.h"
 
+#include "lower_tls.h"
+
 #include <dlfcn.h>
+#include <sys/auxv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +36,36 @@ static int lower_half_path(char *path, size_t size, const char *directory, const
   return length > 0 && (size_t)length < size ? 0 : -1;
 }
 
+/* The interface the lower-half program handed over, or NULL when none did. */
+static const StasisMpiLower *lower_half_program(char *error, size_t error_size, int *failed) {
+  const char *table = getenv("STASIS_MPI_LOWER_TABLE"), *tls = getenv("STASIS_MPI_LOWER_TLS");
+  if (!table || !tls) return NULL;
+  char *end_table = NULL, *end_tls = NULL;
+  unsigned long long table_address = strtoull(table, &end_table, 16), tls_base = strtoull(tls, &end_tls, 16);
+  if (!table_address || *end_table || !tls_base || *end_tls) {
+    snprintf(error, error_size, "STASIS_MPI_LOWER_TABLE=%s STASIS_MPI_LOWER_TLS=%s: not two addresses", table, tls);
+    *failed = 1;
+    return NULL;
+  }
+  const StasisMpiLower *lower = (const StasisMpiLower *)(uintptr_t)table_address;
+  if (lower->interface_version != STASIS_MPI_LOWER_INTERFACE_VERSION) {
+    snprintf(error, error_size, "the lower-half program speaks interface version %u, this upper half %u",
+             lower->interface_version, STASIS_MPI_LOWER_INTERFACE_VERSION);
+    *failed = 1;
+    return NULL;
+  }
+#ifndef HWCAP2_FSGSBASE
+#define HWCAP2_FSGSBASE (1 << 1)
+#endif
+  stasis_mpi_fsgsbase = (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) != 0;
+  stasis_mpi_lower_tls = tls_base;
+  return lower;
+}
+
 const StasisMpiLower *stasis_mpi_load_lower_half(char *error, size_t error_size) {
+  int failed = 0;
+  const StasisMpiLower *handed = lower_half_program(error, error_size, &failed);
+  if (handed || failed) return handed;
   char path[4096];
   const char *chosen = getenv("STASIS_MPI_LOWER");
   if (chosen && *chosen) {

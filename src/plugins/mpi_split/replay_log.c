@@ -1,6 +1,8 @@
 /* The replay log (replay_log.h). */
 #include "replay_log.h"
 
+#include "lower_tls.h"
+
 #include <stdio.h>
 
 void stasis_mpi_replay_init(StasisMpiReplayLog *log, StasisMpiReplayRecord *storage, uint32_t capacity) {
@@ -83,10 +85,10 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
         *fault = "its communicator is not one made before it";
         return -1;
       }
-      if (record->op == STASIS_MPI_REPLAY_COMM_DUP) rc = lower->comm_dup(from, &made);
+      if (record->op == STASIS_MPI_REPLAY_COMM_DUP) rc = LOWER_CALL(lower, comm_dup, from, &made);
       else if (record->op == STASIS_MPI_REPLAY_COMM_SPLIT)
-        rc = lower->comm_split(from, record->args[0], record->args[1], &made);
-      else rc = lower->comm_group(from, &made);
+        rc = LOWER_CALL(lower, comm_split, from, record->args[0], record->args[1], &made);
+      else rc = LOWER_CALL(lower, comm_group, from, &made);
       if (rc != 0) {
         *fault = "the MPI library refused it";
         return -1;
@@ -122,8 +124,8 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
         return -1;
       }
       rc = record->op == STASIS_MPI_REPLAY_TYPE_CONTIGUOUS
-               ? lower->type_contiguous(record->args[0], from, &made)
-               : lower->type_vector(record->args[0], record->args[1], record->args[2], from, &made);
+               ? LOWER_CALL(lower, type_contiguous, record->args[0], from, &made)
+               : LOWER_CALL(lower, type_vector, record->args[0], record->args[1], record->args[2], from, &made);
       if (rc != 0) {
         *fault = "the MPI library refused it";
         return -1;
@@ -138,7 +140,7 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
         *fault = "its datatype is not one made before it";
         return -1;
       }
-      if (lower->type_commit(from) != 0) {
+      if (LOWER_CALL(lower, type_commit, from) != 0) {
         *fault = "the MPI library refused it";
         return -1;
       }
@@ -153,9 +155,9 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
         *fault = "it frees an id no earlier record made";
         return -1;
       }
-      rc = record->op == STASIS_MPI_REPLAY_COMM_FREE    ? lower->comm_free(from)
-           : record->op == STASIS_MPI_REPLAY_GROUP_FREE ? lower->group_free(from)
-                                                        : lower->type_free(from);
+      rc = record->op == STASIS_MPI_REPLAY_COMM_FREE    ? LOWER_CALL(lower, comm_free, from)
+           : record->op == STASIS_MPI_REPLAY_GROUP_FREE ? LOWER_CALL(lower, group_free, from)
+                                                        : LOWER_CALL(lower, type_free, from);
       if (rc != 0) {
         *fault = "the MPI library refused it";
         return -1;

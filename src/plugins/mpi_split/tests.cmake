@@ -34,21 +34,30 @@ function(stasis_split_library_tests implementation compiler launcher)
   set(run ${SPLIT_MPI_RUN} ${launcher})
   stasis_split_same_output(mpi_split.${implementation}.same_output 0 2 0
                            ${run} -np 2 -- ${native} 30 --then ${run} -np 2 -- ${SPLIT_RING} 30)
+  # The lower half as a program of its own (stasis-mpi-lower-IMPL, README.md): the program starts
+  # as the upper half with its own ld.so and libc, and prints what the native build prints.
+  stasis_split_same_output(mpi_split.${implementation}.own_libc.same_output 0 2 0
+                           ${run} -np 2 -- ${native} 30
+                           --then ${run} -np 2 -- ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation} ${SPLIT_RING} 30)
+  set_tests_properties(mpi_split.${implementation}.own_libc.same_output PROPERTIES ENVIRONMENT SPLIT_B_MODE=program)
   # The replay against the real library: halfway, every rank makes its communicators and
   # datatypes again from its log (collectively: dup, split, the split that gave two ranks none)
   # and runs on with them under the same ids.
   stasis_split_same_output(mpi_split.${implementation}.remake.same_output 0 3 3
                            ${run} ${ARGN} -- ${native} 30 0 15 --then ${run} ${ARGN} -- ${SPLIT_RING} 30 0 15)
-  # in_flight counts only (DRAIN=0), then drains too (DRAIN=1).
-  foreach(mode IN ITEMS in_flight drain)
-    if(mode STREQUAL "drain")
-      set(drain 1)
-    else()
+  # in_flight counts only (DRAIN=0), then drains too (DRAIN=1), the last also under the lower-half
+  # program (own_libc.drain).
+  foreach(mode IN ITEMS in_flight drain own_libc.drain)
+    set(drain 1)
+    set(lower_program)
+    if(mode STREQUAL "in_flight")
       set(drain 0)
+    elseif(mode STREQUAL "own_libc.drain")
+      set(lower_program ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation})
     endif()
     add_test(NAME mpi_split.${implementation}.${mode}
              COMMAND sh -c "out=$(\"$@\") && printf '%s\\n' \"$out\" | grep -q '^in_flight ok$'; rc=$?; printf '%s\\n' \"$out\"; exit $rc"
-                     sh ${run} ${ARGN} -- $<TARGET_FILE:in_flight_split> 3 200 ${drain})
+                     sh ${run} ${ARGN} -- ${lower_program} $<TARGET_FILE:in_flight_split> 3 200 ${drain})
     set_tests_properties(mpi_split.${implementation}.${mode} PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split"
                          RESOURCE_LOCK mpi_ports)
   endforeach()

@@ -18,6 +18,7 @@
 #include "peer_counts.h"
 #include "replay_log.h"
 #include "virtual_ids.h"
+#include "lower_tls.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -136,9 +137,9 @@ static int map_comm_ranks(const char *function, int comm) {
   int64_t index = stasis_mpi_ids_index(&handles.comms, comm);
   StasisMpiRealHandle real = handles.comms.entries[index].real;
   int size = 0;
-  if (lower->comm_size(real, &size) != 0) return library_error(1);
+  if (LOWER_CALL(lower, comm_size, real, &size) != 0) return library_error(1);
   int *world_ranks = malloc((size_t)(size ? size : 1) * sizeof *world_ranks);
-  int rc = world_ranks ? lower->comm_world_ranks(real, handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real,
+  int rc = world_ranks ? LOWER_CALL(lower, comm_world_ranks, real, handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real,
                                                  world_ranks, size)
                        : MPI_ERR_INTERN;
   if (rc == 0 && stasis_mpi_peers_map_comm(&peers, (uint32_t)index, world_ranks, size) != 0) rc = MPI_ERR_INTERN;
@@ -169,7 +170,7 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   }
   tables_init();
   int lower_provided = MPI_THREAD_SINGLE;
-  int rc = lower->init_thread(argc, argv, required, &lower_provided);
+  int rc = LOWER_CALL(lower, init_thread, argc, argv, required, &lower_provided);
   if (rc != 0) return library_error(rc);
   int failed_kind = 0, failed_index = 0;
   if (stasis_mpi_handles_bind_predefined(&handles, lower, &failed_kind, &failed_index) != 0) {
@@ -181,11 +182,11 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   }
   StasisMpiRealHandle world = handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real;
   int world_size = 0, world_rank = 0;
-  if (lower->comm_size(world, &world_size) != 0 || lower->comm_rank(world, &world_rank) != 0 ||
+  if (LOWER_CALL(lower, comm_size, world, &world_size) != 0 || LOWER_CALL(lower, comm_rank, world, &world_rank) != 0 ||
       stasis_mpi_peers_init(&peers, world_size, COMM_CAPACITY) != 0 ||
       stasis_mpi_peers_map_comm(&peers, STASIS_MPI_INDEX_COMM_WORLD, NULL, world_size) != 0 ||
       stasis_mpi_peers_map_comm(&peers, STASIS_MPI_INDEX_COMM_SELF, &world_rank, 1) != 0 ||
-      lower->comm_dup(world, &private_world) != 0) {
+      LOWER_CALL(lower, comm_dup, world, &private_world) != 0) {
     complain("MPI_Init", "cannot set up the per-peer message counts (out of memory, or the library refused)");
     return MPI_ERR_INTERN;
   }
@@ -212,7 +213,7 @@ API int MPI_Finalized(int *flag) {
 
 API int MPI_Finalize(void) {
   NEED_LOWER("MPI_Finalize");
-  int rc = lower->finalize();
+  int rc = LOWER_CALL(lower, finalize);
   finalized = 1;
   return library_error(rc);
 }
@@ -220,38 +221,38 @@ API int MPI_Finalize(void) {
 API int MPI_Abort(MPI_Comm comm, int errorcode) {
   NEED_LOWER("MPI_Abort");
   REAL_COMM("MPI_Abort", comm, real_comm);
-  return library_error(lower->abort(real_comm, errorcode));
+  return library_error(LOWER_CALL(lower, abort, real_comm, errorcode));
 }
 
-API double MPI_Wtime(void) { return lower && !finalized ? lower->wtime() : 0.0; }
+API double MPI_Wtime(void) { return lower && !finalized ? LOWER_CALL(lower, wtime) : 0.0; }
 
 API int MPI_Get_processor_name(char *name, int *resultlen) {
   NEED_LOWER("MPI_Get_processor_name");
-  return library_error(lower->get_processor_name(name, resultlen));
+  return library_error(LOWER_CALL(lower, get_processor_name, name, resultlen));
 }
 
 API int MPI_Get_library_version(char *version, int *resultlen) {
   NEED_LOWER("MPI_Get_library_version");
-  return library_error(lower->get_library_version(version, resultlen));
+  return library_error(LOWER_CALL(lower, get_library_version, version, resultlen));
 }
 
 API int MPI_Comm_rank(MPI_Comm comm, int *rank) {
   NEED_LOWER("MPI_Comm_rank");
   REAL_COMM("MPI_Comm_rank", comm, real_comm);
-  return library_error(lower->comm_rank(real_comm, rank));
+  return library_error(LOWER_CALL(lower, comm_rank, real_comm, rank));
 }
 
 API int MPI_Comm_size(MPI_Comm comm, int *size) {
   NEED_LOWER("MPI_Comm_size");
   REAL_COMM("MPI_Comm_size", comm, real_comm);
-  return library_error(lower->comm_size(real_comm, size));
+  return library_error(LOWER_CALL(lower, comm_size, real_comm, size));
 }
 
 API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   NEED_LOWER("MPI_Comm_dup");
   REAL_COMM("MPI_Comm_dup", comm, real_comm);
   StasisMpiRealHandle made;
-  int rc = lower->comm_dup(real_comm, &made);
+  int rc = LOWER_CALL(lower, comm_dup, real_comm, &made);
   if (rc != 0) return library_error(rc);
   rc = remember("MPI_Comm_dup", &handles.comms, made, STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm);
   return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_dup", *newcomm) : rc;
@@ -261,7 +262,7 @@ API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   NEED_LOWER("MPI_Comm_split");
   REAL_COMM("MPI_Comm_split", comm, real_comm);
   StasisMpiRealHandle made;
-  int rc = lower->comm_split(real_comm, color, key, &made);
+  int rc = LOWER_CALL(lower, comm_split, real_comm, color, key, &made);
   if (rc != 0) return library_error(rc);
   if (made == handles.comms.entries[STASIS_MPI_INDEX_COMM_NULL].real) {
     /* No communicator for this rank, but it took part: replay must take part again. */
@@ -283,7 +284,9 @@ static int free_made(const char *function, StasisMpiIdTable *table, const char *
   NEED_LOWER(function);
   int64_t index = stasis_mpi_ids_index(table, *id);
   if (index < (int64_t)table->predefined_count) return not_live(function, what, *id, error_class);
+  uint64_t upper_tls = stasis_mpi_enter_lower();
   int rc = release(table->entries[index].real);
+  stasis_mpi_leave_lower(upper_tls);
   if (rc != 0) return library_error(rc);
   stasis_mpi_ids_remove(table, *id);
   rc = log_action(function, op, *id);
@@ -300,7 +303,7 @@ API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) {
   NEED_LOWER("MPI_Comm_group");
   REAL_COMM("MPI_Comm_group", comm, real_comm);
   StasisMpiRealHandle made;
-  int rc = lower->comm_group(real_comm, &made);
+  int rc = LOWER_CALL(lower, comm_group, real_comm, &made);
   if (rc != 0) return library_error(rc);
   return remember("MPI_Comm_group", &handles.groups, made, STASIS_MPI_REPLAY_COMM_GROUP, comm, 0, 0, 0, group);
 }
@@ -308,13 +311,13 @@ API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) {
 API int MPI_Group_size(MPI_Group group, int *size) {
   NEED_LOWER("MPI_Group_size");
   REAL_GROUP("MPI_Group_size", group, real_group);
-  return library_error(lower->group_size(real_group, size));
+  return library_error(LOWER_CALL(lower, group_size, real_group, size));
 }
 
 API int MPI_Group_rank(MPI_Group group, int *rank) {
   NEED_LOWER("MPI_Group_rank");
   REAL_GROUP("MPI_Group_rank", group, real_group);
-  return library_error(lower->group_rank(real_group, rank));
+  return library_error(LOWER_CALL(lower, group_rank, real_group, rank));
 }
 
 API int MPI_Group_free(MPI_Group *group) {
@@ -326,7 +329,7 @@ API int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newty
   NEED_LOWER("MPI_Type_contiguous");
   REAL_TYPE("MPI_Type_contiguous", oldtype, real_old);
   StasisMpiRealHandle made;
-  int rc = lower->type_contiguous(count, real_old, &made);
+  int rc = LOWER_CALL(lower, type_contiguous, count, real_old, &made);
   if (rc != 0) return library_error(rc);
   return remember("MPI_Type_contiguous", &handles.datatypes, made, STASIS_MPI_REPLAY_TYPE_CONTIGUOUS, oldtype, count,
                   0, 0, newtype);
@@ -336,7 +339,7 @@ API int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old
   NEED_LOWER("MPI_Type_vector");
   REAL_TYPE("MPI_Type_vector", oldtype, real_old);
   StasisMpiRealHandle made;
-  int rc = lower->type_vector(count, blocklength, stride, real_old, &made);
+  int rc = LOWER_CALL(lower, type_vector, count, blocklength, stride, real_old, &made);
   if (rc != 0) return library_error(rc);
   return remember("MPI_Type_vector", &handles.datatypes, made, STASIS_MPI_REPLAY_TYPE_VECTOR, oldtype, count,
                   blocklength, stride, newtype);
@@ -345,7 +348,7 @@ API int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype old
 API int MPI_Type_commit(MPI_Datatype *datatype) {
   NEED_LOWER("MPI_Type_commit");
   REAL_TYPE("MPI_Type_commit", *datatype, real_type);
-  int rc = lower->type_commit(real_type);
+  int rc = LOWER_CALL(lower, type_commit, real_type);
   if (rc != 0) return library_error(rc);
   return log_action("MPI_Type_commit", STASIS_MPI_REPLAY_TYPE_COMMIT, *datatype);
 }
@@ -358,14 +361,14 @@ API int MPI_Type_free(MPI_Datatype *datatype) {
 API int MPI_Type_size(MPI_Datatype datatype, int *size) {
   NEED_LOWER("MPI_Type_size");
   REAL_TYPE("MPI_Type_size", datatype, real_type);
-  return library_error(lower->type_size(real_type, size));
+  return library_error(LOWER_CALL(lower, type_size, real_type, size));
 }
 
 API int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
   NEED_LOWER("MPI_Get_count");
   REAL_TYPE("MPI_Get_count", datatype, real_type);
   int size = 0;
-  int rc = lower->type_size(real_type, &size);
+  int rc = LOWER_CALL(lower, type_size, real_type, &size);
   if (rc != 0) return library_error(rc);
   if (size == 0) *count = 0;
   else if (status->stasis_bytes % size != 0) *count = MPI_UNDEFINED;
@@ -393,7 +396,7 @@ static int receive_drained(const char *function, void *buf, int count, StasisMpi
                            int tag, MPI_Comm comm, StasisMpiRealHandle real_comm, StasisMpiLowerStatus *status) {
   StasisMpiDrained *message = stasis_mpi_drain_take(&drained, comm, source, tag);
   if (!message) return -1;
-  int rc = lower->unpack(message->data, message->bytes, buf, count, real_type, real_comm);
+  int rc = LOWER_CALL(lower, unpack, message->data, message->bytes, buf, count, real_type, real_comm);
   StasisMpiLowerStatus served = {message->source, message->tag, 0, 0, message->bytes};
   *status = served;
   free(message);
@@ -405,7 +408,7 @@ API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, in
   NEED_LOWER("MPI_Send");
   REAL_TYPE("MPI_Send", datatype, real_type);
   REAL_COMM("MPI_Send", comm, real_comm);
-  int rc = lower->send(buf, count, real_type, dest, tag, real_comm);
+  int rc = LOWER_CALL(lower, send, buf, count, real_type, dest, tag, real_comm);
   if (rc == 0) count_sent(comm, dest);
   return library_error(rc);
 }
@@ -423,7 +426,7 @@ API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int ta
       return rc;
     }
   }
-  int rc = lower->recv(buf, count, real_type, source, tag, real_comm, &lower_status);
+  int rc = LOWER_CALL(lower, recv, buf, count, real_type, source, tag, real_comm, &lower_status);
   if (rc != 0) return library_error(rc);
   if (lower_status.source != MPI_PROC_NULL)
     stasis_mpi_peers_received(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), lower_status.source);
@@ -450,7 +453,7 @@ API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, i
   REAL_TYPE("MPI_Isend", datatype, real_type);
   REAL_COMM("MPI_Isend", comm, real_comm);
   StasisMpiRealHandle made;
-  int rc = lower->isend(buf, count, real_type, dest, tag, real_comm, &made);
+  int rc = LOWER_CALL(lower, isend, buf, count, real_type, dest, tag, real_comm, &made);
   if (rc != 0) return library_error(rc);
   count_sent(comm, dest);
   return remember_request("MPI_Isend", made, 0, comm, request);
@@ -475,7 +478,7 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
     }
   }
   StasisMpiRealHandle made;
-  int rc = lower->irecv(buf, count, real_type, source, tag, real_comm, &made);
+  int rc = LOWER_CALL(lower, irecv, buf, count, real_type, source, tag, real_comm, &made);
   if (rc != 0) return library_error(rc);
   rc = remember_request("MPI_Irecv", made, real_type, comm, request);
   if (rc != MPI_SUCCESS) return rc;
@@ -507,7 +510,7 @@ API int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   if (side->done) {
     lower_status = side->done_status; /* counted when the drain received it */
   } else {
-    int rc = lower->wait(&real, side->recv_type, &lower_status);
+    int rc = LOWER_CALL(lower, wait, &real, side->recv_type, &lower_status);
     if (rc != 0) return library_error(rc);
     if (side->recv_type && lower_status.source != MPI_PROC_NULL)
       stasis_mpi_peers_received(&peers, side->comm_index, lower_status.source);
@@ -530,14 +533,14 @@ API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
 API int MPI_Barrier(MPI_Comm comm) {
   NEED_LOWER("MPI_Barrier");
   REAL_COMM("MPI_Barrier", comm, real_comm);
-  return library_error(lower->barrier(real_comm));
+  return library_error(LOWER_CALL(lower, barrier, real_comm));
 }
 
 API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   NEED_LOWER("MPI_Bcast");
   REAL_TYPE("MPI_Bcast", datatype, real_type);
   REAL_COMM("MPI_Bcast", comm, real_comm);
-  return library_error(lower->bcast(buffer, count, real_type, root, real_comm));
+  return library_error(LOWER_CALL(lower, bcast, buffer, count, real_type, root, real_comm));
 }
 
 /* MPI_IN_PLACE and the lower half's stand-in for it are the same value. */
@@ -549,7 +552,7 @@ API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
   REAL_TYPE("MPI_Allreduce", datatype, real_type);
   REAL_OP("MPI_Allreduce", op, real_op);
   REAL_COMM("MPI_Allreduce", comm, real_comm);
-  return library_error(lower->allreduce(sendbuf, recvbuf, count, real_type, real_op, real_comm));
+  return library_error(LOWER_CALL(lower, allreduce, sendbuf, recvbuf, count, real_type, real_op, real_comm));
 }
 
 API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
@@ -558,7 +561,7 @@ API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
   REAL_TYPE("MPI_Reduce", datatype, real_type);
   REAL_OP("MPI_Reduce", op, real_op);
   REAL_COMM("MPI_Reduce", comm, real_comm);
-  return library_error(lower->reduce(sendbuf, recvbuf, count, real_type, real_op, root, real_comm));
+  return library_error(LOWER_CALL(lower, reduce, sendbuf, recvbuf, count, real_type, real_op, root, real_comm));
 }
 
 API int STASIS_MPI_Remake_objects(int *remade) {
@@ -578,7 +581,7 @@ API int STASIS_MPI_Remake_objects(int *remade) {
     complain("STASIS_MPI_Remake_objects", error);
     return MPI_ERR_INTERN;
   }
-  if (lower->comm_dup(handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, &private_world) != 0) {
+  if (LOWER_CALL(lower, comm_dup, handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, &private_world) != 0) {
     complain("STASIS_MPI_Remake_objects", "the library refused the private duplicate of MPI_COMM_WORLD");
     return MPI_ERR_INTERN;
   }
@@ -593,7 +596,7 @@ static int count_in_flight(const char *function, long long *to_me) {
     return MPI_ERR_INTERN;
   }
   uint64_t sent_to_me = 0;
-  int rc = lower->reduce_scatter_block(peers.sent_to, &sent_to_me, 1,
+  int rc = LOWER_CALL(lower, reduce_scatter_block, peers.sent_to, &sent_to_me, 1,
                                        handles.datatypes.entries[STASIS_MPI_INDEX_UINT64_T].real,
                                        handles.ops.entries[STASIS_MPI_INDEX_SUM].real, private_world);
   if (rc != 0) return library_error(rc);
@@ -618,8 +621,8 @@ static int park_posted_receives(void) {
     if (!handles.requests.entries[index].live || !side->recv_type || side->done || side->parked) continue;
     StasisMpiRealHandle real = handles.requests.entries[index].real;
     StasisMpiLowerStatus status;
-    int rc = lower->cancel(&real);
-    if (rc == 0) rc = lower->wait(&real, side->recv_type, &status);
+    int rc = LOWER_CALL(lower, cancel, &real);
+    if (rc == 0) rc = LOWER_CALL(lower, wait, &real, side->recv_type, &status);
     if (rc != 0) return library_error(rc);
     handles.requests.entries[index].real = 0;
     if (status.cancelled) {
@@ -656,7 +659,7 @@ static int post_parked_receives(void) {
     }
     if (rc != -1) return rc;
     StasisMpiRealHandle made;
-    rc = lower->irecv(side->buf, side->count, side->recv_type, side->source, side->tag, real_comm, &made);
+    rc = LOWER_CALL(lower, irecv, side->buf, side->count, side->recv_type, side->source, side->tag, real_comm, &made);
     if (rc != 0) return library_error(rc);
     handles.requests.entries[first].real = made;
   }
@@ -669,7 +672,7 @@ API int STASIS_MPI_Drain(long long *taken) {
   long long to_me = 0, got = 0;
   rc = count_in_flight("STASIS_MPI_Drain", &to_me);
   if (rc != MPI_SUCCESS) return rc;
-  double last_progress = lower->wtime();
+  double last_progress = LOWER_CALL(lower, wtime);
   while (got < to_me) {
     int progressed = 0;
     for (uint32_t index = STASIS_MPI_INDEX_COMM_NULL + 1; index < handles.comms.next_unused; index++) {
@@ -677,7 +680,7 @@ API int STASIS_MPI_Drain(long long *taken) {
       StasisMpiRealHandle real = handles.comms.entries[index].real;
       StasisMpiLowerStatus status;
       int flag = 0;
-      rc = lower->iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, real, &flag, &status);
+      rc = LOWER_CALL(lower, iprobe, MPI_ANY_SOURCE, MPI_ANY_TAG, real, &flag, &status);
       if (rc != 0) return library_error(rc);
       if (!flag) continue;
       StasisMpiDrained *message =
@@ -687,7 +690,7 @@ API int STASIS_MPI_Drain(long long *taken) {
         complain("STASIS_MPI_Drain", "out of memory for a drained message");
         return MPI_ERR_INTERN;
       }
-      rc = lower->recv_packed(message->data, message->bytes, status.source, status.tag, real, &status);
+      rc = LOWER_CALL(lower, recv_packed, message->data, message->bytes, status.source, status.tag, real, &status);
       if (rc != 0) {
         free(message);
         return library_error(rc);
@@ -698,8 +701,8 @@ API int STASIS_MPI_Drain(long long *taken) {
       progressed = 1;
     }
     if (progressed) {
-      last_progress = lower->wtime();
-    } else if (lower->wtime() - last_progress > DRAIN_PATIENCE_SECONDS) {
+      last_progress = LOWER_CALL(lower, wtime);
+    } else if (LOWER_CALL(lower, wtime) - last_progress > DRAIN_PATIENCE_SECONDS) {
       char text[200];
       snprintf(text, sizeof text, "%lld of %lld messages in flight to this rank were found on no live communicator",
                to_me - got, to_me);

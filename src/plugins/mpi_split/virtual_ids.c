@@ -1,6 +1,8 @@
 /* Virtual MPI handles (virtual_ids.h). */
 #include "virtual_ids.h"
 
+#include "lower_tls.h"
+
 #include <stddef.h>
 
 int stasis_mpi_ids_init(StasisMpiIdTable *table, int kind, StasisMpiIdEntry *storage, uint32_t capacity,
@@ -74,7 +76,7 @@ int stasis_mpi_handles_bind_predefined(StasisMpiHandles *handles, const StasisMp
   for (int kind = STASIS_MPI_KIND_COMM; kind <= STASIS_MPI_KIND_REQUEST; kind++) {
     StasisMpiIdTable *table = stasis_mpi_handles_table(handles, kind);
     for (uint32_t index = 0; index < table->predefined_count; index++) {
-      StasisMpiRealHandle real = lower->predefined(kind, (int)index);
+      StasisMpiRealHandle real = LOWER_CALL(lower, predefined, kind, (int)index);
       /* A null handle may be 0 in a library (MPICH's are not, Open MPI's are pointers); every
        * object that is not a null handle must exist. */
       if (real == 0 && index != 0) {

@@ -1,6 +1,7 @@
 #!/bin/bash
 # same_output.sh RANKS_A RANKS_B REMADE_B COMMAND A... --then COMMAND B...
-# (--then, not --: the MPI launch script takes -- itself)
+# (--then, not --: the MPI launch script takes -- itself). With SPLIT_B_MODE=program, job B's
+# split ranks must have been started by the lower-half program (stasis-mpi-lower-IMPL).
 # Runs two MPI jobs one after the other and passes when both end with status 0 and print the
 # same non-empty stdout. RANKS_A / RANKS_B: how many ranks of that job must say on stderr that
 # they ran as a split process with a lower half mapped (split_ring's build against abi/mpi.h
@@ -27,8 +28,11 @@ timeout 120 "${b[@]}" >"$work/b.out" 2>"$work/b.err" || fail "job B (${b[*]}) en
 [ -s "$work/a.out" ] || fail "job A printed nothing"
 grep -q '^done ranks ' "$work/a.out" || fail "job A did not finish (no 'done ranks' line)"
 cmp -s "$work/a.out" "$work/b.out" || fail "the two jobs printed different lines"
-mapped_a=$(grep -c 'upper half, .* lower half mapped$' "$work/a.err")
-mapped_b=$(grep -c 'upper half, .* lower half mapped$' "$work/b.err")
+# SPLIT_B_MODE=program: job B's ranks must run under the lower-half program, with two libcs.
+mapped_b_pattern='upper half, .* lower half mapped (library), 1 libc$'
+[ "${SPLIT_B_MODE:-library}" = program ] && mapped_b_pattern='upper half, .* lower half mapped (program), 2 libcs$'
+mapped_a=$(grep -c 'upper half, .* lower half mapped (library), 1 libc$' "$work/a.err")
+mapped_b=$(grep -c "$mapped_b_pattern" "$work/b.err")
 [ "$mapped_a" = "$ranks_a" ] || fail "job A: $mapped_a ranks ran as a split process, expected $ranks_a"
 [ "$mapped_b" = "$ranks_b" ] || fail "job B: $mapped_b ranks ran as a split process, expected $ranks_b"
 remade=$(grep -c 'remade [0-9]* objects from the replay log$' "$work/b.err")

@@ -35,17 +35,24 @@ static void sleep_ms(long ms) {
   }
 }
 
-/* Says on stderr whether this process runs as a split process (a lower half mapped in). */
+/* Says on stderr whether this process runs as a split process, and how: a lower half loaded
+ * into the program (one libc) or the program started by the lower-half program (two libcs). */
 static void report_halves(int rank) {
 #ifdef STASIS_MPI_SPLIT
   FILE *maps = fopen("/proc/self/maps", "r");
   char line[512];
-  int lower_mapped = 0;
-  while (maps && fgets(line, sizeof line, maps))
-    if (strstr(line, "stasis_mpi_lower_")) lower_mapped = 1;
+  int library = 0, program = 0, libcs = 0;
+  while (maps && fgets(line, sizeof line, maps)) {
+    if (strstr(line, "stasis_mpi_lower_")) library = 1;
+    if (strstr(line, "stasis-mpi-lower-")) program = 1;
+    /* Each copy of libc maps its file from offset 0 once (UCX patches libc's code, which splits
+     * the executable part into several mappings). */
+    if (strstr(line, "/libc.so.6") && strstr(line, " 00000000 ")) libcs++;
+  }
   if (maps) fclose(maps);
-  fprintf(stderr, "rank %d: upper half, MPI_COMM_WORLD=0x%x, lower half %s\n", rank, (unsigned)MPI_COMM_WORLD,
-          lower_mapped ? "mapped" : "MISSING");
+  fprintf(stderr, "rank %d: upper half, MPI_COMM_WORLD=0x%x, lower half %s, %d libc%s\n", rank,
+          (unsigned)MPI_COMM_WORLD, program ? "mapped (program)" : library ? "mapped (library)" : "MISSING", libcs,
+          libcs == 1 ? "" : "s");
 #else
   (void)rank;
 #endif
