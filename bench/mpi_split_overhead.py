@@ -4,8 +4,10 @@ lower half, on an osu-style latency loop (8-byte ping-pong) and a bandwidth loop
 messages, 16 in flight), two ranks on this host.
 
 Builds bench/mpi_split_pingpong.c twice, with the library's own compiler wrapper (native) and
-against abi/mpi.h linked with libstasis_mpi.so from --build (split), and runs the two
-alternately --runs times (so that load from elsewhere hits both alike). Prints the median and
+against abi/mpi.h linked with libstasis_mpi.so from --build, and runs three ways alternately
+--runs times: native; split (the lower half loaded into the program); split-own (the program
+started by the lower-half program stasis-mpi-lower-IMPL: two libcs, the FS base switched on
+every call) (so that load from elsewhere hits both alike). Prints the median and
 the best of each and the split build's overhead against native, and the cost of one
 MPI_Comm_rank call (no communication: the layer's own cost per call). No Stasis runtime, no checkpoint:
 the layer alone.
@@ -26,7 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def run_job(launcher, options, program, args):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
-    out = subprocess.run([launcher, "-np", "2", *options, program, *args], env=env, capture_output=True, text=True,
+    out = subprocess.run([launcher, "-np", "2", *options, *program, *args], env=env, capture_output=True, text=True,
                          timeout=600, check=True).stdout
     latency = float(re.search(r"^latency_us (\S+)", out, re.M).group(1))
     bandwidth = float(re.search(r"^bandwidth_MBps (\S+)", out, re.M).group(1))
@@ -56,25 +58,29 @@ def main():
         launcher = f"mpirun.{a.mpi}"
         options = ["--mca", "btl", f"{a.btl},self"] if a.btl and a.mpi == "openmpi" else []
         args = [a.latency_iters, a.bandwidth_iters]
-        results = {"native": [], "split": []}
+        lower_program = os.path.join(libdir, f"stasis-mpi-lower-{a.mpi}")
+        ways = (("native", [native]), ("split", [split]), ("split-own", [lower_program, split]))
+        results = {name: [] for name, _ in ways}
         for _ in range(a.runs):
-            for name, program in (("native", native), ("split", split)):
+            for name, program in ways:
                 results[name].append(run_job(launcher, options, program, args))
     print(f"{a.mpi} {'btl ' + a.btl if options else 'default transports'}, 2 ranks, {a.runs} runs each")
     summary = {}
-    for name in ("native", "split"):
+    for name in results:
         latencies = [r[0] for r in results[name]]
         bandwidths = [r[1] for r in results[name]]
         calls = [r[2] for r in results[name]]
         summary[name] = (statistics.median(latencies), min(latencies), statistics.median(bandwidths), max(bandwidths),
                          min(calls))
-        print(f"  {name:6s} latency median {summary[name][0]:.3f} us best {summary[name][1]:.3f} us;"
+        print(f"  {name:9s} latency median {summary[name][0]:.3f} us best {summary[name][1]:.3f} us;"
               f" bandwidth median {summary[name][2]:.0f} MB/s best {summary[name][3]:.0f} MB/s;"
               f" MPI_Comm_rank best {summary[name][4]:.2f} ns")
-    n, s = summary["native"], summary["split"]
-    print(f"  split overhead: latency median {100 * (s[0] / n[0] - 1):+.1f}% best {100 * (s[1] / n[1] - 1):+.1f}%;"
-          f" bandwidth median {100 * (1 - s[2] / n[2]):+.1f}% best {100 * (1 - s[3] / n[3]):+.1f}%;"
-          f" per call {s[4] - n[4]:+.2f} ns")
+    n = summary["native"]
+    for name in ("split", "split-own"):
+        s = summary[name]
+        print(f"  {name} overhead: latency median {100 * (s[0] / n[0] - 1):+.1f}% best {100 * (s[1] / n[1] - 1):+.1f}%;"
+              f" bandwidth median {100 * (1 - s[2] / n[2]):+.1f}% best {100 * (1 - s[3] / n[3]):+.1f}%;"
+              f" per call {s[4] - n[4]:+.2f} ns")
     print(f"  load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus")
 
 

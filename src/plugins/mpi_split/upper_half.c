@@ -139,9 +139,8 @@ static int map_comm_ranks(const char *function, int comm) {
   int size = 0;
   if (LOWER_CALL(lower, comm_size, real, &size) != 0) return library_error(1);
   int *world_ranks = malloc((size_t)(size ? size : 1) * sizeof *world_ranks);
-  int rc = world_ranks ? LOWER_CALL(lower, comm_world_ranks, real, handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real,
-                                                 world_ranks, size)
-                       : MPI_ERR_INTERN;
+  StasisMpiRealHandle world = handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real;
+  int rc = world_ranks ? LOWER_CALL(lower, comm_world_ranks, real, world, world_ranks, size) : MPI_ERR_INTERN;
   if (rc == 0 && stasis_mpi_peers_map_comm(&peers, (uint32_t)index, world_ranks, size) != 0) rc = MPI_ERR_INTERN;
   free(world_ranks);
   if (rc != 0) complain(function, "cannot tell the world ranks of the new communicator's members");

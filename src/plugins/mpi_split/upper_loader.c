@@ -74,7 +74,8 @@ static int map_segments(int fd, const char *path, MappedElf *elf, char *error, s
     int prot = (p->p_flags & PF_R ? PROT_READ : 0) | (p->p_flags & PF_W ? PROT_WRITE : 0) |
                (p->p_flags & PF_X ? PROT_EXEC : 0);
     uintptr_t start = PAGE_DOWN(elf->bias + p->p_vaddr);
-    uintptr_t file_end = elf->bias + p->p_vaddr + p->p_filesz, memory_end = PAGE_UP(elf->bias + p->p_vaddr + p->p_memsz);
+    uintptr_t file_end = elf->bias + p->p_vaddr + p->p_filesz;
+    uintptr_t memory_end = PAGE_UP(elf->bias + p->p_vaddr + p->p_memsz);
     if (p->p_filesz) {
       if (mmap((void *)start, PAGE_UP(file_end) - start, prot | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
                (off_t)PAGE_DOWN(p->p_offset)) == MAP_FAILED)
