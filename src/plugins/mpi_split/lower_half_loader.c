@@ -41,7 +41,16 @@ static const StasisMpiLower *lower_half_program(char *error, size_t error_size, 
   const char *table = getenv("STASIS_MPI_LOWER_TABLE"), *tls = getenv("STASIS_MPI_LOWER_TLS");
   if (!table || !tls) return NULL;
   char *end_table = NULL, *end_tls = NULL;
-  unsigned long long table_address = strtoull(table, &end_table, 16), tls_base = strtoull(tls, &end_tls, 16);
+  long table_pid = strtol(table, &end_table, 10), tls_pid = strtol(tls, &end_tls, 10);
+  if (*end_table != ':' || *end_tls != ':') {
+    snprintf(error, error_size, "STASIS_MPI_LOWER_TABLE=%s STASIS_MPI_LOWER_TLS=%s: not PID:ADDRESS", table, tls);
+    *failed = 1;
+    return NULL;
+  }
+  /* Inherited from the lower-half program of another process (this one is its child): not ours. */
+  if (table_pid != (long)getpid() || tls_pid != (long)getpid()) return NULL;
+  unsigned long long table_address = strtoull(end_table + 1, &end_table, 16);
+  unsigned long long tls_base = strtoull(end_tls + 1, &end_tls, 16);
   if (!table_address || *end_table || !tls_base || *end_tls) {
     snprintf(error, error_size, "STASIS_MPI_LOWER_TABLE=%s STASIS_MPI_LOWER_TLS=%s: not two addresses", table, tls);
     *failed = 1;

@@ -3,7 +3,8 @@
  * usage (by an MPI launcher, in the program's place): stasis-mpi-lower-openmpi PROGRAM [ARGS...]
  * PROGRAM (built against abi/mpi.h, linked with libstasis_mpi.so) starts as the upper half with
  * its own ld.so and libc; its libstasis_mpi.so finds this lower half's interface in
- * STASIS_MPI_LOWER_TABLE and this half's thread pointer in STASIS_MPI_LOWER_TLS. The program's
+ * STASIS_MPI_LOWER_TABLE and this half's thread pointer in STASIS_MPI_LOWER_TLS (each "PID:ADDRESS",
+ * so that a child of the program, which inherits them, ignores them). The program's
  * MPI_Init is the first MPI call. This half allocates with its own mmap-only malloc
  * (lower_allocator.c), so the process's brk heap is the upper half's alone. */
 #define _GNU_SOURCE
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lower_half_api.h"
 #include "lower_tls.h"
@@ -25,9 +27,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   stasis_mpi_fsgsbase = 0; /* here only read, once: a system call is fine */
-  char table[64], tls[64];
-  snprintf(table, sizeof table, "STASIS_MPI_LOWER_TABLE=%p", (const void *)stasis_mpi_lower_interface());
-  snprintf(tls, sizeof tls, "STASIS_MPI_LOWER_TLS=0x%llx", (unsigned long long)stasis_mpi_get_fs_base());
+  /* PID:ADDRESS: a process that inherits the variables (a child of the program) is not this one
+   * and must not take the address for an interface. */
+  char table[96], tls[96];
+  snprintf(table, sizeof table, "STASIS_MPI_LOWER_TABLE=%d:%p", (int)getpid(), (const void *)stasis_mpi_lower_interface());
+  snprintf(tls, sizeof tls, "STASIS_MPI_LOWER_TLS=%d:0x%llx", (int)getpid(), (unsigned long long)stasis_mpi_get_fs_base());
   int count = 0;
   while (environ[count]) count++;
   char **envp = calloc((size_t)count + 3, sizeof *envp);

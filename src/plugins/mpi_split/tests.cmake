@@ -40,6 +40,15 @@ function(stasis_split_library_tests implementation compiler launcher)
                            ${run} -np 2 -- ${native} 30
                            --then ${run} -np 2 -- ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation} ${SPLIT_RING} 30)
   set_tests_properties(mpi_split.${implementation}.own_libc.same_output PROPERTIES ENVIRONMENT SPLIT_B_MODE=program)
+  # What the lower-half program refuses to start, with the file and the fault: not an ELF file,
+  # and a program without an ELF interpreter (static).
+  add_test(NAME mpi_split.${implementation}.lower_program.refuses
+           COMMAND sh -c "\"$1\" \"$2\" 2>&1 | grep -qx \"stasis-mpi-lower: $2: not an ELF file\" &&
+                          \"$1\" \"$3\" 2>&1 | grep -q \"^stasis-mpi-lower: $3: has no ELF interpreter\" &&
+                          { \"$1\" \"$2\"; test $? -eq 127; }"
+                   sh ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation} ${MPI_SPLIT_DIR}/README.md
+                   $<TARGET_FILE:stasis-loader>)
+  set_tests_properties(mpi_split.${implementation}.lower_program.refuses PROPERTIES TIMEOUT 30 LABELS mpi_split)
   # The replay against the real library: halfway, every rank makes its communicators and
   # datatypes again from its log (collectively: dup, split, the split that gave two ranks none)
   # and runs on with them under the same ids.
