@@ -23,11 +23,20 @@ void stasis_mpi_drain_keep(StasisMpiDrainQueue *queue, StasisMpiDrained *message
   queue->count++;
 }
 
+static int matches(const StasisMpiDrained *message, int comm, int source, int tag) {
+  return message->comm == comm && (source == -1 || message->source == source) && (tag == -1 || message->tag == tag);
+}
+
+int stasis_mpi_drain_has(const StasisMpiDrainQueue *queue, int comm, int source, int tag) {
+  for (const StasisMpiDrained *message = queue->head; message; message = message->next)
+    if (matches(message, comm, source, tag)) return 1;
+  return 0;
+}
+
 StasisMpiDrained *stasis_mpi_drain_take(StasisMpiDrainQueue *queue, int comm, int source, int tag) {
   StasisMpiDrained *previous = NULL;
   for (StasisMpiDrained *message = queue->head; message; previous = message, message = message->next) {
-    if (message->comm != comm || (source != -1 && message->source != source) || (tag != -1 && message->tag != tag))
-      continue;
+    if (!matches(message, comm, source, tag)) continue;
     if (previous) previous->next = message->next;
     else queue->head = message->next;
     if (queue->tail == message) queue->tail = previous;

@@ -36,6 +36,9 @@ void stasis_mpi_drain_keep(StasisMpiDrainQueue *queue, StasisMpiDrained *message
  * `tag` (or MPI_ANY_TAG, -1); NULL when none. The caller frees it (free). */
 StasisMpiDrained *stasis_mpi_drain_take(StasisMpiDrainQueue *queue, int comm, int source, int tag);
 
+/* Whether a take with the same arguments would find a message (nothing is unlinked). */
+int stasis_mpi_drain_has(const StasisMpiDrainQueue *queue, int comm, int source, int tag);
+
 #ifdef __cplusplus
 }
 #endif

@@ -183,6 +183,15 @@ static int lower_recv(void *buf, int count, StasisMpiRealHandle type, int source
   if (rc == MPI_SUCCESS) status_up(&real, AS(MPI_Datatype, type), status);
   return rc;
 }
+static int lower_sendrecv(const void *sendbuf, int sendcount, StasisMpiRealHandle sendtype, int dest, int sendtag,
+                          void *recvbuf, int recvcount, StasisMpiRealHandle recvtype, int source, int recvtag,
+                          StasisMpiRealHandle comm, StasisMpiLowerStatus *status) {
+  MPI_Status real;
+  int rc = MPI_Sendrecv(sendbuf, sendcount, AS(MPI_Datatype, sendtype), peer_down(dest), sendtag, recvbuf, recvcount,
+                        AS(MPI_Datatype, recvtype), peer_down(source), tag_down(recvtag), AS(MPI_Comm, comm), &real);
+  if (rc == MPI_SUCCESS) status_up(&real, AS(MPI_Datatype, recvtype), status);
+  return rc;
+}
 static int lower_isend(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag,
                        StasisMpiRealHandle comm, StasisMpiRealHandle *request) {
   MPI_Request result = MPI_REQUEST_NULL;
@@ -281,6 +290,7 @@ static const StasisMpiLower lower_half = {
     .type_size = lower_type_size,
     .send = lower_send,
     .recv = lower_recv,
+    .sendrecv = lower_sendrecv,
     .isend = lower_isend,
     .irecv = lower_irecv,
     .wait = lower_wait,

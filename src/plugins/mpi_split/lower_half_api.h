@@ -29,7 +29,7 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 4
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 5
 
 typedef struct StasisMpiLower {
   uint32_t interface_version; /* STASIS_MPI_LOWER_INTERFACE_VERSION */
@@ -69,6 +69,9 @@ typedef struct StasisMpiLower {
   int (*send)(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag, StasisMpiRealHandle comm);
   int (*recv)(void *buf, int count, StasisMpiRealHandle type, int source, int tag, StasisMpiRealHandle comm,
               StasisMpiLowerStatus *status);
+  int (*sendrecv)(const void *sendbuf, int sendcount, StasisMpiRealHandle sendtype, int dest, int sendtag,
+                  void *recvbuf, int recvcount, StasisMpiRealHandle recvtype, int source, int recvtag,
+                  StasisMpiRealHandle comm, StasisMpiLowerStatus *status);
   int (*isend)(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag, StasisMpiRealHandle comm,
                StasisMpiRealHandle *request);
   int (*irecv)(void *buf, int count, StasisMpiRealHandle type, int source, int tag, StasisMpiRealHandle comm,

@@ -16,6 +16,18 @@ endforeach()
 set(SPLIT_RING ${CMAKE_BINARY_DIR}/tests/targets/split_ring_split)
 set(SPLIT_MPI_RUN ${PROJECT_SOURCE_DIR}/tests/scripts/mpi_run.sh)
 
+# The project's own MPI test programs (tests/mpi/), unchanged, built against abi/mpi.h: their
+# output through the split layer is compared with their native builds' (tests/mpi/tests.cmake).
+# They print no line about the halves: built so, they can only reach MPI through libstasis_mpi.so.
+foreach(program IN ITEMS mpi_ring mpi_shm)
+  add_executable(${program}_split ${PROJECT_SOURCE_DIR}/tests/mpi/${program}.c)
+  target_include_directories(${program}_split PRIVATE ${PROJECT_SOURCE_DIR}/tests/targets)
+  target_compile_definitions(${program}_split PRIVATE _GNU_SOURCE)
+  target_link_libraries(${program}_split PRIVATE stasis_mpi)
+  target_compile_options(${program}_split PRIVATE -O2)
+  set_target_properties(${program}_split PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/targets)
+endforeach()
+
 # stasis_split_same_output(NAME RANKS_A RANKS_B REMADE_B COMMAND_A... --then COMMAND_B...)
 function(stasis_split_same_output name ranks_a ranks_b remade_b)
   add_test(NAME ${name} COMMAND ${MPI_SPLIT_DIR}/tests/same_output.sh ${ranks_a} ${ranks_b} ${remade_b} ${ARGN})
@@ -81,6 +93,11 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
   stasis_split_same_output(mpi_split.openmpi.np4.same_output 0 4 0
                            ${run} -np 4 --oversubscribe -- ${native} 30
                            --then ${run} -np 4 --oversubscribe -- ${SPLIT_RING} 30)
+  foreach(program IN ITEMS mpi_ring mpi_shm)
+    stasis_split_same_output(mpi_split.openmpi.${program}.same_output 0 0 0
+                             ${run} -np 2 -- ${CMAKE_BINARY_DIR}/tests/targets/${program}_openmpi 20 0
+                             --then ${run} -np 2 -- ${CMAKE_BINARY_DIR}/tests/targets/${program}_split 20 0)
+  endforeach()
   stasis_split_same_output(mpi_split.openmpi.tcp.same_output 0 2 0
                            ${run} -np 2 --mca btl tcp,self -- ${native} 30
                            --then ${run} -np 2 --mca btl tcp,self -- ${SPLIT_RING} 30)
@@ -102,6 +119,9 @@ find_program(STASIS_MPICH_CC mpicc.mpich)
 find_program(STASIS_MPICH_RUN mpirun.mpich)
 if(STASIS_MPICH_CC AND STASIS_MPICH_RUN)
   stasis_split_library_tests(mpich ${STASIS_MPICH_CC} ${STASIS_MPICH_RUN} -np 3)
+  stasis_split_same_output(mpi_split.mpich.mpi_shm.same_output 0 0 0
+                           ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${CMAKE_BINARY_DIR}/tests/targets/mpi_shm_mpich 20 0
+                           --then ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${CMAKE_BINARY_DIR}/tests/targets/mpi_shm_split 20 0)
 else()
   stasis_skipped_group(mpi_split.mpich "no mpicc.mpich and mpirun.mpich (Debian: mpich libmpich-dev)")
 endif()

@@ -433,6 +433,33 @@ API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int ta
   return MPI_SUCCESS;
 }
 
+API int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                     int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  NEED_LOWER("MPI_Sendrecv");
+  REAL_TYPE("MPI_Sendrecv", sendtype, real_send_type);
+  REAL_TYPE("MPI_Sendrecv", recvtype, real_recv_type);
+  REAL_COMM("MPI_Sendrecv", comm, real_comm);
+  StasisMpiLowerStatus lower_status;
+  if (drained.count != 0 && stasis_mpi_drain_has(&drained, comm, source, recvtag)) {
+    /* The message to receive was drained: send alone, then serve the receive from the upper half. */
+    int rc = LOWER_CALL(lower, send, sendbuf, sendcount, real_send_type, dest, sendtag, real_comm);
+    if (rc != 0) return library_error(rc);
+    count_sent(comm, dest);
+    rc = receive_drained("MPI_Sendrecv", recvbuf, recvcount, real_recv_type, source, recvtag, comm, real_comm,
+                         &lower_status);
+    if (rc == MPI_SUCCESS) status_up(&lower_status, status);
+    return rc;
+  }
+  int rc = LOWER_CALL(lower, sendrecv, sendbuf, sendcount, real_send_type, dest, sendtag, recvbuf, recvcount,
+                      real_recv_type, source, recvtag, real_comm, &lower_status);
+  if (rc != 0) return library_error(rc);
+  count_sent(comm, dest);
+  if (lower_status.source != MPI_PROC_NULL)
+    stasis_mpi_peers_received(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), lower_status.source);
+  status_up(&lower_status, status);
+  return MPI_SUCCESS;
+}
+
 /* A new request id for the library's request; recv_type is 0 for a send. */
 static int remember_request(const char *function, StasisMpiRealHandle real, StasisMpiRealHandle recv_type,
                             MPI_Comm comm, MPI_Request *request) {

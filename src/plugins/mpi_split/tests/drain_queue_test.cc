@@ -30,6 +30,9 @@ TEST(DrainQueue, ATakeGetsTheFirstMatchInArrivalOrder) {
   keep(queue, 10, 1, 6, 'd');
   keep(queue, 10, 1, 5, 'e');
   EXPECT_EQ(queue.count, 5u);
+  EXPECT_TRUE(stasis_mpi_drain_has(&queue, 11, 1, -1));
+  EXPECT_FALSE(stasis_mpi_drain_has(&queue, 12, -1, -1));
+  EXPECT_EQ(queue.count, 5u) << "looking takes nothing";
   EXPECT_EQ(take(queue, 11, -1, -1), 'c') << "another communicator's messages never match";
   EXPECT_EQ(take(queue, 10, 1, 6), 'd');
   EXPECT_EQ(take(queue, 10, 1, 5), 'a') << "between a pair, the order they came in";
