@@ -77,8 +77,10 @@ function(stasis_split_library_tests implementation compiler launcher)
       set(lower_program ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation})
     endif()
     add_test(NAME mpi_split.${implementation}.${mode}
-             COMMAND sh -c "out=$(\"$@\") && printf '%s\\n' \"$out\" | grep -q '^in_flight ok$'; rc=$?; printf '%s\\n' \"$out\"; exit $rc"
-                     sh ${run} ${ARGN} -- ${lower_program} $<TARGET_FILE:in_flight_split> 3 200 ${drain})
+             COMMAND sh -c "d=$(mktemp -d) && \"$0\" \"$d/out\" \"$d/err\" \"$@\"; rc=$?; cat \"$d/out\" \"$d/err\";
+                            [ $rc -eq 0 ] && grep -q '^in_flight ok$' \"$d/out\"; rc=$?; rm -rf \"$d\"; exit $rc"
+                     ${MPI_SPLIT_DIR}/tests/run_mpi_job.sh ${run} ${ARGN} -- ${lower_program} $<TARGET_FILE:in_flight_split>
+                     3 200 ${drain})
     set_tests_properties(mpi_split.${implementation}.${mode} PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split"
                          RESOURCE_LOCK mpi_ports)
   endforeach()

@@ -5,7 +5,8 @@
  *
  * The tables and the log are static storage of this library: upper-half memory, saved with the
  * program. Every point-to-point message is counted per peer (peer_counts.h) for the drain.
- * Supported threading: up to MPI_THREAD_SERIALIZED (no locks on the tables). */
+ * Supported threading: up to MPI_THREAD_SERIALIZED (no locks on the tables). The drain is in
+ * upper_drain.c; the state both share is declared in upper_state.h. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,75 +20,49 @@
 #include "replay_log.h"
 #include "virtual_ids.h"
 #include "lower_tls.h"
+#include "upper_state.h"
 
 #define API __attribute__((visibility("default")))
-
-enum {
-  COMM_CAPACITY = 4096,
-  DATATYPE_CAPACITY = 4096,
-  GROUP_CAPACITY = 1024,
-  REQUEST_CAPACITY = 65536,
-  REPLAY_CAPACITY = 65536,
-};
 
 static StasisMpiIdEntry comm_entries[COMM_CAPACITY];
 static StasisMpiIdEntry datatype_entries[DATATYPE_CAPACITY];
 static StasisMpiIdEntry op_entries[STASIS_MPI_PREDEFINED_OP_COUNT];
 static StasisMpiIdEntry group_entries[GROUP_CAPACITY];
 static StasisMpiIdEntry request_entries[REQUEST_CAPACITY];
-/* What a request's completion needs, by request index. */
-typedef struct RequestSide {
-  StasisMpiRealHandle recv_type; /* a receive's datatype (its status counts bytes with it); 0: a send */
-  uint32_t comm_index;           /* a receive's communicator: its source is counted by world rank */
-  int done;                      /* complete (served from the drained messages, or before a cancel took) */
-  StasisMpiLowerStatus done_status;
-  /* A receive's arguments, to post it again after the drain took it back from the library. */
-  int parked;      /* taken back, not posted again yet */
-  uint64_t posted; /* order of posting: receives are posted again in it */
-  void *buf;
-  int count, source, tag, comm;
-} RequestSide;
 static uint64_t receives_posted;
-static RequestSide request_side[REQUEST_CAPACITY];
+RequestSide request_side[REQUEST_CAPACITY];
 static StasisMpiReplayRecord replay_records[REPLAY_CAPACITY];
 
-static StasisMpiHandles handles;
-static StasisMpiReplayLog replay;
-static const StasisMpiLower *lower;
-static StasisMpiPeerCounts peers;
-/* A duplicate of MPI_COMM_WORLD the program never sees: the drain's reductions run on it, so they
- * never match the program's own messages or collectives. Made again by every replay. */
-static StasisMpiRealHandle private_world;
-/* Messages the drain took out of the library, until the program receives them. */
-static StasisMpiDrainQueue drained;
-static int initialized, finalized;
+StasisMpiHandles handles;
+StasisMpiReplayLog replay;
+const StasisMpiLower *lower;
+StasisMpiPeerCounts peers;
+StasisMpiRealHandle private_world; /* upper_state.h says what these are */
+StasisMpiDrainQueue drained;
+static int initialized;
+int finalized;
 
-/* One line on stderr, "stasis mpi_split: FUNCTION: what". The program's own MPI errors are
- * returned as well; these lines say what the split layer saw. */
-static void complain(const char *function, const char *what) {
+/* The program's own MPI errors are returned as well; these lines say what the split layer saw. */
+void complain(const char *function, const char *what) {
   char line[512];
   int length = snprintf(line, sizeof line, "stasis mpi_split: %s: %s\n", function, what);
   if (length > 0) (void)!write(2, line, (size_t)length < sizeof line ? (size_t)length : sizeof line - 1);
 }
 
-static int not_initialized(const char *function) {
+int not_initialized(const char *function) {
   complain(function, finalized ? "called after MPI_Finalize" : "called before MPI_Init");
   return MPI_ERR_OTHER;
 }
 
-static int not_live(const char *function, const char *what, int id, int error_class) {
+int not_live(const char *function, const char *what, int id, int error_class) {
   char text[128];
   snprintf(text, sizeof text, "0x%x is not a live %s", (unsigned)id, what);
   complain(function, text);
   return error_class;
 }
 
-static int library_error(int rc) { return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER; }
+int library_error(int rc) { return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER; }
 
-#define NEED_LOWER(function)                                                                                    \
-  do {                                                                                                          \
-    if (!lower || finalized) return not_initialized(function);                                                  \
-  } while (0)
 #define REAL_COMM(function, id, out)                                                                            \
   StasisMpiRealHandle out;                                                                                      \
   if (stasis_mpi_ids_real(&handles.comms, id, &out) != 0) return not_live(function, "communicator", id, MPI_ERR_COMM)
@@ -375,7 +350,7 @@ API int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *coun
   return MPI_SUCCESS;
 }
 
-static void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *status) {
+void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *status) {
   if (!status) return;
   status->MPI_SOURCE = lower_status->source;
   status->MPI_TAG = lower_status->tag;
@@ -387,20 +362,6 @@ static void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *stat
 /* A message posted to `dest` of the live communicator `comm`, counted for the drain. */
 static void count_sent(MPI_Comm comm, int dest) {
   if (dest != MPI_PROC_NULL) stasis_mpi_peers_sent(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), dest);
-}
-
-/* Serves a receive from the drained messages: MPI_SUCCESS (status filled) or an error when one
- * matched, -1 when none did (the library is asked as usual). */
-static int receive_drained(const char *function, void *buf, int count, StasisMpiRealHandle real_type, int source,
-                           int tag, MPI_Comm comm, StasisMpiRealHandle real_comm, StasisMpiLowerStatus *status) {
-  StasisMpiDrained *message = stasis_mpi_drain_take(&drained, comm, source, tag);
-  if (!message) return -1;
-  int rc = LOWER_CALL(lower, unpack, message->data, message->bytes, buf, count, real_type, real_comm);
-  StasisMpiLowerStatus served = {message->source, message->tag, 0, 0, message->bytes};
-  *status = served;
-  free(message);
-  if (rc != 0) complain(function, "a drained message does not fit the receive (truncated, or another type)");
-  return library_error(rc);
 }
 
 API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
@@ -615,127 +576,3 @@ API int STASIS_MPI_Remake_objects(int *remade) {
   return MPI_SUCCESS;
 }
 
-/* The messages sent to this rank and not received by it (README.md, Draining). */
-static int count_in_flight(const char *function, long long *to_me) {
-  if (peers.uncounted != 0) {
-    complain(function, "some messages went to or came from ranks no communicator map knew");
-    return MPI_ERR_INTERN;
-  }
-  uint64_t sent_to_me = 0;
-  int rc = LOWER_CALL(lower, reduce_scatter_block, peers.sent_to, &sent_to_me, 1,
-                                       handles.datatypes.entries[STASIS_MPI_INDEX_UINT64_T].real,
-                                       handles.ops.entries[STASIS_MPI_INDEX_SUM].real, private_world);
-  if (rc != 0) return library_error(rc);
-  *to_me = (long long)(sent_to_me - peers.received_total);
-  return MPI_SUCCESS;
-}
-
-API int STASIS_MPI_In_flight(long long *to_me) {
-  NEED_LOWER("STASIS_MPI_In_flight");
-  return count_in_flight("STASIS_MPI_In_flight", to_me);
-}
-
-/* How long the drain waits for a message it knows is in flight before it gives up: it was sent
- * on a communicator the program freed since (its messages cannot be probed), or it is lost. */
-enum { DRAIN_PATIENCE_SECONDS = 30 };
-
-/* Takes every posted receive back from the library before the drain counts: a cancelled one is
- * parked (posted again after), one the library had already matched is complete now. */
-static int park_posted_receives(void) {
-  for (uint32_t index = handles.requests.predefined_count; index < handles.requests.next_unused; index++) {
-    RequestSide *side = &request_side[index];
-    if (!handles.requests.entries[index].live || !side->recv_type || side->done || side->parked) continue;
-    StasisMpiRealHandle real = handles.requests.entries[index].real;
-    StasisMpiLowerStatus status;
-    int rc = LOWER_CALL(lower, cancel, &real);
-    if (rc == 0) rc = LOWER_CALL(lower, wait, &real, side->recv_type, &status);
-    if (rc != 0) return library_error(rc);
-    handles.requests.entries[index].real = 0;
-    if (status.cancelled) {
-      side->parked = 1;
-    } else {
-      side->done = 1;
-      side->done_status = status;
-      if (status.source != MPI_PROC_NULL) stasis_mpi_peers_received(&peers, side->comm_index, status.source);
-    }
-  }
-  return MPI_SUCCESS;
-}
-
-/* Posts the parked receives again, in the order the program posted them, each served from the
- * drained messages first. */
-static int post_parked_receives(void) {
-  for (;;) {
-    uint32_t first = 0;
-    for (uint32_t index = handles.requests.predefined_count; index < handles.requests.next_unused; index++)
-      if (handles.requests.entries[index].live && request_side[index].parked &&
-          (!first || request_side[index].posted < request_side[first].posted))
-        first = index;
-    if (!first) return MPI_SUCCESS;
-    RequestSide *side = &request_side[first];
-    StasisMpiRealHandle real_comm;
-    if (stasis_mpi_ids_real(&handles.comms, side->comm, &real_comm) != 0)
-      return not_live("STASIS_MPI_Drain", "communicator (a posted receive's, freed since)", side->comm, MPI_ERR_COMM);
-    side->parked = 0;
-    int rc = receive_drained("STASIS_MPI_Drain", side->buf, side->count, side->recv_type, side->source, side->tag,
-                             side->comm, real_comm, &side->done_status);
-    if (rc == MPI_SUCCESS) {
-      side->done = 1;
-      continue;
-    }
-    if (rc != -1) return rc;
-    StasisMpiRealHandle made;
-    rc = LOWER_CALL(lower, irecv, side->buf, side->count, side->recv_type, side->source, side->tag, real_comm, &made);
-    if (rc != 0) return library_error(rc);
-    handles.requests.entries[first].real = made;
-  }
-}
-
-API int STASIS_MPI_Drain(long long *taken) {
-  NEED_LOWER("STASIS_MPI_Drain");
-  int rc = park_posted_receives();
-  if (rc != MPI_SUCCESS) return rc;
-  long long to_me = 0, got = 0;
-  rc = count_in_flight("STASIS_MPI_Drain", &to_me);
-  if (rc != MPI_SUCCESS) return rc;
-  double last_progress = LOWER_CALL(lower, wtime);
-  while (got < to_me) {
-    int progressed = 0;
-    for (uint32_t index = STASIS_MPI_INDEX_COMM_NULL + 1; index < handles.comms.next_unused; index++) {
-      if (!handles.comms.entries[index].live) continue;
-      StasisMpiRealHandle real = handles.comms.entries[index].real;
-      StasisMpiLowerStatus status;
-      int flag = 0;
-      rc = LOWER_CALL(lower, iprobe, MPI_ANY_SOURCE, MPI_ANY_TAG, real, &flag, &status);
-      if (rc != 0) return library_error(rc);
-      if (!flag) continue;
-      StasisMpiDrained *message =
-          stasis_mpi_drained_new(STASIS_MPI_VID(STASIS_MPI_KIND_COMM, (int)index), status.source, status.tag,
-                                 (int)status.bytes);
-      if (!message) {
-        complain("STASIS_MPI_Drain", "out of memory for a drained message");
-        return MPI_ERR_INTERN;
-      }
-      rc = LOWER_CALL(lower, recv_packed, message->data, message->bytes, status.source, status.tag, real, &status);
-      if (rc != 0) {
-        free(message);
-        return library_error(rc);
-      }
-      stasis_mpi_drain_keep(&drained, message);
-      stasis_mpi_peers_received(&peers, index, status.source);
-      got++;
-      progressed = 1;
-    }
-    if (progressed) {
-      last_progress = LOWER_CALL(lower, wtime);
-    } else if (LOWER_CALL(lower, wtime) - last_progress > DRAIN_PATIENCE_SECONDS) {
-      char text[200];
-      snprintf(text, sizeof text, "%lld of %lld messages in flight to this rank were found on no live communicator",
-               to_me - got, to_me);
-      complain("STASIS_MPI_Drain", text);
-      return MPI_ERR_INTERN;
-    }
-  }
-  *taken = got;
-  return post_parked_receives();
-}

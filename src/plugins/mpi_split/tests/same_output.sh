@@ -23,8 +23,9 @@ fail() {
   for f in a.out a.err b.out b.err; do echo "---- $f"; cat "$work/$f"; done
   exit 1
 }
-timeout 120 "${a[@]}" >"$work/a.out" 2>"$work/a.err" || fail "job A (${a[*]}) ended with status $?"
-timeout 120 "${b[@]}" >"$work/b.out" 2>"$work/b.err" || fail "job B (${b[*]}) ended with status $?"
+run="$(dirname "$0")/run_mpi_job.sh"
+"$run" "$work/a.out" "$work/a.err" "${a[@]}" || fail "job A (${a[*]}) ended with status $?"
+"$run" "$work/b.out" "$work/b.err" "${b[@]}" || fail "job B (${b[*]}) ended with status $?"
 [ -s "$work/a.out" ] || fail "job A printed nothing"
 grep -q '^done ranks ' "$work/a.out" || fail "job A did not finish (no 'done ranks' line)"
 cmp -s "$work/a.out" "$work/b.out" || fail "the two jobs printed different lines"
