@@ -1,0 +1,194 @@
+/* Stasis's MPI interface: the mpi.h a program compiles against to run as the upper half of a
+ * split process (README.md). Every handle is a VIRTUAL id, an int that Stasis gives out and that
+ * stays the same across checkpoints and restarts, whichever MPI library holds the real object
+ * (Open MPI's handles are pointers, MPICH's are ints: neither ever reaches the program). Status
+ * objects, constants and the C prototypes follow the MPI standard; only the functions the split
+ * mode supports are declared, so a program that needs another fails to build instead of
+ * failing later. Link with -lstasis_mpi. */
+#ifndef STASIS_ABI_MPI_H
+#define STASIS_ABI_MPI_H
+
+#include "stasis_mpi_predefined.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STASIS_MPI_SPLIT 1
+#define MPI_VERSION 3
+#define MPI_SUBVERSION 1
+
+typedef int MPI_Comm;
+typedef int MPI_Datatype;
+typedef int MPI_Op;
+typedef int MPI_Group;
+typedef int MPI_Request;
+typedef long MPI_Aint;
+
+/* A virtual id: tag 0x5A in the top byte, the kind (enum StasisMpiKind) in the next, the index in
+ * its table below. */
+#define STASIS_MPI_VID_TAG 0x5A000000
+#define STASIS_MPI_VID(kind, index) ((int)(STASIS_MPI_VID_TAG | ((kind) << 16) | (index)))
+
+#define STASIS_MPI_INDEX_OF(name) STASIS_MPI_INDEX_##name,
+enum { STASIS_MPI_PREDEFINED_COMMS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_COMM_COUNT };
+enum { STASIS_MPI_PREDEFINED_DATATYPES(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_DATATYPE_COUNT };
+enum { STASIS_MPI_PREDEFINED_OPS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_OP_COUNT };
+enum { STASIS_MPI_PREDEFINED_GROUPS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_GROUP_COUNT };
+enum { STASIS_MPI_PREDEFINED_REQUESTS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_REQUEST_COUNT };
+#undef STASIS_MPI_INDEX_OF
+
+#define MPI_COMM_NULL STASIS_MPI_VID(STASIS_MPI_KIND_COMM, STASIS_MPI_INDEX_COMM_NULL)
+#define MPI_COMM_WORLD STASIS_MPI_VID(STASIS_MPI_KIND_COMM, STASIS_MPI_INDEX_COMM_WORLD)
+#define MPI_COMM_SELF STASIS_MPI_VID(STASIS_MPI_KIND_COMM, STASIS_MPI_INDEX_COMM_SELF)
+#define STASIS_MPI_TYPE(name) STASIS_MPI_VID(STASIS_MPI_KIND_DATATYPE, STASIS_MPI_INDEX_##name)
+#define MPI_DATATYPE_NULL STASIS_MPI_TYPE(DATATYPE_NULL)
+#define MPI_CHAR STASIS_MPI_TYPE(CHAR)
+#define MPI_SIGNED_CHAR STASIS_MPI_TYPE(SIGNED_CHAR)
+#define MPI_UNSIGNED_CHAR STASIS_MPI_TYPE(UNSIGNED_CHAR)
+#define MPI_BYTE STASIS_MPI_TYPE(BYTE)
+#define MPI_SHORT STASIS_MPI_TYPE(SHORT)
+#define MPI_UNSIGNED_SHORT STASIS_MPI_TYPE(UNSIGNED_SHORT)
+#define MPI_INT STASIS_MPI_TYPE(INT)
+#define MPI_UNSIGNED STASIS_MPI_TYPE(UNSIGNED)
+#define MPI_LONG STASIS_MPI_TYPE(LONG)
+#define MPI_UNSIGNED_LONG STASIS_MPI_TYPE(UNSIGNED_LONG)
+#define MPI_LONG_LONG STASIS_MPI_TYPE(LONG_LONG)
+#define MPI_LONG_LONG_INT STASIS_MPI_TYPE(LONG_LONG)
+#define MPI_UNSIGNED_LONG_LONG STASIS_MPI_TYPE(UNSIGNED_LONG_LONG)
+#define MPI_FLOAT STASIS_MPI_TYPE(FLOAT)
+#define MPI_DOUBLE STASIS_MPI_TYPE(DOUBLE)
+#define MPI_LONG_DOUBLE STASIS_MPI_TYPE(LONG_DOUBLE)
+#define MPI_INT8_T STASIS_MPI_TYPE(INT8_T)
+#define MPI_INT16_T STASIS_MPI_TYPE(INT16_T)
+#define MPI_INT32_T STASIS_MPI_TYPE(INT32_T)
+#define MPI_INT64_T STASIS_MPI_TYPE(INT64_T)
+#define MPI_UINT8_T STASIS_MPI_TYPE(UINT8_T)
+#define MPI_UINT16_T STASIS_MPI_TYPE(UINT16_T)
+#define MPI_UINT32_T STASIS_MPI_TYPE(UINT32_T)
+#define MPI_UINT64_T STASIS_MPI_TYPE(UINT64_T)
+#define MPI_C_BOOL STASIS_MPI_TYPE(C_BOOL)
+#define MPI_FLOAT_INT STASIS_MPI_TYPE(FLOAT_INT)
+#define MPI_DOUBLE_INT STASIS_MPI_TYPE(DOUBLE_INT)
+#define MPI_LONG_INT STASIS_MPI_TYPE(LONG_INT)
+#define MPI_2INT STASIS_MPI_TYPE(2INT)
+#define STASIS_MPI_OP(name) STASIS_MPI_VID(STASIS_MPI_KIND_OP, STASIS_MPI_INDEX_##name)
+#define MPI_OP_NULL STASIS_MPI_OP(OP_NULL)
+#define MPI_MAX STASIS_MPI_OP(MAX)
+#define MPI_MIN STASIS_MPI_OP(MIN)
+#define MPI_SUM STASIS_MPI_OP(SUM)
+#define MPI_PROD STASIS_MPI_OP(PROD)
+#define MPI_LAND STASIS_MPI_OP(LAND)
+#define MPI_BAND STASIS_MPI_OP(BAND)
+#define MPI_LOR STASIS_MPI_OP(LOR)
+#define MPI_BOR STASIS_MPI_OP(BOR)
+#define MPI_LXOR STASIS_MPI_OP(LXOR)
+#define MPI_BXOR STASIS_MPI_OP(BXOR)
+#define MPI_MAXLOC STASIS_MPI_OP(MAXLOC)
+#define MPI_MINLOC STASIS_MPI_OP(MINLOC)
+#define MPI_GROUP_NULL STASIS_MPI_VID(STASIS_MPI_KIND_GROUP, STASIS_MPI_INDEX_GROUP_NULL)
+#define MPI_GROUP_EMPTY STASIS_MPI_VID(STASIS_MPI_KIND_GROUP, STASIS_MPI_INDEX_GROUP_EMPTY)
+#define MPI_REQUEST_NULL STASIS_MPI_VID(STASIS_MPI_KIND_REQUEST, STASIS_MPI_INDEX_REQUEST_NULL)
+
+/* Error codes: MPI_SUCCESS, and one class for every failure of the library underneath (its own
+ * codes differ between implementations and mean nothing to the program after a restart). */
+#define MPI_SUCCESS 0
+#define MPI_ERR_COMM 5
+#define MPI_ERR_TYPE 3
+#define MPI_ERR_REQUEST 19
+#define MPI_ERR_OP 9
+#define MPI_ERR_GROUP 8
+#define MPI_ERR_ARG 12
+#define MPI_ERR_UNSUPPORTED_OPERATION 52
+#define MPI_ERR_INTERN 17
+#define MPI_ERR_OTHER 15
+
+#define MPI_ANY_SOURCE (-1)
+#define MPI_ANY_TAG (-1)
+#define MPI_PROC_NULL (-2)
+#define MPI_UNDEFINED (-32766)
+#define MPI_IN_PLACE ((void *)1)
+#define MPI_BOTTOM ((void *)0)
+
+enum { MPI_THREAD_SINGLE = 0, MPI_THREAD_FUNNELED = 1, MPI_THREAD_SERIALIZED = 2, MPI_THREAD_MULTIPLE = 3 };
+enum { MPI_IDENT = 0, MPI_CONGRUENT = 1, MPI_SIMILAR = 2, MPI_UNEQUAL = 3 };
+
+#define MPI_MAX_PROCESSOR_NAME 256
+#define MPI_MAX_LIBRARY_VERSION_STRING 8192
+
+typedef struct MPI_Status {
+  int MPI_SOURCE;
+  int MPI_TAG;
+  int MPI_ERROR;
+  int stasis_cancelled;
+  long long stasis_bytes; /* bytes received: MPI_Get_count divides by the datatype's size */
+} MPI_Status;
+#define MPI_STATUS_IGNORE ((MPI_Status *)0)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)0)
+
+int MPI_Init(int *argc, char ***argv);
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int MPI_Initialized(int *flag);
+int MPI_Finalized(int *flag);
+int MPI_Finalize(void);
+int MPI_Abort(MPI_Comm comm, int errorcode);
+double MPI_Wtime(void);
+int MPI_Get_processor_name(char *name, int *resultlen);
+int MPI_Get_library_version(char *version, int *resultlen);
+
+int MPI_Comm_rank(MPI_Comm comm, int *rank);
+int MPI_Comm_size(MPI_Comm comm, int *size);
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int MPI_Comm_free(MPI_Comm *comm);
+int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
+int MPI_Group_size(MPI_Group group, int *size);
+int MPI_Group_rank(MPI_Group group, int *rank);
+int MPI_Group_free(MPI_Group *group);
+
+int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_commit(MPI_Datatype *datatype);
+int MPI_Type_free(MPI_Datatype *datatype);
+int MPI_Type_size(MPI_Datatype datatype, int *size);
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status);
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+              MPI_Request *request);
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request *request);
+int MPI_Wait(MPI_Request *request, MPI_Status *status);
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+
+int MPI_Barrier(MPI_Comm comm);
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+               MPI_Comm comm);
+
+/* Stasis's own: makes every communicator, group and datatype the program holds again in the
+ * running library from the replay log, as a restart does in a fresh one, and rebinds their ids
+ * (the old objects are left to the library). Collective over every communicator the program
+ * made. Refused (MPI_ERR_REQUEST) while a request is in flight. *remade: how many objects the
+ * program holds now, each made again. For tests of the replay against a real library. */
+int STASIS_MPI_Remake_objects(int *remade);
+
+/* Stasis's own: how many point-to-point messages were sent to this rank (by any rank, on any
+ * communicator) and not yet received by it: the drain's one aggregated step, a reduction over a
+ * private duplicate of MPI_COMM_WORLD. Collective over MPI_COMM_WORLD. */
+int STASIS_MPI_In_flight(long long *to_me);
+
+/* Stasis's own: receives every message in flight to this rank (STASIS_MPI_In_flight) into the
+ * upper half, where this rank's later receives find them first, in the order they came.
+ * Receives the program has posted (MPI_Irecv) are taken back first and posted again after, in
+ * their order. Collective over MPI_COMM_WORLD. *taken: how many messages it received. */
+int STASIS_MPI_Drain(long long *taken);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

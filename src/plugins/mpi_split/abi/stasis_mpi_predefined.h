@@ -1,0 +1,33 @@
+/* The predefined MPI objects of Stasis's MPI interface, one list each, in the order of their
+ * virtual ids. abi/mpi.h numbers them for the program; the lower half (lower_half.c) maps each
+ * to the library's own object with the same list, so the two can never disagree. Index 0 of
+ * every kind is its null handle. */
+#ifndef STASIS_MPI_PREDEFINED_H
+#define STASIS_MPI_PREDEFINED_H
+
+/* The kinds of handles, the second byte of a virtual id. */
+enum StasisMpiKind {
+  STASIS_MPI_KIND_COMM = 1,
+  STASIS_MPI_KIND_DATATYPE = 2,
+  STASIS_MPI_KIND_OP = 3,
+  STASIS_MPI_KIND_GROUP = 4,
+  STASIS_MPI_KIND_REQUEST = 5,
+};
+
+#define STASIS_MPI_PREDEFINED_COMMS(X) X(COMM_NULL) X(COMM_WORLD) X(COMM_SELF)
+
+#define STASIS_MPI_PREDEFINED_DATATYPES(X)                                                         \
+  X(DATATYPE_NULL) X(CHAR) X(SIGNED_CHAR) X(UNSIGNED_CHAR) X(BYTE) X(SHORT) X(UNSIGNED_SHORT)      \
+  X(INT) X(UNSIGNED) X(LONG) X(UNSIGNED_LONG) X(LONG_LONG) X(UNSIGNED_LONG_LONG) X(FLOAT)          \
+  X(DOUBLE) X(LONG_DOUBLE) X(INT8_T) X(INT16_T) X(INT32_T) X(INT64_T) X(UINT8_T) X(UINT16_T)       \
+  X(UINT32_T) X(UINT64_T) X(C_BOOL) X(FLOAT_INT) X(DOUBLE_INT) X(LONG_INT) X(2INT)
+
+#define STASIS_MPI_PREDEFINED_OPS(X)                                                               \
+  X(OP_NULL) X(MAX) X(MIN) X(SUM) X(PROD) X(LAND) X(BAND) X(LOR) X(BOR) X(LXOR) X(BXOR)            \
+  X(MAXLOC) X(MINLOC)
+
+#define STASIS_MPI_PREDEFINED_GROUPS(X) X(GROUP_NULL) X(GROUP_EMPTY)
+
+#define STASIS_MPI_PREDEFINED_REQUESTS(X) X(REQUEST_NULL)
+
+#endif

@@ -1,0 +1,48 @@
+/* Messages taken out of the library by the drain (drain_queue.h). */
+#include "drain_queue.h"
+
+#include <stdlib.h>
+
+StasisMpiDrained *stasis_mpi_drained_new(int comm, int source, int tag, int bytes) {
+  if (bytes < 0) return NULL;
+  StasisMpiDrained *message = malloc(sizeof *message + (size_t)bytes);
+  if (!message) return NULL;
+  message->next = NULL;
+  message->comm = comm;
+  message->source = source;
+  message->tag = tag;
+  message->bytes = bytes;
+  return message;
+}
+
+void stasis_mpi_drain_keep(StasisMpiDrainQueue *queue, StasisMpiDrained *message) {
+  message->next = NULL;
+  if (queue->tail) queue->tail->next = message;
+  else queue->head = message;
+  queue->tail = message;
+  queue->count++;
+}
+
+static int matches(const StasisMpiDrained *message, int comm, int source, int tag) {
+  return message->comm == comm && (source == -1 || message->source == source) && (tag == -1 || message->tag == tag);
+}
+
+int stasis_mpi_drain_has(const StasisMpiDrainQueue *queue, int comm, int source, int tag) {
+  for (const StasisMpiDrained *message = queue->head; message; message = message->next)
+    if (matches(message, comm, source, tag)) return 1;
+  return 0;
+}
+
+StasisMpiDrained *stasis_mpi_drain_take(StasisMpiDrainQueue *queue, int comm, int source, int tag) {
+  StasisMpiDrained *previous = NULL;
+  for (StasisMpiDrained *message = queue->head; message; previous = message, message = message->next) {
+    if (!matches(message, comm, source, tag)) continue;
+    if (previous) previous->next = message->next;
+    else queue->head = message->next;
+    if (queue->tail == message) queue->tail = previous;
+    queue->count--;
+    message->next = NULL;
+    return message;
+  }
+  return NULL;
+}

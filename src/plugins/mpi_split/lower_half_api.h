@@ -1,0 +1,110 @@
+/* The one interface between the two halves of a split MPI process (README.md).
+ *
+ * The lower half (lower_half.c, built once per MPI library with that library's own compiler
+ * wrapper into stasis_mpi_lower_<impl>.so) exports stasis_mpi_lower_interface(), which returns
+ * this table. Handles cross it as StasisMpiRealHandle: the library's own handle widened to 64
+ * bits (a pointer in Open MPI, an int in MPICH); the upper half stores them in its virtual-id
+ * tables and never looks inside. Statuses cross as StasisMpiLowerStatus. Predefined objects are
+ * named by their index in abi/stasis_mpi_predefined.h. Every function returns MPI_SUCCESS (0) or
+ * the library's own error code. */
+#ifndef STASIS_MPI_LOWER_HALF_API_H
+#define STASIS_MPI_LOWER_HALF_API_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint64_t StasisMpiRealHandle;
+
+typedef struct StasisMpiLowerStatus {
+  int source;
+  int tag;
+  int error;
+  int cancelled;
+  long long bytes;
+} StasisMpiLowerStatus;
+
+/* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
+#define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
+
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 5
+
+typedef struct StasisMpiLower {
+  uint32_t interface_version; /* STASIS_MPI_LOWER_INTERFACE_VERSION */
+  const char *implementation; /* "openmpi", "mpich": for messages */
+
+  int (*init_thread)(int *argc, char ***argv, int required, int *provided);
+  int (*finalize)(void);
+  int (*abort)(StasisMpiRealHandle comm, int errorcode);
+  double (*wtime)(void);
+  int (*get_processor_name)(char *name, int *length);
+  int (*get_library_version)(char *version, int *length);
+
+  /* The library's object for predefined index `index` of each kind; 0 when out of range. */
+  StasisMpiRealHandle (*predefined)(int kind, int index);
+
+  int (*comm_rank)(StasisMpiRealHandle comm, int *rank);
+  int (*comm_size)(StasisMpiRealHandle comm, int *size);
+  int (*comm_dup)(StasisMpiRealHandle comm, StasisMpiRealHandle *made);
+  /* *made is the library's COMM_NULL where color was MPI_UNDEFINED (-32766). */
+  int (*comm_split)(StasisMpiRealHandle comm, int color, int key, StasisMpiRealHandle *made);
+  int (*comm_free)(StasisMpiRealHandle comm);
+  int (*comm_group)(StasisMpiRealHandle comm, StasisMpiRealHandle *made);
+  int (*group_size)(StasisMpiRealHandle group, int *size);
+  int (*group_rank)(StasisMpiRealHandle group, int *rank); /* MPI_UNDEFINED as -32766 */
+  int (*group_free)(StasisMpiRealHandle group);
+  /* ranks[i] = the rank in `world` of rank i of `comm`, for i < size (comm's size). */
+  int (*comm_world_ranks)(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size);
+
+  int (*type_contiguous)(int count, StasisMpiRealHandle old, StasisMpiRealHandle *made);
+  int (*type_vector)(int count, int blocklength, int stride, StasisMpiRealHandle old, StasisMpiRealHandle *made);
+  int (*type_commit)(StasisMpiRealHandle type);
+  int (*type_free)(StasisMpiRealHandle type);
+  int (*type_size)(StasisMpiRealHandle type, int *size);
+
+  /* Peer ranks and tags use the standard's values (MPI_ANY_SOURCE -1, MPI_ANY_TAG -1,
+   * MPI_PROC_NULL -2): the lower half translates them. status may be 0 (ignored). */
+  int (*send)(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag, StasisMpiRealHandle comm);
+  int (*recv)(void *buf, int count, StasisMpiRealHandle type, int source, int tag, StasisMpiRealHandle comm,
+              StasisMpiLowerStatus *status);
+  int (*sendrecv)(const void *sendbuf, int sendcount, StasisMpiRealHandle sendtype, int dest, int sendtag,
+                  void *recvbuf, int recvcount, StasisMpiRealHandle recvtype, int source, int recvtag,
+                  StasisMpiRealHandle comm, StasisMpiLowerStatus *status);
+  int (*isend)(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag, StasisMpiRealHandle comm,
+               StasisMpiRealHandle *request);
+  int (*irecv)(void *buf, int count, StasisMpiRealHandle type, int source, int tag, StasisMpiRealHandle comm,
+               StasisMpiRealHandle *request);
+  /* Completes *request and sets it to the library's REQUEST_NULL. recv_type is the datatype of
+   * a receive (the status counts its bytes with it), 0 for a send. */
+  int (*wait)(StasisMpiRealHandle *request, StasisMpiRealHandle recv_type, StasisMpiLowerStatus *status);
+  /* Asks the library to cancel *request; a wait then completes it, status->cancelled telling. */
+  int (*cancel)(StasisMpiRealHandle *request);
+
+  /* The drain's three: whether a message waits on `comm` (*flag; status->bytes counted as
+   * MPI_PACKED), receive it as MPI_PACKED, and unpack such bytes with a receive's datatype
+   * (*unpacked: bytes taken; MPI_ERR_TRUNCATE-like failure when they exceed count elements). */
+  int (*iprobe)(int source, int tag, StasisMpiRealHandle comm, int *flag, StasisMpiLowerStatus *status);
+  int (*recv_packed)(void *buf, int bytes, int source, int tag, StasisMpiRealHandle comm,
+                     StasisMpiLowerStatus *status);
+  int (*unpack)(const void *packed, int bytes, void *buf, int count, StasisMpiRealHandle type,
+                StasisMpiRealHandle comm);
+
+  int (*barrier)(StasisMpiRealHandle comm);
+  int (*bcast)(void *buf, int count, StasisMpiRealHandle type, int root, StasisMpiRealHandle comm);
+  int (*allreduce)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type, StasisMpiRealHandle op,
+                   StasisMpiRealHandle comm);
+  int (*reduce)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type, StasisMpiRealHandle op,
+                int root, StasisMpiRealHandle comm);
+  int (*reduce_scatter_block)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type,
+                              StasisMpiRealHandle op, StasisMpiRealHandle comm);
+} StasisMpiLower;
+
+typedef const StasisMpiLower *(*StasisMpiLowerInterfaceFn)(void);
+#define STASIS_MPI_LOWER_INTERFACE_SYMBOL "stasis_mpi_lower_interface"
+
+#ifdef __cplusplus
+}
+#endif
+#endif

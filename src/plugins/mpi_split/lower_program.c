@@ -1,0 +1,48 @@
+/* stasis-mpi-lower-IMPL: the lower half as a program of its own (README.md, Where the lower half
+ * lives), built per MPI library with its compiler wrapper together with lower_half.c.
+ * usage (by an MPI launcher, in the program's place): stasis-mpi-lower-openmpi PROGRAM [ARGS...]
+ * PROGRAM (built against abi/mpi.h, linked with libstasis_mpi.so) starts as the upper half with
+ * its own ld.so and libc; its libstasis_mpi.so finds this lower half's interface in
+ * STASIS_MPI_LOWER_TABLE and this half's thread pointer in STASIS_MPI_LOWER_TLS (each "PID:ADDRESS",
+ * so that a child of the program, which inherits them, ignores them). The program's
+ * MPI_Init is the first MPI call. This half allocates with its own mmap-only malloc
+ * (lower_allocator.c), so the process's brk heap is the upper half's alone. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lower_half_api.h"
+#include "lower_tls.h"
+#include "upper_loader.h"
+
+extern char **environ;
+const StasisMpiLower *stasis_mpi_lower_interface(void);
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s PROGRAM [ARGS...]: start PROGRAM as the upper half of a split MPI process\n", argv[0]);
+    return 2;
+  }
+  stasis_mpi_fsgsbase = 0; /* here only read, once: a system call is fine */
+  /* PID:ADDRESS: a process that inherits the variables (a child of the program) is not this one
+   * and must not take the address for an interface. */
+  char table[96], tls[96];
+  snprintf(table, sizeof table, "STASIS_MPI_LOWER_TABLE=%d:%p", (int)getpid(), (const void *)stasis_mpi_lower_interface());
+  snprintf(tls, sizeof tls, "STASIS_MPI_LOWER_TLS=%d:0x%llx", (int)getpid(), (unsigned long long)stasis_mpi_get_fs_base());
+  int count = 0;
+  while (environ[count]) count++;
+  char **envp = calloc((size_t)count + 3, sizeof *envp);
+  if (!envp) return 127;
+  int kept = 0;
+  for (int i = 0; i < count; i++)
+    if (strncmp(environ[i], "STASIS_MPI_LOWER_", 17) != 0) envp[kept++] = environ[i];
+  envp[kept++] = table;
+  envp[kept++] = tls;
+  char error[600];
+  stasis_mpi_start_upper_half(argv + 1, envp, error, sizeof error);
+  fprintf(stderr, "stasis-mpi-lower: %s\n", error);
+  return 127;
+}

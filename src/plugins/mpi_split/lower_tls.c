@@ -1,0 +1,27 @@
+/* The FS base switch between the halves (lower_tls.h). */
+#include "lower_tls.h"
+
+#include <asm/prctl.h>
+#include <sys/syscall.h>
+
+uint64_t stasis_mpi_lower_tls;
+int stasis_mpi_fsgsbase;
+
+/* arch_prctl as a raw system call: libc's wrapper would set errno, in whichever TLS is current. */
+static long raw_arch_prctl(long code, uint64_t value) {
+  long result;
+  __asm__ volatile("syscall" : "=a"(result) : "a"(SYS_arch_prctl), "D"(code), "S"(value) : "rcx", "r11", "memory");
+  return result;
+}
+
+void stasis_mpi_set_fs_base(uint64_t base) {
+  if (stasis_mpi_fsgsbase) __asm__ volatile("wrfsbase %0" : : "r"(base) : "memory");
+  else raw_arch_prctl(ARCH_SET_FS, base);
+}
+
+uint64_t stasis_mpi_get_fs_base(void) {
+  uint64_t base = 0;
+  if (stasis_mpi_fsgsbase) __asm__ volatile("rdfsbase %0" : "=r"(base));
+  else raw_arch_prctl(ARCH_GET_FS, (uint64_t)&base);
+  return base;
+}

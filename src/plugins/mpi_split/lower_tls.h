@@ -1,0 +1,44 @@
+/* Calls into the lower half with the lower half's thread pointer (README.md, Where the lower half
+ * lives). When the lower half is a program of its own (lower_program.c), it has its own libc and
+ * TLS: each call from the upper half sets the FS base to the lower half's for the call and back
+ * to the caller's after. When it was loaded into the program (dlopen) the two share one libc and
+ * stasis_mpi_lower_tls is 0: nothing is switched. */
+#ifndef STASIS_MPI_LOWER_TLS_H
+#define STASIS_MPI_LOWER_TLS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern uint64_t stasis_mpi_lower_tls; /* the lower half's FS base; 0: shared libc */
+extern int stasis_mpi_fsgsbase;       /* the CPU and kernel let user space write the FS base */
+
+void stasis_mpi_set_fs_base(uint64_t base);
+uint64_t stasis_mpi_get_fs_base(void);
+
+static inline uint64_t stasis_mpi_enter_lower(void) {
+  if (!stasis_mpi_lower_tls) return 0;
+  uint64_t upper = stasis_mpi_get_fs_base();
+  stasis_mpi_set_fs_base(stasis_mpi_lower_tls);
+  return upper;
+}
+
+static inline void stasis_mpi_leave_lower(uint64_t upper) {
+  if (upper) stasis_mpi_set_fs_base(upper);
+}
+
+/* lower->fn(args) on the lower half's TLS: LOWER_CALL(lower, fn, args...). */
+#define LOWER_CALL(table, fn, ...)                                      \
+  ({                                                                    \
+    uint64_t lower_call_upper_tls_ = stasis_mpi_enter_lower();          \
+    __typeof__((table)->fn(__VA_ARGS__)) lower_call_result_ = (table)->fn(__VA_ARGS__); \
+    stasis_mpi_leave_lower(lower_call_upper_tls_);                      \
+    lower_call_result_;                                                 \
+  })
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,67 @@
+/* The replay log: how every communicator, group and derived datatype of the upper half was made,
+ * in the order it was made, so that a fresh lower half (a new MPI library after a restart, maybe
+ * another implementation) can make them again and the virtual ids (virtual_ids.h) be rebound.
+ *
+ * Records hold virtual ids and the program's arguments only, never a library handle. Replay
+ * runs the records in order, frees included: a derived datatype may have been built on one the
+ * program freed since, and a freed id may have been given out again later. Collective creations
+ * (dup, split) are replayed by every rank of the parent communicator in the same order, as they
+ * were made. Nothing here allocates; the log lives in memory the caller gives. */
+#ifndef STASIS_MPI_REPLAY_LOG_H
+#define STASIS_MPI_REPLAY_LOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lower_half_api.h"
+#include "virtual_ids.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum StasisMpiReplayOp {
+  STASIS_MPI_REPLAY_COMM_DUP = 1,    /* made = dup(from) */
+  STASIS_MPI_REPLAY_COMM_SPLIT,      /* made = split(from, args[0] color, args[1] key) */
+  STASIS_MPI_REPLAY_COMM_FREE,       /* free(from) */
+  STASIS_MPI_REPLAY_COMM_GROUP,      /* made = group of communicator from */
+  STASIS_MPI_REPLAY_GROUP_FREE,      /* free(from) */
+  STASIS_MPI_REPLAY_TYPE_CONTIGUOUS, /* made = contiguous(args[0] count, from) */
+  STASIS_MPI_REPLAY_TYPE_VECTOR,     /* made = vector(args[0] count, args[1] blocklength, args[2] stride, from) */
+  STASIS_MPI_REPLAY_TYPE_COMMIT,     /* commit(from) */
+  STASIS_MPI_REPLAY_TYPE_FREE,       /* free(from) */
+};
+
+typedef struct StasisMpiReplayRecord {
+  uint32_t op;  /* enum StasisMpiReplayOp */
+  int32_t made; /* the virtual id made, or MPI_COMM_NULL for a split that gave none */
+  int32_t from; /* the virtual id it was made from or acts on */
+  int32_t args[3];
+} StasisMpiReplayRecord;
+
+typedef struct StasisMpiReplayLog {
+  uint32_t capacity;
+  uint32_t count;
+  uint32_t epoch; /* counts replays: each stamps the ids it binds */
+  StasisMpiReplayRecord *records;
+} StasisMpiReplayLog;
+
+void stasis_mpi_replay_init(StasisMpiReplayLog *log, StasisMpiReplayRecord *storage, uint32_t capacity);
+
+/* Appends one record; -1 when the log is full. */
+int stasis_mpi_replay_append(StasisMpiReplayLog *log, uint32_t op, int made, int from, int arg0, int arg1, int arg2);
+
+/* The name of a record's operation, for messages ("comm_split"); "unknown" for another value. */
+const char *stasis_mpi_replay_op_name(uint32_t op);
+
+/* Makes every object of the log again with `lower` (whose predefined ids must already be bound,
+ * stasis_mpi_handles_bind_predefined) and rebinds its virtual id, then checks that every live
+ * made id of the communicator, group and datatype tables was rebound by this replay. Returns 0,
+ * or -1 with a one-line message in `error` naming the record, its operation and the fault. */
+int stasis_mpi_replay_run(StasisMpiReplayLog *log, const StasisMpiLower *lower, StasisMpiHandles *handles,
+                          char *error, size_t error_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,181 @@
+/* split_ring: an MPI program that uses every function of the split mode's first slice, built twice:
+ * against Stasis's abi/mpi.h (linked with libstasis_mpi.so: virtual handles, a lower half holding
+ * the real library) and against a library's own mpi.h. Both builds must print the same lines.
+ * usage: mpirun -np R split_ring [STEPS=20] [DELAY_MS=0] [REMAKE_AT=0]
+ * Per step: a ring exchange of a block (Isend/Irecv/Waitall) on a duplicate of MPI_COMM_WORLD, a
+ * strided column sent with a vector datatype (Send/Recv, Get_count), a row communicator from
+ * Comm_split (Allreduce, Bcast), and a Reduce and a Barrier on the world; rank 0 prints
+ * "step N ..." with checksums of everything received. The output depends only on the arguments
+ * and the number of ranks. On stderr, the upper half's build says what it ran through. With
+ * REMAKE_AT > 0, the upper half's build makes every communicator and datatype again from its
+ * replay log before that step (as a restart does), goes on with the new objects under the same
+ * ids, and says so on stderr. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "split_test_common.h"
+
+enum { WORDS = 1024, COLUMNS = 8, ROWS = 16 };
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+static void sleep_ms(long ms) {
+  struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
+  while (ms > 0 && nanosleep(&pause, &pause) != 0) {
+  }
+}
+
+/* Says on stderr whether this process runs as a split process, and how: a lower half loaded
+ * into the program (one libc) or the program started by the lower-half program (two libcs). */
+static void report_halves(int rank) {
+#ifdef STASIS_MPI_SPLIT
+  FILE *maps = fopen("/proc/self/maps", "r");
+  char line[512];
+  int library = 0, program = 0, libcs = 0;
+  while (maps && fgets(line, sizeof line, maps)) {
+    if (strstr(line, "stasis_mpi_lower_")) library = 1;
+    if (strstr(line, "stasis-mpi-lower-")) program = 1;
+    /* Each copy of libc maps its file from offset 0 once (UCX patches libc's code, which splits
+     * the executable part into several mappings). */
+    if (strstr(line, "/libc.so.6") && strstr(line, " 00000000 ")) libcs++;
+  }
+  if (maps) fclose(maps);
+  fprintf(stderr, "rank %d: upper half, MPI_COMM_WORLD=0x%x, lower half %s, %d libc%s\n", rank,
+          (unsigned)MPI_COMM_WORLD, program ? "mapped (program)" : library ? "mapped (library)" : "MISSING", libcs,
+          libcs == 1 ? "" : "s");
+#else
+  (void)rank;
+#endif
+}
+
+/* Makes the objects again from the replay log (upper half's build only). Their ids stay the
+ * same: the rest of the program does not know. */
+static void remake_objects(int rank) {
+#ifdef STASIS_MPI_SPLIT
+  int remade = 0;
+  MPI_OK(STASIS_MPI_Remake_objects(&remade));
+  /* ring, row, lonely (rank 0 only) and column are held. */
+  CHECK(remade == (rank == 0 ? 4 : 3));
+  fprintf(stderr, "rank %d: remade %d objects from the replay log\n", rank, remade);
+#else
+  (void)rank;
+#endif
+}
+
+int main(int argc, char **argv) {
+  int rank = 0, size = 1;
+  MPI_OK(MPI_Init(&argc, &argv));
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  long steps = argc > 1 ? atol(argv[1]) : 20, delay = argc > 2 ? atol(argv[2]) : 0;
+  long remake_at = argc > 3 ? atol(argv[3]) : 0;
+  MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  report_halves(rank);
+
+  MPI_Comm ring, row, lonely;
+  MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &ring));
+  MPI_OK(MPI_Comm_split(ring, rank % 2, -rank, &row)); /* reversed order inside each row */
+  /* Only rank 0 gets a communicator; the others take part and get MPI_COMM_NULL. */
+  MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? 0 : MPI_UNDEFINED, 0, &lonely));
+  CHECK((rank == 0) == (lonely != MPI_COMM_NULL));
+  int row_rank = 0, row_size = 0, group_rank = 0, group_size = 0;
+  MPI_OK(MPI_Comm_rank(row, &row_rank));
+  MPI_OK(MPI_Comm_size(row, &row_size));
+  MPI_Group row_group;
+  MPI_OK(MPI_Comm_group(row, &row_group));
+  MPI_OK(MPI_Group_size(row_group, &group_size));
+  MPI_OK(MPI_Group_rank(row_group, &group_rank));
+  CHECK(group_size == row_size && group_rank == row_rank);
+  MPI_OK(MPI_Group_free(&row_group));
+  CHECK(row_group == MPI_GROUP_NULL);
+
+  /* A column of a ROWS x COLUMNS matrix of doubles: a vector type built on a contiguous pair. */
+  MPI_Datatype pair, column;
+  MPI_OK(MPI_Type_contiguous(2, MPI_DOUBLE, &pair));
+  MPI_OK(MPI_Type_vector(ROWS, 1, COLUMNS / 2, pair, &column));
+  MPI_OK(MPI_Type_commit(&column));
+  MPI_OK(MPI_Type_free(&pair)); /* the column keeps what it needs */
+  int column_size = 0;
+  MPI_OK(MPI_Type_size(column, &column_size));
+  CHECK(column_size == ROWS * 2 * (int)sizeof(double));
+
+  uint64_t *mine = malloc(WORDS * sizeof *mine), *theirs = malloc(WORDS * sizeof *theirs);
+  double matrix[ROWS][COLUMNS], received[ROWS][COLUMNS];
+  CHECK(mine && theirs);
+  for (int i = 0; i < WORDS; i++) mine[i] = mix((uint64_t)rank * WORDS + i);
+  int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+
+  for (long step = 1; step <= steps; step++) {
+    if (step == remake_at) remake_objects(rank);
+    MPI_Request requests[2];
+    MPI_Status statuses[2];
+    MPI_OK(MPI_Irecv(theirs, WORDS, MPI_UINT64_T, previous, (int)step, ring, &requests[0]));
+    MPI_OK(MPI_Isend(mine, WORDS, MPI_UINT64_T, next, (int)step, ring, &requests[1]));
+    MPI_OK(MPI_Waitall(2, requests, statuses));
+    CHECK(requests[0] == MPI_REQUEST_NULL && requests[1] == MPI_REQUEST_NULL);
+    int count = 0;
+    MPI_OK(MPI_Get_count(&statuses[0], MPI_UINT64_T, &count));
+    CHECK(count == WORDS && statuses[0].MPI_SOURCE == previous && statuses[0].MPI_TAG == (int)step);
+    uint64_t ring_sum = 0;
+    for (int i = 0; i < WORDS; i++) {
+      mine[i] = mix(mine[i] ^ theirs[(i + step) % WORDS]);
+      ring_sum += theirs[i] >> 4;
+    }
+
+    /* Every rank sends column `step % COLUMNS / 2` (a pair of doubles per row) to the next. */
+    for (int r = 0; r < ROWS; r++)
+      for (int c = 0; c < COLUMNS; c++) matrix[r][c] = (double)(mine[(r * COLUMNS + c) % WORDS] % 1000003) / 7.0;
+    memset(received, 0, sizeof received);
+    int pair_column = (int)(step % (COLUMNS / 2)) * 2;
+    MPI_Status status;
+    if (rank % 2 == 0) {
+      MPI_OK(MPI_Send(&matrix[0][pair_column], 1, column, next, 99, MPI_COMM_WORLD));
+      MPI_OK(MPI_Recv(&received[0][pair_column], 1, column, previous, 99, MPI_COMM_WORLD, &status));
+    } else {
+      MPI_OK(MPI_Recv(&received[0][pair_column], 1, column, previous, 99, MPI_COMM_WORLD, &status));
+      MPI_OK(MPI_Send(&matrix[0][pair_column], 1, column, next, 99, MPI_COMM_WORLD));
+    }
+    MPI_OK(MPI_Get_count(&status, column, &count));
+    CHECK(count == 1);
+    MPI_OK(MPI_Get_count(&status, MPI_DOUBLE, &count));
+    CHECK(count == ROWS * 2);
+    double column_sum = 0;
+    for (int r = 0; r < ROWS; r++) column_sum += received[r][pair_column] + 2 * received[r][pair_column + 1];
+
+    /* The row: the first in it broadcasts a word, everyone sums one (in place). */
+    uint64_t word = row_rank == 0 ? mine[step % WORDS] : 0, row_total = mine[0] & 0xffff;
+    MPI_OK(MPI_Bcast(&word, 1, MPI_UINT64_T, 0, row));
+    MPI_OK(MPI_Allreduce(MPI_IN_PLACE, &row_total, 1, MPI_UINT64_T, MPI_SUM, row));
+    uint64_t local[2] = {ring_sum ^ word, row_total}, global[2] = {0, 0};
+    MPI_OK(MPI_Reduce(local, global, 2, MPI_UINT64_T, MPI_BXOR, 0, MPI_COMM_WORLD));
+    double column_total = 0;
+    MPI_OK(MPI_Allreduce(&column_sum, &column_total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    if (lonely != MPI_COMM_NULL) MPI_OK(MPI_Barrier(lonely));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0)
+      printf("step %ld ring %016llx row %016llx column %.3f\n", step, (unsigned long long)global[0],
+             (unsigned long long)global[1], column_total);
+    sleep_ms(delay);
+  }
+
+  MPI_OK(MPI_Type_free(&column));
+  if (lonely != MPI_COMM_NULL) MPI_OK(MPI_Comm_free(&lonely));
+  MPI_OK(MPI_Comm_free(&row));
+  MPI_OK(MPI_Comm_free(&ring));
+  CHECK(ring == MPI_COMM_NULL && column == MPI_DATATYPE_NULL);
+  if (rank == 0) printf("done ranks %d\n", size);
+  free(mine);
+  free(theirs);
+  MPI_OK(MPI_Finalize());
+  return 0;
+}

@@ -1,0 +1,578 @@
+/* The upper half's MPI: libstasis_mpi.so, which a program built against abi/mpi.h links. Each
+ * MPI_* function translates virtual ids (virtual_ids.h) to the lower half's real handles, calls
+ * the lower half (lower_half_api.h), and records how every communicator, group and datatype was
+ * made (replay_log.h) so that a fresh lower half can make them again.
+ *
+ * The tables and the log are static storage of this library: upper-half memory, saved with the
+ * program. Every point-to-point message is counted per peer (peer_counts.h) for the drain.
+ * Supported threading: up to MPI_THREAD_SERIALIZED (no locks on the tables). The drain is in
+ * upper_drain.c; the state both share is declared in upper_state.h. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "abi/mpi.h"
+#include "drain_queue.h"
+#include "lower_half_loader.h"
+#include "peer_counts.h"
+#include "replay_log.h"
+#include "virtual_ids.h"
+#include "lower_tls.h"
+#include "upper_state.h"
+
+#define API __attribute__((visibility("default")))
+
+static StasisMpiIdEntry comm_entries[COMM_CAPACITY];
+static StasisMpiIdEntry datatype_entries[DATATYPE_CAPACITY];
+static StasisMpiIdEntry op_entries[STASIS_MPI_PREDEFINED_OP_COUNT];
+static StasisMpiIdEntry group_entries[GROUP_CAPACITY];
+static StasisMpiIdEntry request_entries[REQUEST_CAPACITY];
+static uint64_t receives_posted;
+RequestSide request_side[REQUEST_CAPACITY];
+static StasisMpiReplayRecord replay_records[REPLAY_CAPACITY];
+
+StasisMpiHandles handles;
+StasisMpiReplayLog replay;
+const StasisMpiLower *lower;
+StasisMpiPeerCounts peers;
+StasisMpiRealHandle private_world; /* upper_state.h says what these are */
+StasisMpiDrainQueue drained;
+static int initialized;
+int finalized;
+
+/* The program's own MPI errors are returned as well; these lines say what the split layer saw. */
+void complain(const char *function, const char *what) {
+  char line[512];
+  int length = snprintf(line, sizeof line, "stasis mpi_split: %s: %s\n", function, what);
+  if (length > 0) (void)!write(2, line, (size_t)length < sizeof line ? (size_t)length : sizeof line - 1);
+}
+
+int not_initialized(const char *function) {
+  complain(function, finalized ? "called after MPI_Finalize" : "called before MPI_Init");
+  return MPI_ERR_OTHER;
+}
+
+int not_live(const char *function, const char *what, int id, int error_class) {
+  char text[128];
+  snprintf(text, sizeof text, "0x%x is not a live %s", (unsigned)id, what);
+  complain(function, text);
+  return error_class;
+}
+
+int library_error(int rc) { return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER; }
+
+#define REAL_COMM(function, id, out)                                                                            \
+  StasisMpiRealHandle out;                                                                                      \
+  if (stasis_mpi_ids_real(&handles.comms, id, &out) != 0) return not_live(function, "communicator", id, MPI_ERR_COMM)
+#define REAL_TYPE(function, id, out)                                                                            \
+  StasisMpiRealHandle out;                                                                                      \
+  if (stasis_mpi_ids_real(&handles.datatypes, id, &out) != 0) return not_live(function, "datatype", id, MPI_ERR_TYPE)
+#define REAL_OP(function, id, out)                                                                              \
+  StasisMpiRealHandle out;                                                                                      \
+  if (stasis_mpi_ids_real(&handles.ops, id, &out) != 0) return not_live(function, "operation", id, MPI_ERR_OP)
+#define REAL_GROUP(function, id, out)                                                                           \
+  StasisMpiRealHandle out;                                                                                      \
+  if (stasis_mpi_ids_real(&handles.groups, id, &out) != 0) return not_live(function, "group", id, MPI_ERR_GROUP)
+
+static void tables_init(void) {
+  stasis_mpi_ids_init(&handles.comms, STASIS_MPI_KIND_COMM, comm_entries, COMM_CAPACITY,
+                      STASIS_MPI_PREDEFINED_COMM_COUNT);
+  stasis_mpi_ids_init(&handles.datatypes, STASIS_MPI_KIND_DATATYPE, datatype_entries, DATATYPE_CAPACITY,
+                      STASIS_MPI_PREDEFINED_DATATYPE_COUNT);
+  stasis_mpi_ids_init(&handles.ops, STASIS_MPI_KIND_OP, op_entries, STASIS_MPI_PREDEFINED_OP_COUNT,
+                      STASIS_MPI_PREDEFINED_OP_COUNT);
+  stasis_mpi_ids_init(&handles.groups, STASIS_MPI_KIND_GROUP, group_entries, GROUP_CAPACITY,
+                      STASIS_MPI_PREDEFINED_GROUP_COUNT);
+  stasis_mpi_ids_init(&handles.requests, STASIS_MPI_KIND_REQUEST, request_entries, REQUEST_CAPACITY,
+                      STASIS_MPI_PREDEFINED_REQUEST_COUNT);
+  stasis_mpi_replay_init(&replay, replay_records, REPLAY_CAPACITY);
+}
+
+/* Gives `real`, just made by the library, a virtual id in `table` and logs how it was made.
+ * On a full table or log the object is left to the library and the call fails, saying so. */
+static int remember(const char *function, StasisMpiIdTable *table, StasisMpiRealHandle real, uint32_t op, int from,
+                    int arg0, int arg1, int arg2, int *id) {
+  if (stasis_mpi_ids_add(table, real, id) != 0) {
+    complain(function, "too many live objects of this kind for the split layer's table");
+    return MPI_ERR_INTERN;
+  }
+  if (stasis_mpi_replay_append(&replay, op, *id, from, arg0, arg1, arg2) != 0) {
+    stasis_mpi_ids_remove(table, *id);
+    complain(function, "the replay log is full");
+    return MPI_ERR_INTERN;
+  }
+  return MPI_SUCCESS;
+}
+
+/* Records the world rank of each rank of the communicator just made (id `comm`), so that its
+ * messages are counted by world rank. */
+static int map_comm_ranks(const char *function, int comm) {
+  int64_t index = stasis_mpi_ids_index(&handles.comms, comm);
+  StasisMpiRealHandle real = handles.comms.entries[index].real;
+  int size = 0;
+  if (LOWER_CALL(lower, comm_size, real, &size) != 0) return library_error(1);
+  int *world_ranks = malloc((size_t)(size ? size : 1) * sizeof *world_ranks);
+  StasisMpiRealHandle world = handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real;
+  int rc = world_ranks ? LOWER_CALL(lower, comm_world_ranks, real, world, world_ranks, size) : MPI_ERR_INTERN;
+  if (rc == 0 && stasis_mpi_peers_map_comm(&peers, (uint32_t)index, world_ranks, size) != 0) rc = MPI_ERR_INTERN;
+  free(world_ranks);
+  if (rc != 0) complain(function, "cannot tell the world ranks of the new communicator's members");
+  return rc == 0 ? MPI_SUCCESS : MPI_ERR_INTERN;
+}
+
+/* Logs an operation on an existing object (a commit, a free) for replay. */
+static int log_action(const char *function, uint32_t op, int id) {
+  if (stasis_mpi_replay_append(&replay, op, 0, id, 0, 0, 0) != 0) {
+    complain(function, "the replay log is full");
+    return MPI_ERR_INTERN;
+  }
+  return MPI_SUCCESS;
+}
+
+API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+  if (initialized) {
+    complain("MPI_Init", "called twice");
+    return MPI_ERR_OTHER;
+  }
+  char error[600];
+  lower = stasis_mpi_load_lower_half(error, sizeof error);
+  if (!lower) {
+    complain("MPI_Init", error);
+    return MPI_ERR_OTHER;
+  }
+  tables_init();
+  int lower_provided = MPI_THREAD_SINGLE;
+  int rc = LOWER_CALL(lower, init_thread, argc, argv, required, &lower_provided);
+  if (rc != 0) return library_error(rc);
+  int failed_kind = 0, failed_index = 0;
+  if (stasis_mpi_handles_bind_predefined(&handles, lower, &failed_kind, &failed_index) != 0) {
+    char text[160];
+    snprintf(text, sizeof text, "the %s lower half has no object for predefined index %d of kind %d",
+             lower->implementation, failed_index, failed_kind);
+    complain("MPI_Init", text);
+    return MPI_ERR_INTERN;
+  }
+  StasisMpiRealHandle world = handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real;
+  int world_size = 0, world_rank = 0;
+  if (LOWER_CALL(lower, comm_size, world, &world_size) != 0 || LOWER_CALL(lower, comm_rank, world, &world_rank) != 0 ||
+      stasis_mpi_peers_init(&peers, world_size, COMM_CAPACITY) != 0 ||
+      stasis_mpi_peers_map_comm(&peers, STASIS_MPI_INDEX_COMM_WORLD, NULL, world_size) != 0 ||
+      stasis_mpi_peers_map_comm(&peers, STASIS_MPI_INDEX_COMM_SELF, &world_rank, 1) != 0 ||
+      LOWER_CALL(lower, comm_dup, world, &private_world) != 0) {
+    complain("MPI_Init", "cannot set up the per-peer message counts (out of memory, or the library refused)");
+    return MPI_ERR_INTERN;
+  }
+  initialized = 1;
+  int most = lower_provided < MPI_THREAD_SERIALIZED ? lower_provided : MPI_THREAD_SERIALIZED;
+  if (provided) *provided = required < most ? required : most;
+  return MPI_SUCCESS;
+}
+
+API int MPI_Init(int *argc, char ***argv) {
+  int provided;
+  return MPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, &provided);
+}
+
+API int MPI_Initialized(int *flag) {
+  *flag = initialized;
+  return MPI_SUCCESS;
+}
+
+API int MPI_Finalized(int *flag) {
+  *flag = finalized;
+  return MPI_SUCCESS;
+}
+
+API int MPI_Finalize(void) {
+  NEED_LOWER("MPI_Finalize");
+  int rc = LOWER_CALL(lower, finalize);
+  finalized = 1;
+  return library_error(rc);
+}
+
+API int MPI_Abort(MPI_Comm comm, int errorcode) {
+  NEED_LOWER("MPI_Abort");
+  REAL_COMM("MPI_Abort", comm, real_comm);
+  return library_error(LOWER_CALL(lower, abort, real_comm, errorcode));
+}
+
+API double MPI_Wtime(void) { return lower && !finalized ? LOWER_CALL(lower, wtime) : 0.0; }
+
+API int MPI_Get_processor_name(char *name, int *resultlen) {
+  NEED_LOWER("MPI_Get_processor_name");
+  return library_error(LOWER_CALL(lower, get_processor_name, name, resultlen));
+}
+
+API int MPI_Get_library_version(char *version, int *resultlen) {
+  NEED_LOWER("MPI_Get_library_version");
+  return library_error(LOWER_CALL(lower, get_library_version, version, resultlen));
+}
+
+API int MPI_Comm_rank(MPI_Comm comm, int *rank) {
+  NEED_LOWER("MPI_Comm_rank");
+  REAL_COMM("MPI_Comm_rank", comm, real_comm);
+  return library_error(LOWER_CALL(lower, comm_rank, real_comm, rank));
+}
+
+API int MPI_Comm_size(MPI_Comm comm, int *size) {
+  NEED_LOWER("MPI_Comm_size");
+  REAL_COMM("MPI_Comm_size", comm, real_comm);
+  return library_error(LOWER_CALL(lower, comm_size, real_comm, size));
+}
+
+API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+  NEED_LOWER("MPI_Comm_dup");
+  REAL_COMM("MPI_Comm_dup", comm, real_comm);
+  StasisMpiRealHandle made;
+  int rc = LOWER_CALL(lower, comm_dup, real_comm, &made);
+  if (rc != 0) return library_error(rc);
+  rc = remember("MPI_Comm_dup", &handles.comms, made, STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm);
+  return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_dup", *newcomm) : rc;
+}
+
+API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
+  NEED_LOWER("MPI_Comm_split");
+  REAL_COMM("MPI_Comm_split", comm, real_comm);
+  StasisMpiRealHandle made;
+  int rc = LOWER_CALL(lower, comm_split, real_comm, color, key, &made);
+  if (rc != 0) return library_error(rc);
+  if (made == handles.comms.entries[STASIS_MPI_INDEX_COMM_NULL].real) {
+    /* No communicator for this rank, but it took part: replay must take part again. */
+    *newcomm = MPI_COMM_NULL;
+    if (stasis_mpi_replay_append(&replay, STASIS_MPI_REPLAY_COMM_SPLIT, MPI_COMM_NULL, comm, color, key, 0) != 0) {
+      complain("MPI_Comm_split", "the replay log is full");
+      return MPI_ERR_INTERN;
+    }
+    return MPI_SUCCESS;
+  }
+  rc = remember("MPI_Comm_split", &handles.comms, made, STASIS_MPI_REPLAY_COMM_SPLIT, comm, color, key, 0, newcomm);
+  return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_split", *newcomm) : rc;
+}
+
+/* Frees an object the program made (never a predefined one) in the library, forgets its id,
+ * logs the free for replay and sets the program's handle to the kind's null id. */
+static int free_made(const char *function, StasisMpiIdTable *table, const char *what, int error_class,
+                     int (*release)(StasisMpiRealHandle), uint32_t op, int *id, int null_id) {
+  NEED_LOWER(function);
+  int64_t index = stasis_mpi_ids_index(table, *id);
+  if (index < (int64_t)table->predefined_count) return not_live(function, what, *id, error_class);
+  uint64_t upper_tls = stasis_mpi_enter_lower();
+  int rc = release(table->entries[index].real);
+  stasis_mpi_leave_lower(upper_tls);
+  if (rc != 0) return library_error(rc);
+  stasis_mpi_ids_remove(table, *id);
+  rc = log_action(function, op, *id);
+  *id = null_id;
+  return rc;
+}
+
+API int MPI_Comm_free(MPI_Comm *comm) {
+  return free_made("MPI_Comm_free", &handles.comms, "communicator made by the program", MPI_ERR_COMM,
+                   lower ? lower->comm_free : NULL, STASIS_MPI_REPLAY_COMM_FREE, comm, MPI_COMM_NULL);
+}
+
+API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) {
+  NEED_LOWER("MPI_Comm_group");
+  REAL_COMM("MPI_Comm_group", comm, real_comm);
+  StasisMpiRealHandle made;
+  int rc = LOWER_CALL(lower, comm_group, real_comm, &made);
+  if (rc != 0) return library_error(rc);
+  return remember("MPI_Comm_group", &handles.groups, made, STASIS_MPI_REPLAY_COMM_GROUP, comm, 0, 0, 0, group);
+}
+
+API int MPI_Group_size(MPI_Group group, int *size) {
+  NEED_LOWER("MPI_Group_size");
+  REAL_GROUP("MPI_Group_size", group, real_group);
+  return library_error(LOWER_CALL(lower, group_size, real_group, size));
+}
+
+API int MPI_Group_rank(MPI_Group group, int *rank) {
+  NEED_LOWER("MPI_Group_rank");
+  REAL_GROUP("MPI_Group_rank", group, real_group);
+  return library_error(LOWER_CALL(lower, group_rank, real_group, rank));
+}
+
+API int MPI_Group_free(MPI_Group *group) {
+  return free_made("MPI_Group_free", &handles.groups, "group made by the program", MPI_ERR_GROUP,
+                   lower ? lower->group_free : NULL, STASIS_MPI_REPLAY_GROUP_FREE, group, MPI_GROUP_NULL);
+}
+
+API int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  NEED_LOWER("MPI_Type_contiguous");
+  REAL_TYPE("MPI_Type_contiguous", oldtype, real_old);
+  StasisMpiRealHandle made;
+  int rc = LOWER_CALL(lower, type_contiguous, count, real_old, &made);
+  if (rc != 0) return library_error(rc);
+  return remember("MPI_Type_contiguous", &handles.datatypes, made, STASIS_MPI_REPLAY_TYPE_CONTIGUOUS, oldtype, count,
+                  0, 0, newtype);
+}
+
+API int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype) {
+  NEED_LOWER("MPI_Type_vector");
+  REAL_TYPE("MPI_Type_vector", oldtype, real_old);
+  StasisMpiRealHandle made;
+  int rc = LOWER_CALL(lower, type_vector, count, blocklength, stride, real_old, &made);
+  if (rc != 0) return library_error(rc);
+  return remember("MPI_Type_vector", &handles.datatypes, made, STASIS_MPI_REPLAY_TYPE_VECTOR, oldtype, count,
+                  blocklength, stride, newtype);
+}
+
+API int MPI_Type_commit(MPI_Datatype *datatype) {
+  NEED_LOWER("MPI_Type_commit");
+  REAL_TYPE("MPI_Type_commit", *datatype, real_type);
+  int rc = LOWER_CALL(lower, type_commit, real_type);
+  if (rc != 0) return library_error(rc);
+  return log_action("MPI_Type_commit", STASIS_MPI_REPLAY_TYPE_COMMIT, *datatype);
+}
+
+API int MPI_Type_free(MPI_Datatype *datatype) {
+  return free_made("MPI_Type_free", &handles.datatypes, "datatype made by the program", MPI_ERR_TYPE,
+                   lower ? lower->type_free : NULL, STASIS_MPI_REPLAY_TYPE_FREE, datatype, MPI_DATATYPE_NULL);
+}
+
+API int MPI_Type_size(MPI_Datatype datatype, int *size) {
+  NEED_LOWER("MPI_Type_size");
+  REAL_TYPE("MPI_Type_size", datatype, real_type);
+  return library_error(LOWER_CALL(lower, type_size, real_type, size));
+}
+
+API int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
+  NEED_LOWER("MPI_Get_count");
+  REAL_TYPE("MPI_Get_count", datatype, real_type);
+  int size = 0;
+  int rc = LOWER_CALL(lower, type_size, real_type, &size);
+  if (rc != 0) return library_error(rc);
+  if (size == 0) *count = 0;
+  else if (status->stasis_bytes % size != 0) *count = MPI_UNDEFINED;
+  else *count = (int)(status->stasis_bytes / size);
+  return MPI_SUCCESS;
+}
+
+void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *status) {
+  if (!status) return;
+  status->MPI_SOURCE = lower_status->source;
+  status->MPI_TAG = lower_status->tag;
+  status->MPI_ERROR = lower_status->error ? MPI_ERR_OTHER : MPI_SUCCESS;
+  status->stasis_cancelled = lower_status->cancelled;
+  status->stasis_bytes = lower_status->bytes;
+}
+
+/* A message posted to `dest` of the live communicator `comm`, counted for the drain. */
+static void count_sent(MPI_Comm comm, int dest) {
+  if (dest != MPI_PROC_NULL) stasis_mpi_peers_sent(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), dest);
+}
+
+API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  NEED_LOWER("MPI_Send");
+  REAL_TYPE("MPI_Send", datatype, real_type);
+  REAL_COMM("MPI_Send", comm, real_comm);
+  int rc = LOWER_CALL(lower, send, buf, count, real_type, dest, tag, real_comm);
+  if (rc == 0) count_sent(comm, dest);
+  return library_error(rc);
+}
+
+API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                 MPI_Status *status) {
+  NEED_LOWER("MPI_Recv");
+  REAL_TYPE("MPI_Recv", datatype, real_type);
+  REAL_COMM("MPI_Recv", comm, real_comm);
+  StasisMpiLowerStatus lower_status;
+  if (drained.count != 0) {
+    int rc = receive_drained("MPI_Recv", buf, count, real_type, source, tag, comm, real_comm, &lower_status);
+    if (rc != -1) {
+      if (rc == MPI_SUCCESS) status_up(&lower_status, status);
+      return rc;
+    }
+  }
+  int rc = LOWER_CALL(lower, recv, buf, count, real_type, source, tag, real_comm, &lower_status);
+  if (rc != 0) return library_error(rc);
+  if (lower_status.source != MPI_PROC_NULL)
+    stasis_mpi_peers_received(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), lower_status.source);
+  status_up(&lower_status, status);
+  return MPI_SUCCESS;
+}
+
+API int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                     int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  NEED_LOWER("MPI_Sendrecv");
+  REAL_TYPE("MPI_Sendrecv", sendtype, real_send_type);
+  REAL_TYPE("MPI_Sendrecv", recvtype, real_recv_type);
+  REAL_COMM("MPI_Sendrecv", comm, real_comm);
+  StasisMpiLowerStatus lower_status;
+  if (drained.count != 0 && stasis_mpi_drain_has(&drained, comm, source, recvtag)) {
+    /* The message to receive was drained: send alone, then serve the receive from the upper half. */
+    int rc = LOWER_CALL(lower, send, sendbuf, sendcount, real_send_type, dest, sendtag, real_comm);
+    if (rc != 0) return library_error(rc);
+    count_sent(comm, dest);
+    rc = receive_drained("MPI_Sendrecv", recvbuf, recvcount, real_recv_type, source, recvtag, comm, real_comm,
+                         &lower_status);
+    if (rc == MPI_SUCCESS) status_up(&lower_status, status);
+    return rc;
+  }
+  int rc = LOWER_CALL(lower, sendrecv, sendbuf, sendcount, real_send_type, dest, sendtag, recvbuf, recvcount,
+                      real_recv_type, source, recvtag, real_comm, &lower_status);
+  if (rc != 0) return library_error(rc);
+  count_sent(comm, dest);
+  if (lower_status.source != MPI_PROC_NULL)
+    stasis_mpi_peers_received(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), lower_status.source);
+  status_up(&lower_status, status);
+  return MPI_SUCCESS;
+}
+
+/* A new request id for the library's request; recv_type is 0 for a send. */
+static int remember_request(const char *function, StasisMpiRealHandle real, StasisMpiRealHandle recv_type,
+                            MPI_Comm comm, MPI_Request *request) {
+  if (stasis_mpi_ids_add(&handles.requests, real, request) != 0) {
+    complain(function, "too many requests in flight for the split layer's table");
+    return MPI_ERR_INTERN;
+  }
+  RequestSide side = {recv_type, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), 0, {0, 0, 0, 0, 0},
+                      0, 0, NULL, 0, 0, 0, comm};
+  request_side[stasis_mpi_ids_index(&handles.requests, *request)] = side;
+  return MPI_SUCCESS;
+}
+
+API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                  MPI_Request *request) {
+  NEED_LOWER("MPI_Isend");
+  REAL_TYPE("MPI_Isend", datatype, real_type);
+  REAL_COMM("MPI_Isend", comm, real_comm);
+  StasisMpiRealHandle made;
+  int rc = LOWER_CALL(lower, isend, buf, count, real_type, dest, tag, real_comm, &made);
+  if (rc != 0) return library_error(rc);
+  count_sent(comm, dest);
+  return remember_request("MPI_Isend", made, 0, comm, request);
+}
+
+API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                  MPI_Request *request) {
+  NEED_LOWER("MPI_Irecv");
+  REAL_TYPE("MPI_Irecv", datatype, real_type);
+  REAL_COMM("MPI_Irecv", comm, real_comm);
+  if (drained.count != 0) {
+    StasisMpiLowerStatus served;
+    int rc = receive_drained("MPI_Irecv", buf, count, real_type, source, tag, comm, real_comm, &served);
+    if (rc != -1) {
+      if (rc != MPI_SUCCESS) return rc;
+      rc = remember_request("MPI_Irecv", 0, real_type, comm, request);
+      if (rc != MPI_SUCCESS) return rc;
+      RequestSide *side = &request_side[stasis_mpi_ids_index(&handles.requests, *request)];
+      side->done = 1;
+      side->done_status = served;
+      return MPI_SUCCESS;
+    }
+  }
+  StasisMpiRealHandle made;
+  int rc = LOWER_CALL(lower, irecv, buf, count, real_type, source, tag, real_comm, &made);
+  if (rc != 0) return library_error(rc);
+  rc = remember_request("MPI_Irecv", made, real_type, comm, request);
+  if (rc != MPI_SUCCESS) return rc;
+  RequestSide *side = &request_side[stasis_mpi_ids_index(&handles.requests, *request)];
+  side->posted = ++receives_posted;
+  side->buf = buf;
+  side->count = count;
+  side->source = source;
+  side->tag = tag;
+  return MPI_SUCCESS;
+}
+
+API int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+  NEED_LOWER("MPI_Wait");
+  if (*request == MPI_REQUEST_NULL) {
+    /* The standard's empty status. */
+    if (status) {
+      MPI_Status empty = {MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0, 0};
+      *status = empty;
+    }
+    return MPI_SUCCESS;
+  }
+  int64_t index = stasis_mpi_ids_index(&handles.requests, *request);
+  if (index < (int64_t)handles.requests.predefined_count)
+    return not_live("MPI_Wait", "request", *request, MPI_ERR_REQUEST);
+  StasisMpiRealHandle real = handles.requests.entries[index].real;
+  StasisMpiLowerStatus lower_status;
+  const RequestSide *side = &request_side[index];
+  if (side->done) {
+    lower_status = side->done_status; /* counted when the drain received it */
+  } else {
+    int rc = LOWER_CALL(lower, wait, &real, side->recv_type, &lower_status);
+    if (rc != 0) return library_error(rc);
+    if (side->recv_type && lower_status.source != MPI_PROC_NULL)
+      stasis_mpi_peers_received(&peers, side->comm_index, lower_status.source);
+  }
+  status_up(&lower_status, status);
+  stasis_mpi_ids_remove(&handles.requests, *request);
+  *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
+
+API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  int result = MPI_SUCCESS;
+  for (int i = 0; i < count; i++) {
+    int rc = MPI_Wait(&requests[i], statuses ? &statuses[i] : MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) result = rc;
+  }
+  return result;
+}
+
+API int MPI_Barrier(MPI_Comm comm) {
+  NEED_LOWER("MPI_Barrier");
+  REAL_COMM("MPI_Barrier", comm, real_comm);
+  return library_error(LOWER_CALL(lower, barrier, real_comm));
+}
+
+API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  NEED_LOWER("MPI_Bcast");
+  REAL_TYPE("MPI_Bcast", datatype, real_type);
+  REAL_COMM("MPI_Bcast", comm, real_comm);
+  return library_error(LOWER_CALL(lower, bcast, buffer, count, real_type, root, real_comm));
+}
+
+/* MPI_IN_PLACE and the lower half's stand-in for it are the same value. */
+_Static_assert(MPI_IN_PLACE == STASIS_MPI_LOWER_IN_PLACE, "MPI_IN_PLACE must pass through unchanged");
+
+API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                      MPI_Comm comm) {
+  NEED_LOWER("MPI_Allreduce");
+  REAL_TYPE("MPI_Allreduce", datatype, real_type);
+  REAL_OP("MPI_Allreduce", op, real_op);
+  REAL_COMM("MPI_Allreduce", comm, real_comm);
+  return library_error(LOWER_CALL(lower, allreduce, sendbuf, recvbuf, count, real_type, real_op, real_comm));
+}
+
+API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                   MPI_Comm comm) {
+  NEED_LOWER("MPI_Reduce");
+  REAL_TYPE("MPI_Reduce", datatype, real_type);
+  REAL_OP("MPI_Reduce", op, real_op);
+  REAL_COMM("MPI_Reduce", comm, real_comm);
+  return library_error(LOWER_CALL(lower, reduce, sendbuf, recvbuf, count, real_type, real_op, root, real_comm));
+}
+
+API int STASIS_MPI_Remake_objects(int *remade) {
+  NEED_LOWER("STASIS_MPI_Remake_objects");
+  if (handles.requests.live_count != 0) {
+    complain("STASIS_MPI_Remake_objects", "refused: requests are in flight");
+    return MPI_ERR_REQUEST;
+  }
+  int failed_kind = 0, failed_index = 0;
+  char error[600];
+  if (stasis_mpi_handles_bind_predefined(&handles, lower, &failed_kind, &failed_index) != 0) {
+    snprintf(error, sizeof error, "no object for predefined index %d of kind %d", failed_index, failed_kind);
+    complain("STASIS_MPI_Remake_objects", error);
+    return MPI_ERR_INTERN;
+  }
+  if (stasis_mpi_replay_run(&replay, lower, &handles, error, sizeof error) != 0) {
+    complain("STASIS_MPI_Remake_objects", error);
+    return MPI_ERR_INTERN;
+  }
+  if (LOWER_CALL(lower, comm_dup, handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, &private_world) != 0) {
+    complain("STASIS_MPI_Remake_objects", "the library refused the private duplicate of MPI_COMM_WORLD");
+    return MPI_ERR_INTERN;
+  }
+  *remade = (int)(handles.comms.live_count + handles.groups.live_count + handles.datatypes.live_count);
+  return MPI_SUCCESS;
+}
+

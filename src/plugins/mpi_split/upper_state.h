@@ -1,0 +1,67 @@
+/* What the upper half's files share (upper_half.c: the MPI functions; upper_drain.c: the
+ * drain): the tables, the log, the lower half's interface and the per-request state. Internal to
+ * libstasis_mpi.so (hidden: the library exports only MPI_* and STASIS_MPI_*). */
+#ifndef STASIS_MPI_UPPER_STATE_H
+#define STASIS_MPI_UPPER_STATE_H
+
+#include <stdint.h>
+
+#include "abi/mpi.h"
+#include "drain_queue.h"
+#include "lower_half_api.h"
+#include "peer_counts.h"
+#include "replay_log.h"
+#include "virtual_ids.h"
+
+enum {
+  COMM_CAPACITY = 4096,
+  DATATYPE_CAPACITY = 4096,
+  GROUP_CAPACITY = 1024,
+  REQUEST_CAPACITY = 65536,
+  REPLAY_CAPACITY = 65536,
+};
+
+/* What a request's completion needs, by request index. */
+typedef struct RequestSide {
+  StasisMpiRealHandle recv_type; /* a receive's datatype (its status counts bytes with it); 0: a send */
+  uint32_t comm_index;           /* a receive's communicator: its source is counted by world rank */
+  int done;                      /* complete (served from the drained messages, or before a cancel took) */
+  StasisMpiLowerStatus done_status;
+  /* A receive's arguments, to post it again after the drain took it back from the library. */
+  int parked;      /* taken back, not posted again yet */
+  uint64_t posted; /* order of posting: receives are posted again in it */
+  void *buf;
+  int count, source, tag, comm;
+} RequestSide;
+extern RequestSide request_side[REQUEST_CAPACITY];
+
+extern StasisMpiHandles handles;
+extern StasisMpiReplayLog replay;
+extern const StasisMpiLower *lower;
+extern StasisMpiPeerCounts peers;
+/* A duplicate of MPI_COMM_WORLD the program never sees: the drain's reductions run on it, so they
+ * never match the program's own messages or collectives. Made again by every replay. */
+extern StasisMpiRealHandle private_world;
+/* Messages the drain took out of the library, until the program receives them. */
+extern StasisMpiDrainQueue drained;
+extern int finalized;
+
+/* One line on stderr, "stasis mpi_split: FUNCTION: what". */
+void complain(const char *function, const char *what);
+int not_initialized(const char *function);
+/* Says that `id` is not a live `what`; returns error_class. */
+int not_live(const char *function, const char *what, int id, int error_class);
+/* MPI_SUCCESS for the library's success, MPI_ERR_OTHER for any of its errors. */
+int library_error(int rc);
+/* The lower half's status as the program's. */
+void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *status);
+/* Serves a receive from the drained messages: MPI_SUCCESS (status filled) or an error when one
+ * matched, -1 when none did (the library is asked as usual). */
+int receive_drained(const char *function, void *buf, int count, StasisMpiRealHandle real_type, int source, int tag,
+                    MPI_Comm comm, StasisMpiRealHandle real_comm, StasisMpiLowerStatus *status);
+
+#define NEED_LOWER(function)                                                                                    \
+  do {                                                                                                          \
+    if (!lower || finalized) return not_initialized(function);                                                  \
+  } while (0)
+#endif
