@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "image/format.h"
+#include "plugins/ipc/restart_info.h"
 
 typedef struct StasisRestartInfo StasisRestartInfo;
 typedef struct StasisLoaderPlan StasisLoaderPlan;
@@ -34,21 +35,6 @@ typedef struct StasisLoaderChunk StasisLoaderChunk;
 #define STASIS_LOADER_BASE 0x3a5100000000ull
 #define STASIS_LOADER_SCRATCH 0x3a5180000000ull  // where vdso/vvar wait while memory is mapped
 #define STASIS_LOADER_LIMIT 0x3a5200000000ull
-
-#define STASIS_MAX_SYSV_OBJECTS 256
-#define STASIS_MAX_SHM_ATTACHMENTS 128
-typedef struct StasisSysvIdPair {
-  uint32_t kind;       // StasisSysvKind
-  int32_t id;          // what the program holds
-  int32_t kernel_id;   // what the kernel now calls it
-} StasisSysvIdPair;
-// The loader attaches the segment at `address` (the SYSV_SHM region there has file_offset 0).
-#define STASIS_SHM_REMOVE_AFTER_ATTACH 0x80000000u  // marked for removal at the checkpoint
-typedef struct StasisShmReattach {
-  uint64_t address;
-  int32_t kernel_id;
-  uint32_t flags;      // shmat flags (SHM_RDONLY, SHM_EXEC) | STASIS_SHM_REMOVE_AFTER_ATTACH
-} StasisShmReattach;
 
 // A TCP or UDP socket whose addresses changed at the restart (another host, another port): the
 // runtime's getsockname/getpeername show the program those it saw before.
@@ -101,12 +87,8 @@ struct StasisRestartInfo {
   // Descriptors (< 1024) connected to the world outside the computation (the saved EXTERNAL
   // ones): the only ones the restarted runtime treats as inherited from outside.
   uint64_t external_fds[16];
-  // System V objects `stasis restart` re-created (src/plugins/ipc). The kernel gave them new ids:
-  // the restarted runtime translates the ids the program holds; the loader attaches segments.
-  uint32_t sysv_count;
-  uint32_t shm_attach_count;
-  StasisSysvIdPair sysv_ids[STASIS_MAX_SYSV_OBJECTS];
-  StasisShmReattach shm_attach[STASIS_MAX_SHM_ATTACHMENTS];
+  // System V objects `stasis restart` re-created (src/plugins/ipc/restart_info.h).
+  StasisSysvRestart sysv;
   uint32_t socket_name_count;
   uint32_t reserved3;
   StasisSocketNames socket_names[STASIS_MAX_SOCKET_NAMES];
