@@ -87,7 +87,7 @@ struct StasisRestartInfo {
   // Descriptors (< 1024) connected to the world outside the computation (the saved EXTERNAL
   // ones): the only ones the restarted runtime treats as inherited from outside.
   uint64_t external_fds[16];
-  // System V objects `stasis restart` re-created (src/plugins/ipc/restart_info.h).
+  // The ipc kind's objects `stasis restart` re-created (src/plugins/ipc/restart_info.h).
   StasisSysvRestart sysv;
   uint32_t socket_name_count;
   uint32_t reserved3;

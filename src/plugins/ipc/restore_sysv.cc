@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "plugins/ipc/records.h"
 #include "plugins/ipc/restore_ipc.h"
 
 namespace stasis::restore {

@@ -25,6 +25,7 @@
 
 #include "common/fixed_text.h"
 #include "plugins/ipc/ipc.h"
+#include "plugins/ipc/records.h"
 #include "plugins/memory/mappings.h"
 #include "plugins/memory/named_shm.h"
 
