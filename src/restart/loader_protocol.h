@@ -12,6 +12,7 @@
 
 #include "image/format.h"
 #include "plugins/ipc/restart_info.h"
+#include "plugins/sockets/restart_info.h"
 
 typedef struct StasisRestartInfo StasisRestartInfo;
 typedef struct StasisLoaderPlan StasisLoaderPlan;
@@ -35,26 +36,6 @@ typedef struct StasisLoaderChunk StasisLoaderChunk;
 #define STASIS_LOADER_BASE 0x3a5100000000ull
 #define STASIS_LOADER_SCRATCH 0x3a5180000000ull  // where vdso/vvar wait while memory is mapped
 #define STASIS_LOADER_LIMIT 0x3a5200000000ull
-
-// A TCP or UDP socket whose addresses changed at the restart (another host, another port): the
-// runtime's getsockname/getpeername show the program those it saw before.
-#define STASIS_MAX_SOCKET_NAMES 128
-typedef struct StasisSocketNames {
-  int32_t fd;
-  uint32_t reserved;
-  uint64_t ino;         // the restored socket's: a later socket at the same number is not this one
-  StasisTcpData names;  // local and peer addresses as the program saw them
-} StasisSocketNames;
-
-// A host of the computation that a restart moved (`stasis restart --hosts OLD=NEW`), addresses in
-// the 16-byte form of StasisTcpData (IPv4 mapped). The runtime composes these with the moves of
-// earlier restarts and translates the addresses the program passes to the socket calls (old ->
-// new) and those it is shown (new -> old).
-#define STASIS_MAX_ADDRESS_MOVES 64
-typedef struct StasisAddressMove {
-  uint8_t old_address[16];
-  uint8_t new_address[16];
-} StasisAddressMove;
 
 #define STASIS_MAX_SETENV_BYTES 4096
 
@@ -89,6 +70,7 @@ struct StasisRestartInfo {
   uint64_t external_fds[16];
   // The ipc kind's objects `stasis restart` re-created (src/plugins/ipc/restart_info.h).
   StasisSysvRestart sysv;
+  // Sockets that moved (src/plugins/sockets/restart_info.h).
   uint32_t socket_name_count;
   uint32_t reserved3;
   StasisSocketNames socket_names[STASIS_MAX_SOCKET_NAMES];
