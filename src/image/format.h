@@ -263,9 +263,8 @@ enum StasisRegionKind STASIS_ENUM_BASE {
   // A region of such an object whose bytes an ancestor process saved (it maps all of them): no
   // PAGES; file_dev/file_ino/file_offset locate it in the object.
   STASIS_REGION_SHARED_ELSEWHERE = 7,
-  // A System V shared memory attachment (src/plugins/ipc): no PAGES, the segment's contents are
-  // saved once with the segment (FD_DATA SYSV_CONTENTS); file_ino = the kernel's segment id,
-  // file_offset = where in the segment the region starts.
+  // A mapping a kind saves with its own state, no PAGES (capture table's claim_mapping):
+  // src/plugins/ipc/records.h.
   STASIS_REGION_SYSV_SHM = 16,
 };
 
@@ -292,17 +291,12 @@ enum StasisFdKind STASIS_ENUM_BASE {
   // OutsideFileData (src/plugins/files/records.h); restart connects its own when it is the same
   // file, else appends to the file at `path`.
   STASIS_FD_EXTERNAL = 4,
-  STASIS_FD_PIPE = 5,        // kind_data[0] = pipe buffer size; contents in FD_DATA (PIPE_BYTES)
-  STASIS_FD_FIFO = 6,        // a named pipe: reopened by path; contents as for a pipe
-  STASIS_FD_EVENTFD = 7,     // kind_data: [0] counter, [1] EFD_SEMAPHORE (0/1)
-  STASIS_FD_EPOLL = 8,       // kind_data[0] = interest count; FD_DATA EPOLL: StasisEpollInterest[]
-  STASIS_FD_SIGNALFD = 9,    // kind_data[0] = signal mask (bit N-1 = signal N)
-  // kind_data: [0] clock id, [1] settime flags (TFD_TIMER_*), [2] expirations not yet read,
-  // [3] next expiration in ns (from the checkpoint; absolute on the clock with TFD_TIMER_ABSTIME;
-  // 0 = disarmed), [4] interval in ns, [5] the clock's time at the checkpoint (TFD_TIMER_ABSTIME)
+  STASIS_FD_PIPE = 5,        // kind_data: src/plugins/pipes/records.h
+  STASIS_FD_FIFO = 6,        // a named pipe: reopened by path; as a pipe
+  STASIS_FD_EVENTFD = 7,     // kind_data: src/plugins/eventfd/records.h
+  STASIS_FD_EPOLL = 8,       // kind_data of these four: src/plugins/events/records.h
+  STASIS_FD_SIGNALFD = 9,
   STASIS_FD_TIMERFD = 10,
-  // kind_data: [0] watch count, [1] the last watch descriptor handed out;
-  // FD_DATA INOTIFY: StasisInotifyWatch[] by ascending wd
   STASIS_FD_INOTIFY = 11,
   STASIS_FD_SAVED_FILE = 12,  // contents saved in the image (deleted while open, memfd, --save-files)
   // A pseudo-terminal the computation opened: kind_data per StasisPtyData. The master's description
@@ -310,16 +304,11 @@ enum StasisFdKind STASIS_ENUM_BASE {
   // PTY_OUTPUT).
   STASIS_FD_PTY_MASTER = 13,
   STASIS_FD_PTY_SLAVE = 14,
-  // One end of a connected Unix socket (a socketpair, or a connection through a listener).
-  // ino = this end's inode; kind_data: [0] the peer end's inode (0: the peer was closed),
-  // [1] SO_SNDBUF, [2] SO_RCVBUF, [3] shutdown state (bit 0: no more receiving, bit 1: no more
-  // sending), [4] SO_PASSCRED, [5] socket type (SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET).
-  // The description owner saves what is queued for reading at this end: FD_DATA SOCKET_BYTES
-  // (stream) or SOCKET_MESSAGES (datagram, seqpacket).
+  // The sockets (kind_data of each: src/plugins/sockets/records.h). One end of a connected Unix
+  // socket (a socketpair, or a connection through a listener); the description owner saves what
+  // is queued for reading at this end (FD_DATA SOCKET_BYTES or SOCKET_MESSAGES).
   STASIS_FD_UNIX_SOCKET = 15,
-  // A listening Unix socket; path = its name ("@name" for an abstract one). kind_data: [0] the
-  // backlog, [1] socket type, [2] SO_PASSCRED.
-  STASIS_FD_UNIX_LISTENER = 16,
+  STASIS_FD_UNIX_LISTENER = 16,  // path = its name ("@name" for an abstract one)
   // TCP over IPv4 or IPv6 (kind_data: a StasisTcpData). A listener is bound and listening again
   // at restart; a connection both of whose ends the computation holds is made again between the
   // same addresses (found by their endpoints), refilled with the bytes queued at each end (FD_DATA
@@ -335,10 +324,7 @@ enum StasisFdKind STASIS_ENUM_BASE {
   // STASIS_FD_UNIX_SOCKET's. The owner saves its queued messages with their senders' names (FD_DATA
   // SOCKET_DATAGRAMS) and the name of the socket it is connected to (FD_DATA SOCKET_PEER_NAME).
   STASIS_FD_UNIX_DATAGRAM = 20,
-  // A POSIX message queue (src/plugins/ipc); path = its name ("/NAME", " (deleted)" once
-  // unlinked). kind_data: [0] mq_maxmsg, [1] mq_msgsize, [2] permission bits, [3] messages
-  // queued; those are FD_DATA MQUEUE_MESSAGES of the queue's first descriptor.
-  STASIS_FD_MQUEUE = 32,
+  STASIS_FD_MQUEUE = 32,  // a POSIX message queue; kind_data: src/plugins/ipc/records.h
 };
 
 // kind_data of a STASIS_FD_EXTERNAL record (the image reader writes one too: image/reader.h).
@@ -409,12 +395,9 @@ enum StasisFdDataTag STASIS_ENUM_BASE {
   // StasisTcpData): a later restart shows it these again. kind_data keeps the real ones.
   STASIS_FD_DATA_SOCKET_SEEN_NAMES = 10,
   STASIS_FD_DATA_MQUEUE_MESSAGES = 0x100,  // StasisMqueueMessage + bytes, in receive order
-  // System V IPC objects (src/plugins/ipc) are not descriptors: these records use `fd` as the
-  // object's index in the SYSV_OBJECTS table (fd -1 for the table itself).
-  STASIS_FD_DATA_SYSV_OBJECTS = 0x101,      // StasisSysvObject[]
-  STASIS_FD_DATA_SYSV_ATTACHMENTS = 0x102,  // StasisSysvAttachment[] (fd -1)
-  // shm: the segment's bytes; sem: uint16_t value per semaphore; msg: StasisSysvMessage + bytes
-  // per message, in queue order
+  // Process-wide state of the ipc kind, not descriptors: src/plugins/ipc/records.h.
+  STASIS_FD_DATA_SYSV_OBJECTS = 0x101,
+  STASIS_FD_DATA_SYSV_ATTACHMENTS = 0x102,
   STASIS_FD_DATA_SYSV_CONTENTS = 0x103,
   // A file directly in /dev/shm (a POSIX shared memory object) that processes of the computation
   // mapped shared, saved by one of them per host (src/plugins/memory/named_shm.h); `fd` is the
@@ -472,40 +455,6 @@ typedef struct StasisInotifyWatch {
   uint32_t reserved;
   char path[STASIS_IMAGE_PATH_MAX];  // absolute
 } StasisInotifyWatch;
-
-enum StasisSysvKind STASIS_ENUM_BASE {
-  STASIS_SYSV_SHM = 1,
-  STASIS_SYSV_SEM = 2,
-  STASIS_SYSV_MSG = 3,
-};
-
-// A System V IPC object the program created, obtained or attached (FD_DATA SYSV_OBJECTS).
-typedef struct StasisSysvObject {
-  uint32_t kind;        // StasisSysvKind
-  int32_t id;           // the id the program uses (after a restart, no longer the kernel's)
-  int32_t kernel_id;    // the kernel's id when written
-  int32_t key;          // IPC_PRIVATE (0) or the key
-  uint32_t mode;        // permission bits
-  uint32_t uid, gid, cuid;
-  uint32_t removed;     // shm: marked for removal (IPC_RMID), gone once the last attachment goes
-  // shm: another process of the host saved the segment (it is shared; see plugins/ipc/sysv.cc);
-  // this image holds its attachments only
-  uint32_t saved_elsewhere;
-  uint64_t size;        // shm: bytes; sem: semaphores; msg: queue limit in bytes (msg_qbytes)
-  uint64_t count;       // msg: messages queued
-} StasisSysvObject;
-
-// Where the program had a System V segment attached (FD_DATA SYSV_ATTACHMENTS).
-typedef struct StasisSysvAttachment {
-  uint64_t address;
-  uint32_t object;      // index in the SYSV_OBJECTS table
-  uint32_t shmat_flags; // SHM_RDONLY, SHM_EXEC
-} StasisSysvAttachment;
-
-typedef struct StasisSysvMessage {
-  int64_t type;
-  uint64_t size;
-} StasisSysvMessage;
 
 typedef struct StasisMqueueMessage {
   uint32_t priority;

@@ -5,7 +5,7 @@
 //   read the plan from the feed pipe
 //   park the kernel's vvar/vdso in a scratch area, unmap everything else
 //   map every saved region and read its bytes straight from the feed into place
-//   (System V segments: attached again, as `stasis restart` re-created them)
+//   (regions a kind brings back its own way: loader_special_regions.h)
 //   move vvar/vdso to their saved addresses, restore the mm layout (heap break...)
 //   tell the runtime where its coordinator is (StasisRestartInfo)
 //   clone one thread per saved thread; each resumes its saved context inside the runtime;
@@ -20,6 +20,7 @@
 
 #include "common/raw_syscall.h"
 #include "restart/loader_protocol.h"
+#include "restart/loader_special_regions.h"
 
 #define MAP_FAILED_MAX (-4096L)
 
@@ -228,24 +229,6 @@ static void redirect_saved_vdso(const StasisVdsoLayout* saved, const StasisVdsoP
   }
 }
 
-// A System V segment is attached whole at its first region (offset 0 in the segment); the
-// attachment's later regions (split by mprotect) are already mapped then.
-static long attach_shm_segment(const StasisLoaderRegion* region) {
-  if (region->file_offset != 0) return (long)region->start;
-  const StasisRestartInfo* info = &g_plan.restart_info;
-  for (uint32_t i = 0; i < info->shm_attach_count && i < STASIS_MAX_SHM_ATTACHMENTS; i++) {
-    const StasisShmReattach* a = &info->shm_attach[i];
-    if (a->address != region->start) continue;
-    long addr = STASIS_SYS3(SYS_shmat, a->kernel_id, a->address,
-                            a->flags & ~STASIS_SHM_REMOVE_AFTER_ATTACH);
-    // Linux keeps a segment marked for removal attachable until its last detach.
-    if (!is_error(addr) && (a->flags & STASIS_SHM_REMOVE_AFTER_ATTACH))
-      STASIS_SYS3(SYS_shmctl, a->kernel_id, 0 /* IPC_RMID */, 0);
-    return addr;
-  }
-  die("the restart plan has a System V shared memory region that `stasis restart` did not recreate", 0);
-}
-
 void loader_main(long* initial_sp) {
   char** argv = (char**)(initial_sp + 1);
   if (initial_sp[0] < 2) die("usage: stasis-loader FEED_FD (run by `stasis restart`)", 0);
@@ -303,8 +286,9 @@ void loader_main(long* initial_sp) {
     read_exact(&region, sizeof region);
     unsigned long len = region.end - region.start;
     long addr;
-    if (region.kind == STASIS_REGION_SYSV_SHM) {
-      addr = attach_shm_segment(&region);
+    const char* failure = 0;
+    if (stasis_map_special_region(&g_plan.restart_info, &region, &addr, &failure)) {
+      if (failure) die(failure, 0);
     } else if (region.kind == STASIS_REGION_FILE_PRIVATE || region.kind == STASIS_REGION_FILE_SHARED) {
       int shared = region.kind == STASIS_REGION_FILE_SHARED;
       int flags = (shared && (region.prot & PROT_WRITE)) ? 2 /* O_RDWR */ : 0;

@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "image/format.h"
+#include "plugins/ipc/restart_info.h"
+#include "plugins/sockets/restart_info.h"
 
 typedef struct StasisRestartInfo StasisRestartInfo;
 typedef struct StasisLoaderPlan StasisLoaderPlan;
@@ -34,41 +36,6 @@ typedef struct StasisLoaderChunk StasisLoaderChunk;
 #define STASIS_LOADER_BASE 0x3a5100000000ull
 #define STASIS_LOADER_SCRATCH 0x3a5180000000ull  // where vdso/vvar wait while memory is mapped
 #define STASIS_LOADER_LIMIT 0x3a5200000000ull
-
-#define STASIS_MAX_SYSV_OBJECTS 256
-#define STASIS_MAX_SHM_ATTACHMENTS 128
-typedef struct StasisSysvIdPair {
-  uint32_t kind;       // StasisSysvKind
-  int32_t id;          // what the program holds
-  int32_t kernel_id;   // what the kernel now calls it
-} StasisSysvIdPair;
-// The loader attaches the segment at `address` (the SYSV_SHM region there has file_offset 0).
-#define STASIS_SHM_REMOVE_AFTER_ATTACH 0x80000000u  // marked for removal at the checkpoint
-typedef struct StasisShmReattach {
-  uint64_t address;
-  int32_t kernel_id;
-  uint32_t flags;      // shmat flags (SHM_RDONLY, SHM_EXEC) | STASIS_SHM_REMOVE_AFTER_ATTACH
-} StasisShmReattach;
-
-// A TCP or UDP socket whose addresses changed at the restart (another host, another port): the
-// runtime's getsockname/getpeername show the program those it saw before.
-#define STASIS_MAX_SOCKET_NAMES 128
-typedef struct StasisSocketNames {
-  int32_t fd;
-  uint32_t reserved;
-  uint64_t ino;         // the restored socket's: a later socket at the same number is not this one
-  StasisTcpData names;  // local and peer addresses as the program saw them
-} StasisSocketNames;
-
-// A host of the computation that a restart moved (`stasis restart --hosts OLD=NEW`), addresses in
-// the 16-byte form of StasisTcpData (IPv4 mapped). The runtime composes these with the moves of
-// earlier restarts and translates the addresses the program passes to the socket calls (old ->
-// new) and those it is shown (new -> old).
-#define STASIS_MAX_ADDRESS_MOVES 64
-typedef struct StasisAddressMove {
-  uint8_t old_address[16];
-  uint8_t new_address[16];
-} StasisAddressMove;
 
 #define STASIS_MAX_SETENV_BYTES 4096
 
@@ -101,12 +68,9 @@ struct StasisRestartInfo {
   // Descriptors (< 1024) connected to the world outside the computation (the saved EXTERNAL
   // ones): the only ones the restarted runtime treats as inherited from outside.
   uint64_t external_fds[16];
-  // System V objects `stasis restart` re-created (src/plugins/ipc). The kernel gave them new ids:
-  // the restarted runtime translates the ids the program holds; the loader attaches segments.
-  uint32_t sysv_count;
-  uint32_t shm_attach_count;
-  StasisSysvIdPair sysv_ids[STASIS_MAX_SYSV_OBJECTS];
-  StasisShmReattach shm_attach[STASIS_MAX_SHM_ATTACHMENTS];
+  // The ipc kind's objects `stasis restart` re-created (src/plugins/ipc/restart_info.h).
+  StasisSysvRestart sysv;
+  // Sockets that moved (src/plugins/sockets/restart_info.h).
   uint32_t socket_name_count;
   uint32_t reserved3;
   StasisSocketNames socket_names[STASIS_MAX_SOCKET_NAMES];

@@ -15,7 +15,7 @@
 
 #include "common/error.h"
 #include "coordinator/command_environment.h"
-#include "plugins/ssh/ssh_session.h"
+#include "plugins/files/process_wide_restore.h"
 #include "restart/hosts.h"
 
 namespace fs = std::filesystem;
@@ -42,11 +42,11 @@ std::vector<OutsideStream> refuse_descriptors_across_parts(const std::vector<ima
                                                           const std::vector<std::string>& old_hosts) {
   std::vector<OutsideStream> outside_streams;
   auto key_of = [](const StasisFdRecord& f) {
-    if (restore::shared_by_inode(f)) return fmt::format("pipe {}:{}", f.dev, f.ino);
+    if (restore::shared_by_inode(f)) return fmt::format("object {}:{}", f.dev, f.ino);
     return fmt::format("description {}:{}", f.owner_pid, f.owner_fd);
   };
   auto crosses = [](const StasisFdRecord& f) {
-    return f.kind != STASIS_FD_EXTERNAL && !restore::joins_hosts(f);
+    return !restore::from_outside(f) && !restore::joins_hosts(f);
   };
   std::map<std::string, std::set<size_t>> parts_holding;      // key -> part roots
   std::map<std::pair<std::string, size_t>, int> root_stream;  // (key, part root) -> its number there
@@ -105,7 +105,7 @@ PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<i
   };
   std::map<std::string, std::string> new_addresses;
   for (size_t i = 0; i < old_hosts.size(); i++) new_addresses[old_hosts[i]] = new_host(i);
-  restore::note_new_host_addresses(new_addresses);
+  restore::note_moved_hosts(new_addresses);
   std::vector<size_t> roots = part_roots(parents, old_hosts);
   size_t mine = roots[root];
   if (part_vpid != 0) {
@@ -118,7 +118,7 @@ PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<i
     plan.restart_id = new_restart_id();
     for (size_t i = 0; i < images.size(); i++)
       if (roots[i] == i && parents[i] < 0 && i != mine)
-        plan.detached.push_back({0, images[i].process().original_pid, new_host(i), restore::ssh_launcher_of(images[i])});
+        plan.detached.push_back({0, images[i].process().original_pid, new_host(i), restore::part_launcher(images[i])});
     if (!is_local_address(new_host(mine))) plan.root_elsewhere = {0, images[mine].process().original_pid, new_host(mine)};
   }
   plan.own_address = new_host(mine);
@@ -141,18 +141,19 @@ PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<i
   images = std::move(part);
   plan.others = std::move(other);
   // A process started on another host through a remote launcher took its standard streams as
-  // outside ones; where they are pipes of this part, they become ends of those pipes again.
-  std::map<std::pair<uint64_t, uint64_t>, StasisFdRecord> pipes_here;
+  // outside ones; where they are objects of this part shared by inode (a pipe), they become ends
+  // of those again.
+  std::map<std::pair<uint64_t, uint64_t>, StasisFdRecord> shared_here;
   for (const auto& img : images)
     for (const auto& f : img.fds())
-      if (restore::shared_by_inode(f)) pipes_here.emplace(std::pair{f.dev, f.ino}, f);
+      if (restore::shared_by_inode(f)) shared_here.emplace(std::pair{f.dev, f.ino}, f);
   for (const auto& [parent, children] : plan.remote_children)
     for (const RemotePart& child : children)
       for (int stdio = 0; stdio <= 2; stdio++) {
         image::Image& img = plan.others[child.index];
         auto f = std::find_if(img.fds().begin(), img.fds().end(), [&](const auto& r) { return r.fd == stdio; });
-        if (f == img.fds().end() || f->kind != STASIS_FD_EXTERNAL) continue;
-        if (auto pipe = pipes_here.find({f->dev, f->ino}); pipe != pipes_here.end()) img.treat_as_end_of(stdio, pipe->second);
+        if (f == img.fds().end() || !restore::from_outside(*f)) continue;
+        if (auto end = shared_here.find({f->dev, f->ino}); end != shared_here.end()) img.treat_as_end_of(stdio, end->second);
       }
   return plan;
 }
@@ -163,7 +164,7 @@ void PartStarter::start_other_parts(const PartPlan& plan) const {
     pid_t middle = fork();
     if (middle < 0) throw Error("cannot fork to start a part of the restart");
     if (middle == 0) {
-      if (fork() == 0) exec_part(part.vpid, part.host, part.ssh_launcher);
+      if (fork() == 0) exec_part(part.vpid, part.host, part.launcher);
       _exit(0);
     }
     waitpid(middle, nullptr, 0);
@@ -174,7 +175,7 @@ void PartStarter::start_other_parts(const PartPlan& plan) const {
 void PartStarter::exec_child_part(const image::Image& img, const std::map<restore::DescriptionKey, int>& shared,
                                   const RemotePart& part) const {
   for (const auto& f : img.fds())
-    if (f.fd <= 2 && f.kind != STASIS_FD_EXTERNAL) {
+    if (f.fd <= 2 && !restore::from_outside(f)) {
       auto it = shared.find({f.owner_pid, f.owner_fd});
       int source = it != shared.end() ? it->second : restore::open_description(img, f);
       if (source != f.fd) dup2(source, f.fd);
@@ -182,7 +183,7 @@ void PartStarter::exec_child_part(const image::Image& img, const std::map<restor
   exec_part(part.vpid, part.host);
 }
 
-void PartStarter::exec_part(uint32_t vpid, const std::string& host, const std::vector<std::string>& ssh_launcher) const {
+void PartStarter::exec_part(uint32_t vpid, const std::string& host, const std::vector<std::string>& launcher) const {
   std::string self = fs::read_symlink("/proc/self/exe").string();
   std::vector<std::string> args = {self, "restart", "--part", std::to_string(vpid), "--restart-id", restart_id,
                                    "--coord", coord};
@@ -196,11 +197,8 @@ void PartStarter::exec_part(uint32_t vpid, const std::string& host, const std::v
   bool rsh_given = !this->rsh.empty() || !env.rsh.empty();
   if (is_local_address(host)) {
     words = args;
-  } else if (!rsh_given && !ssh_launcher.empty()) {
-    // A session like the original (its user, port, options), with no input: the part's
-    // processes get theirs through the relay's connection, not from this restart's.
-    words = ssh_launcher;
-    words.push_back("-n");
+  } else if (!rsh_given && !launcher.empty()) {
+    words = launcher;  // as the original was started (an ssh session's user, port, options)
   } else {
     for (size_t at = 0; at < rsh.size();) {
       size_t space = rsh.find(' ', at);

@@ -17,9 +17,9 @@ struct RemotePart {
   size_t index = 0;  // in PartPlan::others
   uint32_t vpid = 0;
   std::string host;
-  // For the remote half of an ssh session (plugins/ssh): how its ssh was started, to reach its
-  // host the same way when no --rsh is given. Empty otherwise.
-  std::vector<std::string> ssh_launcher;
+  // How its root was started on its host, to reach that host the same way when no --rsh is given
+  // (the remote half of an ssh session: restore::part_launcher). Empty otherwise.
+  std::vector<std::string> launcher;
 };
 
 // What this restart does about the other parts, decided by split_into_parts.
@@ -66,7 +66,7 @@ struct PartStarter {
   [[noreturn]] void exec_child_part(const image::Image& img, const std::map<restore::DescriptionKey, int>& shared,
                                     const RemotePart& part) const;
   [[noreturn]] void exec_part(uint32_t vpid, const std::string& host,
-                              const std::vector<std::string>& ssh_launcher = {}) const;
+                              const std::vector<std::string>& launcher = {}) const;
 };
 
 }  // namespace stasis::restart

@@ -96,7 +96,7 @@ std::map<restore::DescriptionKey, int> create_shared_descriptions(const std::vec
   std::map<std::pair<uint64_t, uint64_t>, std::set<size_t>> inode_holders;
   for (size_t i = 0; i < holders_of.size(); i++)
     for (const auto& f : holders_of[i].first->fds()) {
-      if (f.kind == STASIS_FD_EXTERNAL || f.fd > holders_of[i].second) continue;
+      if (restore::from_outside(f) || f.fd > holders_of[i].second) continue;
       holders[{f.owner_pid, f.owner_fd}].insert(i);
       if (restore::shared_by_inode(f)) inode_holders[{f.dev, f.ino}].insert(i);
     }
@@ -130,7 +130,7 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
   for (const auto& f : img.fds()) {
     if (f.fd < 0 || f.fd >= 1024) continue;
     if (f.cloexec) info.cloexec_fds[f.fd / 64] |= 1ull << (f.fd % 64);
-    if (f.kind == STASIS_FD_EXTERNAL) info.external_fds[f.fd / 64] |= 1ull << (f.fd % 64);
+    if (restore::from_outside(f)) info.external_fds[f.fd / 64] |= 1ull << (f.fd % 64);
   }
   // Each kind's step in this process, before the feeder (what the loader needs: new object ids,
   // descriptors of shared memory): the process-wide kinds, then the descriptor kinds.
@@ -185,7 +185,7 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
     throw Error("cannot set up the restart descriptors");
   std::set<int> keep = {0, 1, 2, feed_out_of_way, image_out_of_way, STASIS_PID_TABLE_FD, context.restart_stderr};
   for (const auto& f : img.fds())
-    if (f.kind == STASIS_FD_EXTERNAL) keep.insert(f.fd);
+    if (restore::from_outside(f)) keep.insert(f.fd);
   close_all_except(keep, context.floor);
   place_descriptor(feed_out_of_way, feed_fd);
   place_descriptor(image_out_of_way, image_fd);

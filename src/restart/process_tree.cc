@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "common/error.h"
+#include "plugins/files/process_wide_restore.h"
 #include "plugins/files/restore.h"
 #include "restart/launcher_tasks.h"
 
@@ -112,7 +113,7 @@ void TreeForker::become(size_t i) {
   const StasisProcessRecord& proc = images_[i].process();
   stasis_pid_table_map(table_, proc.original_pid, getpid());
   if (proc.sid == proc.original_pid) setsid();
-  restore::take_controlling_terminal(proc);
+  restore::enter_session(proc);
   if (proc.pgid == proc.original_pid) setpgid(0, 0);
   for (size_t c : tree_.children[i]) {
     pid_t child = fork();
@@ -145,7 +146,7 @@ void TreeForker::become(size_t i) {
     if (child > 0) stasis_pid_table_map(table_, zombie.vpid, child);
   }
   join_group(0, proc);
-  restore::restore_foreground_group(proc);
+  restore::enter_process_group(proc);
   try {
     restore_process(context_, images_[i], ancestors_[i]);
   } catch (const std::exception& e) {

@@ -1,5 +1,7 @@
 # The Slurm tests (tests/slurm/), included by tests/CMakeLists.txt. Each runs a private cluster
 # (slurm_cluster.py) and exits 77 (skipped) without slurm-wlm and munge or when not root.
+# slurm_task: one task of a job step, its lines naming the task.
+stasis_test_target(slurm_task ${CMAKE_CURRENT_LIST_DIR}/slurm_task.c)
 # One node, this machine:
 set(STASIS_SLURM_CONF_IN ${CMAKE_CURRENT_LIST_DIR}/slurm.conf.in)
 foreach(mode launch-srun srun-launch)

@@ -67,20 +67,26 @@ struct ProcessCapture {
   const char* generation_dir;
 };
 using CaptureProcessFn = bool (*)(const ProcessCapture& capture, LogLine& error);
+// A shared mapping whose contents the kind saves with its own state (once however many times it
+// is mapped: the ipc kind's segments): true when it is one; then, when `r` is given, sets the
+// region's kind and identity. The memory kind saves no pages of it; the restart loader brings it
+// back through the kind's special-region step (restart/loader_special_regions.h).
+using ClaimMappingFn = bool (*)(const Mapping& m, StasisRegionRecord* r);
 // One row of the capture table: a kind (or family of kinds) of state. `capture` returns 1 when it
 // took the descriptor, 0 when the descriptor is not of this kind, -1 when it is but cannot be
 // restored (error says why); the rows are tried in order, the first to answer wins.
 // `capture_process` (optional) runs once every descriptor is captured, for process-wide state
-// (the locks held through descriptors, System V objects, shared /dev/shm files); false fails the
+// (the locks held through descriptors, the ipc kind's objects, shared /dev/shm files); false fails the
 // checkpoint (error says why). `what` names a descriptor of the kind that no row took in the
-// refusal ("descriptor 5 is a timerfd (...)"), when its /proc/self/fd link starts with one of
-// the '|'-separated prefixes `links`.
+// refusal ("descriptor 5 is <what> (...)"), when its /proc/self/fd link starts with one of
+// the '|'-separated prefixes `links`. `claim_mapping` (optional): see ClaimMappingFn.
 struct CaptureKind {
   const char* name;
   CaptureFdFn capture;
   CaptureProcessFn capture_process;
   const char* what = nullptr;
   const char* links = nullptr;
+  ClaimMappingFn claim_mapping = nullptr;
 };
 // The rows, in the order they are tried (capture_table.cc).
 extern const CaptureKind kCaptureKinds[];
@@ -89,6 +95,13 @@ extern const unsigned kCaptureKindCount;
 bool capture_process_state(const ProcessCapture& capture, LogLine& error);
 // How the refusal of a descriptor no row took names it, from its /proc/self/fd link.
 const char* kind_of_link(const char* link);
+// Whether a row claims the mapping `m` (ClaimMappingFn); `r` (optional) is filled in by it.
+bool mapping_saved_by_a_kind(const Mapping& m, StasisRegionRecord* r = nullptr);
+
+// syscall(2) called with the number of a call a kind wraps (a library may bypass libc's wrapper,
+// as UCX's memory hooks attach the ipc kind's segments): the pids kind's syscall() wrapper hands it to
+// the kind. True when a kind took it (`result` as syscall() returns it).
+bool kind_syscall(long number, const long (&args)[6], long& result);
 
 // Reading fdinfo: for_each_fdinfo_line and fdinfo_field (common/fdinfo.h).
 

@@ -6,6 +6,8 @@
 // (restore_table.cc).
 #include "plugins/files/capture.h"
 
+#include <sys/syscall.h>
+
 #include "plugins/eventfd/eventfd.h"
 #include "plugins/events/events.h"
 #include "plugins/files/files.h"
@@ -46,10 +48,36 @@ constexpr CaptureKind kCaptureKinds[] = {
     {"inotify",     capture_inotify_fd,    nullptr,           "an inotify instance",   "anon_inode:inotify"},
     {"saved_files", capture_saved_file_fd, nullptr,           "a memfd",               "/memfd:"},  // what is left that is a file: its bytes
     {"locks",       nullptr,               capture_locks},      // the locks held through every descriptor
-    {"ipc",         nullptr,               capture_sysv},       // System V objects
+    {"ipc",         nullptr,               capture_sysv,      nullptr,  nullptr,  claim_sysv_mapping},  // System V objects
     {"memory",      nullptr,               capture_shm_files},  // /dev/shm files mapped shared
 };
 constexpr unsigned kCaptureKindCount = sizeof kCaptureKinds / sizeof kCaptureKinds[0];
+
+bool mapping_saved_by_a_kind(const Mapping& m, StasisRegionRecord* r) {
+  for (const CaptureKind& row : kCaptureKinds)
+    if (row.claim_mapping && row.claim_mapping(m, r)) return true;
+  return false;
+}
+
+namespace {
+// The calls kinds wrap that programs also make through syscall(2), one row each.
+struct KindSyscall {
+  long number;
+  long (*handle)(const long (&args)[6]);
+};
+constexpr KindSyscall kKindSyscalls[] = {
+    {SYS_shmat, [](const long (&a)[6]) { return shmat_syscall(a[0], a[1], a[2]); }},  // ipc
+};
+}  // namespace
+
+bool kind_syscall(long number, const long (&args)[6], long& result) {
+  for (const KindSyscall& row : kKindSyscalls)
+    if (row.number == number) {
+      result = row.handle(args);
+      return true;
+    }
+  return false;
+}
 
 bool capture_process_state(const ProcessCapture& capture, LogLine& error) {
   for (const CaptureKind& row : kCaptureKinds)

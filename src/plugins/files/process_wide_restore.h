@@ -41,11 +41,27 @@ struct ProcessWideRestore {
   void (*before_fork)(const std::vector<image::Image>& images, SharedRestore& shared);
   // In the process that becomes `img`, before the descriptor kinds' enter steps.
   void (*enter)(const image::Image& img, const SharedRestore& shared, ProcessRestore& process);
+  // As the process tree forks, in the process that becomes `proc`: right after it is back in its
+  // session (setsid), before it forks its children, who inherit what it does.
+  void (*in_session)(const StasisProcessRecord& proc) = nullptr;
+  // There again, once its children are forked and it is in its process group.
+  void (*in_group)(const StasisProcessRecord& proc) = nullptr;
+  // A restart on several hosts, before anything is made: where each host of the checkpoint is
+  // now (old address -> new).
+  void (*hosts_moved)(const std::map<std::string, std::string>& old_to_new) = nullptr;
+  // For a part of a restart on several hosts that no restarted process starts: the command that
+  // started `img` (its part's root) on its host, to start it the same way; empty: none known.
+  std::vector<std::string> (*part_launcher)(const image::Image& img) = nullptr;
 };
 
 // Every row's step of each kind, in the order of the table.
 void restore_before_checks(const std::vector<image::Image>& images, SharedRestore& shared);
 void restore_before_fork(const std::vector<image::Image>& images, SharedRestore& shared);
 void enter_process_wide(const image::Image& img, const SharedRestore& shared, ProcessRestore& process);
+void enter_session(const StasisProcessRecord& proc);
+void enter_process_group(const StasisProcessRecord& proc);
+void note_moved_hosts(const std::map<std::string, std::string>& old_to_new);
+// The first row's answer that is not empty.
+std::vector<std::string> part_launcher(const image::Image& img);
 
 }  // namespace stasis::restore

@@ -58,6 +58,9 @@ struct RestoreKind {
   // A description of this kind held on two hosts of a restart in parts is not refused: the kind
   // joins them itself (TCP, through the coordinator's name service).
   bool joins_hosts = false;
+  // A descriptor the computation holds from the world outside it (a terminal or pipe of the
+  // shell that launched it): never made again, the restart's own stands for it.
+  bool from_outside = false;
 };
 
 // The row of `kind`, or nullptr when this build cannot restore it.
@@ -68,6 +71,8 @@ bool shared_by_inode(const StasisFdRecord& rec);
 void make_shared_object(const image::Image& img, const StasisFdRecord& rec);
 // Whether a description of `rec`'s kind may be held on two hosts (joins_hosts).
 bool joins_hosts(const StasisFdRecord& rec);
+// Whether `rec` came from outside the computation (from_outside).
+bool from_outside(const StasisFdRecord& rec);
 // Every row's enter step, once, in the process that becomes `img` (before the feeder forks).
 void enter_process(const image::Image& img, StasisRestartInfo& info);
 // Every row's finish step, once (place_descriptors, once every descriptor of `img` is in place).

@@ -13,6 +13,7 @@
 #include "plugins/files/process_wide_restore.h"
 #include "plugins/files/restore.h"
 #include "plugins/process/timers.h"
+#include "plugins/ssh/ssh_session.h"
 
 namespace stasis::restore {
 namespace {
@@ -29,7 +30,7 @@ void enter_sockets(const image::Image& img, StasisRestartInfo& info) {
 }
 
 constexpr RestoreKind kRestoreKinds[] = {
-    // kind                    check              prepare               enter          open                  finish            describe [make_shared_object joins_hosts]
+    // kind                    check              prepare               enter          open                  finish            describe [make_shared_object joins_hosts from_outside]
     {STASIS_FD_PTY_MASTER,     nullptr,           prepare_ptys,         nullptr,       open_pty,             nullptr,          describe_pty},
     {STASIS_FD_PTY_SLAVE,      nullptr,           prepare_ptys,         nullptr,       open_pty,             nullptr,          describe_pty},
     {STASIS_FD_UNIX_SOCKET,    nullptr,           prepare_socket_pairs, enter_sockets, open_socket_end,      nullptr,          describe_socket},
@@ -41,7 +42,7 @@ constexpr RestoreKind kRestoreKinds[] = {
     {STASIS_FD_REGULAR,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_DIRECTORY,      check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_CHARDEV,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
-    {STASIS_FD_EXTERNAL,       nullptr,           nullptr,              nullptr,       nullptr,              nullptr,          describe_external},
+    {STASIS_FD_EXTERNAL,       nullptr,           nullptr,              nullptr,       nullptr,              nullptr,          describe_external, nullptr, false, true},
     {STASIS_FD_PIPE,           nullptr,           nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe, create_pipe},
     {STASIS_FD_FIFO,           check_fifo,        nullptr,              nullptr,       open_pipe_end,        nullptr,          describe_pipe, create_pipe},
     {STASIS_FD_SAVED_FILE,     check_saved_file,  nullptr,              nullptr,       open_saved_file,      nullptr,          describe_saved_file},
@@ -76,10 +77,13 @@ void enter_clocks(const image::Image&, const SharedRestore& shared, ProcessResto
 }
 
 constexpr ProcessWideRestore kProcessWideRestores[] = {
-    // name          before_checks        before_fork          enter
+    // name          before_checks        before_fork          enter         [in_session in_group hosts_moved part_launcher]
     {"memory",       recreate_named_shm,  make_shared_memory,  pass_memory},
     {"ipc",          nullptr,             make_host_segments,  enter_sysv},
     {"clocks",       read_clock_shift,    nullptr,             enter_clocks},
+    {"ptys",         nullptr,             nullptr,             nullptr,      take_controlling_terminal, restore_foreground_group},
+    {"sockets",      nullptr,             nullptr,             nullptr,      nullptr, nullptr, note_new_host_addresses},
+    {"ssh",          nullptr,             nullptr,             nullptr,      nullptr, nullptr, nullptr, ssh_launcher_of},
 };
 
 // Each distinct step of `Step` among the rows, once, in the table's order.
@@ -114,6 +118,11 @@ void make_shared_object(const image::Image& img, const StasisFdRecord& rec) { re
 bool joins_hosts(const StasisFdRecord& rec) {
   const RestoreKind* row = restore_kind(rec.kind);
   return row && row->joins_hosts;
+}
+
+bool from_outside(const StasisFdRecord& rec) {
+  const RestoreKind* row = restore_kind(rec.kind);
+  return row && row->from_outside;
 }
 
 void prepare_before_fork(const std::vector<image::Image>& images, const BeforeFork& how) {
@@ -157,6 +166,28 @@ void restore_before_fork(const std::vector<image::Image>& images, SharedRestore&
 void enter_process_wide(const image::Image& img, const SharedRestore& shared, ProcessRestore& process) {
   for (const auto& row : kProcessWideRestores)
     if (row.enter) row.enter(img, shared, process);
+}
+
+void enter_session(const StasisProcessRecord& proc) {
+  for (const auto& row : kProcessWideRestores)
+    if (row.in_session) row.in_session(proc);
+}
+
+void enter_process_group(const StasisProcessRecord& proc) {
+  for (const auto& row : kProcessWideRestores)
+    if (row.in_group) row.in_group(proc);
+}
+
+void note_moved_hosts(const std::map<std::string, std::string>& old_to_new) {
+  for (const auto& row : kProcessWideRestores)
+    if (row.hosts_moved) row.hosts_moved(old_to_new);
+}
+
+std::vector<std::string> part_launcher(const image::Image& img) {
+  for (const auto& row : kProcessWideRestores)
+    if (row.part_launcher)
+      if (std::vector<std::string> launcher = row.part_launcher(img); !launcher.empty()) return launcher;
+  return {};
 }
 
 nlohmann::json describe_descriptor(const image::Image& img, const StasisFdRecord& rec) {

@@ -17,6 +17,10 @@ int capture_mqueue_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data,
 // when one cannot be restored.
 bool capture_sysv_objects(Arena& arena, FdDataList& data, LogLine& error);
 
+// A System V segment's attachment (its contents are saved with the segment): the capture table's
+// ClaimMappingFn. maps shows the segment's id as the inode.
+bool claim_sysv_mapping(const Mapping& m, StasisRegionRecord* r);
+
 // syscall(SYS_shmat, ...) as the shmat wrapper treats shmat (the id translated after a restart,
 // the attachment noted); returns as syscall() does.
 long shmat_syscall(long id, long address, long flags);

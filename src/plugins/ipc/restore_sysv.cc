@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "plugins/ipc/records.h"
 #include "plugins/ipc/restore_ipc.h"
 
 namespace stasis::restore {
@@ -278,10 +279,10 @@ void recreate_sysv_objects(const image::Image& img, const HostSegments& segments
   if (attachments.size() > STASIS_MAX_SHM_ATTACHMENTS)
     throw Error(fmt::format("{} holds more System V attachments than this build restores", img.path()));
   auto add_translation = [&](const StasisSysvIdPair& pair) {
-    if (info.sysv_count == STASIS_MAX_SYSV_OBJECTS)
+    if (info.sysv.object_count == STASIS_MAX_SYSV_OBJECTS)
       throw Error(fmt::format("{}: its host has more System V IPC objects than this build restores ({})", img.path(),
                               STASIS_MAX_SYSV_OBJECTS));
-    info.sysv_ids[info.sysv_count++] = pair;
+    info.sysv.ids[info.sysv.object_count++] = pair;
   };
   for (const auto& pair : segments.translations) add_translation(pair);
   std::vector<int> new_ids(objects.size());
@@ -298,7 +299,7 @@ void recreate_sysv_objects(const image::Image& img, const HostSegments& segments
     if (a.object >= objects.size())
       throw Error(fmt::format("{} is corrupt: a System V attachment names object {}", img.path(), a.object));
     uint32_t flags = a.shmat_flags | (objects[a.object].removed ? STASIS_SHM_REMOVE_AFTER_ATTACH : 0);
-    info.shm_attach[info.shm_attach_count++] = {a.address, new_ids[a.object], flags};
+    info.sysv.attach[info.sysv.attach_count++] = {a.address, new_ids[a.object], flags};
   }
 }
 

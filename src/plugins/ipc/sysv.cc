@@ -25,6 +25,8 @@
 
 #include "common/fixed_text.h"
 #include "plugins/ipc/ipc.h"
+#include "plugins/ipc/records.h"
+#include "plugins/memory/mappings.h"
 #include "plugins/memory/named_shm.h"
 
 namespace stasis::rt {
@@ -571,7 +573,7 @@ int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
   } else if (event == STASIS_EVENT_RESTART) {
     g_content_fd_count = 0;  // numbers from before the checkpoint: not ours in this process
     forget_claims();
-    g_translation.replace(g_restart_info.sysv_ids, g_restart_info.sysv_count);
+    g_translation.replace(g_restart_info.sysv.ids, g_restart_info.sysv.object_count);
   }
   return 0;
 }
@@ -581,6 +583,15 @@ const stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "sysv-ipc", on_even
 __attribute__((constructor)) void register_sysv_plugin() { stasis_register_plugin(&g_plugin); }
 
 }  // namespace
+
+bool claim_sysv_mapping(const Mapping& m, StasisRegionRecord* r) {
+  if (!m.shared || !str_starts(m.path, "/SYSV") || !str_ends(m.path, " (deleted)")) return false;
+  if (r) {
+    r->kind = STASIS_REGION_SYSV_SHM;
+    r->file_ino = m.inode;
+  }
+  return true;
+}
 
 bool capture_sysv_objects(Arena& arena, FdDataList& data, LogLine& error) {
   if (g_obtained.size() == 0 && !g_shm_attached.load()) return true;

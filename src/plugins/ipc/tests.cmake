@@ -16,6 +16,9 @@ if(STASIS_UNSHARE)
   endif()
   stasis_ckpt_test(ckpt.ipc.sysv_shm ARGS --wait-lines 15 PROGRAM sysv_shm 40 50)
   stasis_ckpt_test(ckpt.ipc.sysv_shm.chain2 TIMEOUT 200 ARGS --chain 2 --between-lines 10 PROGRAM sysv_shm 50 50)
+  # The segment attached at each step goes through syscall(SYS_shmat) (the capture table's syscall
+  # rows hand it to the ipc kind, which translates the id after the restart).
+  stasis_ckpt_test(ckpt.ipc.sysv_shm.syscall ARGS --wait-lines 15 PROGRAM sysv_shm 40 50 0x5157a001 syscall)
   # Segments two processes attach by ids passed through pipes, one marked for removal, one attached
   # by the child only after the restart (60 steps: the checkpoint comes well before that step).
   stasis_ckpt_test(ckpt.ipc.sysv_shared ARGS --wait-lines 10 PROGRAM sysv_shared 60 50)

@@ -5,6 +5,7 @@
 // bytes saved for a restart under another kernel (src/restart/vdso_proxy.cc).
 #include "plugins/memory/memory.h"
 
+#include "plugins/files/capture.h"
 #include "plugins/saved_files/saved_files.h"
 #include "plugins/memory/dirty_tracking.h"
 #include "plugins/memory/mappings.h"
@@ -190,11 +191,11 @@ bool has_run(const StasisPageRun* runs, uint32_t count, uint64_t start, uint64_t
 
 // A REGION and the PAGES of every page worth saving in it.
 bool write_whole_region(ImageWriter& writer, PageScanner& scanner, const Mapping& m,
-                        StasisRegionRecord& r, bool every_page) {
+                        StasisRegionRecord& r, bool every_page, bool pages_elsewhere) {
   bool ok = true;
   if (every_page) {
     r.saved_bytes = m.end - m.start;
-  } else if (r.kind != STASIS_REGION_FILE_SHARED && r.kind != STASIS_REGION_SYSV_SHM) {
+  } else if (r.kind != STASIS_REGION_FILE_SHARED && !pages_elsewhere) {
     uint64_t saved = 0;
     ok = scanner.runs(m.start, m.end, r.kind, [&](uint64_t, uint64_t len) {
       saved += len;
@@ -340,6 +341,7 @@ bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
     }
     StasisRegionRecord r = {};
     bool every_page = false;
+    bool pages_elsewhere = false;  // a kind saves its contents (its FILE_SHARED: the descriptor's)
     r.start = m.start;
     r.end = m.end;
     r.prot = m.prot;
@@ -373,11 +375,10 @@ bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
       r.file_ino = m.inode;
     } else if (m.path[0] == 0) {
       r.kind = m.shared ? STASIS_REGION_SHARED_ANON : STASIS_REGION_ANON;
-    } else if (m.shared && str_starts(m.path, "/SYSV") && str_ends(m.path, " (deleted)")) {
-      // The segment's contents are saved once, with the segment (plugins/ipc), however many
-      // times it is attached; restart attaches it again. maps shows its id as the inode.
-      r.kind = STASIS_REGION_SYSV_SHM;
-      r.file_ino = m.inode;
+    } else if (mapping_saved_by_a_kind(m, &r)) {
+      // Its contents are saved with a kind's own state (capture table: claim_mapping), once
+      // however many times it is mapped; restart brings it back through that kind.
+      pages_elsewhere = true;
     } else if (m.shared && unnamed_file(m) && descriptor_holding_file(m.dev, m.inode) >= 0) {
       // The file's contents are saved with that descriptor, and restart maps the file it
       // recreates there: writes through the mapping stay visible through the descriptor.
@@ -400,7 +401,7 @@ bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
         has_run(plan.inherited, plan.inherited_count, m.start, m.end)) {
       ok = write_inherited_region(writer, arena, scanner, r, plan);
     } else {
-      ok = write_whole_region(writer, scanner, m, r, every_page);
+      ok = write_whole_region(writer, scanner, m, r, every_page, pages_elsewhere);
     }
     if (!ok && error.size() == 0) {
       error << "saving the region " ;

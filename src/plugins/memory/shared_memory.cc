@@ -1,5 +1,6 @@
 #include "plugins/memory/shared_memory.h"
 
+#include "plugins/files/capture.h"
 #include "plugins/saved_files/saved_files.h"
 
 #include <fcntl.h>
@@ -142,7 +143,7 @@ bool copy_saved_bytes(Arena& arena, const Mapping* maps, uint32_t count, LogLine
 
 bool is_unnamed_shared_memory(const Mapping& m, const Arena& arena) {
   if (!m.shared || is_shared_memory_copy(m.start, m.end) || is_stasis_memory(m, arena)) return false;
-  if (m.path[0] != 0 && (!unnamed_file(m) || str_starts(m.path, "/SYSV"))) return false;
+  if (m.path[0] != 0 && (!unnamed_file(m) || mapping_saved_by_a_kind(m))) return false;
   return descriptor_holding_file(m.dev, m.inode) < 0;
 }
 

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "plugins/ipc/ipc.h"
+#include "plugins/files/capture.h"
 #include "plugins/launchers/remote_launch.h"
 #include "plugins/pids/pids.h"
 #include "runtime/rt.h"
@@ -58,7 +58,8 @@ STASIS_EXPORT long syscall(long number, ...) {
   long a1 = va_arg(args, long), a2 = va_arg(args, long), a3 = va_arg(args, long);
   long a4 = va_arg(args, long), a5 = va_arg(args, long), a6 = va_arg(args, long);
   va_end(args);
-  if (number == SYS_shmat) return shmat_syscall(a1, a2, a3);  // not pid-related: System V ids (plugins/ipc)
+  // Not pid-related: a call another kind wraps (the capture table's syscall rows).
+  if (long result; kind_syscall(number, {a1, a2, a3, a4, a5, a6}, result)) return result;
   if (number == SYS_execve || number == SYS_execveat) {  // not pid-related: guarded (runtime/rt.h)
     bool entered = enter_exec();
     long r = next_symbol(real, "syscall")(number, a1, a2, a3, a4, a5, a6);

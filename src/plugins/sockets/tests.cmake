@@ -1,7 +1,8 @@
 # Sockets' checkpoint-kill-restart cases (Unix, TCP, UDP, Unix datagram),
 # included by tests/CMakeLists.txt (which defines stasis_test_target, stasis_ckpt_test,
 # stasis_plain_test and the tools they use).
-foreach(t socketpair_tree stream_server datagram_peers)
+# tcp_peer: the two ends of one TCP connection on two hosts (tests/multihost/ runs it).
+foreach(t socketpair_tree stream_server datagram_peers tcp_peer)
   stasis_test_target(${t} ${CMAKE_CURRENT_LIST_DIR}/tests/${t}.c)
 endforeach()
 # Unix socketpairs: bytes queued in both directions, in one process and between two

@@ -56,6 +56,7 @@ std::vector<std::string> ssh_launcher_of(const image::Image& img) {
     else if (argv[i] != "--serve") i++;
   if (words.empty())
     throw Error(fmt::format("{}: the ssh relay's command line names no ssh to reach it again", img.path()));
+  words.push_back("-n");  // no input: the part's processes get theirs through the relay's connection
   return words;
 }
 

@@ -9,7 +9,8 @@ namespace stasis::restore {
 
 // For the remote half of an ssh relay (a process running stasis-ssh-relay --serve): the words that
 // start an ssh session as its own was started (the ssh program, its options, -l USER), read from
-// its command line in its image. Empty for any other process. Throws stasis::Error when the
+// its command line in its image, and -n (the session takes no input from the restart). Empty for
+// any other process; the restore table's part_launcher. Throws stasis::Error when the
 // image's command line cannot be read.
 std::vector<std::string> ssh_launcher_of(const image::Image& img);
 

@@ -1,14 +1,17 @@
 /* sysv_shm: System V shared memory across a checkpoint.
- * usage: sysv_shm [STEPS=40] [DELAY_MS=50] [KEY=0x5157a001]
+ * usage: sysv_shm [STEPS=40] [DELAY_MS=50] [KEY=0x5157a001] [syscall]
  * Segment A (keyed, 3 pages and a bit) is attached twice, read-write and SHM_RDONLY, with its
  * middle page made read-only by mprotect; B (private) is marked for removal while attached; C
  * (private) is only attached for a moment at each step. Every step writes all three and prints
  * what the other attachment reads and what shmctl says about each id; at the end A and C are
- * removed and B must vanish with its last detach. */
+ * removed and B must vanish with its last detach. With "syscall", C is attached through
+ * syscall(SYS_shmat), as UCX's memory hooks do: after a restart the id the program holds is only
+ * valid if that call is translated too. */
 #include "target_common.h" /* first: defines _GNU_SOURCE */
 
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/syscall.h>
 
 #define A_SIZE (3 * 4096 + 100)
 
@@ -26,6 +29,7 @@ int main(int argc, char **argv) {
   long steps = arg_long(argc, argv, 1, 40);
   long delay = arg_long(argc, argv, 2, 50);
   key_t key = (key_t)arg_long(argc, argv, 3, 0x5157a001);
+  int through_syscall = argc > 4 && strcmp(argv[4], "syscall") == 0;
 
   int a = shmget(key, A_SIZE, IPC_CREAT | IPC_EXCL | 0640);
   CHECK(a >= 0);
@@ -48,7 +52,7 @@ int main(int argc, char **argv) {
       a_rw[2 * 4096 + (v >> 20) % (A_SIZE - 2 * 4096)] = (unsigned char)(v >> 8);
       b_rw[(v >> 32) % 8192] = (unsigned char)(v >> 16);
     }
-    unsigned char *c_rw = shmat(c, NULL, 0);
+    unsigned char *c_rw = through_syscall ? (unsigned char *)syscall(SYS_shmat, c, NULL, 0) : shmat(c, NULL, 0);
     CHECK(c_rw != (void *)-1);
     c_rw[step % 5000] = (unsigned char)step;
     uint64_t c_sum = sum(c_rw, 5000);
