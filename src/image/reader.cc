@@ -53,6 +53,8 @@ bool raw_size_possible(uint32_t compression, uint64_t stored, uint64_t raw) {
     case STASIS_COMPRESS_NONE: return raw == stored;
     case STASIS_COMPRESS_LZ4: return raw <= 0x7E000000 && stored <= 0x7E000000 && raw <= stored * 255 + 255;
     case STASIS_COMPRESS_ZSTD: return stored <= (1ull << 46) && raw <= stored * 32768 + (1u << 17);
+    case STASIS_COMPRESS_ZSTD_LANES:
+      return raw % 8 == 0 && raw_size_possible(STASIS_COMPRESS_ZSTD, stored, raw);
   }
   return false;
 }
@@ -110,8 +112,8 @@ Image Image::open(const std::string& path, bool verify_payloads) {
   pread_exact(image.fd_, &hdr, sizeof hdr, 0, path);
   if (std::memcmp(hdr.magic, STASIS_IMAGE_MAGIC, 8) != 0)
     throw Error(fmt::format("{} is not a Stasis image (no STASISIM signature)", path));
-  if (hdr.format_version != STASIS_IMAGE_VERSION && hdr.format_version != STASIS_IMAGE_VERSION_WITHOUT_INDEX)
-    throw Error(fmt::format("{} has image format version {}; this stasis reads versions {} and {}", path,
+  if (hdr.format_version < STASIS_IMAGE_VERSION_WITHOUT_INDEX || hdr.format_version > STASIS_IMAGE_VERSION)
+    throw Error(fmt::format("{} has image format version {}; this stasis reads versions {} to {}", path,
                             hdr.format_version, STASIS_IMAGE_VERSION_WITHOUT_INDEX, STASIS_IMAGE_VERSION));
   if (hdr.header_size != sizeof hdr || image_header_checksum(hdr) != hdr.header_checksum)
     throw Error(fmt::format("{} is corrupt: the image header checksum does not match", path));
@@ -457,6 +459,19 @@ void Image::take_record(const StasisRecordHeader& h, uint64_t offset, const std:
   }
 }
 
+namespace {
+// Undoes STASIS_COMPRESS_ZSTD_LANES' regrouping: byte k of word i is at lanes[k * words + i].
+void gather_lanes(const char* lanes, uint64_t n, char* out) {
+  const uint64_t words = n / 8;
+  for (uint64_t i = 0; i < words; i++) {
+    uint64_t w = 0;
+    for (uint64_t lane = 0; lane < 8; lane++)
+      w |= static_cast<uint64_t>(static_cast<unsigned char>(lanes[lane * words + i])) << (8 * lane);
+    std::memcpy(out + 8 * i, &w, 8);
+  }
+}
+}  // namespace
+
 void Image::read_pages(const PagesRef& pages, void* out, std::vector<char>& scratch) const {
   scratch.resize(pages.stored_size);
   pread_exact(fd_, scratch.data(), pages.stored_size, pages.file_offset, path_);
@@ -476,12 +491,16 @@ void Image::read_pages(const PagesRef& pages, void* out, std::vector<char>& scra
       throw Error(fmt::format("{} is corrupt: the memory pages at {:#x} do not decompress", path_, pages.addr));
     return;
   }
-  if (pages.compression != STASIS_COMPRESS_ZSTD)
+  const bool lanes = pages.compression == STASIS_COMPRESS_ZSTD_LANES &&
+                     header_.format_version > STASIS_IMAGE_VERSION_WITHOUT_LANES;
+  if (pages.compression != STASIS_COMPRESS_ZSTD && !lanes)
     throw Error(fmt::format("{} is corrupt: unknown compression {} at {:#x}", path_, pages.compression,
                             pages.addr));
-  size_t n = ZSTD_decompress(out, pages.raw_size, scratch.data(), pages.stored_size);
+  std::vector<char> in_lanes(lanes ? pages.raw_size : 0);
+  size_t n = ZSTD_decompress(lanes ? in_lanes.data() : out, pages.raw_size, scratch.data(), pages.stored_size);
   if (ZSTD_isError(n) || n != pages.raw_size)
     throw Error(fmt::format("{} is corrupt: the memory pages at {:#x} do not decompress", path_, pages.addr));
+  if (lanes) gather_lanes(in_lanes.data(), pages.raw_size, static_cast<char*>(out));
 }
 
 void Image::read_raw_pages(const PagesRef& pages, uint64_t addr, uint64_t len, void* out) const {
@@ -659,6 +678,7 @@ const char* compression_name(uint32_t compression) {
   switch (compression) {
     case STASIS_COMPRESS_ZSTD: return "zstd";
     case STASIS_COMPRESS_LZ4: return "lz4";
+    case STASIS_COMPRESS_ZSTD_LANES: return "zstd-lanes";
   }
   return "none";
 }

@@ -115,6 +115,10 @@ bool CompressionContext::init(uint32_t chosen, const Compressors* loaded, Arena&
     }
     compressors->zstd_cctx_set_parameter(zstd, ZSTD_c_compressionLevel, 1);
     compressors->zstd_cctx_set_parameter(zstd, ZSTD_c_checksumFlag, 0);
+    lanes_out_cap = ZSTD_COMPRESSBOUND(kChunkBytes);
+    lanes = static_cast<char*>(arena.alloc(kChunkBytes));
+    lanes_out = static_cast<char*>(arena.alloc(lanes_out_cap));
+    if (!lanes || !lanes_out) lanes = lanes_out = nullptr;  // plain zstd only
   } else if (compression == STASIS_COMPRESS_LZ4) {
     lz4_state = arena.alloc(static_cast<size_t>(compressors->lz4_state_size));
     if (!lz4_state) {
@@ -136,6 +140,28 @@ uint64_t CompressionContext::compress(const char* src, uint64_t n, char* out, ui
     return c > 0 ? static_cast<uint64_t>(c) : 0;
   }
   return 0;
+}
+
+uint64_t CompressionContext::compress_pages(const char* src, uint64_t n, char* out, uint64_t cap,
+                                            uint32_t* used) {
+  *used = compression;
+  uint64_t stored = compress(src, n, out, cap);
+  // Lanes pay where plain zstd gains under half and over 1/32 (a chunk it cannot shrink at all,
+  // such as random bytes, does not shrink in lanes either: not worth compressing twice).
+  const bool worth_trying = stored > n / 2 && stored < n - n / 32;
+  if (compression != STASIS_COMPRESS_ZSTD || !lanes || n % 8 != 0 || n > kChunkBytes || !worth_trying)
+    return stored;
+  const uint64_t words = n / 8;
+  const uint64_t* in = reinterpret_cast<const uint64_t*>(src);
+  for (uint64_t i = 0; i < words; i++) {
+    uint64_t w = in[i];
+    for (uint64_t lane = 0; lane < 8; lane++, w >>= 8) lanes[lane * words + i] = static_cast<char>(w);
+  }
+  size_t in_lanes = compressors->zstd_compress2(zstd, lanes_out, lanes_out_cap, lanes, n);
+  if (compressors->zstd_is_error(in_lanes) || in_lanes >= stored || in_lanes > cap) return stored;
+  __builtin_memcpy(out, lanes_out, in_lanes);
+  *used = STASIS_COMPRESS_ZSTD_LANES;
+  return in_lanes;
 }
 
 bool CompressPipeline::start(uint32_t threads, uint32_t compression, const Compressors* compressors,
@@ -251,15 +277,17 @@ void CompressPipeline::prepare(CompressJob& job, CompressionContext& context) {
       __builtin_memcpy(data, job.input, job.len);
       stored = 0;
     }
-    job.pieces[job.piece_count++] = {0, job.len, stored, 0};
+    job.pieces[job.piece_count++] = {0, job.len, stored, 0, stored ? context.compression : STASIS_COMPRESS_NONE};
     return;
   }
   if (job.kind != JobKind::kPages) return;
   uint64_t out_used = 0;
   auto add_piece = [&](uint64_t offset, uint64_t len) {
-    uint64_t stored = context.compress(job.input + offset, len, job.output + out_used, output_cap_ - out_used);
+    uint32_t used = STASIS_COMPRESS_NONE;
+    uint64_t stored =
+        context.compress_pages(job.input + offset, len, job.output + out_used, output_cap_ - out_used, &used);
     if (stored >= len) stored = 0;  // incompressible: stored as it is
-    job.pieces[job.piece_count++] = {offset, len, stored, out_used};
+    job.pieces[job.piece_count++] = {offset, len, stored, out_used, stored ? used : STASIS_COMPRESS_NONE};
     out_used += stored;
   };
   if (!job.skip_zero_pages) {

@@ -165,7 +165,7 @@ bool ImageWriter::write_oldest() {
     case JobKind::kFdData: {
       const JobPiece& piece = job.pieces[0];
       uint64_t header = sizeof job.fd_header;
-      ok = put_record(STASIS_REC_FD_DATA, piece.stored ? compression_ : STASIS_COMPRESS_NONE,
+      ok = put_record(STASIS_REC_FD_DATA, piece.compression,
                       static_cast<uint64_t>(job.fd_header.fd), job.output,
                       header + (piece.stored ? piece.stored : piece.len), header + piece.len);
       break;
@@ -173,7 +173,7 @@ bool ImageWriter::write_oldest() {
     case JobKind::kPages:
       for (uint32_t i = 0; ok && i < job.piece_count; i++) {
         const JobPiece& piece = job.pieces[i];
-        ok = piece.stored ? put_record(STASIS_REC_PAGES, compression_, job.arg + piece.offset,
+        ok = piece.stored ? put_record(STASIS_REC_PAGES, piece.compression, job.arg + piece.offset,
                                        job.output + piece.out_offset, piece.stored, piece.len)
                           : write_raw_pages(job.arg + piece.offset, job.input + piece.offset, piece.len);
       }
