@@ -78,7 +78,7 @@ def main():
     ap.add_argument("--compress", default="zstd", choices=["none", "zstd", "lz4"])
     ap.add_argument("--dir", default="/var/tmp", help="where the checkpoints go (a real disk)")
     args = ap.parse_args()
-    stasis = os.path.abspath(args.stasis)
+    stasis, args.program = os.path.abspath(args.stasis), os.path.abspath(args.program)
     for p in (stasis, args.program):
         if not os.access(p, os.X_OK):
             raise SystemExit(f"{p} not found: build first (cmake --build build)")
@@ -103,7 +103,8 @@ def main():
         running = subprocess.Popen([stasis, "launch", "--compress", args.compress, "--"] + program, env=env,
                                    cwd=tmp, stdout=subprocess.PIPE, text=True)
         first = FirstLine(running.stdout, "step 3 ")
-        first.done.wait(30)
+        if not first.done.wait(30) or first.when is None:
+            raise RuntimeError(f"{args.program} printed no third step under stasis launch")
         for run in range(1, args.runs + 1):
             t0 = time.monotonic()
             subprocess.run([stasis, "--version"], env=env, capture_output=True, check=True)

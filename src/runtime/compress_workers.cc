@@ -142,23 +142,43 @@ uint64_t CompressionContext::compress(const char* src, uint64_t n, char* out, ui
   return 0;
 }
 
-uint64_t CompressionContext::compress_pages(const char* src, uint64_t n, char* out, uint64_t cap,
-                                            uint32_t* used) {
-  *used = compression;
-  uint64_t stored = compress(src, n, out, cap);
-  // Lanes pay where plain zstd gains under half and over 1/32 (a chunk it cannot shrink at all,
-  // such as random bytes, does not shrink in lanes either: not worth compressing twice).
-  const bool worth_trying = stored > n / 2 && stored < n - n / 32;
-  if (compression != STASIS_COMPRESS_ZSTD || !lanes || n % 8 != 0 || n > kChunkBytes || !worth_trying)
-    return stored;
+namespace {
+constexpr uint64_t kLanesSampleBytes = 64u << 10;  // what decides the form of a large piece
+
+// Regroups n bytes (a multiple of 8) into lanes: byte k of word i goes to out[k * (n / 8) + i].
+void split_into_lanes(const char* src, uint64_t n, char* out) {
   const uint64_t words = n / 8;
   const uint64_t* in = reinterpret_cast<const uint64_t*>(src);
   for (uint64_t i = 0; i < words; i++) {
     uint64_t w = in[i];
-    for (uint64_t lane = 0; lane < 8; lane++, w >>= 8) lanes[lane * words + i] = static_cast<char>(w);
+    for (uint64_t lane = 0; lane < 8; lane++, w >>= 8) out[lane * words + i] = static_cast<char>(w);
   }
-  size_t in_lanes = compressors->zstd_compress2(zstd, lanes_out, lanes_out_cap, lanes, n);
-  if (compressors->zstd_is_error(in_lanes) || in_lanes >= stored || in_lanes > cap) return stored;
+}
+}  // namespace
+
+uint64_t CompressionContext::compress_pages(const char* src, uint64_t n, char* out, uint64_t cap,
+                                            uint32_t* used) {
+  *used = compression;
+  if (compression != STASIS_COMPRESS_ZSTD || !lanes || n % 8 != 0 || n > kChunkBytes)
+    return compress(src, n, out, cap);
+  if (n >= 4 * kLanesSampleBytes) {
+    // A large piece takes the form that compresses its first 64 KiB better (by 1/64 at least:
+    // random bytes, which neither form shrinks, are not regrouped for nothing).
+    uint64_t plain = compress(src, kLanesSampleBytes, lanes_out, lanes_out_cap);
+    split_into_lanes(src, kLanesSampleBytes, lanes);
+    uint64_t in_lanes = compress(lanes, kLanesSampleBytes, lanes_out, lanes_out_cap);
+    if (plain == 0) plain = kLanesSampleBytes;
+    if (in_lanes == 0 || in_lanes >= plain - plain / 64) return compress(src, n, out, cap);
+    split_into_lanes(src, n, lanes);
+    *used = STASIS_COMPRESS_ZSTD_LANES;
+    return compress(lanes, n, out, cap);
+  }
+  // A small piece: lanes are tried where plain zstd gains under half and over 1/32.
+  uint64_t stored = compress(src, n, out, cap);
+  if (stored <= n / 2 || stored >= n - n / 32) return stored;
+  split_into_lanes(src, n, lanes);
+  uint64_t in_lanes = compress(lanes, n, lanes_out, lanes_out_cap);
+  if (in_lanes == 0 || in_lanes >= stored || in_lanes > cap) return stored;
   __builtin_memcpy(out, lanes_out, in_lanes);
   *used = STASIS_COMPRESS_ZSTD_LANES;
   return in_lanes;

@@ -37,8 +37,8 @@ struct CompressionContext {
   // Compressed size of src[0, n) in `out` (cap bytes of room), or 0: stored as is (none chosen,
   // incompressible, or the compressor failed).
   uint64_t compress(const char* src, uint64_t n, char* out, uint64_t cap);
-  // The same for memory pages, also trying zstd's lanes form (STASIS_COMPRESS_ZSTD_LANES) where
-  // the plain form gains little; sets *used to the compression of what `out` holds.
+  // The same for memory pages, in zstd's lanes form (STASIS_COMPRESS_ZSTD_LANES) where that is
+  // smaller (judged on a sample of a large piece); sets *used to the compression `out` holds.
   uint64_t compress_pages(const char* src, uint64_t n, char* out, uint64_t cap, uint32_t* used);
 
   uint32_t compression = STASIS_COMPRESS_NONE;
