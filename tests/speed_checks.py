@@ -202,6 +202,18 @@ def check_other_filesystem(stasis, targets):
     print("other_filesystem: checkpoints on another file system restart")
 
 
+def restarted_to_the_end(comp, generation, out, reference, *options):
+    """Restarts generation in the foreground; fails unless the program's output (out) is then
+    reference. Returns the finished `stasis restart`."""
+    done = subprocess.run([comp.stasis, "restart", *options, str(generation)], env=comp.env,
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode:
+        fail(f"restart {' '.join(options)} failed: {done.stderr}")
+    if out.read_text() != reference:
+        fail(f"the output after restart {' '.join(options)} differs from a run without Stasis")
+    return done
+
+
 def check_lazy_restart(stasis, targets):
     program = [str(targets / "mapped_madvise"), "30", "100", "16"]
     reference = subprocess.run(program, capture_output=True, text=True, check=True).stdout
@@ -211,14 +223,9 @@ def check_lazy_restart(stasis, targets):
         try:
             # stderr a pipe: inherited from outside, so the restarted program's is restart's own
             generation = checkpointed_once(comp, out, program, 5, "--compress", "none", stderr=subprocess.PIPE)
-            done = subprocess.run([stasis, "restart", "--lazy", str(generation)], env=comp.env,
-                                  capture_output=True, text=True, timeout=120)
-            if done.returncode:
-                fail(f"restart --lazy failed: {done.stderr}")
+            done = restarted_to_the_end(comp, generation, out, reference, "--lazy")
             if "buffer mapped from a checkpoint image" not in done.stderr:
                 fail(f"restart --lazy did not map the program's memory: {done.stderr}")
-            if out.read_text() != reference:
-                fail("the output after restart --lazy differs from a run without Stasis")
         finally:
             comp.cleanup()
     print("lazy_restart: mapped, same output")
@@ -241,12 +248,7 @@ def check_zstd_lanes(stasis, targets):
                     counts[name] = counts.get(name, 0) + records
             if counts.get("zstd-lanes", 0) == 0 or counts.get("zstd", 0) == 0:
                 fail(f"expected PAGES records in zstd's lanes form and plain zstd, found {counts}")
-            done = subprocess.run([stasis, "restart", str(generation)], env=comp.env, capture_output=True,
-                                  text=True, timeout=120)
-            if done.returncode:
-                fail(f"restart failed: {done.stderr}")
-            if out.read_text() != reference:
-                fail("the output after restart differs from a run without Stasis")
+            restarted_to_the_end(comp, generation, out, reference)
         finally:
             comp.cleanup()
     print(f"zstd_lanes: PAGES records {counts}, same output after restart")

@@ -80,10 +80,8 @@ struct Built {
   uint64_t pages_header_at = 0;  // of the PAGES record
 };
 
-// A process with one thread and one region of 16 pages, stored page-aligned after a PAD record.
-Built build_image(uint32_t version) {
-  ImageBuilder b(version);
-  Built built;
+// Process 42 with one thread and a region of `pages` pages at kRegionStart (its PAGES to follow).
+void add_process_and_region(ImageBuilder& b, uint64_t pages) {
   StasisProcessRecord process = {};
   process.original_pid = 42;
   b.record_of(STASIS_REC_PROCESS, process);
@@ -93,9 +91,16 @@ Built build_image(uint32_t version) {
   b.record_of(STASIS_REC_THREAD, thread);
   StasisRegionRecord region = {};
   region.start = kRegionStart;
-  region.end = kRegionStart + 16 * kPageBytes;
+  region.end = kRegionStart + pages * kPageBytes;
   region.kind = STASIS_REGION_ANON;
   b.record_of(STASIS_REC_REGION, region);
+}
+
+// A process with one thread and one region of 16 pages, stored page-aligned after a PAD record.
+Built build_image(uint32_t version) {
+  ImageBuilder b(version);
+  Built built;
+  add_process_and_region(b, 16);
   uint64_t payload_at = b.size() + 2 * sizeof(StasisRecordHeader);
   std::vector<char> pad((kPageBytes - payload_at % kPageBytes) % kPageBytes);
   b.record(STASIS_REC_PAD, pad.data(), pad.size());
@@ -174,18 +179,7 @@ TEST(ImageReader, ReadsAVersion3Image) { expect_sound(build_image(STASIS_IMAGE_V
 // where that is smaller); returns the image and the pages' bytes.
 std::pair<std::vector<char>, std::vector<char>> image_with_lanes(uint32_t version) {
   ImageBuilder b(version);
-  StasisProcessRecord process = {};
-  process.original_pid = 42;
-  b.record_of(STASIS_REC_PROCESS, process);
-  StasisThreadRecord thread = {};
-  thread.tid = 42;
-  thread.is_leader = 1;
-  b.record_of(STASIS_REC_THREAD, thread);
-  StasisRegionRecord region = {};
-  region.start = kRegionStart;
-  region.end = kRegionStart + 8 * kPageBytes;
-  region.kind = STASIS_REGION_ANON;
-  b.record_of(STASIS_REC_REGION, region);
+  add_process_and_region(b, 8);
   std::vector<char> pages(8 * kPageBytes), lanes(pages.size());
   for (size_t i = 0; i < pages.size() / 8; i++) {
     double d = 273.15 + static_cast<double>(i) * 0.03125;
