@@ -15,30 +15,19 @@ usage: bench/compression_ab.py --runtime OLD.so --runtime NEW.so [--stasis build
   OLD.so / NEW.so: copies of build/lib/stasis/libstasis_runtime.so built from the two versions
 """
 import argparse
-import datetime
 import os
 import re
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def drop_caches():
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    except OSError:
-        pass
-
-
-def log_time(line):
-    return datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S.%f").timestamp()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import drop_caches, log_time, start_coordinator  # noqa: E402
 
 
 def installed_tree(stasis, runtime, root):
@@ -58,13 +47,7 @@ class Side:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("STASIS_")}
         self.env["STASIS_RUNTIME_DIR"] = str(tmp / "run")
         (tmp / "run").mkdir(mode=0o700, parents=True)
-        subprocess.run([stasis, "coordinator", "--port", "0", "--port-file", tmp / "port", "--ckpt-dir",
-                        tmp / "ckpt", "--daemon", "--exit-when-idle"], env=self.env, check=True, timeout=30)
-        for _ in range(500):
-            if (tmp / "port").exists() and (tmp / "port").read_text().strip():
-                break
-            time.sleep(0.01)
-        self.env["STASIS_COORD"] = "127.0.0.1:" + (tmp / "port").read_text().strip()
+        start_coordinator(stasis, tmp, tmp / "ckpt", self.env)
         self.log = tmp / "ckpt" / "coordinator.log"
         with open(tmp / "out", "w") as out:
             self.proc = subprocess.Popen([stasis, "launch", "--compress", compress, "--", *program], env=self.env,

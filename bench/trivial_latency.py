@@ -18,27 +18,24 @@ usage: bench/trivial_latency.py [--stasis build/bin/stasis] [--program build/tes
                                 [--runs 11] [--delay-ms 1] [--dir /var/tmp] [--compress zstd|lz4|none]
 """
 import argparse
-import datetime
 import os
 import re
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import log_time, start_coordinator  # noqa: E402
 TIMING_RE = re.compile(r"checkpoint (\d+) timing: .*; barriers \(s\): (.*); "
                        r"slowest image write ([0-9.]+) s; coordination ([0-9.]+) s")
 COMPLETE_RE = re.compile(r"checkpoint (\d+) complete in ([0-9.]+) s \(computation paused ([0-9.]+) s\)")
 RESTARTED_RE = re.compile(r"restart of generation (\d+) complete")
-
-
-def log_time(line):
-    """The wall-clock time of a coordinator.log line ("2026-11-23 01:51:23.925 ...")."""
-    return datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S.%f").timestamp()
 
 
 class FirstLine:
@@ -92,13 +89,7 @@ def main():
     cli, checkpoint, total, coordination, write, paused, restart_running, restart_line = ([] for _ in range(8))
     barriers = {}
     try:
-        subprocess.run([stasis, "coordinator", "--port", "0", "--port-file", tmp / "port", "--ckpt-dir", ckpt,
-                        "--daemon", "--exit-when-idle"], env=env, check=True, timeout=30)
-        for _ in range(500):
-            if (tmp / "port").exists() and (tmp / "port").read_text().strip():
-                break
-            time.sleep(0.01)
-        env["STASIS_COORD"] = "127.0.0.1:" + (tmp / "port").read_text().strip()
+        start_coordinator(stasis, tmp, ckpt, env)
         env["STASIS_CKPT_DIR"] = str(ckpt)
         running = subprocess.Popen([stasis, "launch", "--compress", args.compress, "--"] + program, env=env,
                                    cwd=tmp, stdout=subprocess.PIPE, text=True)
