@@ -33,7 +33,6 @@ usage: bench/ckpt_1gib.py [--stasis build/bin/stasis] [--targets build/tests/tar
                           [--compress none,zstd,lz4] [--threads auto,1] [--in-place] [--dir /var/tmp]
 """
 import argparse
-import datetime
 import os
 import re
 import shutil
@@ -47,16 +46,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def drop_caches() -> bool:
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import drop_caches, log_time, start_coordinator  # noqa: E402
 
 
 class Reader:
@@ -106,11 +97,6 @@ def step_seconds(reader):
     return statistics.median(gaps) if gaps else float("nan")
 
 
-def log_time(line):
-    """The wall-clock time of a coordinator.log line ("2026-11-23 01:51:23.925 ...")."""
-    return datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S.%f").timestamp()
-
-
 def running_again(log, since, timeout=600):
     """Seconds from `since` (time.time()) until the coordinator logs a restart complete after it."""
     deadline = time.time() + timeout
@@ -145,14 +131,7 @@ def run_once(args, mib, kind, compress, threads, workroot):
     ckpt = tmp / "ckpt"
     procs = []
     try:
-        subprocess.run([args.stasis, "coordinator", "--port", "0", "--port-file", tmp / "port", "--ckpt-dir", ckpt,
-                        "--daemon", "--exit-when-idle"], env=env, check=True, timeout=30,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(500):
-            if (tmp / "port").exists() and (tmp / "port").read_text().strip():
-                break
-            time.sleep(0.01)
-        env["STASIS_COORD"] = "127.0.0.1:" + (tmp / "port").read_text().strip()
+        start_coordinator(args.stasis, tmp, ckpt, env)
         env["STASIS_CKPT_DIR"] = str(ckpt)
         launch = subprocess.Popen([args.stasis, "launch", "--compress", compress, "--"] +
                                   program_command(args, kind, mib), env=env, cwd=tmp,

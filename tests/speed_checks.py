@@ -17,6 +17,10 @@ corrupt_index     the record index at the end of a real image (docs/image-format
                   format): damaged, `stasis restart`, `restart --lazy` and `inspect` refuse the
                   image naming the index; a record header in the file that differs from the
                   index's copy is refused by a verified restart; the undamaged copy restarts.
+zstd_lanes        a zstd checkpoint of mixed_memory stores its arrays of doubles in zstd's lanes
+                  form (STASIS_COMPRESS_ZSTD_LANES, `inspect --json` counts the records) and its
+                  text records as plain zstd; restarted (every checksum verified) its output is
+                  that of a run without Stasis, memory checksums included.
 inspect_chain     `stasis inspect` of the third image of an incremental chain shows its parent,
                   the chain (verified), and per region how many bytes come from which
                   generation; with a damaged or missing older image it fails naming it."""
@@ -198,6 +202,18 @@ def check_other_filesystem(stasis, targets):
     print("other_filesystem: checkpoints on another file system restart")
 
 
+def restarted_to_the_end(comp, generation, out, reference, *options):
+    """Restarts generation in the foreground; fails unless the program's output (out) is then
+    reference. Returns the finished `stasis restart`."""
+    done = subprocess.run([comp.stasis, "restart", *options, str(generation)], env=comp.env,
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode:
+        fail(f"restart {' '.join(options)} failed: {done.stderr}")
+    if out.read_text() != reference:
+        fail(f"the output after restart {' '.join(options)} differs from a run without Stasis")
+    return done
+
+
 def check_lazy_restart(stasis, targets):
     program = [str(targets / "mapped_madvise"), "30", "100", "16"]
     reference = subprocess.run(program, capture_output=True, text=True, check=True).stdout
@@ -207,17 +223,35 @@ def check_lazy_restart(stasis, targets):
         try:
             # stderr a pipe: inherited from outside, so the restarted program's is restart's own
             generation = checkpointed_once(comp, out, program, 5, "--compress", "none", stderr=subprocess.PIPE)
-            done = subprocess.run([stasis, "restart", "--lazy", str(generation)], env=comp.env,
-                                  capture_output=True, text=True, timeout=120)
-            if done.returncode:
-                fail(f"restart --lazy failed: {done.stderr}")
+            done = restarted_to_the_end(comp, generation, out, reference, "--lazy")
             if "buffer mapped from a checkpoint image" not in done.stderr:
                 fail(f"restart --lazy did not map the program's memory: {done.stderr}")
-            if out.read_text() != reference:
-                fail("the output after restart --lazy differs from a run without Stasis")
         finally:
             comp.cleanup()
     print("lazy_restart: mapped, same output")
+
+
+def check_zstd_lanes(stasis, targets):
+    program = [str(targets / "mixed_memory"), "32", "12", "100"]
+    reference = subprocess.run(program, capture_output=True, text=True, check=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        comp = Computation(stasis, tmp)
+        out = Path(tmp, "out")
+        try:
+            generation = checkpointed_once(comp, out, program, 3, "--compress", "zstd")
+            shown = inspect(stasis, only_image(generation), "--json")
+            if shown.returncode:
+                fail(f"inspect failed: {shown.stderr}")
+            counts = {}
+            for region in json.loads(shown.stdout)["regions"]:
+                for name, records in region.get("stored_as", {}).items():
+                    counts[name] = counts.get(name, 0) + records
+            if counts.get("zstd-lanes", 0) == 0 or counts.get("zstd", 0) == 0:
+                fail(f"expected PAGES records in zstd's lanes form and plain zstd, found {counts}")
+            restarted_to_the_end(comp, generation, out, reference)
+        finally:
+            comp.cleanup()
+    print(f"zstd_lanes: PAGES records {counts}, same output after restart")
 
 
 def index_entries(image_bytes):
@@ -355,7 +389,7 @@ def main():
     stasis, targets, check = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     {"progress": check_progress, "other_filesystem": check_other_filesystem,
      "inspect_chain": check_inspect_chain, "lazy_restart": check_lazy_restart,
-     "corrupt_index": check_corrupt_index}[check](stasis, targets)
+     "corrupt_index": check_corrupt_index, "zstd_lanes": check_zstd_lanes}[check](stasis, targets)
 
 
 if __name__ == "__main__":

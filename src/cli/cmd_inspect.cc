@@ -101,7 +101,12 @@ nlohmann::json to_json(const image::Image& img, const std::vector<image::Image>&
   for (const auto& region : img.regions()) {
     const auto& r = region.record;
     uint64_t stored = 0;
-    for (const auto& pg : region.pages) stored += pg.stored_size;
+    json stored_as = json::object();  // PAGES records by compression
+    for (const auto& pg : region.pages) {
+      stored += pg.stored_size;
+      const char* name = image::compression_name(pg.compression);
+      stored_as[name] = stored_as.value(name, 0) + 1;
+    }
     memory += r.saved_bytes;
     regions.push_back({{"start", fmt::format("{:#x}", r.start)},
                        {"end", fmt::format("{:#x}", r.end)},
@@ -110,7 +115,8 @@ nlohmann::json to_json(const image::Image& img, const std::vector<image::Image>&
                        {"kind", image::region_kind_name(r.kind)},
                        {"path", r.path},
                        {"saved_bytes", r.saved_bytes},
-                       {"stored_bytes", stored}});
+                       {"stored_bytes", stored},
+                       {"stored_as", stored_as}});
     if (img.parent()) {
       RegionSources sources = region_sources(img, ancestors, region);
       json by_generation = json::array();

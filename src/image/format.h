@@ -41,8 +41,10 @@ typedef struct StasisFdDataHeader StasisFdDataHeader;
 
 #define STASIS_IMAGE_MAGIC "STASISIM"
 // Version 3 added the INDEX record and END's index_offset; version 2 images (no index, a shorter
-// END) are still read, by scanning every record header.
-#define STASIS_IMAGE_VERSION 3
+// END) are still read, by scanning every record header. Version 4 added the compression
+// STASIS_COMPRESS_ZSTD_LANES; a version 3 image is a version 4 image without it.
+#define STASIS_IMAGE_VERSION 4
+#define STASIS_IMAGE_VERSION_WITHOUT_LANES 3
 #define STASIS_IMAGE_VERSION_WITHOUT_INDEX 2
 #define STASIS_IMAGE_PATH_MAX 1024
 #define STASIS_MAX_THREADS 4096
@@ -52,6 +54,10 @@ enum StasisCompression STASIS_ENUM_BASE {
   STASIS_COMPRESS_NONE = 0,
   STASIS_COMPRESS_ZSTD = 1,
   STASIS_COMPRESS_LZ4 = 2,
+  // zstd of the bytes regrouped into 8 lanes (byte k of every 8-byte word, k = 0..7, one lane
+  // after another; raw_size is a multiple of 8). Only in PAGES records, chosen per chunk where it
+  // is smaller: arrays of doubles and 64-bit integers, whose high bytes barely change.
+  STASIS_COMPRESS_ZSTD_LANES = 3,
 };
 
 enum StasisRecordType STASIS_ENUM_BASE {

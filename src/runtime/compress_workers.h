@@ -37,12 +37,18 @@ struct CompressionContext {
   // Compressed size of src[0, n) in `out` (cap bytes of room), or 0: stored as is (none chosen,
   // incompressible, or the compressor failed).
   uint64_t compress(const char* src, uint64_t n, char* out, uint64_t cap);
+  // The same for memory pages, in zstd's lanes form (STASIS_COMPRESS_ZSTD_LANES) where that is
+  // smaller (judged on a sample of a large piece); sets *used to the compression `out` holds.
+  uint64_t compress_pages(const char* src, uint64_t n, char* out, uint64_t cap, uint32_t* used);
 
   uint32_t compression = STASIS_COMPRESS_NONE;
   const Compressors* compressors = nullptr;
   ZSTD_CCtx_s* zstd = nullptr;
   void* lz4_state = nullptr;
   ContextScratch scratch;
+  char* lanes = nullptr;      // zstd: a chunk regrouped into lanes (kChunkBytes)
+  char* lanes_out = nullptr;  // zstd: its compressed form (lanes_out_cap bytes)
+  uint64_t lanes_out_cap = 0;
 };
 
 // A run of bytes of a job that becomes one record.
@@ -51,6 +57,7 @@ struct JobPiece {
   uint64_t len;            // raw bytes
   uint64_t stored;         // bytes in the job's output at out_offset; 0: stored raw from input
   uint64_t out_offset;
+  uint32_t compression;    // of the stored bytes (a StasisCompression)
 };
 
 enum class JobKind : uint32_t { kRecord, kPages, kFdData };

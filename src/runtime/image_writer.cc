@@ -8,6 +8,11 @@
 namespace stasis::rt {
 namespace {
 constexpr uint64_t kBufferBytes = 4u << 20;
+// Writeback is started every kWritebackWindow bytes and waited for kWindowsInFlight windows
+// later, so the disk writes while the image is still being produced (the final fsync finds little
+// left) and the image never holds more than those windows of dirty page cache.
+constexpr uint64_t kWritebackWindow = 8u << 20;
+constexpr uint64_t kWindowsInFlight = 4;
 }  // namespace
 
 bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, LogLine& error) {
@@ -64,7 +69,21 @@ bool ImageWriter::write_all(const char* data, uint64_t size) {
     }
     done += static_cast<uint64_t>(n);
   }
+  bytes_in_file_ += size;
+  start_writeback();
   return true;
+}
+
+void ImageWriter::start_writeback() {
+  while (bytes_in_file_ - writeback_started_ >= kWritebackWindow) {
+    // Both calls are hints: an error (a file system without them) leaves the work to fsync.
+    STASIS_SYS4(SYS_sync_file_range, fd_, writeback_started_, kWritebackWindow, SYNC_FILE_RANGE_WRITE);
+    writeback_started_ += kWritebackWindow;
+    const uint64_t behind = kWindowsInFlight * kWritebackWindow;
+    if (writeback_started_ > behind)
+      STASIS_SYS4(SYS_sync_file_range, fd_, writeback_started_ - behind - kWritebackWindow, kWritebackWindow,
+                  SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+  }
 }
 
 bool ImageWriter::flush() {
@@ -146,7 +165,7 @@ bool ImageWriter::write_oldest() {
     case JobKind::kFdData: {
       const JobPiece& piece = job.pieces[0];
       uint64_t header = sizeof job.fd_header;
-      ok = put_record(STASIS_REC_FD_DATA, piece.stored ? compression_ : STASIS_COMPRESS_NONE,
+      ok = put_record(STASIS_REC_FD_DATA, piece.compression,
                       static_cast<uint64_t>(job.fd_header.fd), job.output,
                       header + (piece.stored ? piece.stored : piece.len), header + piece.len);
       break;
@@ -154,7 +173,7 @@ bool ImageWriter::write_oldest() {
     case JobKind::kPages:
       for (uint32_t i = 0; ok && i < job.piece_count; i++) {
         const JobPiece& piece = job.pieces[i];
-        ok = piece.stored ? put_record(STASIS_REC_PAGES, compression_, job.arg + piece.offset,
+        ok = piece.stored ? put_record(STASIS_REC_PAGES, piece.compression, job.arg + piece.offset,
                                        job.output + piece.out_offset, piece.stored, piece.len)
                           : write_raw_pages(job.arg + piece.offset, job.input + piece.offset, piece.len);
       }

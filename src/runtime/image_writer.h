@@ -46,6 +46,7 @@ class ImageWriter {
   bool write_raw_pages(uint64_t addr, const char* src, uint64_t n);
   bool write_out(const void* data, uint64_t size);
   bool write_all(const char* data, uint64_t size);
+  void start_writeback();  // overlaps the disk's work with producing the rest of the image
   bool flush();
   bool put_record(uint32_t type, uint32_t compression, uint64_t arg, const void* payload,
                   uint64_t stored, uint64_t raw);
@@ -56,7 +57,9 @@ class ImageWriter {
   char* buffer_ = nullptr;
   uint64_t buffer_used_ = 0;
   CompressPipeline pipeline_;
-  uint64_t file_offset_ = 0;
+  uint64_t file_offset_ = 0;     // bytes of the image so far, buffered ones included
+  uint64_t bytes_in_file_ = 0;   // bytes handed to write()
+  uint64_t writeback_started_ = 0;
   uint64_t record_count_ = 0;
   uint64_t headers_checksum_ = 0;
   uint64_t memory_bytes_ = 0;
