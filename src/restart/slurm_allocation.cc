@@ -188,4 +188,35 @@ uint32_t part_of_this_task(const std::string& task_parts) {
   return vpids[rank];
 }
 
+std::map<uint32_t, std::vector<SrunStep>> plan_srun_steps(
+    const std::vector<uint32_t>& vpids, const std::vector<std::pair<uint32_t, uint32_t>>& sruns,
+    const std::vector<std::string>& old_hosts, const std::function<std::vector<SlurmNode>()>& allocation,
+    std::vector<bool>& is_task) {
+  is_task.assign(vpids.size(), false);
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<size_t>> tasks_of;  // (parent, srun) -> tasks
+  for (size_t i = 0; i < vpids.size(); i++) {
+    auto [srun, parent] = sruns[i];
+    auto ran_it = std::find(vpids.begin(), vpids.end(), parent);  // the process that ran srun
+    if (srun != 0 && ran_it != vpids.end() && sruns[static_cast<size_t>(ran_it - vpids.begin())].first == 0)
+      tasks_of[{parent, srun}].push_back(i);
+  }
+  std::map<uint32_t, std::vector<SrunStep>> steps;
+  if (tasks_of.empty()) return steps;
+  const std::vector<SlurmNode> nodes = allocation();
+  for (const auto& [key, tasks] : tasks_of) {
+    std::vector<std::string> hosts;
+    std::vector<uint32_t> task_vpids;
+    for (size_t i : tasks) {
+      hosts.push_back(old_hosts[i]);
+      task_vpids.push_back(vpids[i]);
+      is_task[i] = true;
+    }
+    SrunStep step;
+    step.vpid = key.second;
+    step.plan = plan_slurm_relaunch(std::vector<int>(tasks.size(), -1), hosts, task_vpids, nodes);
+    steps[key.first].push_back(std::move(step));
+  }
+  return steps;
+}
+
 }  // namespace stasis::restart

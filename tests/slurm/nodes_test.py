@@ -14,6 +14,11 @@ own address, /tmp, /dev/shm, host name and slurmd). Modes:
                        as launch-srun on a three-node cluster: the job on nodes 1 and 2, the
                        restart in an allocation of nodes 2 and 3 (`salloc -w`): node 2's tasks
                        stay on it, node 1's come back on node 3.
+  --mode script-srun   as launch-srun, the launched program a script that runs srun and then
+                       prints srun's exit status (`stasis launch -- bash -c 'srun ...; echo ...'`):
+                       srun, the script's child, stays outside while its tasks join; the restart
+                       (`salloc -N 2 -n 4 stasis restart`) brings the script back and a new job
+                       step of its tasks in srun's place, whose exit status the script prints.
   --mode srun-launch-interval
                        as srun-launch, with no --coord anywhere (the coordinator is the
                        allocation's first node's, port 7781) and `launch --interval 2`: the
@@ -52,7 +57,8 @@ def main():
     parser.add_argument("--stasis", required=True)
     parser.add_argument("--task", required=True)
     parser.add_argument("--conf", default=DEFAULT_TEMPLATE)
-    parser.add_argument("--mode", choices=("launch-srun", "launch-srun-moved", "srun-launch", "srun-launch-interval"), required=True)
+    parser.add_argument("--mode", choices=("launch-srun", "launch-srun-moved", "script-srun", "srun-launch",
+                                           "srun-launch-interval"), required=True)
     args = parser.parse_args()
     if skip_reason(args.conf):
         print(f"SKIP: {skip_reason(args.conf)}")
@@ -85,22 +91,33 @@ def main():
             return sorted((p["program"], p["host"]) for p in json.loads(r.stdout)["processes"])
         except (ValueError, KeyError):
             return []
-    two_per_node = sorted(("slurm_task", name) for name in nodes.names[:NODES] for _ in range(TASKS // NODES))
-    two_per_new_node = sorted(("slurm_task", name) for name in nodes.names[-NODES:] for _ in range(TASKS // NODES))
+    script = args.mode == "script-srun"
+    script_member = [("bash", nodes.names[0])] if script else []  # the script, on the login node
+    two_per_node = sorted([("slurm_task", name) for name in nodes.names[:NODES] for _ in range(TASKS // NODES)]
+                          + script_member)
+    two_per_new_node = sorted([("slurm_task", name) for name in nodes.names[-NODES:] for _ in range(TASKS // NODES)]
+                              + script_member)
+    through_srun = args.mode.startswith("launch-srun") or script
 
     try:
         nodes.up()
         print(f"cluster up in {time.time() - started:.1f} s")
-        reference = run("srun", *first_nodes, "-N", str(NODES), "-n", str(TASKS), args.task, str(STEPS), str(DELAY_MS))
+        program = [args.task, str(STEPS), str(DELAY_MS)]
+        srun_line = ["srun", *first_nodes, "-N", str(NODES), "-n", str(TASKS), *program]
+        # The script: srun, then a line of its own with srun's exit status, which its wait() gets.
+        script_argv = ["bash", "-c", " ".join(srun_line) + '; echo "srun exited $?"']
+        reference = run(*(script_argv if script else srun_line))
         ref_tasks = by_task(reference.stdout)
         if sorted(ref_tasks) != list(range(TASKS)) or any(len(v) != STEPS + 1 for v in ref_tasks.values()):
             raise Failure(f"the reference run printed {reference.stdout!r} {reference.stderr!r}")
-        print(f"reference: srun exit status {reference.returncode}")
+        ref_own_lines = [line for line in reference.stdout.splitlines() if line.startswith("srun exited")]
+        if script and ref_own_lines != [f"srun exited {TASKS - 1}"]:
+            raise Failure(f"the reference script printed {ref_own_lines}, not srun's exit status {TASKS - 1}")
+        print(f"reference: exit status {reference.returncode}", *ref_own_lines)
 
-        program = [args.task, str(STEPS), str(DELAY_MS)]
-        if args.mode.startswith("launch-srun"):
+        if through_srun:
             argv = [args.stasis, "launch", "--coord", coord, "--ckpt-dir", ckpt_dir, "--",
-                    "srun", *first_nodes, "-N", str(NODES), "-n", str(TASKS), *program]
+                    *(script_argv if script else srun_line)]
             printed = lambda: by_task(open(out1).read())
         else:
             argv = ["srun", "-N", str(NODES), "-n", str(TASKS), f"--output={tmp}/task-%t.out", args.stasis, "launch",
@@ -108,6 +125,8 @@ def main():
                     *program]
             printed = lambda: {t: open(f"{tmp}/task-{t}.out").read().splitlines()
                                for t in range(TASKS) if os.path.exists(f"{tmp}/task-{t}.out")}
+        if script:  # its output through a pipe, as a terminal's: after the restart, the restart's
+            argv = ["sh", "-c", '"$@" 2>&1 | cat', "sh", *argv]
         with open(out1, "w") as out:
             job = subprocess.Popen(nodes.on(0, *argv), stdout=out, stderr=subprocess.STDOUT, env=env,
                                    start_new_session=True)
@@ -138,7 +157,8 @@ def main():
             generation = ckpt.stdout.strip().splitlines()[-1]
         saved = sorted((p["program"], p["address"]) for p in
                        json.load(open(os.path.join(generation, "MANIFEST.json")))["processes"])
-        expected = sorted(("slurm_task", a) for a in ADDRESSES[:NODES] for _ in range(TASKS // NODES))
+        expected = sorted([("slurm_task", a) for a in ADDRESSES[:NODES] for _ in range(TASKS // NODES)]
+                          + ([("bash", ADDRESSES[0])] if script else []))
         if saved != expected:
             raise Failure(f"the checkpoint holds {saved}, not {expected}")
         print("checkpoint:", saved)
@@ -157,7 +177,7 @@ def main():
         shared = files_shared_with_outside(args.stasis, generation, env) if args.mode.startswith("srun") else set()
 
         # A new allocation of two nodes; no --hosts: the nodes come from the allocation.
-        if args.mode.startswith("launch-srun"):
+        if through_srun:
             restart_argv = ["salloc", *restart_nodes, "-N", str(NODES), "-n", str(TASKS), args.stasis, "restart", "--coord", coord,
                             ckpt_dir]
         else:
@@ -175,13 +195,18 @@ def main():
         out, err = restart.communicate(timeout=180)
         if args.mode.startswith("srun"):
             err = open(os.path.join(tmp, "restart-job.out")).read()  # the batch job's stderr
-        if "through srun" not in err:
-            raise Failure(f"the restart did not start the tasks through srun: {err[-2000:]}")
+        if f"{TASKS} tasks on" not in err or "through srun" not in err:
+            raise Failure(f"the restart did not start the {TASKS} tasks through srun: {err[-2000:]}")
         print("restart:", next(line for line in err.splitlines() if "through srun" in line))
-        after = by_task(out) if args.mode.startswith("launch-srun") else printed()
+        after = by_task(out) if through_srun else printed()
+        if script:  # the script went on after the new step ended, and saw its exit status
+            own_lines = [line for line in out.splitlines() if line.startswith("srun exited")]
+            if own_lines != ref_own_lines:
+                raise Failure(f"the restarted script printed {own_lines}, not {ref_own_lines}: {out[-2000:]}{err[-2000:]}")
+            print("restarted script:", *own_lines)
         if restart.returncode != reference.returncode:
             raise Failure(f"restart exited {restart.returncode}, srun {reference.returncode}: {out[-2000:]}{err[-2000:]}")
-        check_tasks(ref_tasks, before, after, args.mode.startswith("launch-srun"), tmp, shared)
+        check_tasks(ref_tasks, before, after, through_srun, tmp, shared)
         print(f"PASS in {time.time() - started:.1f} s")
         return 0
     except (Failure, RuntimeError, subprocess.SubprocessError) as e:
