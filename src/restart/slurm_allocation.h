@@ -55,6 +55,17 @@ SlurmRelaunch plan_slurm_relaunch(const std::vector<int>& parents, const std::ve
 // In a task of that step: the part given for this task's rank ($SLURM_PROCID) in "V0,V1,...".
 uint32_t part_of_this_task(const std::string& task_parts);
 
+// In a task of that step: `given` (--setenv) after the step's SLURM_* and SLURMD_* variables, so
+// that the restarted task's environment names its new job, step and nodes as an uninterrupted
+// task's there would (SLURM_JOB_ID, SLURM_STEP_ID, SLURM_JOB_NODELIST, SLURMD_NODENAME, ...);
+// the task's own rank (SLURM_PROCID, SLURM_LOCALID, SLURM_GTIDS, SLURM_TASK_PID) and the new
+// step's layout file (SLURM_HOSTFILE, SLURM_DISTRIBUTION, SLURM_ARBITRARY_NODELIST) stay as
+// they were. `step`: the variables as NAME=VALUE. What does not fit the restart's room for
+// assignments (STASIS_MAX_SETENV_BYTES) is left out, named on stderr; `given` always fits or
+// is refused as before.
+std::vector<std::string> with_step_environment(const std::vector<std::string>& step,
+                                               const std::vector<std::string>& given);
+
 // An srun that a process of the computation ran (a launched script's `srun -N 2 ./prog`): outside
 // the computation, as srun always is, but its parent's child. At restart its tasks come back
 // through a new job step in the current allocation, started by a child of the restarted parent

@@ -61,6 +61,15 @@ TEST(SrunSteps, TasksOfAnSrunAProcessRanComeBackThroughAStepInItsPlace) {
   EXPECT_EQ(steps[5][0].plan.task_nodes, (std::vector<std::string>{"n1", "n1", "n2"}));
 }
 
+TEST(SlurmRelaunch, TheNewStepsVariablesButTheTasksOwnRank) {
+  EXPECT_EQ(with_step_environment({"SLURM_JOB_ID=7", "SLURM_PROCID=2", "SLURMD_NODENAME=n2", "SLURM_HOSTFILE=/proc/1/fd/3"},
+                                  {"A=1", "SLURM_JOB_ID=8"}),
+            (std::vector<std::string>{"SLURM_JOB_ID=7", "SLURMD_NODENAME=n2", "A=1", "SLURM_JOB_ID=8"}));
+  // What does not fit is left out; --setenv is kept whole.
+  std::vector<std::string> many(10, "SLURM_X=" + std::string(1000, 'x'));
+  EXPECT_EQ(with_step_environment(many, {"A=1"}).size(), 5u);
+}
+
 TEST(SrunSteps, NoStepAsksNoAllocation) {
   std::vector<bool> is_task;
   auto steps = plan_srun_steps({5, 6}, {{0, 0}, {0, 0}}, {"a", "b"},

@@ -29,7 +29,11 @@ Checks: the tasks (and not srun) join, two from each node, and `stasis status` a
 too; the checkpoint holds the four tasks at both nodes' addresses; after the restart, while it
 runs, the four tasks are members again, two on each node, in the new job; each task's output
 goes on from the checkpoint and equals an uninterrupted `srun -N 2 -n 4 slurm_task` run's; the
-restart's exit status is srun's (the highest task status).
+restart's exit status is srun's (the highest task status). In the modes whose output comes through
+srun (launch-srun*, script-srun), each task also prints, at its end, its host name and the job
+step its environment names (slurm_task ... env); after the restart these must be what a task of
+a new step in the new allocation sees (an `srun` run in it just before the restart, the restart
+being the next step): its job id and node list, the next step id, and the node the task runs on.
 Exits 77 (skipped) without slurm-wlm and munge, without network namespaces, or when not root.
 usage: nodes_test.py --stasis STASIS --task SLURM_TASK [--conf SLURM_CONF_IN] --mode MODE
 """
@@ -50,6 +54,33 @@ from slurm.slurm_test import Failure, by_task, check_tasks, files_shared_with_ou
 STEPS, DELAY_MS = 80, 100
 NODES, TASKS = 2, 4
 PORT = 7790
+
+
+def split_env(tasks):
+    """Each task's lines without its "task R env NAME=VALUE ..." line, and that line's values."""
+    lines, env = {}, {}
+    for task, text in tasks.items():
+        lines[task] = [line for line in text if not line.startswith(f"task {task} env ")]
+        for line in text:
+            if line.startswith(f"task {task} env "):
+                env[task] = dict(word.split("=", 1) for word in line.split()[3:])
+    return lines, env
+
+
+def check_step_environment(restarted, new_step):
+    """The restarted tasks' SLURM_* variables: the new allocation's job and nodes, the step after
+    `new_step`'s (an srun run in the allocation just before the restart), the node each runs on."""
+    if sorted(restarted) != list(range(TASKS)) or sorted(new_step) != list(range(TASKS)):
+        raise Failure(f"not every task printed its environment: restarted {restarted}, new step {new_step}")
+    step = new_step[0]
+    for task, env in sorted(restarted.items()):
+        expected = {"SLURM_JOB_ID": step["SLURM_JOB_ID"], "SLURM_JOB_NODELIST": step["SLURM_JOB_NODELIST"],
+                    "SLURM_STEP_ID": str(int(step["SLURM_STEP_ID"]) + 1), "SLURMD_NODENAME": env["host"]}
+        wrong = {k: env.get(k) for k, v in expected.items() if env.get(k) != v}
+        if wrong:
+            raise Failure(f"task {task} after the restart has {wrong}, an uninterrupted task there {expected}")
+    print("restarted tasks' Slurm variables: job", step["SLURM_JOB_ID"], "nodes", step["SLURM_JOB_NODELIST"],
+          "step", int(step["SLURM_STEP_ID"]) + 1, "nodes", sorted(e["SLURMD_NODENAME"] for e in restarted.values()))
 
 
 def main():
@@ -102,12 +133,15 @@ def main():
     try:
         nodes.up()
         print(f"cluster up in {time.time() - started:.1f} s")
-        program = [args.task, str(STEPS), str(DELAY_MS)]
+        program = [args.task, str(STEPS), str(DELAY_MS), *(["env"] if through_srun else [])]
         srun_line = ["srun", *first_nodes, "-N", str(NODES), "-n", str(TASKS), *program]
         # The script: srun, then a line of its own with srun's exit status, which its wait() gets.
         script_argv = ["bash", "-c", " ".join(srun_line) + '; echo "srun exited $?"']
         reference = run(*(script_argv if script else srun_line))
-        ref_tasks = by_task(reference.stdout)
+        ref_tasks, ref_env = split_env(by_task(reference.stdout))
+        if (through_srun and sorted(ref_env) != list(range(TASKS))) or \
+                any(e["host"] != e["SLURMD_NODENAME"] for e in ref_env.values()):
+            raise Failure(f"the reference run's tasks printed the environment {ref_env}")
         if sorted(ref_tasks) != list(range(TASKS)) or any(len(v) != STEPS + 1 for v in ref_tasks.values()):
             raise Failure(f"the reference run printed {reference.stdout!r} {reference.stderr!r}")
         ref_own_lines = [line for line in reference.stdout.splitlines() if line.startswith("srun exited")]
@@ -178,8 +212,12 @@ def main():
 
         # A new allocation of two nodes; no --hosts: the nodes come from the allocation.
         if through_srun:
-            restart_argv = ["salloc", *restart_nodes, "-N", str(NODES), "-n", str(TASKS), args.stasis, "restart", "--coord", coord,
-                            ckpt_dir]
+            # Step 0: what a new step's tasks see in this allocation (its status is the highest
+            # rank); the restart is step 1.
+            step_env = os.path.join(tmp, "step-env.out")
+            restart_argv = ["salloc", *restart_nodes, "-N", str(NODES), "-n", str(TASKS), "sh", "-c",
+                            f'srun -N {NODES} -n {TASKS} {args.task} 1 0 env > {step_env}; exec "$@"', "sh",
+                            args.stasis, "restart", "--coord", coord, ckpt_dir]
         else:
             restart_argv = ["sbatch", "--wait", "-N", str(NODES), "-n", str(TASKS), f"--output={tmp}/restart-job.out",
                             "--wrap", f"exec {args.stasis} restart {' '.join(coord_options)} {ckpt_dir}"]
@@ -199,6 +237,11 @@ def main():
             raise Failure(f"the restart did not start the {TASKS} tasks through srun: {err[-2000:]}")
         print("restart:", next(line for line in err.splitlines() if "through srun" in line))
         after = by_task(out) if through_srun else printed()
+        if through_srun:
+            after, after_env = split_env(after)
+            _, new_step_env = split_env(by_task(open(step_env).read()))
+            check_step_environment(after_env, new_step_env)
+            before, _ = split_env(before)
         if script:  # the script went on after the new step ended, and saw its exit status
             own_lines = [line for line in out.splitlines() if line.startswith("srun exited")]
             if own_lines != ref_own_lines:
