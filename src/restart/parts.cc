@@ -197,6 +197,10 @@ void PartStarter::exec_srun_step(const image::Image& parent, const std::map<rest
   try {
     take_standard_streams_of(parent, shared);
     close_range(3, ~0U, 0);  // srun holds no end of what the restarted processes share
+    // What this srun's tasks say of it when they join again (plugins/launchers/slurm_tasks.cc),
+    // as the srun it replaces told its tasks: this process will be srun, its parent the process
+    // that ran it.
+    ::setenv("STASIS_SRUN", fmt::format("{}:{}:{}:{}", getpid(), getppid(), step.vpid, step.parent_vpid).c_str(), 1);
     // srun as its parent's shell would start it: nothing of this restart's signal settings.
     sigset_t none;
     sigemptyset(&none);

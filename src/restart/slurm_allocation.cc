@@ -239,6 +239,7 @@ std::map<uint32_t, std::vector<SrunStep>> plan_srun_steps(
     }
     SrunStep step;
     step.vpid = key.second;
+    step.parent_vpid = key.first;
     step.plan = plan_slurm_relaunch(std::vector<int>(tasks.size(), -1), hosts, task_vpids, nodes);
     steps[key.first].push_back(std::move(step));
   }

@@ -72,6 +72,7 @@ std::vector<std::string> with_step_environment(const std::vector<std::string>& s
 // that takes srun's virtual pid, so the parent's wait() gets the step's exit status.
 struct SrunStep {
   uint32_t vpid = 0;                       // srun's virtual pid, as its parent knows it
+  uint32_t parent_vpid = 0;                // the process that ran srun
   SlurmRelaunch plan;                      // where each task goes
   std::vector<std::string> restart_args;   // the tasks' `restart ...` arguments (exec_srun_relaunch)
   std::string checkpoint_dir;

@@ -230,6 +230,11 @@ def main():
               f"after the restart began:", members())
         if cluster.jobs() == jobs:
             raise Failure(f"the restart runs in the old job {jobs}")
+        if script:  # the new step's srun is the script's child as the first was: checkpointed again
+            again = run(args.stasis, "checkpoint", "--coord", coord)
+            if again.returncode != 0:
+                raise Failure(f"a checkpoint of the restarted script and tasks failed: {again.stdout}{again.stderr}")
+            print("checkpointed again after the restart:", again.stdout.strip().splitlines()[-1])
         out, err = restart.communicate(timeout=180)
         if args.mode.startswith("srun"):
             err = open(os.path.join(tmp, "restart-job.out")).read()  # the batch job's stderr

@@ -98,14 +98,20 @@ bool adopt_srun_task(const char* launch_pid) {
 void describe_srun_of_task(StasisProcessInfo& info) {
   // Read at the first join (in the checkpoint thread, which the runtime's constructor may start
   // before this file's constructors run), and said only by that process: a child it forks has
-  // its own virtual pid, a restarted task the one it had.
-  static bool noted = false;
+  // its own virtual pid, a restarted task the one it had. Read again when a restart changed it
+  // (the job step in srun's place names its own srun and parent).
+  static bool noted = false, launched_task = false;
   static uint32_t noted_for = 0;
+  static char noted_text[sizeof g_settings.srun.text];
   if (!noted) {
     noted = true;
     noted_for = g_config.original_pid;
-    const char* srun = g_settings.srun.or_else(nullptr);
-    if (srun && is_launched_task(g_settings.launch_pid.or_else(nullptr))) {
+    launched_task = is_launched_task(g_settings.launch_pid.or_else(nullptr));
+  }
+  if (launched_task && g_config.original_pid == noted_for && !str_eq(noted_text, g_settings.srun.text)) {
+    str_copy(noted_text, g_settings.srun.text, sizeof noted_text);
+    for (uint32_t& pid : g_srun_of_task) pid = 0;
+    if (const char* srun = g_settings.srun.or_else(nullptr)) {
       const char* at = srun;
       for (uint32_t& pid : g_srun_of_task) {
         char* end = nullptr;
