@@ -3,7 +3,7 @@
 # namespaces) and openssh-server/-client; skipped (77) without them. Run under
 # `flock /run/stasis-multihost.lock` like every multihost.* test.
 stasis_test_target(ssh_driver ${CMAKE_CURRENT_LIST_DIR}/tests/ssh_driver.c)
-foreach(mode same_hosts swap options_loop three_clients chain)
+foreach(mode same_hosts swap options_loop three_clients chain chain3 chain3_rotated)
   add_test(NAME multihost.ssh.${mode}
            COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/ssh_session_test.py --${mode}
                    --stasis ${STASIS_BIN} --driver $<TARGET_FILE:ssh_driver> --worker $<TARGET_FILE:counter>)
