@@ -44,3 +44,14 @@ foreach(starter IN LISTS SSH_MPI_STARTERS)
                          RUN_SERIAL TRUE)
   endforeach()
 endforeach()
+
+# NWChem (Debian's nwchem, built with Open MPI) across the two hosts, mpirun over real ssh: the
+# energies after a restart on its hosts and a swapped one equal an uninterrupted run's
+# (tests/multihost/nwchem_test.py, its input beside it; exits 77 without nwchem).
+if(STASIS_OPENMPI_RUN)
+  add_test(NAME multihost.ssh.openmpi.nwchem
+           COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/nwchem_test.py
+                   --stasis ${STASIS_BIN} --mpirun ${STASIS_OPENMPI_RUN})
+  set_tests_properties(multihost.ssh.openmpi.nwchem PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
+                       RUN_SERIAL TRUE)
+endif()
