@@ -221,6 +221,11 @@ def main():
         else:
             restart_argv = ["sbatch", "--wait", "-N", str(NODES), "-n", str(TASKS), f"--output={tmp}/restart-job.out",
                             "--wrap", f"exec {args.stasis} restart {' '.join(coord_options)} {ckpt_dir}"]
+        if script:  # outside an allocation there is no step to bring the tasks back: refused, saying so
+            outside = run(args.stasis, "restart", "--coord", coord, ckpt_dir, timeout=60)
+            if outside.returncode == 0 or "inside a Slurm allocation" not in outside.stderr:
+                raise Failure(f"a restart outside an allocation was not refused: {outside.returncode} {outside.stderr}")
+            print("outside an allocation:", outside.stderr.strip().splitlines()[-1])
         restart_at = time.time()
         restart = subprocess.Popen(nodes.on(0, *restart_argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True, env=env)
