@@ -212,18 +212,6 @@ def launch_on_host1(hosts, stasis, coord, ckpt_dir, program, out_path, env):
                                 stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
-def take_down(hosts, tmp, programs=(), real_ssh=None):
-    """The end of an MPI test on the hosts: its programs killed by name (on whichever host they
-    are), the sshd's stopped, the hosts taken down, the test's directory removed."""
-    for program in programs:
-        subprocess.run(["pkill", "-9", "-x", program[:15]], capture_output=True)
-    if real_ssh:
-        real_ssh.stop()
-    time.sleep(0.2)
-    hosts.down()
-    remove_unless_kept(tmp)
-
-
 def fail(message, *logs):
     print("FAIL:", message)
     for path in logs:

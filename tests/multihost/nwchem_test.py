@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
 from multihost.hosts import (NSRSH, RealSsh, TwoHosts, checkpoint_and_kill, fail, launch_on_host1,  # noqa: E402
-                             real_ssh_unavailable, skip_reason, take_down, test_run)
+                             real_ssh_unavailable, remove_unless_kept, skip_reason, test_run)
 
 HOSTS = TwoHosts(("stasis_nw1", "stasis_nw2"), ("10.208.0.1", "10.208.0.2"), "stasis_nv")
 PORT = 7781
@@ -100,7 +100,9 @@ def main():
         print("PASS")
         return 0
     finally:
-        take_down(HOSTS, tmp, ("nwchem", "orted"), ssh)
+        ssh.stop()
+        HOSTS.down()  # ends every process of the test hosts (never a pkill by name: other tests' too)
+        remove_unless_kept(tmp)
 
 
 if __name__ == "__main__":
