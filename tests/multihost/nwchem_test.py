@@ -6,7 +6,9 @@ rank on each host, TCP BTL and `--mca osc pt2pt` (without it NWChem's Global Arr
 shared directory (-wdir: NWChem's permanent files; its scratch files in each host's /tmp). The job (tests/multihost/
 nwchem_water.nw) is checkpointed with `checkpoint --kill` during its SCF iterations, then the same
 checkpoint is restarted twice, with no --rsh: on its hosts, then swapped (--hosts H1=H2,H2=H1). After
-each, the total energies NWChem prints must be those of an uninterrupted run, digit for digit.
+each, the total energies NWChem prints must be those of an uninterrupted run to 1e-10 hartree
+(uninterrupted runs themselves differ in the last printed digit, 1e-12, now and then: the order of
+the ranks' sums over TCP).
 Exits 77 (skipped) without nwchem, Open MPI, OpenSSH, root or `ip netns`.
 usage: nwchem_test.py --stasis STASIS --mpirun MPIRUN [--nwchem NWCHEM]
 """
@@ -85,7 +87,7 @@ def main():
                 fail(f"the restart {where} failed (status {restart.returncode}): {restart.stdout[-500:]}"
                      f"{restart.stderr[-1500:]}", out_path, log_path, *ssh.logs())
             got = ENERGY.findall(open(out_path).read() + restart.stdout)
-            if got != energies:
+            if len(got) != len(energies) or any(abs(float(a) - float(b)) > 1e-10 for a, b in zip(got, energies)):
                 fail(f"restarted {where}, NWChem printed the energies {got}, an uninterrupted run {energies}",
                      out_path, log_path)
             joins = re.findall(r"process joined: pid \d+ \((\S+)\) on \S+ from ([\d.]+):\d+, restarted",
@@ -96,7 +98,7 @@ def main():
                 fail(f"restarted {where}, the ranks joined from {ranks} (want one per host), orted from {daemons}",
                      log_path)
             print(f"restarted {where} in {time.time() - restart_started:.1f} s (to the job's end; orted on "
-                  f"{daemons[0]}): energies equal to the uninterrupted run's")
+                  f"{daemons[0]}): energies {got}, the uninterrupted run's to 1e-10")
         print("PASS")
         return 0
     finally:
