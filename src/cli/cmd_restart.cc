@@ -79,7 +79,14 @@ class RestartCommand : public Command {
     if (!checkpoint_signal_.empty()) on_signal.emplace(checkpoint_signal_);
     // The plugin reads it at its restart event, as any --setenv (remote parts get it so too).
     if (!ib_library_.empty()) options_.setenv.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
-    if (!task_parts_.empty()) options_.part_vpid = restart::part_of_this_task(task_parts_);
+    if (!task_parts_.empty()) {
+      options_.part_vpid = restart::part_of_this_task(task_parts_);
+      const CommandEnvironment env = CommandEnvironment::read();
+      std::vector<std::string> step = env.slurm_step;
+      // A step in place of an srun a restarted process ran: the tasks name it again, first.
+      if (!env.srun.empty()) step.insert(step.begin(), "STASIS_SRUN=" + env.srun);
+      options_.setenv = restart::with_step_environment(step, options_.setenv);
+    }
     options_.checkpoint = path_;
     options_.clock_continue = clock_ == "continue";
     if (options_.checkpoint.empty())

@@ -101,7 +101,14 @@ std::string pid_space_of(const Client& c) {
 void CheckpointMachine::check_children() {
   RunningOp& op = *running_;
   std::set<std::pair<std::string, uint32_t>> members;
-  for (uint64_t id : op.alive) members.insert({pid_space_of(connections_.at(id)), connections_.at(id).info.pid});
+  // An srun a member ran is outside the computation, its tasks (started by slurmd on the nodes)
+  // inside: such a child counts as one when a member is a task of it (srun's pid and parent's).
+  std::set<std::pair<uint32_t, uint32_t>> sruns_of_tasks;
+  for (uint64_t id : op.alive) {
+    const StasisProcessInfo& info = connections_.at(id).info;
+    members.insert({pid_space_of(connections_.at(id)), info.pid});
+    if (info.srun_pid != 0) sruns_of_tasks.insert({info.srun_parent_pid, info.srun_pid});
+  }
   std::string missing;
   size_t missing_count = 0;
   std::vector<uint64_t> incomplete_parents;
@@ -111,7 +118,7 @@ void CheckpointMachine::check_children() {
     const std::string space = pid_space_of(parent);
     size_t missing_before = missing_count;
     for (uint32_t pid : kids)
-      if (!members.count({space, pid})) {
+      if (!members.count({space, pid}) && !sruns_of_tasks.count({parent.info.pid, pid})) {
         if (missing_count++ == 0)
           missing = fmt::format("pid {} (a child of {})", pid, parent.describe());
       }
@@ -466,7 +473,9 @@ void CheckpointMachine::commit_checkpoint() {
                         .image_bytes = image.image_bytes,
                         .memory_bytes = image.memory_bytes,
                         .parent_generation = image.parent_generation,
-                        .image_checksum = image.checksum});
+                        .image_checksum = image.checksum,
+                        .srun_vpid = client.info.srun_vpid,
+                        .srun_parent_vpid = client.info.srun_parent_vpid});
     images.push_back(path);
     image_bytes += image.image_bytes;
     memory_bytes += image.memory_bytes;

@@ -36,6 +36,10 @@ struct ManifestProcess {
   uint64_t memory_bytes = 0;
   uint64_t parent_generation = 0;  // an incremental image: it builds on that generation's (0: full)
   uint64_t image_checksum = 0;     // its END record's chain of every record header
+  // A task of an srun that a process of the computation ran: srun's virtual pid and that
+  // process's (the restart replaces srun with a new job step there). 0: any other process.
+  uint32_t srun_vpid = 0;
+  uint32_t srun_parent_vpid = 0;
 };
 
 struct Manifest {

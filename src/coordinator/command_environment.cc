@@ -1,6 +1,9 @@
 #include "coordinator/command_environment.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <string_view>
 
 namespace stasis {
 
@@ -22,6 +25,11 @@ CommandEnvironment CommandEnvironment::read() {
   env.test_clock_shift_ns = value("STASIS_TEST_CLOCK_SHIFT_NS");
   env.slurm_job_nodelist = value("SLURM_JOB_NODELIST");
   env.slurm_procid = value("SLURM_PROCID");
+  env.srun = value("STASIS_SRUN");
+  for (char** assignment = environ; *assignment; assignment++) {
+    std::string_view text(*assignment);
+    if (text.starts_with("SLURM_") || text.starts_with("SLURMD_")) env.slurm_step.emplace_back(text);
+  }
   return env;
 }
 

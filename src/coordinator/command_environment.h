@@ -5,6 +5,7 @@
 // described in docs/user-guide.md (Environment variables).
 #pragma once
 #include <string>
+#include <vector>
 
 namespace stasis {
 
@@ -22,6 +23,8 @@ struct CommandEnvironment {
   // Inside a Slurm allocation (src/restart/slurm_allocation.h): where a restart's tasks go.
   std::string slurm_job_nodelist;  // SLURM_JOB_NODELIST: the allocation's nodes
   std::string slurm_procid;        // SLURM_PROCID: this task's rank in its job step
+  std::string srun;                // STASIS_SRUN: in a restarted task's step, the srun it replaces
+  std::vector<std::string> slurm_step;  // every SLURM_* and SLURMD_* as NAME=VALUE: the job step it runs in
 
   static CommandEnvironment read();
 };

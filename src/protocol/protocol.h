@@ -32,8 +32,8 @@ typedef struct StasisCommand StasisCommand;
 
 #define STASIS_PROTOCOL_MAGIC 0x4d535453u /* "STSM" */
 // 2: BARRIER_DONE carries write_nanoseconds; 3: compression as a StasisCompressionSetting;
-// 4: BARRIER_DONE carries image_checksum, StasisProcessInfo carries pid_space
-#define STASIS_PROTOCOL_VERSION 4
+// 4: BARRIER_DONE carries image_checksum, StasisProcessInfo carries pid_space; 5: and srun_*
+#define STASIS_PROTOCOL_VERSION 5
 #define STASIS_DEFAULT_PORT 7781
 #define STASIS_NONCE_BYTES 32
 #define STASIS_MAC_BYTES 32
@@ -129,6 +129,10 @@ struct StasisProcessInfo {
   // Barriers the process's plugins add to every checkpoint, run in this order between "drain"
   // and "checkpoint": comma-separated names, "" if none.
   char plugin_barriers[256];
+  // A task of an srun that a process of the computation ran (a launched script's `srun`): that
+  // srun's real pid and its parent's, as the parent reports its live children, and their virtual
+  // pids, as the restart names them. All 0 for any other process.
+  uint32_t srun_pid, srun_parent_pid, srun_vpid, srun_parent_vpid;
 };
 
 struct StasisAuth {

@@ -170,6 +170,15 @@ Checkpoint parse_manifest(std::string_view text, const fs::path& dir) {
     fields.text(process, at, "program", false);
     std::string host = fields.text(process, at, "host", false);
     std::string address = fields.text(process, at, "address", false);
+    std::pair<uint32_t, uint32_t> srun{0, 0};
+    if (process.contains("srun")) {
+      const json& of = process["srun"];
+      if (!of.is_object()) fields.refuse(at + "srun", "an object (srun's vpid and parent)", of);
+      srun = {static_cast<uint32_t>(fields.unsigned_number(of, at + "srun.", "vpid", true, UINT32_MAX)),
+              static_cast<uint32_t>(fields.unsigned_number(of, at + "srun.", "parent", true, UINT32_MAX))};
+      if (srun.first == 0 || srun.second == 0) fields.refuse(at + "srun", "two process numbers above 0", of);
+    }
+    ckpt.sruns.push_back(srun);
     ckpt.images.push_back(dir / image);
     ckpt.hosts.push_back(address.empty() ? host : address);
   }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace stasis::restart {
@@ -14,6 +15,9 @@ struct Checkpoint {
   uint64_t generation = 0;
   std::vector<std::filesystem::path> images;
   std::vector<std::string> hosts;  // of each image: the address it reached the coordinator from
+  // Of each image: for a task of an srun that a process of the computation ran, srun's virtual
+  // pid and that process's (MANIFEST.json's "srun"); {0, 0} for any other process.
+  std::vector<std::pair<uint32_t, uint32_t>> sruns;
 };
 
 // `given`: a generation directory, or a checkpoint root (then `latest`, else the highest

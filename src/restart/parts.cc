@@ -1,5 +1,6 @@
 #include "restart/parts.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -172,15 +173,45 @@ void PartStarter::start_other_parts(const PartPlan& plan) const {
   if (plan.root_elsewhere.vpid) exec_part(plan.root_elsewhere.vpid, plan.root_elsewhere.host);
 }
 
-void PartStarter::exec_child_part(const image::Image& img, const std::map<restore::DescriptionKey, int>& shared,
-                                  const RemotePart& part) const {
+namespace {
+// The standard streams `img` saved, made this process's own; an outside one stays what this
+// restart has there.
+void take_standard_streams_of(const image::Image& img, const std::map<restore::DescriptionKey, int>& shared) {
   for (const auto& f : img.fds())
     if (f.fd <= 2 && !restore::from_outside(f)) {
       auto it = shared.find({f.owner_pid, f.owner_fd});
       int source = it != shared.end() ? it->second : restore::open_description(img, f);
       if (source != f.fd) dup2(source, f.fd);
     }
+}
+}  // namespace
+
+void PartStarter::exec_child_part(const image::Image& img, const std::map<restore::DescriptionKey, int>& shared,
+                                  const RemotePart& part) const {
+  take_standard_streams_of(img, shared);
   exec_part(part.vpid, part.host);
+}
+
+void PartStarter::exec_srun_step(const image::Image& parent, const std::map<restore::DescriptionKey, int>& shared,
+                                 const SrunStep& step) const {
+  try {
+    take_standard_streams_of(parent, shared);
+    close_range(3, ~0U, 0);  // srun holds no end of what the restarted processes share
+    // What this srun's tasks say of it when they join again (plugins/launchers/slurm_tasks.cc),
+    // as the srun it replaces told its tasks: this process will be srun, its parent the process
+    // that ran it.
+    ::setenv("STASIS_SRUN", fmt::format("{}:{}:{}:{}", getpid(), getppid(), step.vpid, step.parent_vpid).c_str(), 1);
+    // srun as its parent's shell would start it: nothing of this restart's signal settings.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig = 1; sig < NSIG; sig++)
+      if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+    exec_srun_relaunch(step.plan, step.restart_args, step.checkpoint_dir);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "stasis restart: cannot start a job step for srun (process {}): {}\n", step.vpid, e.what());
+  }
+  _exit(127);
 }
 
 void PartStarter::exec_part(uint32_t vpid, const std::string& host, const std::vector<std::string>& launcher) const {

@@ -9,6 +9,7 @@
 
 #include "image/reader.h"
 #include "plugins/files/restore.h"
+#include "restart/slurm_allocation.h"
 
 namespace stasis::restart {
 
@@ -30,6 +31,9 @@ struct PartPlan {
   std::map<uint32_t, std::vector<RemotePart>> remote_children;  // by the parent's virtual pid
   std::vector<RemotePart> detached;                              // parts with no parent restarted
   RemotePart root_elsewhere;                                     // this restart's part, on another host
+  // sruns that restarted processes ran, by the parent's virtual pid: their tasks come back
+  // through new job steps (slurm_allocation.h), not as parts of this restart.
+  std::map<uint32_t, std::vector<SrunStep>> srun_steps;
 };
 
 // A fresh name for a restart's meetings, picked by the first `stasis restart` and passed to the parts.
@@ -65,6 +69,10 @@ struct PartStarter {
   // one opened now) stands for the outside world.
   [[noreturn]] void exec_child_part(const image::Image& img, const std::map<restore::DescriptionKey, int>& shared,
                                     const RemotePart& part) const;
+  // In a child of the restarted process that ran srun (whose image is `parent`): the new job
+  // step in srun's place, with the parent's standard streams as srun had them.
+  [[noreturn]] void exec_srun_step(const image::Image& parent, const std::map<restore::DescriptionKey, int>& shared,
+                                   const SrunStep& step) const;
   [[noreturn]] void exec_part(uint32_t vpid, const std::string& host,
                               const std::vector<std::string>& launcher = {}) const;
 };

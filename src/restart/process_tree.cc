@@ -131,6 +131,13 @@ void TreeForker::become(size_t i) {
       stasis_pid_table_map(table_, part.vpid, child);
       join_group(child, img.process());
     }
+  if (auto steps = parts_.srun_steps.find(proc.original_pid); steps != parts_.srun_steps.end())
+    for (const SrunStep& step : steps->second) {
+      pid_t child = fork();
+      if (child < 0) throw Error("cannot fork a job step in place of srun");
+      if (child == 0) starter_.exec_srun_step(images_[i], context_.shared_descriptions, step);
+      stasis_pid_table_map(table_, step.vpid, child);
+    }
   for (uint32_t z = 0; z < proc.zombie_count && z < STASIS_MAX_ZOMBIES; z++) {
     const StasisZombie& zombie = proc.zombies[z];
     pid_t child = fork();

@@ -26,13 +26,15 @@ void RestartSession::run() {
   cli::ProgressSampler verifying("stasis restart: verifying images", image::payload_bytes_verified);
   open_images(ckpt);
   tree_ = ProcessTree::plan(images_);
-  relaunch_slurm_tasks_if_any(ckpt);
   const size_t total_processes = images_.size();
+  set_aside_srun_tasks(ckpt);
+  relaunch_slurm_tasks_if_any(ckpt);
   parts_ = split_into_parts(images_, tree_.parent, tree_.root, ckpt.hosts, several_hosts_, options_.hosts,
                             options_.part_vpid, options_.restart_id);
+  parts_.srun_steps = std::move(srun_steps_);
   tree_ = ProcessTree::plan(images_);
   for (const auto& img : images_) {
-    if (several_hosts_ && !options_.lazy) image::Image::open(img.path(), /*verify_payloads=*/true);  // throws, naming the damage
+    if (payloads_unverified_ && !options_.lazy) image::Image::open(img.path(), /*verify_payloads=*/true);  // throws, naming the damage
     ancestors_.push_back(image::open_ancestors(img, /*verify_payloads=*/!options_.lazy));
   }
   // Before the checks: regions find the files written again by path.
@@ -86,6 +88,7 @@ void RestartSession::run() {
 void RestartSession::open_images(const Checkpoint& ckpt) {
   several_hosts_ = options_.part_vpid != 0 || std::any_of(ckpt.hosts.begin(), ckpt.hosts.end(),
                                                           [&](const auto& h) { return h != ckpt.hosts.front(); });
+  payloads_unverified_ = several_hosts_;
   for (const auto& path : ckpt.images) {
     images_.push_back(image::Image::open(path.string(), /*verify_payloads=*/!options_.lazy && !several_hosts_));
     images_.back().load_fd_data();
@@ -108,6 +111,54 @@ void RestartSession::relaunch_slurm_tasks_if_any(const Checkpoint& ckpt) {
   for (const auto& assignment : options_.setenv) args.insert(args.end(), {"--setenv", assignment});
   if (options_.lazy) args.push_back("--lazy");
   exec_srun_relaunch(plan, args, ckpt.dir.string());
+}
+
+// Tasks of an srun that a process of the computation ran (a launched script's `srun`) are not
+// restarted here: a new job step in this allocation brings them back, started in srun's place
+// as that process's child (PartPlan::srun_steps); the rest comes back without them.
+void RestartSession::set_aside_srun_tasks(Checkpoint& ckpt) {
+  if (options_.part_vpid != 0) return;  // a part, or a task of such a step: the first restart decided
+  std::vector<uint32_t> vpids;
+  for (const auto& img : images_) vpids.push_back(img.process().original_pid);
+  std::vector<bool> set_aside;
+  auto allocation = [&] {
+    if (CommandEnvironment::read().slurm_job_nodelist.empty())
+      throw Error(fmt::format("{} holds tasks of an srun that a process of the computation ran: restart it "
+                              "inside a Slurm allocation (salloc, sbatch), where a new job step brings them back",
+                              ckpt.dir.string()));
+    return allocation_nodes();
+  };
+  srun_steps_ = plan_srun_steps(vpids, ckpt.sruns, ckpt.hosts, allocation, set_aside);
+  if (srun_steps_.empty()) return;
+  // What a task forked comes back with it: its descendants are set aside too.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < images_.size(); i++)
+      if (!set_aside[i] && tree_.parent[i] >= 0 && set_aside[static_cast<size_t>(tree_.parent[i])])
+        set_aside[i] = changed = true;
+  }
+  const CoordAddress addr = coord_address_from(options_.coord);
+  std::vector<std::string> args = {"--restart-id", new_restart_id(), "--coord", addr.str()};
+  for (const auto& assignment : options_.setenv) args.insert(args.end(), {"--setenv", assignment});
+  if (options_.lazy) args.push_back("--lazy");
+  if (options_.clock_continue) args.insert(args.end(), {"--clock", "continue"});
+  for (auto& [parent, steps] : srun_steps_)
+    for (SrunStep& step : steps) {
+      step.restart_args = args;
+      step.checkpoint_dir = ckpt.dir.string();
+    }
+  std::vector<image::Image> kept;
+  Checkpoint rest = ckpt;
+  rest.images.clear(), rest.hosts.clear(), rest.sruns.clear();
+  for (size_t i = 0; i < images_.size(); i++) {
+    if (set_aside[i]) continue;
+    kept.push_back(std::move(images_[i]));
+    rest.images.push_back(ckpt.images[i]), rest.hosts.push_back(ckpt.hosts[i]), rest.sruns.push_back(ckpt.sruns[i]);
+  }
+  images_ = std::move(kept);
+  ckpt = std::move(rest);
+  several_hosts_ = std::any_of(ckpt.hosts.begin(), ckpt.hosts.end(), [&](const auto& h) { return h != ckpt.hosts.front(); });
+  tree_ = ProcessTree::plan(images_);
 }
 
 // A coordinator that exits when idle (the one a launch started, whose processes were just

@@ -45,12 +45,15 @@ class RestartSession {
   std::string expect_restart(const CoordAddress& addr, const std::string& ckpt_dir);
   void open_images(const Checkpoint& ckpt);
   void relaunch_slurm_tasks_if_any(const Checkpoint& ckpt);
+  void set_aside_srun_tasks(Checkpoint& ckpt);
 
   RestartOptions options_;
   std::vector<image::Image> images_;
   std::vector<std::vector<image::Image>> ancestors_;  // of each image: what an increment builds on
   bool several_hosts_ = false;
+  bool payloads_unverified_ = false;  // opened as several hosts' images: verified once split
   ProcessTree tree_;
+  std::map<uint32_t, std::vector<SrunStep>> srun_steps_;  // set_aside_srun_tasks: by the parent's vpid
   PartPlan parts_;
   PartStarter starter_;
   RestoreContext context_;

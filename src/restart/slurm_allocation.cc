@@ -23,6 +23,7 @@
 #include "coordinator/command_environment.h"
 #include "protocol/protocol.h"
 #include "restart/hosts.h"
+#include "restart/loader_protocol.h"
 
 namespace stasis::restart {
 
@@ -186,6 +187,63 @@ uint32_t part_of_this_task(const std::string& task_parts) {
   if (!*rank_text || *end || rank >= vpids.size())
     throw Error(fmt::format("--task-parts: rank {} ($SLURM_PROCID) has no part ({} given)", rank_text, vpids.size()));
   return vpids[rank];
+}
+
+std::vector<std::string> with_step_environment(const std::vector<std::string>& step,
+                                               const std::vector<std::string>& given) {
+  static const std::set<std::string> kKept = {"SLURM_PROCID",   "SLURM_LOCALID",     "SLURM_GTIDS",
+                                               "SLURM_TASK_PID", "SLURM_HOSTFILE",    "SLURM_DISTRIBUTION",
+                                               "SLURM_ARBITRARY_NODELIST"};
+  size_t room = STASIS_MAX_SETENV_BYTES - 1;  // each assignment and its NUL, then one NUL
+  for (const auto& assignment : given) room -= std::min(room, assignment.size() + 1);
+  std::vector<std::string> merged, left_out;
+  for (const auto& assignment : step) {
+    std::string name = assignment.substr(0, assignment.find('='));
+    if (kKept.count(name) || assignment.find('=') == std::string::npos) continue;
+    if (assignment.size() + 1 > room) {
+      left_out.push_back(name);
+      continue;
+    }
+    room -= assignment.size() + 1;
+    merged.push_back(assignment);
+  }
+  if (!left_out.empty())
+    fmt::print(stderr, "stasis restart: the restarted task keeps its old {} (no room for more assignments)\n",
+               fmt::join(left_out, ", "));
+  merged.insert(merged.end(), given.begin(), given.end());
+  return merged;
+}
+
+std::map<uint32_t, std::vector<SrunStep>> plan_srun_steps(
+    const std::vector<uint32_t>& vpids, const std::vector<std::pair<uint32_t, uint32_t>>& sruns,
+    const std::vector<std::string>& old_hosts, const std::function<std::vector<SlurmNode>()>& allocation,
+    std::vector<bool>& is_task) {
+  is_task.assign(vpids.size(), false);
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<size_t>> tasks_of;  // (parent, srun) -> tasks
+  for (size_t i = 0; i < vpids.size(); i++) {
+    auto [srun, parent] = sruns[i];
+    auto ran_it = std::find(vpids.begin(), vpids.end(), parent);  // the process that ran srun
+    if (srun != 0 && ran_it != vpids.end() && sruns[static_cast<size_t>(ran_it - vpids.begin())].first == 0)
+      tasks_of[{parent, srun}].push_back(i);
+  }
+  std::map<uint32_t, std::vector<SrunStep>> steps;
+  if (tasks_of.empty()) return steps;
+  const std::vector<SlurmNode> nodes = allocation();
+  for (const auto& [key, tasks] : tasks_of) {
+    std::vector<std::string> hosts;
+    std::vector<uint32_t> task_vpids;
+    for (size_t i : tasks) {
+      hosts.push_back(old_hosts[i]);
+      task_vpids.push_back(vpids[i]);
+      is_task[i] = true;
+    }
+    SrunStep step;
+    step.vpid = key.second;
+    step.parent_vpid = key.first;
+    step.plan = plan_slurm_relaunch(std::vector<int>(tasks.size(), -1), hosts, task_vpids, nodes);
+    steps[key.first].push_back(std::move(step));
+  }
+  return steps;
 }
 
 }  // namespace stasis::restart

@@ -8,7 +8,10 @@
 #pragma once
 #include <cstdint>
 #include <cstddef>
+#include <functional>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stasis::restart {
@@ -51,5 +54,37 @@ SlurmRelaunch plan_slurm_relaunch(const std::vector<int>& parents, const std::ve
 
 // In a task of that step: the part given for this task's rank ($SLURM_PROCID) in "V0,V1,...".
 uint32_t part_of_this_task(const std::string& task_parts);
+
+// In a task of that step: `given` (--setenv) after the step's SLURM_* and SLURMD_* variables, so
+// that the restarted task's environment names its new job, step and nodes as an uninterrupted
+// task's there would (SLURM_JOB_ID, SLURM_STEP_ID, SLURM_JOB_NODELIST, SLURMD_NODENAME, ...);
+// the task's own rank (SLURM_PROCID, SLURM_LOCALID, SLURM_GTIDS, SLURM_TASK_PID) and the new
+// step's layout file (SLURM_HOSTFILE, SLURM_DISTRIBUTION, SLURM_ARBITRARY_NODELIST) stay as
+// they were. `step`: the variables as NAME=VALUE. What does not fit the restart's room for
+// assignments (STASIS_MAX_SETENV_BYTES) is left out, named on stderr; `given` always fits or
+// is refused as before.
+std::vector<std::string> with_step_environment(const std::vector<std::string>& step,
+                                               const std::vector<std::string>& given);
+
+// An srun that a process of the computation ran (a launched script's `srun -N 2 ./prog`): outside
+// the computation, as srun always is, but its parent's child. At restart its tasks come back
+// through a new job step in the current allocation, started by a child of the restarted parent
+// that takes srun's virtual pid, so the parent's wait() gets the step's exit status.
+struct SrunStep {
+  uint32_t vpid = 0;                       // srun's virtual pid, as its parent knows it
+  uint32_t parent_vpid = 0;                // the process that ran srun
+  SlurmRelaunch plan;                      // where each task goes
+  std::vector<std::string> restart_args;   // the tasks' `restart ...` arguments (exec_srun_relaunch)
+  std::string checkpoint_dir;
+};
+
+// The sruns of the checkpoint's processes that ran one: `vpids`, `sruns` (Checkpoint::sruns) and
+// `old_hosts`: each image's. Returns the steps by their parent's virtual pid and marks their
+// tasks in `is_task`; a task whose srun's parent is not in the checkpoint stays a plain task.
+// `allocation` is asked only when there is a step. Throws stasis::Error as plan_slurm_relaunch.
+std::map<uint32_t, std::vector<SrunStep>> plan_srun_steps(
+    const std::vector<uint32_t>& vpids, const std::vector<std::pair<uint32_t, uint32_t>>& sruns,
+    const std::vector<std::string>& old_hosts, const std::function<std::vector<SlurmNode>()>& allocation,
+    std::vector<bool>& is_task);
 
 }  // namespace stasis::restart

@@ -592,6 +592,7 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
   str_copy(info.ckpt_dir, g_config.ckpt_dir, sizeof info.ckpt_dir);
   info.interval_seconds = g_config.interval_seconds;
   plugin_barrier_names(info.plugin_barriers, sizeof info.plugin_barriers);
+  describe_srun_of_task(info);
   uint64_t client_id = 0;
   char reason[256] = {};
   if (stasis_client_handshake(kCoordinatorFd, g_config.secret, sizeof g_config.secret,

@@ -52,6 +52,7 @@ const SettingRow kRows[] = {
     row("SLURM_STEP_ID", g_settings.slurm_step_id),
     row("PMI_FD", g_settings.pmi_fd),
     row("PMIX_NAMESPACE", g_settings.pmix_namespace),
+    row("STASIS_SRUN", g_settings.srun, /*after_restart=*/true),
     row("STASIS_IB_LIBRARY", g_settings.ib_library, /*after_restart=*/true),
 };
 

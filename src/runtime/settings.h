@@ -57,6 +57,10 @@ struct Settings {
   Setting<32> slurm_step_id;    // SLURM_STEP_ID
   Setting<16> pmi_fd;           // PMI_FD (srun --mpi=pmi2)
   Setting<512> pmix_namespace;  // PMIX_NAMESPACE (srun --mpi=pmix; PMIx names are < 256 bytes)
+  // Set by an srun a process of the computation ran, for its tasks: "PID:PARENT:VPID:PARENT_VPID"
+  // (srun's and its parent's real and virtual pids); read again after a restart, from the job
+  // step that took srun's place.
+  Setting<64> srun;             // STASIS_SRUN
   // Read again after a restart, from `restart --setenv` (restart --ib): plugins ask for it by
   // name (stasis_plugin_setting, include/stasis/plugin.h).
   Setting<STASIS_IMAGE_PATH_MAX> ib_library;  // STASIS_IB_LIBRARY: the verbs library to re-create over

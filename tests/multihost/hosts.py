@@ -150,6 +150,42 @@ class TwoHosts:
         return self.namespaces.index(name) if name in self.namespaces else None
 
 
+class BridgedHosts(TwoHosts):
+    """TwoHosts' nodes, two or more, on one Ethernet segment: a bridge in the first host's network
+    namespace, each other host joined to it by a veth pair, every host one address of one /24
+    (the slurm test cluster, the three-host ssh chain)."""
+    def up(self):
+        if len(self.namespaces) == 2:
+            return super().up()
+        self.down()  # left over from an interrupted run
+        first = self.namespaces[0]
+        for ns in self.namespaces:
+            run("ip", "netns", "add", ns)
+            run("ip", "-n", ns, "link", "set", "lo", "up")
+            self.make_node(ns)
+        bridge = f"{self.veth}br"
+        run("ip", "-n", first, "link", "add", bridge, "type", "bridge")
+        run("ip", "-n", first, "addr", "add", self.addresses[0] + "/24", "dev", bridge)
+        run("ip", "-n", first, "link", "set", bridge, "up")
+        for i, ns in enumerate(self.namespaces[1:], start=1):
+            near, far = f"{self.veth}{i}a", f"{self.veth}{i}b"
+            run("ip", "link", "add", near, "netns", first, "type", "veth", "peer", "name", far, "netns", ns)
+            run("ip", "-n", first, "link", "set", near, "master", bridge, "up")
+            run("ip", "-n", ns, "addr", "add", self.addresses[i] + "/24", "dev", far)
+            run("ip", "-n", ns, "link", "set", far, "up")
+        # Every link carries before the test starts (a link just set up may not yet).
+        links = [(first, bridge)] + [(first, f"{self.veth}{i}a") for i in range(1, len(self.namespaces))] + \
+                [(ns, f"{self.veth}{i}b") for i, ns in enumerate(self.namespaces[1:], start=1)]
+        for ns, link in links:
+            for _ in range(100):
+                if "LOWER_UP" in run("ip", "-n", ns, "link", "show", "dev", link).stdout:
+                    break
+                time.sleep(0.05)
+            else:
+                raise RuntimeError(f"the link {link} of {ns} does not come up")
+        self.check_nodes()
+
+
 def checkpoint_and_kill(hosts, stasis, coord, env, launch, *logs, timeout=120, ended_ok=False):
     """`stasis checkpoint --kill` from host 1, then the launch's end: the new checkpoint's directory.
     With ended_ok, a computation that had already ended (a loaded machine delayed the checkpoint
@@ -304,11 +340,12 @@ class RealSsh:
             raise RuntimeError(f"the hosts, reached by ssh, do not have names of their own: {names}")
         for directory in ("/tmp", "/dev/shm"):
             marker = os.path.join(directory, f"stasis-ssh-node-check-{os.getpid()}")
-            first, second = self.hosts.addresses
+            first, *others = self.hosts.addresses
             made = subprocess.run(self.hosts.in_ns(0, "ssh", first, "touch", marker), env=env, timeout=60)
-            seen = subprocess.run(self.hosts.in_ns(0, "ssh", second, "test", "-e", marker), env=env, timeout=60)
+            seen = [subprocess.run(self.hosts.in_ns(0, "ssh", other, "test", "-e", marker), env=env,
+                                   timeout=60).returncode == 0 for other in others]
             subprocess.run(self.hosts.in_ns(0, "ssh", first, "rm", "-f", marker), env=env, timeout=60)
-            if made.returncode != 0 or seen.returncode == 0 or os.path.exists(marker):
+            if made.returncode != 0 or any(seen) or os.path.exists(marker):
                 raise RuntimeError(f"host 1's {directory}, reached by ssh, is not its own")
         return names
 

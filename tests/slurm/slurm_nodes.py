@@ -10,11 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from multihost.hosts import TwoHosts, run, remove_unless_kept, test_directory, unavailable  # noqa: E402
+from multihost.hosts import BridgedHosts, remove_unless_kept, run, test_directory, unavailable  # noqa: E402
 from slurm.slurm_cluster import Cluster, Node, skip_reason as slurm_skip_reason  # noqa: E402
 
 NAMESPACES = ("stasis_slurm1", "stasis_slurm2", "stasis_slurm3")
@@ -27,42 +26,6 @@ def skip_reason(conf_template):
     if not shutil.which("findmnt"):
         return "no findmnt (Debian: util-linux) to give each node the machine's cgroup hierarchies"
     return slurm_skip_reason(conf_template) or unavailable()
-
-
-class BridgedHosts(TwoHosts):
-    """TwoHosts' nodes, two or more, on one Ethernet segment: a bridge in the first host's network
-    namespace, each other host joined to it by a veth pair, every host one address of ADDRESSES'
-    /24."""
-    def up(self):
-        if len(self.namespaces) == 2:
-            return super().up()
-        self.down()  # left over from an interrupted run
-        first = self.namespaces[0]
-        for ns in self.namespaces:
-            run("ip", "netns", "add", ns)
-            run("ip", "-n", ns, "link", "set", "lo", "up")
-            self.make_node(ns)
-        bridge = f"{self.veth}br"
-        run("ip", "-n", first, "link", "add", bridge, "type", "bridge")
-        run("ip", "-n", first, "addr", "add", self.addresses[0] + "/24", "dev", bridge)
-        run("ip", "-n", first, "link", "set", bridge, "up")
-        for i, ns in enumerate(self.namespaces[1:], start=1):
-            near, far = f"{self.veth}{i}a", f"{self.veth}{i}b"
-            run("ip", "link", "add", near, "netns", first, "type", "veth", "peer", "name", far, "netns", ns)
-            run("ip", "-n", first, "link", "set", near, "master", bridge, "up")
-            run("ip", "-n", ns, "addr", "add", self.addresses[i] + "/24", "dev", far)
-            run("ip", "-n", ns, "link", "set", far, "up")
-        # Every link carries before the test starts (a link just set up may not yet).
-        links = [(first, bridge)] + [(first, f"{self.veth}{i}a") for i in range(1, len(self.namespaces))] + \
-                [(ns, f"{self.veth}{i}b") for i, ns in enumerate(self.namespaces[1:], start=1)]
-        for ns, link in links:
-            for _ in range(100):
-                if "LOWER_UP" in run("ip", "-n", ns, "link", "show", "dev", link).stdout:
-                    break
-                time.sleep(0.05)
-            else:
-                raise RuntimeError(f"the link {link} of {ns} does not come up")
-        self.check_nodes()
 
 
 class SlurmNodes:

@@ -26,7 +26,8 @@ endif()
 # its own address, /tmp, /dev/shm and host name). The hosts' names are machine-wide: one at a time,
 # as the multihost.* tests. srun-launch-interval: no --coord, interval checkpoints, `stasis status`
 # from node 2. launch-srun-moved: three nodes, restarted on nodes 2 and 3 after running on 1 and 2.
-foreach(mode launch-srun launch-srun-moved srun-launch srun-launch-interval)
+# script-srun: a launched script runs srun (srun is the script's child, outside the computation).
+foreach(mode launch-srun launch-srun-moved script-srun srun-launch srun-launch-interval)
   add_test(NAME slurm.nodes.${mode}
            COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/nodes_test.py --mode ${mode}
                    --stasis ${STASIS_BIN} --task $<TARGET_FILE:slurm_task> --conf ${STASIS_SLURM_CONF_IN})

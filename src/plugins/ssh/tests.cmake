@@ -3,7 +3,7 @@
 # namespaces) and openssh-server/-client; skipped (77) without them. Run under
 # `flock /run/stasis-multihost.lock` like every multihost.* test.
 stasis_test_target(ssh_driver ${CMAKE_CURRENT_LIST_DIR}/tests/ssh_driver.c)
-foreach(mode same_hosts swap options_loop three_clients chain)
+foreach(mode same_hosts swap options_loop three_clients chain chain3 chain3_rotated)
   add_test(NAME multihost.ssh.${mode}
            COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/ssh_session_test.py --${mode}
                    --stasis ${STASIS_BIN} --driver $<TARGET_FILE:ssh_driver> --worker $<TARGET_FILE:counter>)
@@ -44,3 +44,14 @@ foreach(starter IN LISTS SSH_MPI_STARTERS)
                          RUN_SERIAL TRUE)
   endforeach()
 endforeach()
+
+# NWChem (Debian's nwchem, built with Open MPI) across the two hosts, mpirun over real ssh: the
+# energies after a restart on its hosts and a swapped one equal an uninterrupted run's
+# (tests/multihost/nwchem_test.py, its input beside it; exits 77 without nwchem).
+if(STASIS_OPENMPI_RUN)
+  add_test(NAME multihost.ssh.openmpi.nwchem
+           COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/nwchem_test.py
+                   --stasis ${STASIS_BIN} --mpirun ${STASIS_OPENMPI_RUN})
+  set_tests_properties(multihost.ssh.openmpi.nwchem PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
+                       RUN_SERIAL TRUE)
+endif()
