@@ -38,6 +38,17 @@ TIMING_RE = re.compile(r"checkpoint (\d+) timing: (\d+) process(?:es)?, (\d+) me
 COMPLETE_RE = re.compile(r"checkpoint (\d+) complete in ([0-9.]+) s \(computation paused ([0-9.]+) s\)")
 
 
+def checkpoint_timings(text: str) -> list[dict]:
+    """Every checkpoint's figures in a coordinator log: processes, messages, total, pause, the
+    slowest image write, coordination, and seconds per barrier."""
+    paused = {int(g): float(p) for g, _, p in COMPLETE_RE.findall(text)}
+    totals = {int(g): float(t) for g, t, _ in COMPLETE_RE.findall(text)}
+    return [{"processes": int(n), "messages": int(messages), "total": totals[int(g)], "pause": paused[int(g)],
+             "write": float(write), "coordination": float(coordination),
+             "barriers": {name: float(s) for name, s in (item.rsplit(" ", 1) for item in barriers.split(", "))}}
+            for g, n, messages, barriers, write, coordination in TIMING_RE.findall(text)]
+
+
 def raise_limits(processes: int) -> None:
     """The coordinator holds one socket per process; the kernel needs room for the tree (each
     process has 2-3 tasks: its threads, its checkpoint thread, a forked writer while writing).
@@ -94,7 +105,6 @@ def measure(args, processes: int) -> list[dict]:
                                       start_new_session=True)
         wait_until(lambda: len(status(args.stasis, env).get("processes", [])) >= processes, 120,
                    f"{processes} processes to join")
-        results = []
         for _ in range(args.runs):
             r = subprocess.run([args.stasis, "checkpoint", "--compress", "none"], env=env, capture_output=True,
                                timeout=600)
@@ -102,17 +112,7 @@ def measure(args, processes: int) -> list[dict]:
                 raise RuntimeError(f"checkpoint of {processes} processes failed: {r.stderr.decode().strip()}\n"
                                    + log_path.read_text(errors="replace")[-3000:])
             shutil.rmtree(r.stdout.decode().strip(), ignore_errors=True)  # keep the disk quiet
-        text = log_path.read_text(errors="replace")
-        paused = {int(g): float(p) for g, _, p in COMPLETE_RE.findall(text)}
-        totals = {int(g): float(t) for g, t, _ in COMPLETE_RE.findall(text)}
-        for g, n, messages, barriers, write, coordination in TIMING_RE.findall(text):
-            g = int(g)
-            results.append({
-                "processes": int(n), "messages": int(messages), "total": totals[g], "pause": paused[g],
-                "write": float(write), "coordination": float(coordination),
-                "barriers": {name: float(s) for name, s in
-                             (item.rsplit(" ", 1) for item in barriers.split(", "))},
-            })
+        results = checkpoint_timings(log_path.read_text(errors="replace"))
         if len(results) != args.runs:
             raise RuntimeError(f"expected {args.runs} timing lines in {log_path}, found {len(results)}")
         return results

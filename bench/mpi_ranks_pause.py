@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from coordination_time import COMPLETE_RE, TIMING_RE, raise_limits, status, wait_until  # noqa: E402
+from coordination_time import checkpoint_timings, raise_limits, status, wait_until  # noqa: E402
 
 
 def measure(args, ranks: int) -> tuple[list[dict], int]:
@@ -68,15 +68,7 @@ def measure(args, ranks: int) -> tuple[list[dict], int]:
                 shutil.rmtree(generation, ignore_errors=True)  # keep the disk quiet
             generation = r.stdout.decode().strip()
         image_bytes = sum(p.stat().st_size for p in Path(generation).glob("*.stasis"))
-        text = log_path.read_text(errors="replace")
-        paused = {int(g): float(p) for g, _, p in COMPLETE_RE.findall(text)}
-        totals = {int(g): float(t) for g, t, _ in COMPLETE_RE.findall(text)}
-        results = []
-        for g, n, _messages, barriers, write, _coordination in TIMING_RE.findall(text):
-            results.append({"processes": int(n), "pause": paused[int(g)], "total": totals[int(g)],
-                            "write": float(write),
-                            "barriers": {name: float(s) for name, s in
-                                         (item.rsplit(" ", 1) for item in barriers.split(", "))}})
+        results = checkpoint_timings(log_path.read_text(errors="replace"))
         return results, image_bytes
     finally:
         subprocess.run([args.stasis, "kill"], env=env, capture_output=True, timeout=60)

@@ -20,7 +20,6 @@ usage: bench/restart_scale.py [--stasis build/bin/stasis] [--target build/tests/
                               [--processes 16,64,128] [--runs 3] [--memory-kb 64]
 """
 import argparse
-import datetime
 import os
 import re
 import shutil
@@ -34,15 +33,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+from bench_common import log_time  # noqa: E402
 from coordination_time import raise_limits, status, wait_until  # noqa: E402
 
 STAMP = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})"
 JOIN_RE = re.compile(STAMP + r" process joined: .*restarted from generation (\d+)")
 COMPLETE_RE = re.compile(STAMP + r" restart of generation (\d+) complete: (\d+) processes running")
-
-
-def epoch(stamp: str) -> float:
-    return datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp()
 
 
 def stop(args, env, process):
@@ -100,9 +96,9 @@ def measure(args, processes: int) -> list[dict]:
                 return text if done and int(done.group(3)) == processes else None
 
             text = wait_until(complete, 300, f"restart {run + 1} of {processes} processes to run")
-            joins = sorted(epoch(stamp) for stamp, _ in JOIN_RE.findall(text))
+            joins = sorted(log_time(stamp) for stamp, _ in JOIN_RE.findall(text))
             results.append({"first": joins[0] - started, "last": joins[-1] - started,
-                            "running": epoch(COMPLETE_RE.search(text).group(1)) - started})
+                            "running": log_time(COMPLETE_RE.search(text).group(1)) - started})
             stop(args, env, running)
             running = None
         return results
