@@ -49,6 +49,19 @@ def checkpoint_timings(text: str) -> list[dict]:
             for g, n, messages, barriers, write, coordination in TIMING_RE.findall(text)]
 
 
+def end_computation(stasis: str, env: dict, process, wait_s: float = 60) -> None:
+    """`stasis kill`, then waits for `process` (launch or restart, in a session of its own; None:
+    none), killing its session if it outlives wait_s."""
+    subprocess.run([stasis, "kill"], env=env, capture_output=True, timeout=60)
+    if process is None:
+        return
+    try:
+        process.wait(wait_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 def raise_limits(processes: int) -> None:
     """The coordinator holds one socket per process; the kernel needs room for the tree (each
     process has 2-3 tasks: its threads, its checkpoint thread, a forked writer while writing).
@@ -117,13 +130,7 @@ def measure(args, processes: int) -> list[dict]:
             raise RuntimeError(f"expected {args.runs} timing lines in {log_path}, found {len(results)}")
         return results
     finally:
-        subprocess.run([args.stasis, "kill"], env=env, capture_output=True, timeout=60)
-        if launch is not None:
-            try:
-                launch.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(launch.pid, signal.SIGKILL)
-                launch.wait()
+        end_computation(args.stasis, env, launch)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

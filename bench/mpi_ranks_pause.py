@@ -21,7 +21,6 @@ usage: bench/mpi_ranks_pause.py [--stasis build/bin/stasis] [--program build/tes
 import argparse
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from coordination_time import checkpoint_timings, raise_limits, status, wait_until  # noqa: E402
+from coordination_time import checkpoint_timings, end_computation, raise_limits, status, wait_until  # noqa: E402
 
 
 def measure(args, ranks: int) -> tuple[list[dict], int]:
@@ -71,13 +70,7 @@ def measure(args, ranks: int) -> tuple[list[dict], int]:
         results = checkpoint_timings(log_path.read_text(errors="replace"))
         return results, image_bytes
     finally:
-        subprocess.run([args.stasis, "kill"], env=env, capture_output=True, timeout=60)
-        if launch is not None:
-            try:
-                launch.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(launch.pid, signal.SIGKILL)
-                launch.wait()
+        end_computation(args.stasis, env, launch)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -23,7 +23,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -34,22 +33,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from bench_common import log_time  # noqa: E402
-from coordination_time import raise_limits, status, wait_until  # noqa: E402
+from coordination_time import end_computation, raise_limits, status, wait_until  # noqa: E402
 
 STAMP = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})"
 JOIN_RE = re.compile(STAMP + r" process joined: .*restarted from generation (\d+)")
 COMPLETE_RE = re.compile(STAMP + r" restart of generation (\d+) complete: (\d+) processes running")
-
-
-def stop(args, env, process):
-    subprocess.run([args.stasis, "kill"], env=env, capture_output=True, timeout=60)
-    if process is None:
-        return
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 def measure(args, processes: int) -> list[dict]:
@@ -99,11 +87,11 @@ def measure(args, processes: int) -> list[dict]:
             joins = sorted(log_time(stamp) for stamp, _ in JOIN_RE.findall(text))
             results.append({"first": joins[0] - started, "last": joins[-1] - started,
                             "running": log_time(COMPLETE_RE.search(text).group(1)) - started})
-            stop(args, env, running)
+            end_computation(args.stasis, env, running)
             running = None
         return results
     finally:
-        stop(args, env, running)
+        end_computation(args.stasis, env, running)
         if coordinator is not None:
             coordinator.terminate()
             coordinator.wait(30)
