@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs a command on another kernel: a QEMU guest that boots a Debian kernel other than this
-# machine's and sees this machine's files (its root read-only, WORKDIR writable, both through 9p,
-# at the same paths), so a program checkpointed in there can be restarted out here and the other
-# way round.
+# machine's and sees this machine's files (its root and the project read-only, WORKDIR writable,
+# all through 9p, at the same paths), so a program checkpointed in there can be restarted out here
+# and the other way round.
 #
 #   guest.sh check                  exit 0 if a guest can run here, else print why and exit 77
 #   guest.sh run WORKDIR COMMAND    boot, run COMMAND with sh -c in WORKDIR, power off; exit with
@@ -27,6 +27,8 @@ fi
 [ "${1:-}" = run ] && [ $# -eq 3 ] || { echo "usage: guest.sh check | guest.sh run WORKDIR COMMAND" >&2; exit 2; }
 WORKDIR=$(cd "$2" && pwd)
 COMMAND=$3
+# The project, shared again after the guest's own /tmp: a clone under /tmp would be hidden by it.
+PROJECT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 reason=$(why_not)
 [ -z "$reason" ] || { echo "guest.sh: $reason" >&2; exit 77; }
 KERNEL=$(guest_kernel "${GUEST_MODULES[@]}")
@@ -48,7 +50,10 @@ mount -t proc proc /host/proc; mount -t sysfs sys /host/sys; mount -t devtmpfs d
 mkdir -p /host/dev/pts /host/dev/shm
 mount -t devpts devpts /host/dev/pts; mount -t tmpfs tmpfs /host/dev/shm; mount -t tmpfs tmpfs /host/tmp
 mount -t tmpfs tmpfs /host/run
-# After the guest's own /tmp: a work directory under /tmp is shared over it.
+# After the guest's own /tmp: the project (read-only) and the work directory, either of which may
+# lie under /tmp, are shared over it.
+mkdir -p /host$PROJECT 2>/dev/null
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro project /host$PROJECT || echo "guest: no project share"
 mkdir -p /host$WORKDIR 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=none work /host$WORKDIR || echo "guest: no work share"
 hostname guest
@@ -67,6 +72,7 @@ timeout "${STASIS_GUEST_TIMEOUT:-600}" qemu-system-x86_64 "${ACCEL[@]}" -m 1536 
   -nographic -no-reboot -nodefaults -serial "file:$WORKDIR/guest.console" \
   -kernel "$KERNEL" -initrd "$INITRD.cpio.gz" -append "console=ttyS0 quiet panic=-1" \
   -virtfs local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=warn \
+  -virtfs "local,path=$PROJECT,mount_tag=project,security_model=none,readonly=on,multidevs=warn" \
   -virtfs "local,path=$WORKDIR,mount_tag=work,security_model=none,multidevs=warn" \
   </dev/null >/dev/null 2>"$WORKDIR/guest.qemu" || true
 if [ ! -f "$WORKDIR/guest.status" ]; then
