@@ -24,6 +24,7 @@ zstd_lanes        a zstd checkpoint of mixed_memory stores its arrays of doubles
 inspect_chain     `stasis inspect` of the third image of an incremental chain shows its parent,
                   the chain (verified), and per region how many bytes come from which
                   generation; with a damaged or missing older image it fails naming it."""
+import contextlib
 import json
 import os
 import struct
@@ -40,6 +41,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from e2e_common import Computation, fail, lines, wait_lines  # noqa: E402
+
+
+@contextlib.contextmanager
+def computation(stasis):
+    """A computation of its own in a temporary directory and the path for its program's output;
+    ended (`stasis kill`) and removed afterwards."""
+    with tempfile.TemporaryDirectory() as tmp:
+        comp = Computation(stasis, tmp)
+        try:
+            yield comp, Path(tmp, "out")
+        finally:
+            comp.cleanup()
 
 SKIP = 77
 
@@ -217,40 +230,30 @@ def restarted_to_the_end(comp, generation, out, reference, *options):
 def check_lazy_restart(stasis, targets):
     program = [str(targets / "mapped_madvise"), "30", "100", "16"]
     reference = subprocess.run(program, capture_output=True, text=True, check=True).stdout
-    with tempfile.TemporaryDirectory() as tmp:
-        comp = Computation(stasis, tmp)
-        out = Path(tmp, "out")
-        try:
-            # stderr a pipe: inherited from outside, so the restarted program's is restart's own
-            generation = checkpointed_once(comp, out, program, 5, "--compress", "none", stderr=subprocess.PIPE)
-            done = restarted_to_the_end(comp, generation, out, reference, "--lazy")
-            if "buffer mapped from a checkpoint image" not in done.stderr:
-                fail(f"restart --lazy did not map the program's memory: {done.stderr}")
-        finally:
-            comp.cleanup()
+    with computation(stasis) as (comp, out):
+        # stderr a pipe: inherited from outside, so the restarted program's is restart's own
+        generation = checkpointed_once(comp, out, program, 5, "--compress", "none", stderr=subprocess.PIPE)
+        done = restarted_to_the_end(comp, generation, out, reference, "--lazy")
+        if "buffer mapped from a checkpoint image" not in done.stderr:
+            fail(f"restart --lazy did not map the program's memory: {done.stderr}")
     print("lazy_restart: mapped, same output")
 
 
 def check_zstd_lanes(stasis, targets):
     program = [str(targets / "mixed_memory"), "32", "12", "100"]
     reference = subprocess.run(program, capture_output=True, text=True, check=True).stdout
-    with tempfile.TemporaryDirectory() as tmp:
-        comp = Computation(stasis, tmp)
-        out = Path(tmp, "out")
-        try:
-            generation = checkpointed_once(comp, out, program, 3, "--compress", "zstd")
-            shown = inspect(stasis, only_image(generation), "--json")
-            if shown.returncode:
-                fail(f"inspect failed: {shown.stderr}")
-            counts = {}
-            for region in json.loads(shown.stdout)["regions"]:
-                for name, records in region.get("stored_as", {}).items():
-                    counts[name] = counts.get(name, 0) + records
-            if counts.get("zstd-lanes", 0) == 0 or counts.get("zstd", 0) == 0:
-                fail(f"expected PAGES records in zstd's lanes form and plain zstd, found {counts}")
-            restarted_to_the_end(comp, generation, out, reference)
-        finally:
-            comp.cleanup()
+    with computation(stasis) as (comp, out):
+        generation = checkpointed_once(comp, out, program, 3, "--compress", "zstd")
+        shown = inspect(stasis, only_image(generation), "--json")
+        if shown.returncode:
+            fail(f"inspect failed: {shown.stderr}")
+        counts = {}
+        for region in json.loads(shown.stdout)["regions"]:
+            for name, records in region.get("stored_as", {}).items():
+                counts[name] = counts.get(name, 0) + records
+        if counts.get("zstd-lanes", 0) == 0 or counts.get("zstd", 0) == 0:
+            fail(f"expected PAGES records in zstd's lanes form and plain zstd, found {counts}")
+        restarted_to_the_end(comp, generation, out, reference)
     print(f"zstd_lanes: PAGES records {counts}, same output after restart")
 
 
@@ -270,49 +273,44 @@ def index_entries(image_bytes):
 
 def check_corrupt_index(stasis, targets):
     program = [str(targets / "big_memory"), "32", "200", "100", "0"]
-    with tempfile.TemporaryDirectory() as tmp:
-        comp = Computation(stasis, tmp)
-        out = Path(tmp, "out")
-        try:
-            generation = checkpointed_once(comp, out, program, 3, "--compress", "none")
-            image = only_image(generation)
-            original = image.read_bytes()
-            index_offset, entries = index_entries(original)
-            pages = [offset for offset, record_type in entries if record_type == 5]  # STASIS_REC_PAGES
-            if len(pages) < 8:
-                fail(f"the index lists {len(pages)} memory records, expected at least 8 for 32 MiB")
+    with computation(stasis) as (comp, out):
+        generation = checkpointed_once(comp, out, program, 3, "--compress", "none")
+        image = only_image(generation)
+        original = image.read_bytes()
+        index_offset, entries = index_entries(original)
+        pages = [offset for offset, record_type in entries if record_type == 5]  # STASIS_REC_PAGES
+        if len(pages) < 8:
+            fail(f"the index lists {len(pages)} memory records, expected at least 8 for 32 MiB")
 
-            def refused(damaged, options, expect):
-                image.write_bytes(bytes(damaged))
-                lines_before = len(lines(out))
-                done = subprocess.run([stasis, "restart", *options, str(generation)], env=comp.env,
-                                      capture_output=True, text=True, timeout=120)
-                if done.returncode == 0 or not re.search(expect, done.stderr):
-                    fail(f"restart {' '.join(options)} of a damaged image: exit {done.returncode}, "
-                         f"stderr {done.stderr!r} (expected /{expect}/)")
-                if len(lines(out)) != lines_before:
-                    fail("the program ran again from a damaged image")
+        def refused(damaged, options, expect):
+            image.write_bytes(bytes(damaged))
+            lines_before = len(lines(out))
+            done = subprocess.run([stasis, "restart", *options, str(generation)], env=comp.env,
+                                  capture_output=True, text=True, timeout=120)
+            if done.returncode == 0 or not re.search(expect, done.stderr):
+                fail(f"restart {' '.join(options)} of a damaged image: exit {done.returncode}, "
+                     f"stderr {done.stderr!r} (expected /{expect}/)")
+            if len(lines(out)) != lines_before:
+                fail("the program ran again from a damaged image")
 
-            damaged = bytearray(original)
-            damaged[index_offset + 48 + 56 * (len(entries) // 2) + 30] ^= 0x5A  # an entry's header
-            for options in ([], ["--lazy"]):
-                refused(damaged, options, r"is corrupt: its record index")
-            shown = inspect(stasis, image)
-            if shown.returncode == 0 or "record index" not in shown.stderr:
-                fail(f"inspect accepted an image with a damaged index: {shown.stdout}{shown.stderr}")
-            damaged = bytearray(original)
-            damaged[pages[len(pages) // 2] + 24] ^= 0x01  # the address in a memory record's header
-            refused(damaged, [], r"differs from its copy in the record index")
+        damaged = bytearray(original)
+        damaged[index_offset + 48 + 56 * (len(entries) // 2) + 30] ^= 0x5A  # an entry's header
+        for options in ([], ["--lazy"]):
+            refused(damaged, options, r"is corrupt: its record index")
+        shown = inspect(stasis, image)
+        if shown.returncode == 0 or "record index" not in shown.stderr:
+            fail(f"inspect accepted an image with a damaged index: {shown.stdout}{shown.stderr}")
+        damaged = bytearray(original)
+        damaged[pages[len(pages) // 2] + 24] ^= 0x01  # the address in a memory record's header
+        refused(damaged, [], r"differs from its copy in the record index")
 
-            image.write_bytes(original)
-            wait_for = len(lines(out)) + 2
-            restarted = subprocess.Popen([stasis, "restart", "--lazy", str(generation)], env=comp.env,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            wait_lines(out, wait_for)
-            restarted.kill()
-            restarted.wait()
-        finally:
-            comp.cleanup()
+        image.write_bytes(original)
+        wait_for = len(lines(out)) + 2
+        restarted = subprocess.Popen([stasis, "restart", "--lazy", str(generation)], env=comp.env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_lines(out, wait_for)
+        restarted.kill()
+        restarted.wait()
     print("corrupt_index: damaged index and headers refused, the sound image restarts")
 
 
@@ -330,18 +328,13 @@ def only_image(generation):
 def check_inspect_chain(stasis, targets):
     # 16 MiB, 3% of the pages written per step
     program = [str(targets / "incremental_memory"), "16", "200", "100", "3"]
-    with tempfile.TemporaryDirectory() as tmp:
-        comp = Computation(stasis, tmp)
-        out = Path(tmp, "out")
-        try:
-            proc = launch(comp, out, program, "--incremental", "--compress", "none")
-            generations = []
-            for _ in range(3):
-                wait_lines(out, len(lines(out)) + 3)
-                generations.append(checkpoint(comp))
-            kill(proc)
-        finally:
-            comp.cleanup()
+    with computation(stasis) as (comp, out):
+        proc = launch(comp, out, program, "--incremental", "--compress", "none")
+        generations = []
+        for _ in range(3):
+            wait_lines(out, len(lines(out)) + 3)
+            generations.append(checkpoint(comp))
+        kill(proc)
         newest = only_image(generations[2])
         shown = inspect(stasis, newest)
         if shown.returncode:
