@@ -15,6 +15,18 @@ std::string prot_text(uint32_t prot) {
   return fmt::format("{}{}{}", prot & 1 ? 'r' : '-', prot & 2 ? 'w' : '-', prot & 4 ? 'x' : '-');
 }
 
+// The madvise names of StasisMemoryMarkBits, e.g. "dontfork wipeonfork".
+std::string memory_marks_text(uint32_t marks) {
+  static const std::pair<uint32_t, const char*> kNames[] = {
+      {STASIS_MARK_DONTFORK, "dontfork"},   {STASIS_MARK_WIPEONFORK, "wipeonfork"},
+      {STASIS_MARK_DONTDUMP, "dontdump"},   {STASIS_MARK_HUGEPAGE, "hugepage"},
+      {STASIS_MARK_NOHUGEPAGE, "nohugepage"}, {STASIS_MARK_MERGEABLE, "mergeable"}};
+  std::string text;
+  for (const auto& [bit, name] : kNames)
+    if (marks & bit) text += (text.empty() ? "" : " ") + std::string(name);
+  return text;
+}
+
 // Where an increment's region gets its bytes: per generation of the chain, and its holes.
 struct RegionSources {
   std::map<uint64_t, uint64_t> bytes_by_generation;  // newest first when printed
@@ -128,6 +140,12 @@ nlohmann::json to_json(const image::Image& img, const std::vector<image::Image>&
     }
   }
   out["regions"] = regions;
+  json marks = json::array();
+  for (const StasisMemoryMark& m : img.memory_marks())
+    marks.push_back({{"start", fmt::format("{:#x}", m.start)},
+                     {"end", fmt::format("{:#x}", m.end)},
+                     {"marks", memory_marks_text(m.marks)}});
+  out["memory_marks"] = marks;
   out["memory_bytes"] = memory;
   json fds = json::array();
   for (const auto& f : img.fds()) {
@@ -199,6 +217,8 @@ class InspectCommand : public Command {
       if (region.inherited)  // pages of this image, of older ones, and holes
         fmt::print("      inherited: {}\n", sources_text(region_sources(img, ancestors, region)));
     }
+    for (const StasisMemoryMark& m : img.memory_marks())
+      fmt::print("  marked {:#014x}-{:#014x} {}\n", m.start, m.end, memory_marks_text(m.marks));
     fmt::print("fds        {}\n", img.fds().size());
     for (const auto& f : img.fds())
       fmt::print("  {:<4} {:<15} offset {:<10} {}\n", f.fd, image::fd_kind_name(f.kind), f.offset, f.path);

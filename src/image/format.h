@@ -34,6 +34,7 @@ typedef struct StasisSavedClocks StasisSavedClocks;
 typedef struct StasisCpuContext StasisCpuContext;
 typedef struct StasisThreadRecord StasisThreadRecord;
 typedef struct StasisRegionRecord StasisRegionRecord;
+typedef struct StasisMemoryMark StasisMemoryMark;
 typedef struct StasisFdRecord StasisFdRecord;
 typedef struct StasisEndRecord StasisEndRecord;
 typedef struct StasisZombie StasisZombie;
@@ -42,8 +43,10 @@ typedef struct StasisFdDataHeader StasisFdDataHeader;
 #define STASIS_IMAGE_MAGIC "STASISIM"
 // Version 3 added the INDEX record and END's index_offset; version 2 images (no index, a shorter
 // END) are still read, by scanning every record header. Version 4 added the compression
-// STASIS_COMPRESS_ZSTD_LANES; a version 3 image is a version 4 image without it.
-#define STASIS_IMAGE_VERSION 4
+// STASIS_COMPRESS_ZSTD_LANES; a version 3 image is a version 4 image without it. Version 5 added
+// the MEMORY_MARKS record; a version 4 image is one whose memory had no marks to keep.
+#define STASIS_IMAGE_VERSION 5
+#define STASIS_IMAGE_VERSION_WITHOUT_MARKS 4
 #define STASIS_IMAGE_VERSION_WITHOUT_LANES 3
 #define STASIS_IMAGE_VERSION_WITHOUT_INDEX 2
 #define STASIS_IMAGE_PATH_MAX 1024
@@ -92,6 +95,12 @@ enum StasisRecordType STASIS_ENUM_BASE {
   // their functions at the new one (src/restart/vdso_proxy.cc). Absent in older images: those
   // restart only under a kernel with the same vdso.
   STASIS_REC_VDSO = 12,
+  // The madvise marks of the process's memory (version 5): payload = StasisMemoryMark[], in
+  // ascending address order, each range inside the image's regions. At most one such record; an
+  // image without one had no marked memory. Restart sets the marks again (a forked child of the
+  // restarted program must see what it saw before: zeros where MADV_WIPEONFORK, nothing where
+  // MADV_DONTFORK).
+  STASIS_REC_MEMORY_MARKS = 13,
 };
 #define STASIS_MAX_VDSO_TEXT (32 * 1024)
 
@@ -272,6 +281,22 @@ enum StasisRegionKind STASIS_ENUM_BASE {
   // A mapping a kind saves with its own state, no PAGES (capture table's claim_mapping):
   // src/plugins/ipc/records.h.
   STASIS_REGION_SYSV_SHM = 16,
+};
+
+// The marks as /proc/PID/smaps' VmFlags show them ("dc", "wf", "dd", "hg", "nh", "mg").
+enum StasisMemoryMarkBits STASIS_ENUM_BASE {
+  STASIS_MARK_DONTFORK = 1,     // MADV_DONTFORK
+  STASIS_MARK_WIPEONFORK = 2,   // MADV_WIPEONFORK
+  STASIS_MARK_DONTDUMP = 4,     // MADV_DONTDUMP
+  STASIS_MARK_HUGEPAGE = 8,     // MADV_HUGEPAGE
+  STASIS_MARK_NOHUGEPAGE = 16,  // MADV_NOHUGEPAGE
+  STASIS_MARK_MERGEABLE = 32,   // MADV_MERGEABLE (KSM)
+};
+#define STASIS_MARKS_KNOWN 63u
+struct StasisMemoryMark {
+  uint64_t start, end;  // page-aligned
+  uint32_t marks;       // StasisMemoryMarkBits
+  uint32_t reserved;    // 0
 };
 
 struct StasisRegionRecord {

@@ -86,6 +86,8 @@ Image& Image::operator=(Image&& other) noexcept {
   end_ = other.end_;
   vdso_text_ = std::move(other.vdso_text_);
   vdso_text_address_ = other.vdso_text_address_;
+  memory_marks_ = std::move(other.memory_marks_);
+  have_memory_marks_ = other.have_memory_marks_;
   have_process_ = other.have_process_;
   parent_ = other.parent_;
   has_parent_ = other.has_parent_;
@@ -143,7 +145,34 @@ Image Image::open(const std::string& path, bool verify_payloads) {
   for (const Region& region : image.regions_)
     if (region.inherited && !image.has_parent_)
       throw Error(fmt::format("{} is corrupt: it inherits memory but names no parent image", path));
+  image.check_memory_marks();
   return image;
+}
+
+// Every marked range lies inside the saved regions (in order, page-aligned, known marks only):
+// restart hands them to madvise, which must never touch memory the image does not restore.
+void Image::check_memory_marks() const {
+  std::vector<std::pair<uint64_t, uint64_t>> regions;
+  for (const Region& region : regions_) regions.emplace_back(region.record.start, region.record.end);
+  std::sort(regions.begin(), regions.end());
+  uint64_t previous_end = 0;
+  for (const StasisMemoryMark& m : memory_marks_) {
+    auto corrupt = [&](const char* what) {
+      return Error(fmt::format("{} is corrupt: the memory marks of {:#x}-{:#x} {}", path_, m.start, m.end, what));
+    };
+    if (m.start >= m.end || m.start % 4096 || m.end % 4096) throw corrupt("are not a page-aligned range");
+    if (m.start < previous_end) throw corrupt("overlap or precede the range before them");
+    if (m.marks == 0 || (m.marks & ~STASIS_MARKS_KNOWN) || m.reserved != 0)
+      throw corrupt(fmt::format("hold unknown bits ({:#x})", m.marks).c_str());
+    previous_end = m.end;
+    // Covered by regions end to end (adjacent regions may share the range).
+    uint64_t at = m.start;
+    auto it = std::upper_bound(regions.begin(), regions.end(), std::make_pair(at, ~uint64_t{0}));
+    if (it != regions.begin()) --it;
+    for (; it != regions.end() && at < m.end; ++it)
+      if (it->first <= at && it->second > at) at = it->second;
+    if (at < m.end) throw corrupt("lie outside the saved memory");
+  }
 }
 
 namespace {
@@ -440,6 +469,17 @@ void Image::take_record(const StasisRecordHeader& h, uint64_t offset, const std:
       regions_.push_back(region);
       break;
     }
+    case STASIS_REC_MEMORY_MARKS:
+      if (header_.format_version < STASIS_IMAGE_VERSION || have_memory_marks_ ||
+          h.stored_size != h.raw_size || h.compression != STASIS_COMPRESS_NONE || h.raw_size == 0 ||
+          h.raw_size % sizeof(StasisMemoryMark) != 0)
+        throw Error(fmt::format("{} is corrupt: the memory marks record at byte {} has an impossible size ({} "
+                                "bytes), is not the only one, or is in a version {} image",
+                                path, offset, h.raw_size, header_.format_version));
+      memory_marks_.resize(h.raw_size / sizeof(StasisMemoryMark));
+      std::memcpy(memory_marks_.data(), payload.data(), h.raw_size);
+      have_memory_marks_ = true;
+      break;
     case STASIS_REC_PAGES: {
       if (regions_.empty())
         throw Error(fmt::format("{} is corrupt: memory pages before any region", path));

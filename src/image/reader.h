@@ -86,6 +86,9 @@ class Image {
   // VDSO record).
   const std::vector<unsigned char>& vdso_text() const { return vdso_text_; }
   uint64_t vdso_text_address() const { return vdso_text_address_; }
+  // The madvise marks of the saved memory, checked to lie inside its regions (empty when it had
+  // none, and in images older than version 5).
+  const std::vector<StasisMemoryMark>& memory_marks() const { return memory_marks_; }
   // The PARENT record of an incremental image; nullptr for a full one.
   const StasisParentRecord* parent() const { return has_parent_ ? &parent_ : nullptr; }
 
@@ -103,6 +106,7 @@ class Image {
   void scan_records(bool verify_payloads);
   void take_record(const StasisRecordHeader& h, uint64_t offset, const std::vector<char>& payload);
   StasisEndRecord parse_end(const std::vector<char>& payload, const StasisRecordHeader& h) const;
+  void check_memory_marks() const;
   std::string path_;
   int fd_ = -1;
   uint64_t file_size_ = 0;
@@ -116,6 +120,8 @@ class Image {
   StasisEndRecord end_{};
   std::vector<unsigned char> vdso_text_;
   uint64_t vdso_text_address_ = 0;
+  std::vector<StasisMemoryMark> memory_marks_;
+  bool have_memory_marks_ = false;
   bool have_process_ = false;
   StasisParentRecord parent_{};
   bool has_parent_ = false;

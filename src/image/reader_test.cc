@@ -1,5 +1,5 @@
-// The reader on small images built here record by record: version 4 (with its record index and
-// zstd's lanes form), 3 (without lanes) and 2 (without index), and damaged copies, each refused
+// The reader on small images built here record by record: version 5 (with its record index,
+// zstd's lanes form and memory marks), 3 (without lanes) and 2 (without index), and damaged copies, each refused
 // with a message naming the damage.
 #include "image/reader.h"
 
@@ -297,6 +297,46 @@ TEST(ImageReader, ADamagedEndRecordIsFoundByTheScan) {
   bytes[end_payload_at(bytes)] ^= 0x01;  // END's record count
   std::string message = refusal(bytes, false);
   EXPECT_NE(message.find("is corrupt: checksum mismatch"), std::string::npos) << message;
+}
+
+// A 16-page region with the given MEMORY_MARKS record (version as given).
+std::vector<char> image_with_marks(uint32_t version, const std::vector<StasisMemoryMark>& marks) {
+  ImageBuilder b(version);
+  add_process_and_region(b, 16);
+  std::vector<char> pages(16 * kPageBytes, 1);
+  b.record(STASIS_REC_PAGES, pages.data(), pages.size(), kRegionStart);
+  b.record(STASIS_REC_MEMORY_MARKS, marks.data(), marks.size() * sizeof(StasisMemoryMark));
+  return b.finish();
+}
+
+TEST(ImageReader, ReadsMemoryMarksInsideTheRegions) {
+  const std::vector<StasisMemoryMark> marks = {
+      {kRegionStart, kRegionStart + 2 * kPageBytes, STASIS_MARK_WIPEONFORK, 0},
+      {kRegionStart + 4 * kPageBytes, kRegionStart + 16 * kPageBytes, STASIS_MARK_DONTFORK | STASIS_MARK_DONTDUMP, 0}};
+  ImageFile file(image_with_marks(STASIS_IMAGE_VERSION, marks));
+  Image image = Image::open(file.path(), true);
+  ASSERT_EQ(image.memory_marks().size(), 2u);
+  EXPECT_EQ(image.memory_marks()[1].marks, static_cast<uint32_t>(STASIS_MARK_DONTFORK | STASIS_MARK_DONTDUMP));
+}
+
+TEST(ImageReader, RefusesMemoryMarksThatCannotBeSetAgain) {
+  const uint64_t end = kRegionStart + 16 * kPageBytes;
+  const std::pair<std::vector<StasisMemoryMark>, const char*> cases[] = {
+      {{{kRegionStart, end + kPageBytes, STASIS_MARK_DONTFORK, 0}}, "lie outside the saved memory"},
+      {{{kRegionStart + 1, end, STASIS_MARK_DONTFORK, 0}}, "are not a page-aligned range"},
+      {{{kRegionStart, end, 1u << 20, 0}}, "hold unknown bits"},
+      {{{kRegionStart + kPageBytes, end, STASIS_MARK_DONTFORK, 0}, {kRegionStart, end, STASIS_MARK_DONTFORK, 0}},
+       "overlap or precede"},
+  };
+  for (const auto& [marks, why] : cases) {
+    std::string message = refusal(image_with_marks(STASIS_IMAGE_VERSION, marks), false);
+    EXPECT_NE(message.find(why), std::string::npos) << message;
+    EXPECT_NE(message.find("is corrupt: the memory marks of"), std::string::npos) << message;
+  }
+  // Version 4 had no such record.
+  std::string message = refusal(
+      image_with_marks(STASIS_IMAGE_VERSION_WITHOUT_MARKS, {{kRegionStart, end, STASIS_MARK_DONTFORK, 0}}), false);
+  EXPECT_NE(message.find("is in a version 4 image"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -117,6 +117,29 @@ static void read_exact(void* buf, unsigned long len) {
 
 static int is_error(long r) { return r < 0 && r > MAP_FAILED_MAX; }
 
+// One range's madvise marks (StasisMemoryMarkBits; the feeder checked it lies in restored memory).
+static void set_memory_marks(const StasisMemoryMark* mark) {
+  static const struct {
+    uint32_t bit;
+    int advice;
+    int must_hold;  // it changes what a forked child of the program sees
+    const char* name;
+  } kAdvice[] = {
+      {STASIS_MARK_DONTFORK, MADV_DONTFORK, 1, "cannot mark restored memory MADV_DONTFORK again"},
+      {STASIS_MARK_WIPEONFORK, MADV_WIPEONFORK, 1,
+       "cannot mark restored memory MADV_WIPEONFORK again (Linux 4.14 or later has it)"},
+      {STASIS_MARK_DONTDUMP, MADV_DONTDUMP, 0, 0},
+      {STASIS_MARK_HUGEPAGE, MADV_HUGEPAGE, 0, 0},
+      {STASIS_MARK_NOHUGEPAGE, MADV_NOHUGEPAGE, 0, 0},
+      {STASIS_MARK_MERGEABLE, MADV_MERGEABLE, 0, 0},
+  };
+  for (unsigned i = 0; i < sizeof kAdvice / sizeof kAdvice[0]; i++) {
+    if (!(mark->marks & kAdvice[i].bit)) continue;
+    long r = STASIS_SYS3(SYS_madvise, mark->start, mark->end - mark->start, kAdvice[i].advice);
+    if (r != 0 && kAdvice[i].must_hold) die(kAdvice[i].name, r);
+  }
+}
+
 static unsigned long parse_hex(const char** p) {
   unsigned long v = 0;
   for (;; (*p)++) {
@@ -331,6 +354,13 @@ void loader_main(long* initial_sp) {
       if (r != 0) die("cannot restore a region's protection", r);
     }
   }
+  // 4. The madvise marks the memory had. Those that change what a forked child sees must hold;
+  //    the others are hints a kernel may not know (no THP, no KSM).
+  for (uint32_t i = 0; i < g_plan.mark_count; i++) {
+    StasisMemoryMark mark;
+    read_exact(&mark, sizeof mark);
+    set_memory_marks(&mark);
+  }
   uint64_t end_magic = 0;
   read_exact(&end_magic, sizeof end_magic);
   if (end_magic != STASIS_LOADER_END_MAGIC) die("the image feed is out of step", 0);
@@ -341,7 +371,7 @@ void loader_main(long* initial_sp) {
   for (int fd = 0; fd < 1024; fd++)
     if (g_objects_to_close[fd / 64] & (1ul << (fd % 64))) STASIS_SYS1(SYS_close, fd);
 
-  // 4. vvar/vdso back to the addresses the program's code remembers; under another kernel, the
+  // 5. vvar/vdso back to the addresses the program's code remembers; under another kernel, the
   //    kernel's to a free place and the saved vdso, redirected to it, back where it was.
   for (int s = 0; s < 3; s++) {
     if (!specials[s].current_start) continue;
@@ -361,7 +391,7 @@ void loader_main(long* initial_sp) {
     redirect_saved_vdso(&g_plan.vdso, &g_plan.vdso_proxy, new_vdso);
   }
 
-  // 5. Heap break, argument/environment bounds, auxv (unprivileged since Linux 3.18).
+  // 6. Heap break, argument/environment bounds, auxv (unprivileged since Linux 3.18).
   if (g_plan.restore_mm) {
     struct prctl_mm_map map = {
         .start_code = g_plan.mm.start_code, .end_code = g_plan.mm.end_code,
@@ -375,13 +405,13 @@ void loader_main(long* initial_sp) {
     g_plan.restart_info.mm_restore_status = (int32_t)r;  // not fatal: malloc falls back to mmap
   }
 
-  // 6. Tell the restarted runtime how to reach its coordinator.
+  // 7. Tell the restarted runtime how to reach its coordinator.
   g_plan.restart_info.magic = STASIS_RESTART_INFO_MAGIC;
   g_plan.restart_info.loader_start = STASIS_LOADER_BASE;
   g_plan.restart_info.loader_end = STASIS_LOADER_LIMIT;
   *(StasisRestartInfo*)g_plan.restart_info_addr = g_plan.restart_info;
 
-  // 7. Threads.
+  // 8. Threads.
   StasisLoaderThread* leader = 0;
   for (uint32_t i = 0; i < g_plan.thread_count; i++) {
     StasisLoaderThread* t = &g_threads[i];

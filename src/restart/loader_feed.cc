@@ -59,9 +59,19 @@ class PipeWriter {
 // increment's written pages cut the memory its parents hold into many pieces.
 constexpr uint32_t kMaxMappedChunks = 16384;
 
-bool can_map(const image::MemoryPiece& piece, int image_fd, uint32_t region_kind) {
+// Whether [start, end) holds memory marked MADV_WIPEONFORK, which the kernel allows on anonymous
+// memory only: a piece there is copied, never mapped from the image file.
+bool wipes_on_fork(const std::vector<StasisMemoryMark>& marks, uint64_t start, uint64_t end) {
+  for (const StasisMemoryMark& m : marks)
+    if ((m.marks & STASIS_MARK_WIPEONFORK) && m.start < end && m.end > start) return true;
+  return false;
+}
+
+bool can_map(const image::MemoryPiece& piece, int image_fd, uint32_t region_kind,
+             const std::vector<StasisMemoryMark>& marks) {
   const image::PagesRef& pages = *piece.pages;
-  return image_fd >= 0 && pages.compression == STASIS_COMPRESS_NONE &&
+  return image_fd >= 0 && !wipes_on_fork(marks, piece.addr, piece.addr + piece.len) &&
+         pages.compression == STASIS_COMPRESS_NONE &&
          pages.file_offset % 4096 == 0 && (piece.addr - pages.addr) % 4096 == 0 &&
          piece.len % 4096 == 0 && piece.len >= STASIS_MIN_MAPPED_CHUNK &&
          region_kind != STASIS_REGION_SHARED_ANON;  // a private mapping cannot stand in for it
@@ -124,6 +134,7 @@ void feed_loader(const image::Image& img, const AncestorFds& ancestors,
   StasisLoaderPlan plan = {};
   plan.magic = STASIS_LOADER_PLAN_MAGIC;
   plan.region_count = static_cast<uint32_t>(img.regions().size());
+  plan.mark_count = static_cast<uint32_t>(img.memory_marks().size());
   plan.thread_count = static_cast<uint32_t>(img.threads().size());
   plan.restore_mm = 1;
   plan.image_fd = image_fd;
@@ -187,7 +198,7 @@ void feed_loader(const image::Image& img, const AncestorFds& ancestors,
     for (const auto& piece : pieces) {
       StasisLoaderChunk chunk = {piece.addr, piece.len, 0, 0, 0};
       int source_fd = ancestors.fd_of(piece.image, img);
-      if (mapped_chunks < kMaxMappedChunks && can_map(piece, source_fd, r.kind)) {  // verified already
+      if (mapped_chunks < kMaxMappedChunks && can_map(piece, source_fd, r.kind, img.memory_marks())) {  // verified already
         mapped_chunks++;
         chunk.file_offset = piece.pages->file_offset + (piece.addr - piece.pages->addr);
         chunk.mapped = 1;
@@ -206,6 +217,7 @@ void feed_loader(const image::Image& img, const AncestorFds& ancestors,
   // Before the end of the feed: the loader cannot resume the program (and its output) earlier.
   show_progress();
   progress.finish();
+  for (const StasisMemoryMark& mark : img.memory_marks()) pipe.put(&mark, sizeof mark);
   uint64_t end = STASIS_LOADER_END_MAGIC;
   pipe.put(&end, sizeof end);
   pipe.flush();

@@ -6,6 +6,7 @@
 //   StasisLoaderPlan
 //   StasisLoaderThread[plan.thread_count]
 //   per region: StasisLoaderRegion, then region.chunk_count times { StasisLoaderChunk, bytes }
+//   StasisMemoryMark[plan.mark_count]: madvise marks set once every region is mapped
 //   uint64_t STASIS_LOADER_END_MAGIC
 #pragma once
 #include <stdint.h>
@@ -157,6 +158,7 @@ struct StasisLoaderPlan {
   uint64_t magic;
   uint32_t region_count;
   uint32_t thread_count;
+  uint32_t mark_count;
   uint32_t restore_mm;  // 1: try prctl(PR_SET_MM_MAP)
   int32_t image_fd;     // the image, open read-only, for mapped chunks (-1: none)
   StasisVdsoLayout vdso;

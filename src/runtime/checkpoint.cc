@@ -167,8 +167,14 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
   capture_own_thread_state(own);
   g_process.thread_count = n + 1;
 
+  LogLine marks_error;
+  if (!read_memory_marks(g_arena, marks_error)) {
+    error << marks_error.c_str();
+    g_arena.destroy();
+    return -1;
+  }
   LogLine not_lent;
-  if (forked && !lend_fork_excluded_memory(g_arena, not_lent)) {
+  if (forked && !lend_fork_excluded_memory(not_lent)) {
     LogLine line;
     (line << not_lent.c_str() << ": writing this image in place").emit();
     forked = false;

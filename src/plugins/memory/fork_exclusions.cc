@@ -1,3 +1,5 @@
+// The madvise marks of the program's memory (smaps' VmFlags), read once per checkpoint while it
+// is stopped: the image keeps them (write_memory), so that a restart sets them again.
 // Lending memory marked MADV_DONTFORK / MADV_WIPEONFORK to the forked image writer: the marks are
 // cleared for the fork and set again at once after it, while every user thread is still stopped.
 // The pause stays the fork's (page tables, copy-on-write), where writing such a process's image
@@ -17,25 +19,27 @@
 namespace stasis::rt {
 
 namespace {
-constexpr unsigned kDontFork = 1, kWipeOnFork = 2;
-struct LentRange {
-  uint64_t start, end;
-  unsigned marks;  // what to set again: kDontFork, kWipeOnFork or both
-};
-LentRange* g_lent = nullptr;  // in the arena, which outlives the fork
-uint32_t g_lent_count = 0;
+constexpr uint32_t kForkMarks = STASIS_MARK_DONTFORK | STASIS_MARK_WIPEONFORK;
+StasisMemoryMark* g_marks = nullptr;  // in the arena, which outlives the fork: the writer's copy too
+uint32_t g_marks_count = 0;
+uint32_t g_lent_upto = 0;             // the fork marks of g_marks[0, g_lent_upto) are lifted
 
 long set_advice(uint64_t start, uint64_t end, int advice) {
   return STASIS_SYS3(SYS_madvise, start, end - start, advice);
 }
 
-// "dc" (VM_DONTCOPY) and "wf" (VM_WIPEONFORK) among the VmFlags of one smaps entry.
-unsigned fork_marks(const char* flags) {
-  unsigned marks = 0;
+// The marks among the VmFlags of one smaps entry ("dc", "wf", "dd", "hg", "nh", "mg").
+uint32_t marks_of(const char* flags) {
+  uint32_t marks = 0;
   for (const char* p = flags; *p && *p != '\n'; p++)
     if (p[0] == ' ' && p[1] && p[2] && (p[3] == ' ' || p[3] == '\n' || p[3] == 0)) {
-      if (p[1] == 'd' && p[2] == 'c') marks |= kDontFork;
-      if (p[1] == 'w' && p[2] == 'f') marks |= kWipeOnFork;
+      char a = p[1], b = p[2];
+      if (a == 'd' && b == 'c') marks |= STASIS_MARK_DONTFORK;
+      if (a == 'w' && b == 'f') marks |= STASIS_MARK_WIPEONFORK;
+      if (a == 'd' && b == 'd') marks |= STASIS_MARK_DONTDUMP;
+      if (a == 'h' && b == 'g') marks |= STASIS_MARK_HUGEPAGE;
+      if (a == 'n' && b == 'h') marks |= STASIS_MARK_NOHUGEPAGE;
+      if (a == 'm' && b == 'g') marks |= STASIS_MARK_MERGEABLE;
     }
   return marks;
 }
@@ -56,27 +60,26 @@ bool fork_copies_pinned_pages(char (&release)[65]) {
   return major > 5 || (major == 5 && minor >= 10);
 }
 
-long set_marks(const LentRange& r, bool on) {
+long set_fork_marks(const StasisMemoryMark& r, bool on) {
   long a = 0, b = 0;
-  if (r.marks & kDontFork) a = set_advice(r.start, r.end, on ? MADV_DONTFORK : MADV_DOFORK);
-  if (r.marks & kWipeOnFork) b = set_advice(r.start, r.end, on ? MADV_WIPEONFORK : MADV_KEEPONFORK);
+  if (r.marks & STASIS_MARK_DONTFORK) a = set_advice(r.start, r.end, on ? MADV_DONTFORK : MADV_DOFORK);
+  if (r.marks & STASIS_MARK_WIPEONFORK) b = set_advice(r.start, r.end, on ? MADV_WIPEONFORK : MADV_KEEPONFORK);
   return a != 0 ? a : b;
 }
 }  // namespace
 
-bool lend_fork_excluded_memory(Arena& arena, LogLine& why) {
-  g_lent_count = 0;
+bool read_memory_marks(Arena& arena, LogLine& why) {
+  g_marks_count = 0;
+  g_lent_upto = 0;
   constexpr size_t kCap = 16u << 20;
   char* text = static_cast<char*>(arena.alloc(kCap));
   if (!text || read_small_file("/proc/self/smaps", text, kCap) <= 0) {
-    why << "cannot read /proc/self/smaps";
+    why << "cannot read /proc/self/smaps (the memory's madvise marks)";
     return false;
   }
   uint32_t cap = 64;
-  g_lent = static_cast<LentRange*>(arena.alloc(sizeof(LentRange) * cap));
+  g_marks = static_cast<StasisMemoryMark*>(arena.alloc(sizeof(StasisMemoryMark) * cap));
   uint64_t start = 0, end = 0;
-  char release[65] = {};
-  int pinned_pages_safe = -1;  // asked of the kernel at the first MADV_DONTFORK mapping only
   for (const char* line = text; *line;) {
     bool header = (*line >= '0' && *line <= '9') || (*line >= 'a' && *line <= 'f');
     if (header) {
@@ -85,34 +88,13 @@ bool lend_fork_excluded_memory(Arena& arena, LogLine& why) {
       p++;  // '-'
       end = parse_hex(p);
     } else if (str_starts(line, "VmFlags:")) {
-      unsigned marks = fork_marks(line + 8);
-      if ((marks & kDontFork) && pinned_pages_safe < 0) pinned_pages_safe = fork_copies_pinned_pages(release);
-      if ((marks & kDontFork) && !pinned_pages_safe) {
-        why << "the mapping at 0x";
-        why.hex(start);
-        why << " is marked MADV_DONTFORK (as memory pinned for DMA is) and kernel " << release
-            << " shares pinned pages with a forked child";
-        take_back_fork_excluded_memory();
-        return false;
-      }
+      uint32_t marks = marks_of(line + 8);
       if (marks != 0) {
-        if (!g_lent || (g_lent_count == cap && !arena.grow(g_lent, cap))) {
-          why << "no scratch memory for the mappings marked MADV_DONTFORK/MADV_WIPEONFORK";
-          take_back_fork_excluded_memory();
+        if (!g_marks || (g_marks_count == cap && !arena.grow(g_marks, cap))) {
+          why << "no scratch memory for the list of memory with madvise marks";
           return false;
         }
-        g_lent[g_lent_count] = {start, end, marks};
-        long r = set_marks(g_lent[g_lent_count], false);
-        if (r != 0) {
-          set_marks(g_lent[g_lent_count], true);  // whichever half was lifted
-          why << "the mapping at 0x";
-          why.hex(start);
-          why << " is marked MADV_DONTFORK/MADV_WIPEONFORK and the mark cannot be lifted for the "
-                 "forked writer (" << r << ")";
-          take_back_fork_excluded_memory();
-          return false;
-        }
-        g_lent_count++;
+        g_marks[g_marks_count++] = {start, end, marks, 0};
       }
     }
     while (*line && *line != '\n') line++;
@@ -121,19 +103,58 @@ bool lend_fork_excluded_memory(Arena& arena, LogLine& why) {
   return true;
 }
 
+const StasisMemoryMark* memory_marks(uint32_t* count) {
+  *count = g_marks_count;
+  return g_marks;
+}
+
+bool lend_fork_excluded_memory(LogLine& why) {
+  g_lent_upto = 0;
+  char release[65] = {};
+  int pinned_pages_safe = -1;  // asked of the kernel at the first MADV_DONTFORK mapping only
+  for (uint32_t i = 0; i < g_marks_count; i++) {
+    const StasisMemoryMark& mark = g_marks[i];
+    if (!(mark.marks & kForkMarks)) continue;
+    if ((mark.marks & STASIS_MARK_DONTFORK) && pinned_pages_safe < 0)
+      pinned_pages_safe = fork_copies_pinned_pages(release);
+    if ((mark.marks & STASIS_MARK_DONTFORK) && !pinned_pages_safe) {
+      why << "the mapping at 0x";
+      why.hex(mark.start);
+      why << " is marked MADV_DONTFORK (as memory pinned for DMA is) and kernel " << release
+          << " shares pinned pages with a forked child";
+      take_back_fork_excluded_memory();
+      return false;
+    }
+    long r = set_fork_marks(mark, false);
+    if (r != 0) {
+      set_fork_marks(mark, true);  // whichever half was lifted
+      why << "the mapping at 0x";
+      why.hex(mark.start);
+      why << " is marked MADV_DONTFORK/MADV_WIPEONFORK and the mark cannot be lifted for the "
+             "forked writer (" << r << ")";
+      take_back_fork_excluded_memory();
+      return false;
+    }
+    g_lent_upto = i + 1;
+  }
+  g_lent_upto = g_marks_count;
+  return true;
+}
+
 void take_back_fork_excluded_memory() {
-  for (uint32_t i = 0; i < g_lent_count; i++) {
-    long r = set_marks(g_lent[i], true);
+  for (uint32_t i = 0; i < g_lent_upto; i++) {
+    if (!(g_marks[i].marks & kForkMarks)) continue;
+    long r = set_fork_marks(g_marks[i], true);
     if (r != 0) {
       LogLine line;
       line << "warning: could not mark 0x";
-      line.hex(g_lent[i].start);
+      line.hex(g_marks[i].start);
       (line << " MADV_DONTFORK/MADV_WIPEONFORK again after the checkpoint's fork (" << r
             << "); the program's own forks now copy it")
           .emit();
     }
   }
-  g_lent_count = 0;
+  g_lent_upto = 0;
 }
 
 }  // namespace stasis::rt

@@ -8,6 +8,7 @@
 #include "plugins/files/capture.h"
 #include "plugins/saved_files/saved_files.h"
 #include "plugins/memory/dirty_tracking.h"
+#include "plugins/memory/fork_exclusions.h"
 #include "plugins/memory/mappings.h"
 #include "plugins/memory/shared_memory.h"
 
@@ -315,6 +316,40 @@ bool plan_increment(Arena& arena, uint64_t offered_parent, IncrementPlan* plan, 
   return true;
 }
 
+namespace {
+// The madvise marks (read_memory_marks) that fall in the saved mappings, clipped to them: the
+// MEMORY_MARKS record. Both lists ascend, so one pass over each.
+class KeptMarks {
+ public:
+  bool init(Arena& arena, uint32_t mapping_count) {
+    all_ = memory_marks(&all_count_);
+    if (all_count_ == 0) return true;
+    kept_ = static_cast<StasisMemoryMark*>(arena.alloc(sizeof(StasisMemoryMark) * (all_count_ + mapping_count)));
+    return kept_ != nullptr;
+  }
+  void keep_within(uint64_t start, uint64_t end) {
+    while (next_ < all_count_ && all_[next_].end <= start) next_++;
+    for (uint32_t j = next_; j < all_count_ && all_[j].start < end; j++) {
+      StasisMemoryMark piece = {all_[j].start > start ? all_[j].start : start,
+                                all_[j].end < end ? all_[j].end : end, all_[j].marks, 0};
+      StasisMemoryMark* last = kept_count_ ? &kept_[kept_count_ - 1] : nullptr;
+      if (last && last->end == piece.start && last->marks == piece.marks) last->end = piece.end;
+      else kept_[kept_count_++] = piece;
+    }
+  }
+  bool write(ImageWriter& writer) const {
+    return kept_count_ == 0 ||
+           writer.add_record(STASIS_REC_MEMORY_MARKS, 0, kept_, sizeof(StasisMemoryMark) * kept_count_);
+  }
+
+ private:
+  const StasisMemoryMark* all_ = nullptr;
+  uint32_t all_count_ = 0, next_ = 0;
+  StasisMemoryMark* kept_ = nullptr;
+  uint32_t kept_count_ = 0;
+};
+}  // namespace
+
 bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
                   StasisVdsoLayout* vdso, LogLine& error) {
   Mapping* maps = nullptr;
@@ -326,6 +361,11 @@ bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
   PageScanner scanner;
   if (!scanner.open(arena)) {
     error << "cannot read /proc/self/pagemap";
+    return false;
+  }
+  KeptMarks marks;
+  if (!marks.init(arena, count)) {
+    error << "no scratch memory for the memory's madvise marks";
     return false;
   }
   *vdso = {};
@@ -408,8 +448,13 @@ bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
       error.hex(m.start) << "-";
       error.hex(m.end) << " failed: " << (writer.failure() ? writer.failure() : "pagemap read");
     }
+    if (ok) marks.keep_within(m.start, m.end);
   }
   scanner.close();
+  if (ok && !marks.write(writer)) {
+    error << "saving the memory's madvise marks failed: " << (writer.failure() ? writer.failure() : "write");
+    ok = false;
+  }
   return ok;
 }
 

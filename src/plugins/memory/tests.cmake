@@ -18,6 +18,16 @@ stasis_ckpt_test(ckpt.big_memory.1gib TIMEOUT 300 ARGS --wait-lines 3 PROGRAM bi
 
 # Memory a forked child would not see (MADV_WIPEONFORK, MADV_DONTFORK) comes back as it was ...
 stasis_ckpt_test(ckpt.wipe_on_fork ARGS --wait-lines 10 PROGRAM wipe_on_fork 40 50)
+# ... and keeps its marks through restarts (image format 5): the restarted program's own children
+# see zeros where MADV_WIPEONFORK, nothing where MADV_DONTFORK, and smaps shows every mark (the
+# DONTDUMP one too). Uncompressed, the restart would map those pages from the image file, where
+# the kernel refuses MADV_WIPEONFORK: they are copied instead. In place as well.
+stasis_ckpt_test(ckpt.wipe_on_fork.children ARGS --wait-lines 10 --chain 2 --between-lines 12
+                 PROGRAM wipe_on_fork 40 50 children)
+stasis_ckpt_test(ckpt.wipe_on_fork.children.none ARGS --wait-lines 10 --compress none
+                 PROGRAM wipe_on_fork 30 50 children)
+stasis_ckpt_test(ckpt.inplace.wipe_on_fork.children ARGS --wait-lines 10 PROGRAM wipe_on_fork 30 50 children)
+set_tests_properties(ckpt.inplace.wipe_on_fork.children PROPERTIES ENVIRONMENT STASIS_FORKED_CHECKPOINT=0)
 
 # Images written in place (STASIS_FORKED_CHECKPOINT=0) rather than by a forked writer.
 stasis_ckpt_test(ckpt.inplace.threads_condvar ARGS --wait-lines 20 PROGRAM threads_condvar 12 30 8)
