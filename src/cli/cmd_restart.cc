@@ -79,6 +79,9 @@ class RestartCommand : public Command {
     if (!checkpoint_signal_.empty()) on_signal.emplace(checkpoint_signal_);
     // The plugin reads it at its restart event, as any --setenv (remote parts get it so too).
     if (!ib_library_.empty()) options_.setenv.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
+    // The X proxy of `launch --x11` reconnects to this X server (src/plugins/x11/README.md).
+    if (const char* display = getenv("DISPLAY"); display && *display)
+      options_.setenv.push_back(std::string("STASIS_X11_DISPLAY=") + display);
     if (!task_parts_.empty()) {
       options_.part_vpid = restart::part_of_this_task(task_parts_);
       const CommandEnvironment env = CommandEnvironment::read();

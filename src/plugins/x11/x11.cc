@@ -62,6 +62,9 @@ int capture_x11_fd(const FdProbe& probe, StasisFdRecord&, FdDataList&, LogLine& 
   if (!S_ISSOCK(probe.st.st_mode)) return 0;
   const long display = x11_display_of(probe.fd);
   if (display < 0) return 0;
+  // The X proxy's own connections to the real server: after a restart it finds each with its
+  // peer closed (the sockets kind) and connects to the restart's display instead.
+  if (g_settings.x11_proxy.text[0] == '1') return 0;
   struct ucred server = {};
   socklen_t len = sizeof server;
   if (STASIS_SYS5(SYS_getsockopt, probe.fd, SOL_SOCKET, SO_PEERCRED, &server, &len) == 0 && server.pid > 0 &&
@@ -70,8 +73,9 @@ int capture_x11_fd(const FdProbe& probe, StasisFdRecord&, FdDataList&, LogLine& 
   error << "descriptor " << probe.fd << " (" << probe.link << ") is a connection to the X server of display :"
         << static_cast<unsigned long>(display) << " (" << kX11SocketDir << static_cast<unsigned long>(display)
         << "), which is not part of the computation: Stasis cannot yet re-create the windows and GL state a "
-           "program keeps in an X server; not checkpointing (an X server started inside the computation, "
-           "e.g. Xvfb under the same `stasis launch`, is checkpointed with it)";
+           "program keeps in an X server; not checkpointing (launch it with `stasis launch --x11`, which relays "
+           "its X connections and gives them to the restart's DISPLAY; an X server started inside the "
+           "computation, e.g. Xvfb under the same `stasis launch`, is checkpointed with it)";
   return -1;
 }
 
