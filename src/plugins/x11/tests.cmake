@@ -6,3 +6,18 @@ set_tests_properties(x11.connection PROPERTIES TIMEOUT 120 LABELS ckpt SKIP_RETU
 # compared. Skipped (77) without Xvfb, glxgears, xdpyinfo, xwd or python3.
 add_test(NAME x11.proxy_glxgears COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_proxy_glxgears.sh ${STASIS_BIN})
 set_tests_properties(x11.proxy_glxgears PROPERTIES TIMEOUT 180 LABELS ckpt SKIP_RETURN_CODE 77)
+# An OpenGL 3.3 core-profile program (tests/gl33_frames.c) restarted twice on new Xvfb servers
+# through the driver: every frame's checksum equal to an uninterrupted run's. Built where libGL
+# and libX11 are (Debian: libgl-dev libx11-dev); skipped (77) without them or without Xvfb.
+find_library(STASIS_LIBGL GL)
+find_library(STASIS_LIBX11 X11)
+find_path(STASIS_GLX_INCLUDE GL/glx.h)
+set(STASIS_GL33_FRAMES "")
+if(STASIS_LIBGL AND STASIS_LIBX11 AND STASIS_GLX_INCLUDE)
+  stasis_test_target(gl33_frames ${CMAKE_CURRENT_LIST_DIR}/tests/gl33_frames.c)
+  target_link_libraries(gl33_frames PRIVATE ${STASIS_LIBGL} ${STASIS_LIBX11} m)
+  set(STASIS_GL33_FRAMES $<TARGET_FILE:gl33_frames>)
+endif()
+add_test(NAME x11.gl33 COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_gl33.sh ${STASIS_BIN} ${STASIS_TEST_PYTHON}
+                               ${DRIVER} "${STASIS_GL33_FRAMES}")
+set_tests_properties(x11.gl33 PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)

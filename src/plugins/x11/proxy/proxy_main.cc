@@ -108,7 +108,10 @@ int main(int argc, char** argv) {
       if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != getuid())) {
         close(fd);  // an abstract socket has no permissions: only this user's programs may use it
       } else if (fd >= 0) {
-        connections.push_back(std::make_unique<stasis::x11::ClientConnection>(fd, real_display));
+        // After a restart, new connections go to the restart's display too.
+        const char* restart_display = getenv("STASIS_X11_DISPLAY");
+        connections.push_back(std::make_unique<stasis::x11::ClientConnection>(
+            fd, restart_display && *restart_display ? restart_display : real_display));
       }
     }
     for (size_t i = 0; i < connections.size(); i++) {

@@ -1,0 +1,35 @@
+#!/bin/bash
+# An OpenGL 3.3 core-profile program (gl33_frames.c: VAOs, FBO render-to-texture, GLSL programs,
+# a UBO) under `stasis launch --x11`, through the checkpoint-kill-restart driver: its X server is
+# outside the computation and is killed and started anew before every restart (two restarts, the
+# second from a checkpoint of the restarted program). Every frame's checksum must equal an
+# uninterrupted run's, byte for byte.
+# usage: x11_gl33.sh STASIS PYTHON DRIVER GL33_FRAMES
+set -uo pipefail
+STASIS=$1 PYTHON=$2 DRIVER=$3 PROGRAM=$4
+for tool in Xvfb xdpyinfo; do
+  command -v $tool >/dev/null || { echo "SKIP: no $tool (Debian: xvfb x11-utils)"; exit 77; }
+done
+[ -x "$PROGRAM" ] || { echo "SKIP: gl33_frames was not built (Debian: libgl-dev libx11-dev)"; exit 77; }
+WORK=$(mktemp -d /tmp/stasis-x11gl33.XXXXXX)
+trap '[ -s "$WORK/xvfb.pid" ] && kill $(cat "$WORK/xvfb.pid") 2>/dev/null; rm -rf "$WORK"' EXIT
+display=
+for n in $(seq 90 199); do [ ! -e /tmp/.X$n-lock ] && [ ! -e /tmp/.X11-unix/X$n ] && { display=$n; break; }; done
+[ -n "$display" ] || { echo "FAIL: no free X display number"; exit 1; }
+# (Re)starts the test's Xvfb: the one before kills the previous server first.
+cat > "$WORK/new_xvfb.sh" <<SCRIPT
+#!/bin/bash
+if [ -s "$WORK/xvfb.pid" ]; then
+  kill \$(cat "$WORK/xvfb.pid") 2>/dev/null
+  for _ in \$(seq 100); do [ -e /tmp/.X$display-lock ] || break; sleep 0.05; done
+fi
+setsid Xvfb :$display -screen 0 320x240x24 -nolisten tcp >/dev/null 2>&1 < /dev/null &
+echo \$! > "$WORK/xvfb.pid"
+for _ in \$(seq 100); do xdpyinfo -display :$display >/dev/null 2>&1 && exit 0; sleep 0.05; done
+echo "display :$display never answered" >&2; exit 1
+SCRIPT
+chmod +x "$WORK/new_xvfb.sh"
+"$WORK/new_xvfb.sh" || exit 1
+export DISPLAY=:$display
+"$PYTHON" "$DRIVER" --stasis "$STASIS" --name x11.gl33 --launch-arg=--x11 --kill ckpt-kill --chain 2 \
+  --wait-lines 20 --between-lines 20 --before-restart "$WORK/new_xvfb.sh" -- "$PROGRAM" 200 15
