@@ -29,6 +29,7 @@ PACKAGES=(
   # X clients and their X server (src/plugins/x11): Xvfb, glxgears (Mesa), xdpyinfo, xwd, and
   # the headers of the OpenGL 3.3 test program (x11.gl33)
   xvfb mesa-utils x11-utils x11-apps libgl-dev libx11-dev
+  libvulkan1  # the Vulkan loader, refused at checkpoint (x11.refuse_vulkan)
 )
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

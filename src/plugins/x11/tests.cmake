@@ -21,3 +21,18 @@ endif()
 add_test(NAME x11.gl33 COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_gl33.sh ${STASIS_BIN} ${STASIS_TEST_PYTHON}
                                ${DRIVER} "${STASIS_GL33_FRAMES}")
 set_tests_properties(x11.gl33 PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
+# GPU state refused at checkpoint, naming it, the program running on (the driver's
+# --expect-refusal): the Vulkan loader loaded (Debian: libvulkan1), a GPU device node held open
+# (run where one exists: /dev/nvidiactl or /dev/dri/renderD128; skipped (77) elsewhere).
+stasis_test_target(gpu_holder ${CMAKE_CURRENT_LIST_DIR}/tests/gpu_holder.c)
+target_link_libraries(gpu_holder PRIVATE ${CMAKE_DL_LIBS})
+find_library(STASIS_LIBVULKAN NAMES vulkan libvulkan.so.1)
+if(STASIS_LIBVULKAN)
+  stasis_ckpt_test(x11.refuse_vulkan ARGS --expect-refusal "Vulkan loader .*libvulkan" PROGRAM gpu_holder vulkan - 60)
+else()
+  stasis_skipped_group(x11.refuse_vulkan "no libvulkan.so.1 (Debian: libvulkan1)")
+endif()
+add_test(NAME x11.refuse_gpu_device
+         COMMAND sh -c "for d in /dev/nvidiactl /dev/dri/renderD128; do [ -c $d ] && exec \"$0\" \"$1\" --stasis \"$2\" --name x11.refuse_gpu_device --expect-refusal \"GPU device node\" -- \"$3\" device $d 60; done; echo 'SKIP: no GPU device node (/dev/nvidiactl, /dev/dri/renderD128)'; exit 77"
+                 ${STASIS_TEST_PYTHON} ${DRIVER} ${STASIS_BIN} $<TARGET_FILE:gpu_holder>)
+set_tests_properties(x11.refuse_gpu_device PROPERTIES TIMEOUT 120 LABELS ckpt SKIP_RETURN_CODE 77)
