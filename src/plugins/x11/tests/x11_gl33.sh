@@ -30,6 +30,7 @@ echo "display :$display never answered" >&2; exit 1
 SCRIPT
 chmod +x "$WORK/new_xvfb.sh"
 "$WORK/new_xvfb.sh" || exit 1
-export DISPLAY=:$display
+export DISPLAY=:$display STASIS_X11_VERBOSE=1  # the proxy says when it has replayed its log
 "$PYTHON" "$DRIVER" --stasis "$STASIS" --name x11.gl33 --launch-arg=--x11 --kill ckpt-kill --chain 2 \
-  --wait-lines 20 --between-lines 20 --before-restart "$WORK/new_xvfb.sh" -- "$PROGRAM" 200 15
+  --wait-lines 20 --between-lines 20 --before-restart "$WORK/new_xvfb.sh" \
+  --restart-stderr "reconnected to DISPLAY=:$display: replayed [0-9]+ requests" -- "$PROGRAM" 200 15
