@@ -36,3 +36,7 @@ add_test(NAME x11.refuse_gpu_device
          COMMAND sh -c "for d in /dev/nvidiactl /dev/dri/renderD128; do [ -c $d ] && exec \"$0\" \"$1\" --stasis \"$2\" --name x11.refuse_gpu_device --expect-refusal \"GPU device node\" -- \"$3\" device $d 60; done; echo 'SKIP: no GPU device node (/dev/nvidiactl, /dev/dri/renderD128)'; exit 77"
                  ${STASIS_TEST_PYTHON} ${DRIVER} ${STASIS_BIN} $<TARGET_FILE:gpu_holder>)
 set_tests_properties(x11.refuse_gpu_device PROPERTIES TIMEOUT 120 LABELS ckpt SKIP_RETURN_CODE 77)
+# xlogo (Xt, Xaw: atoms, properties, core drawing, Expose) restarted on a new Xvfb: the screen
+# pixel for pixel as before the checkpoint. Skipped (77) without xlogo (Debian: x11-apps).
+add_test(NAME x11.proxy_xlogo COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_proxy_xlogo.sh ${STASIS_BIN})
+set_tests_properties(x11.proxy_xlogo PROPERTIES TIMEOUT 120 LABELS ckpt SKIP_RETURN_CODE 77)

@@ -58,6 +58,12 @@ bool read_at_least(int fd, std::vector<uint8_t>& buffer, size_t want, std::strin
 
 uint32_t client_slot(uint32_t base, uint32_t mask) { return base / (mask + 1); }
 
+// The name a QueryExtension or InternAtom request carries.
+std::string name_in(const std::vector<uint8_t>& request) {
+  return std::string(reinterpret_cast<const char*>(request.data()) + 8,
+                     std::min<size_t>(get16(request.data() + 4), request.size() - 8));
+}
+
 }  // namespace
 
 ClientConnection::~ClientConnection() {
@@ -171,6 +177,11 @@ bool ClientConnection::write_server() {
 // reply, and joins the log when it builds state.
 void ClientConnection::request_sent(Request& r) {
   server_seq_++;
+  if (r.client_seq == 0) {  // the proxy's own (GetAtomName): its answers are not the program's
+    if (segments_.empty() || !segments_.back().injected) segments_.push_back({server_seq_, 0, true, client_seq_sent_});
+    pending_.push_back({server_seq_, std::move(r)});
+    return;
+  }
   client_seq_sent_ = r.client_seq;
   const int64_t offset = static_cast<int64_t>(r.client_seq) - static_cast<int64_t>(server_seq_);
   if (segments_.empty() || segments_.back().injected || segments_.back().offset != offset)
@@ -304,14 +315,13 @@ bool ClientConnection::answered(uint8_t* message, size_t size) {
   while (segments_.size() > 1 && segments_[1].first <= seq) segments_.pop_front();
   if (segments_.empty()) return false;
   const SeqSegment& segment = segments_.front();
-  if (segment.injected && (type == kReply || type == kError)) return false;
+  const bool for_program = !segment.injected || (type != kReply && type != kError);
   put16(message + 2, static_cast<uint16_t>(segment.injected ? segment.fixed : seq + segment.offset));
   while (!pending_.empty() && pending_.front().server_seq < seq) pending_.pop_front();
-  if (pending_.empty() || pending_.front().server_seq != seq || (type != kReply && type != kError)) return true;
+  if (pending_.empty() || pending_.front().server_seq != seq || (type != kReply && type != kError)) return for_program;
   const std::vector<uint8_t>& request = pending_.front().request.bytes;
   if (type == kReply && request[0] == kQueryExtension && size >= 12) {
-    const std::string name(reinterpret_cast<const char*>(request.data()) + 8,
-                           std::min<size_t>(get16(request.data() + 4), request.size() - 8));
+    const std::string name = name_in(request);
     const x11::Extension kind = extension_named(name);
     if (message[8] && kind == x11::Extension::kNone) {
       std::memset(message + 8, 0, 4);  // hidden: "not present"
@@ -322,13 +332,35 @@ bool ClientConnection::answered(uint8_t* message, size_t size) {
         extensions_.push_back({name, message[9], message[10], message[11]});
     }
   } else if (type == kReply && request[0] == kInternAtom && get32(message + 8) != 0) {
-    const std::string name(reinterpret_cast<const char*>(request.data()) + 8,
-                           std::min<size_t>(get16(request.data() + 4), request.size() - 8));
-    if (std::none_of(atoms_.begin(), atoms_.end(), [&](const auto& a) { return a.first == name; }))
-      atoms_.push_back({name, get32(message + 8)});
+    learn_atom(get32(message + 8), name_in(request));
+  } else if (type == kReply && request[0] == kGetAtomName && size >= 32 + size_t{get16(message + 8)}) {
+    learn_atom(get32(request.data() + 4), std::string(reinterpret_cast<const char*>(message) + 32, get16(message + 8)));
   }
   pending_.pop_front();
-  return true;
+  return for_program;
+}
+
+// Atoms are numbered in the order a server first sees their names, its own (extensions, fonts'
+// properties) and every client's. A new server numbers the same names alike when it is asked them
+// in the old server's order, below the program's atoms included: so the proxy learns the name of
+// every atom up to the highest the program holds, asking the old server for those it skipped.
+void ClientConnection::learn_atom(uint32_t atom, std::string name) {
+  if (atom <= kLastPredefinedAtom) return;
+  atom_names_[atom] = std::move(name);
+  for (; highest_atom_ < atom; highest_atom_++) {
+    const uint32_t skipped = highest_atom_ + 1;
+    if (atom_names_.count(skipped)) continue;
+    std::vector<uint8_t> r(8);
+    r[0] = kGetAtomName, put16(&r[2], 2);
+    r[4] = skipped & 0xff, r[5] = (skipped >> 8) & 0xff, r[6] = (skipped >> 16) & 0xff, r[7] = skipped >> 24;
+    to_server_.push_back({std::move(r), 0});
+  }
+}
+
+size_t ClientConnection::log_bytes() const {
+  size_t bytes = 0;
+  for (const Logged& l : log_) bytes += l.bytes.size();
+  return bytes;
 }
 
 bool ClientConnection::write_client() {
@@ -364,8 +396,8 @@ bool ClientConnection::reconnect() {
     why = "the program used " + unrestorable_;
   } else if (open_server(why) && replay(why)) {
     if (verbose())
-      fprintf(stderr, "stasis-x11-proxy: reconnected to DISPLAY=%s: replayed %zu requests in %.1f ms\n",
-              display_.c_str(), log_.size(),
+      fprintf(stderr, "stasis-x11-proxy: reconnected to DISPLAY=%s: replayed %zu requests (%zu bytes) and %u atoms in %.1f ms\n",
+              display_.c_str(), log_.size(), log_bytes(), highest_atom_ - kLastPredefinedAtom,
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     return true;
   }
@@ -379,7 +411,7 @@ bool ClientConnection::reconnect() {
 // then it gets the log, and the requests the old one never answered are asked again.
 bool ClientConnection::replay(std::string& why) {
   std::vector<uint8_t> in;
-  for (;;) {
+  for (int slot_tries = 0;;) {
     if (!write_all(server_fd_, setup_request_.data(), setup_request_.size(), why)) return false;
     in.clear();
     if (!read_at_least(server_fd_, in, 8, why) || !read_at_least(server_fd_, in, 8 + 4 * size_t{get16(&in[6])}, why))
@@ -391,10 +423,20 @@ bool ClientConnection::replay(std::string& why) {
     const uint32_t base = get32(&in[12]), mask = get32(&in[16]);
     if (mask != resource_mask_) return why = "the new X server gives another resource-id mask", false;
     if (base == resource_base_) break;
-    if (client_slot(base, mask) > client_slot(resource_base_, mask))
-      return why = "X client slot " + std::to_string(client_slot(resource_base_, mask)) + " of DISPLAY=" + display_ +
-                   " is taken by another client (the program's resource ids would not be its own)",
-             false;
+    if (client_slot(base, mask) > client_slot(resource_base_, mask)) {
+      // Another client has the slot. A passing one (xdpyinfo, a screenshot) leaves it soon:
+      // start again from the lowest free slot, for up to 5 s.
+      if (++slot_tries > 50)
+        return why = "X client slot " + std::to_string(client_slot(resource_base_, mask)) + " of DISPLAY=" +
+                     display_ + " is taken by another client (the program's resource ids would not be its own)",
+               false;
+      close(server_fd_);
+      for (int fd : spare_server_fds_) close(fd);
+      spare_server_fds_.clear();
+      usleep(100000);
+      if (!open_server(why)) return false;
+      continue;
+    }
     spare_server_fds_.push_back(server_fd_);  // hold this slot; the next connection gets the one after
     if (!open_server(why)) return false;
   }
@@ -424,10 +466,15 @@ bool ClientConnection::replay(std::string& why) {
     std::memcpy(&r[8], e.name.data(), e.name.size());
     add(r);
   }
-  for (const auto& [name, atom] : atoms_) {  // seq E+1..E+A
-    std::vector<uint8_t> r(8 + pad4(name.size()));
-    r[0] = kInternAtom, put16(&r[2], static_cast<uint16_t>(r.size() / 4)), put16(&r[4], static_cast<uint16_t>(name.size()));
-    std::memcpy(&r[8], name.data(), name.size());
+  const uint64_t extension_queries = server_seq_;
+  for (uint32_t atom = kLastPredefinedAtom + 1; atom <= highest_atom_; atom++) {  // the atom table, in order
+    const auto known = atom_names_.find(atom);
+    if (known == atom_names_.end())
+      return why = "the name of atom " + std::to_string(atom) + " was never learned", false;
+    std::vector<uint8_t> r(8 + pad4(known->second.size()));
+    r[0] = kInternAtom, put16(&r[2], static_cast<uint16_t>(r.size() / 4));
+    put16(&r[4], static_cast<uint16_t>(known->second.size()));
+    std::memcpy(&r[8], known->second.data(), known->second.size());
     add(r);
   }
   const uint64_t queries = server_seq_;
@@ -440,9 +487,9 @@ bool ClientConnection::replay(std::string& why) {
     const size_t size = server_message_size(in.data());
     if (!read_at_least(server_fd_, in, size, why)) return false;
     const uint8_t type = in[0] & 0x7f;
-    const uint16_t seq = get16(&in[2]);
+    const uint64_t seq = server_seq_ - static_cast<uint16_t>(server_seq_ - get16(&in[2]));
+    const size_t index = seq - 1 - queries;  // in the log, for seq > queries
     if (type == kError) {
-      const size_t index = seq - 1 - queries;
       return why = "the new X server refused " +
                    (seq > queries && index < log_.size() ? request_name(log_[index].bytes) : std::string("a query")) +
                    " of the replay (X error " + std::to_string(in[1]) + ")",
@@ -454,16 +501,22 @@ bool ClientConnection::replay(std::string& why) {
         return why = "extension " + e.name + " is missing from DISPLAY=" + display_ +
                      " or has other opcodes there than on the old server",
                false;
-    } else if (type == kReply && seq <= queries) {
-      const auto& [name, atom] = atoms_[seq - 1 - extensions_.size()];
+    } else if (type == kReply && seq > extension_queries && seq <= queries) {
+      const uint32_t atom = static_cast<uint32_t>(kLastPredefinedAtom + seq - extension_queries);
       if (get32(&in[8]) != atom)
-        return why = "atom " + name + " is " + std::to_string(get32(&in[8])) + " on DISPLAY=" + display_ +
-                     ", not " + std::to_string(atom) + " as on the old server",
+        return why = "atom " + atom_names_[atom] + " is " + std::to_string(get32(&in[8])) + " on DISPLAY=" +
+                     display_ + ", not " + std::to_string(atom) + " as on the old server (other clients or another "
+                     "server interned other names first)",
                false;
     } else if (type == kReply && seq == server_seq_) {
       synced = true;
+    } else if (type == kExpose) {
+      // The re-created windows are exposed: the program redraws them, as after any exposure. The
+      // other events of the replay (MapNotify, ConfigureNotify...) tell it what it already knew.
+      put16(&in[2], static_cast<uint16_t>(client_seq_sent_));
+      to_client_.insert(to_client_.end(), in.begin(), in.begin() + 32);
     }
-    in.erase(in.begin(), in.begin() + static_cast<long>(size));  // events about the replay: not the program's
+    in.erase(in.begin(), in.begin() + static_cast<long>(size));
   }
   from_server_ = std::move(in);
   segments_.clear();

@@ -7,8 +7,8 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "plugins/x11/proxy/x11_protocol.h"
@@ -65,8 +65,10 @@ class ClientConnection {
   void request_sent(Request& r);
   void log_request(const std::vector<uint8_t>& bytes);
   void forget_resource(uint32_t id);
+  void learn_atom(uint32_t atom, std::string name);
   bool answered(uint8_t* message, size_t size);
   bool has_reply(const std::vector<uint8_t>& bytes) const;
+  size_t log_bytes() const;
   std::string request_name(const std::vector<uint8_t>& bytes) const;
 
   bool reconnect();
@@ -93,7 +95,8 @@ class ClientConnection {
 
   std::vector<Logged> log_;
   std::vector<Extension> extensions_;  // what QueryExtension answered, for the ones let through
-  std::vector<std::pair<std::string, uint32_t>> atoms_;  // what InternAtom answered
+  std::map<uint32_t, std::string> atom_names_;  // the old server's atoms the proxy knows by name
+  uint32_t highest_atom_ = kLastPredefinedAtom;  // every atom up to it is in atom_names_ or asked for
   uint8_t glx_major_ = 0, big_requests_major_ = 0;
   std::string unrestorable_;  // why a new server could not be given this connection's state
 };

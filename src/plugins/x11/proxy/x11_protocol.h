@@ -18,12 +18,15 @@ inline size_t pad4(size_t n) { return (n + 3) & ~size_t{3}; }
 enum CoreOpcode : uint8_t {
   kCreateWindow = 1, kChangeWindowAttributes = 2, kDestroyWindow = 4, kDestroySubwindows = 5,
   kChangeSaveSet = 6, kReparentWindow = 7, kMapWindow = 8, kMapSubwindows = 9, kUnmapWindow = 10,
-  kUnmapSubwindows = 11, kConfigureWindow = 12, kInternAtom = 16, kChangeProperty = 18,
+  kUnmapSubwindows = 11, kConfigureWindow = 12, kInternAtom = 16, kGetAtomName = 17, kChangeProperty = 18,
   kDeleteProperty = 19, kGetInputFocus = 43, kOpenFont = 45, kCloseFont = 46, kCreatePixmap = 53,
   kFreePixmap = 54, kCreateGC = 55, kChangeGC = 56, kCopyGC = 57, kSetDashes = 58,
   kSetClipRectangles = 59, kFreeGC = 60, kCreateColormap = 78, kFreeColormap = 79,
   kCreateCursor = 93, kCreateGlyphCursor = 94, kFreeCursor = 95, kQueryExtension = 98,
 };
+
+// Atoms 1..68 (PRIMARY..WM_TRANSIENT_FOR) are the same in every server.
+constexpr uint32_t kLastPredefinedAtom = 68;
 
 // Core requests the server answers with a reply (X11 protocol, chapter 9).
 inline bool core_request_has_reply(uint8_t opcode) {
@@ -73,7 +76,7 @@ inline bool glx_request_has_reply(uint8_t minor) {
 
 // Server-to-client messages: errors and events are 32 bytes, replies and generic events say how
 // much more follows.
-constexpr uint8_t kError = 0, kReply = 1, kKeymapNotify = 11, kGenericEvent = 35;
+constexpr uint8_t kError = 0, kReply = 1, kKeymapNotify = 11, kExpose = 12, kGenericEvent = 35;
 inline size_t server_message_size(const uint8_t* header) {
   const uint8_t type = header[0] & 0x7f;
   if (type == kReply || type == kGenericEvent) return 32 + 4 * size_t{get32(header + 4)};
