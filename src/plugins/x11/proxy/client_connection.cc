@@ -333,6 +333,26 @@ bool ClientConnection::answered(uint8_t* message, size_t size) {
     }
   } else if (type == kReply && request[0] == kInternAtom && get32(message + 8) != 0) {
     learn_atom(get32(message + 8), name_in(request));
+  } else if (type == kReply && request[0] == kListExtensions) {
+    // The same extensions as QueryExtension shows: the others are left out of the list.
+    std::vector<uint8_t> reply(message, message + 32);
+    uint8_t names = 0;
+    size_t at = 32;
+    for (unsigned i = 0; i < message[1] && at < size && at + 1 + size_t{message[at]} <= size; i++) {
+      const size_t length = message[at];
+      if (extension_named(std::string(reinterpret_cast<const char*>(message) + at + 1, length)) != x11::Extension::kNone) {
+        reply.insert(reply.end(), message + at, message + at + 1 + length);
+        names++;
+      }
+      at += 1 + length;
+    }
+    reply.resize(32 + pad4(reply.size() - 32));
+    reply[1] = names;
+    const uint32_t words = static_cast<uint32_t>((reply.size() - 32) / 4);
+    reply[4] = words & 0xff, reply[5] = (words >> 8) & 0xff, reply[6] = (words >> 16) & 0xff, reply[7] = words >> 24;
+    if (for_program) to_client_.insert(to_client_.end(), reply.begin(), reply.end());
+    pending_.pop_front();
+    return false;
   } else if (type == kReply && request[0] == kGetAtomName && size >= 32 + size_t{get16(message + 8)}) {
     learn_atom(get32(request.data() + 4), std::string(reinterpret_cast<const char*>(message) + 32, get16(message + 8)));
   }

@@ -22,7 +22,7 @@ enum CoreOpcode : uint8_t {
   kDeleteProperty = 19, kGetInputFocus = 43, kOpenFont = 45, kCloseFont = 46, kCreatePixmap = 53,
   kFreePixmap = 54, kCreateGC = 55, kChangeGC = 56, kCopyGC = 57, kSetDashes = 58,
   kSetClipRectangles = 59, kFreeGC = 60, kCreateColormap = 78, kFreeColormap = 79,
-  kCreateCursor = 93, kCreateGlyphCursor = 94, kFreeCursor = 95, kQueryExtension = 98,
+  kCreateCursor = 93, kCreateGlyphCursor = 94, kFreeCursor = 95, kQueryExtension = 98, kListExtensions = 99,
 };
 
 // Atoms 1..68 (PRIMARY..WM_TRANSIENT_FOR) are the same in every server.
