@@ -58,8 +58,15 @@ bool read_at_least(int fd, std::vector<uint8_t>& buffer, size_t want, std::strin
 
 uint32_t client_slot(uint32_t base, uint32_t mask) { return base / (mask + 1); }
 
+// A request's 32-bit field at `offset`, 0 past its end (a request shorter than its kind is the
+// server's to refuse; the proxy must not read beyond it).
+uint32_t word_at(const std::vector<uint8_t>& request, size_t offset) {
+  return offset + 4 <= request.size() ? get32(request.data() + offset) : 0;
+}
+
 // The name a QueryExtension or InternAtom request carries.
 std::string name_in(const std::vector<uint8_t>& request) {
+  if (request.size() < 8) return {};
   return std::string(reinterpret_cast<const char*>(request.data()) + 8,
                      std::min<size_t>(get16(request.data() + 4), request.size() - 8));
 }
@@ -205,7 +212,7 @@ void ClientConnection::forget_resource(uint32_t id) {
 // property set again replaces the older value; drawing, queries and input are never kept.
 void ClientConnection::log_request(const std::vector<uint8_t>& bytes) {
   const uint8_t opcode = bytes[0];
-  const uint32_t first = bytes.size() >= 8 ? get32(bytes.data() + 4) : 0;
+  const uint32_t first = word_at(bytes, 4);
   if (opcode < 128) {
     switch (opcode) {
       case kDestroyWindow: case kFreePixmap: case kFreeGC: case kFreeColormap: case kFreeCursor:
@@ -213,10 +220,10 @@ void ClientConnection::log_request(const std::vector<uint8_t>& bytes) {
         forget_resource(first);
         return;
       case kDeleteProperty: case kChangeProperty: {
-        const uint32_t property = get32(bytes.data() + 8);
+        const uint32_t property = word_at(bytes, 8);
         std::erase_if(log_, [&](const Logged& l) {
           return l.subject == first && (l.bytes[0] == kChangeProperty || l.bytes[0] == kDeleteProperty) &&
-                 get32(l.bytes.data() + 8) == property && (opcode == kDeleteProperty || bytes[1] == 0);
+                 word_at(l.bytes, 8) == property && (opcode == kDeleteProperty || bytes[1] == 0);
         });
         if (opcode == kChangeProperty) log_.push_back({bytes, first, 0});
         return;
@@ -228,10 +235,10 @@ void ClientConnection::log_request(const std::vector<uint8_t>& bytes) {
         log_.push_back({bytes, first, 0});
         return;
       case kCreateWindow:
-        log_.push_back({bytes, first, get32(bytes.data() + 8)});
+        log_.push_back({bytes, first, word_at(bytes, 8)});
         return;
       case kCopyGC:
-        log_.push_back({bytes, get32(bytes.data() + 8), 0});
+        log_.push_back({bytes, word_at(bytes, 8), 0});
         return;
       case kChangeWindowAttributes: case kMapSubwindows: case kUnmapSubwindows: case kConfigureWindow:
       case kReparentWindow: case kOpenFont: case kCreatePixmap: case kCreateGC: case kChangeGC:
@@ -259,10 +266,10 @@ void ClientConnection::log_request(const std::vector<uint8_t>& bytes) {
       log_.push_back({bytes, first, 0});
       return;
     case kGlxCreateGlxPixmap: case kGlxCreatePixmap: case kGlxCreateWindow:
-      log_.push_back({bytes, get32(bytes.data() + 16), 0});
+      log_.push_back({bytes, word_at(bytes, 16), 0});
       return;
     case kGlxCreatePbuffer:
-      log_.push_back({bytes, get32(bytes.data() + 12), 0});
+      log_.push_back({bytes, word_at(bytes, 12), 0});
       return;
     case kGlxQueryVersion: case kGlxClientInfo: case kGlxSetClientInfoArb: case kGlxSetClientInfo2Arb:
       // what the client told the server of itself: the latest of each says it all
@@ -354,7 +361,7 @@ bool ClientConnection::answered(uint8_t* message, size_t size) {
     pending_.pop_front();
     return false;
   } else if (type == kReply && request[0] == kGetAtomName && size >= 32 + size_t{get16(message + 8)}) {
-    learn_atom(get32(request.data() + 4), std::string(reinterpret_cast<const char*>(message) + 32, get16(message + 8)));
+    learn_atom(word_at(request, 4), std::string(reinterpret_cast<const char*>(message) + 32, get16(message + 8)));
   }
   pending_.pop_front();
   return for_program;
@@ -439,6 +446,10 @@ bool ClientConnection::replay(std::string& why) {
     if (in[0] != 1)
       return why = "DISPLAY=" + display_ + " refused the connection (" +
                    std::string(reinterpret_cast<const char*>(in.data()) + 8, std::min<size_t>(in[1], in.size() - 8)) + ")",
+             false;
+    if (in.size() < 40 || in.size() < 40 + pad4(get16(&in[24])) + 8 * size_t{in[29]})
+      return why = "DISPLAY=" + display_ + " answered the connection set-up with " + std::to_string(in.size()) +
+                   " bytes, too few for its own description",
              false;
     const uint32_t base = get32(&in[12]), mask = get32(&in[16]);
     if (mask != resource_mask_) return why = "the new X server gives another resource-id mask", false;
