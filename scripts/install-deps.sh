@@ -30,6 +30,7 @@ PACKAGES=(
   # the headers of the OpenGL 3.3 test program (x11.gl33)
   xvfb mesa-utils x11-utils x11-apps libgl-dev libx11-dev
   libvulkan1  # the Vulkan loader, refused at checkpoint (x11.refuse_vulkan)
+  pymol       # Qt and OpenGL 3.x through the X proxy (x11.pymol)
 )
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -197,14 +197,25 @@ void ClientConnection::request_sent(Request& r) {
   if (has_reply(r.bytes)) pending_.push_back({server_seq_, std::move(r)});
 }
 
-void ClientConnection::forget_resource(uint32_t id) {
-  std::vector<uint32_t> gone = {id};
+// A freed resource drops its history, unless something still in the log was made from it (a
+// cursor from a pixmap or a font, a window's background pixmap, a GC's tile): then the free is
+// logged too, and the replay makes, uses and frees it as the program did. "Made from" is any
+// aligned word of a later request equal to the id: a false match only keeps more history.
+void ClientConnection::forget_resource(const std::vector<uint8_t>& free_request) {
+  std::vector<uint32_t> gone = {word_at(free_request, 4)};
   for (size_t i = 0; i < gone.size(); i++)  // a window takes its subwindows with it
     for (const Logged& l : log_)
       if (l.parent == gone[i] && l.bytes[0] == kCreateWindow) gone.push_back(l.subject);
-  std::erase_if(log_, [&](const Logged& l) {
-    return l.subject != 0 && std::find(gone.begin(), gone.end(), l.subject) != gone.end();
-  });
+  auto is_gone = [&](uint32_t id) { return id != 0 && std::find(gone.begin(), gone.end(), id) != gone.end(); };
+  for (const Logged& l : log_) {
+    if (is_gone(l.subject)) continue;
+    for (size_t at = 4; at + 4 <= l.bytes.size(); at += 4)
+      if (is_gone(get32(l.bytes.data() + at))) {
+        log_.push_back({free_request, 0, 0});
+        return;
+      }
+  }
+  std::erase_if(log_, [&](const Logged& l) { return is_gone(l.subject); });
 }
 
 // The pruned log: what a new server must be told for the program's resources to exist there as
@@ -217,7 +228,7 @@ void ClientConnection::log_request(const std::vector<uint8_t>& bytes) {
     switch (opcode) {
       case kDestroyWindow: case kFreePixmap: case kFreeGC: case kFreeColormap: case kFreeCursor:
       case kCloseFont:
-        forget_resource(first);
+        forget_resource(bytes);
         return;
       case kDeleteProperty: case kChangeProperty: {
         const uint32_t property = word_at(bytes, 8);
@@ -259,7 +270,7 @@ void ClientConnection::log_request(const std::vector<uint8_t>& bytes) {
   switch (minor) {
     case kGlxDestroyContext: case kGlxDestroyGlxPixmap: case kGlxDestroyPixmap: case kGlxDestroyPbuffer:
     case kGlxDeleteWindow:
-      forget_resource(first);
+      forget_resource(bytes);
       return;
     case kGlxCreateContext: case kGlxCreateNewContext: case kGlxCreateContextAttribsArb:
     case kGlxChangeDrawableAttributes:

@@ -64,7 +64,7 @@ class ClientConnection {
   void take_request(std::vector<uint8_t> bytes);
   void request_sent(Request& r);
   void log_request(const std::vector<uint8_t>& bytes);
-  void forget_resource(uint32_t id);
+  void forget_resource(const std::vector<uint8_t>& free_request);
   void learn_atom(uint32_t atom, std::string name);
   bool answered(uint8_t* message, size_t size);
   bool has_reply(const std::vector<uint8_t>& bytes) const;
