@@ -13,13 +13,23 @@ find_library(STASIS_LIBGL GL)
 find_library(STASIS_LIBX11 X11)
 find_path(STASIS_GLX_INCLUDE GL/glx.h)
 set(STASIS_GL33_FRAMES "")
+set(STASIS_ROUND_TRIPS "")
 if(STASIS_LIBGL AND STASIS_LIBX11 AND STASIS_GLX_INCLUDE)
   stasis_test_target(gl33_frames ${CMAKE_CURRENT_LIST_DIR}/tests/gl33_frames.c)
   target_link_libraries(gl33_frames PRIVATE ${STASIS_LIBGL} ${STASIS_LIBX11} m)
   set(STASIS_GL33_FRAMES $<TARGET_FILE:gl33_frames>)
 endif()
-add_test(NAME x11.gl33 COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_gl33.sh ${STASIS_BIN} ${STASIS_TEST_PYTHON}
-                               ${DRIVER} "${STASIS_GL33_FRAMES}")
+if(STASIS_LIBX11)
+  stasis_test_target(round_trips ${CMAKE_CURRENT_LIST_DIR}/tests/round_trips.c)
+  target_link_libraries(round_trips PRIVATE ${STASIS_LIBX11})
+  set(STASIS_ROUND_TRIPS $<TARGET_FILE:round_trips>)
+endif()
+add_test(NAME x11.gl33 COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_driver.sh ${STASIS_BIN} ${STASIS_TEST_PYTHON}
+                               ${DRIVER} x11.gl33 "${STASIS_GL33_FRAMES}" 200 15)
+# A program of round trips only (tests/round_trips.c): checkpoints with replies outstanding.
+add_test(NAME x11.round_trips COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_driver.sh ${STASIS_BIN} ${STASIS_TEST_PYTHON}
+                                      ${DRIVER} x11.round_trips "${STASIS_ROUND_TRIPS}" 120)
+set_tests_properties(x11.round_trips PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
 set_tests_properties(x11.gl33 PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
 # GPU state refused at checkpoint, naming it, the program running on (the driver's
 # --expect-refusal): the Vulkan loader loaded (Debian: libvulkan1), a GPU device node held open
@@ -44,3 +54,7 @@ set_tests_properties(x11.proxy_xlogo PROPERTIES TIMEOUT 120 LABELS ckpt SKIP_RET
 # an uninterrupted run's. Skipped (77) without pymol (Debian: pymol).
 add_test(NAME x11.pymol COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_pymol.sh ${STASIS_BIN})
 set_tests_properties(x11.pymol PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77)
+# Requests the old server never answered (it is stopped before the checkpoint) asked again of the
+# new one: round_trips ends with an uninterrupted run's output.
+add_test(NAME x11.unanswered COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_unanswered.sh ${STASIS_BIN} "${STASIS_ROUND_TRIPS}")
+set_tests_properties(x11.unanswered PROPERTIES TIMEOUT 120 LABELS ckpt SKIP_RETURN_CODE 77)

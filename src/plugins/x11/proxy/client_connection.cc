@@ -434,8 +434,10 @@ bool ClientConnection::reconnect() {
     why = "the program used " + unrestorable_;
   } else if (open_server(why) && replay(why)) {
     if (verbose())
-      fprintf(stderr, "stasis-x11-proxy: reconnected to DISPLAY=%s: replayed %zu requests (%zu bytes) and %u atoms in %.1f ms\n",
-              display_.c_str(), log_.size(), log_bytes(), highest_atom_ - kLastPredefinedAtom,
+      fprintf(stderr,
+              "stasis-x11-proxy: reconnected to DISPLAY=%s: replayed %zu requests (%zu bytes) and %u atoms, "
+              "asked %zu unanswered again, in %.1f ms\n",
+              display_.c_str(), log_.size(), log_bytes(), highest_atom_ - kLastPredefinedAtom, asked_again_,
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     return true;
   }
@@ -565,6 +567,7 @@ bool ClientConnection::replay(std::string& why) {
   segments_.push_back({1, 0, true, client_seq_sent_});
   std::deque<Pending> unanswered;
   unanswered.swap(pending_);
+  asked_again_ = unanswered.size();
   for (auto it = unanswered.rbegin(); it != unanswered.rend(); ++it) to_server_.push_front(std::move(it->request));
   to_server_offset_ = 0;  // a request half written to the old server goes whole to the new one
   return true;

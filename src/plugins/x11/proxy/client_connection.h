@@ -98,6 +98,7 @@ class ClientConnection {
   std::map<uint32_t, std::string> atom_names_;  // the old server's atoms the proxy knows by name
   uint32_t highest_atom_ = kLastPredefinedAtom;  // every atom up to it is in atom_names_ or asked for
   uint8_t glx_major_ = 0, big_requests_major_ = 0;
+  size_t asked_again_ = 0;    // requests of the old server's asked again of the new one
   std::string unrestorable_;  // why a new server could not be given this connection's state
 };
 

@@ -1,16 +1,19 @@
 #!/bin/bash
-# An OpenGL 3.3 core-profile program (gl33_frames.c: VAOs, FBO render-to-texture, GLSL programs,
-# a UBO) under `stasis launch --x11`, through the checkpoint-kill-restart driver: its X server is
-# outside the computation and is killed and started anew before every restart (two restarts, the
-# second from a checkpoint of the restarted program). Every frame's checksum must equal an
-# uninterrupted run's, byte for byte.
-# usage: x11_gl33.sh STASIS PYTHON DRIVER GL33_FRAMES
+# An X program under `stasis launch --x11`, through the checkpoint-kill-restart driver: its X
+# server is outside the computation and is killed and started anew before every restart (two
+# restarts, the second from a checkpoint of the restarted program). Its output must equal an
+# uninterrupted run's byte for byte, and the proxy must have replayed its log each time.
+#   x11.gl33: gl33_frames.c, OpenGL 3.3 core profile (VAOs, FBO render-to-texture, GLSL
+#     programs, a UBO), every frame's checksum;
+#   x11.round_trips: round_trips.c, a checkpoint with replies outstanding.
+# usage: x11_driver.sh STASIS PYTHON DRIVER NAME PROGRAM ARGS...
 set -uo pipefail
-STASIS=$1 PYTHON=$2 DRIVER=$3 PROGRAM=$4
+STASIS=$1 PYTHON=$2 DRIVER=$3 NAME=$4 PROGRAM=$5
+shift 5
 for tool in Xvfb xdpyinfo; do
   command -v $tool >/dev/null || { echo "SKIP: no $tool (Debian: xvfb x11-utils)"; exit 77; }
 done
-[ -x "$PROGRAM" ] || { echo "SKIP: gl33_frames was not built (Debian: libgl-dev libx11-dev)"; exit 77; }
+[ -x "$PROGRAM" ] || { echo "SKIP: $(basename "$PROGRAM") was not built (Debian: libgl-dev libx11-dev)"; exit 77; }
 WORK=$(mktemp -d /tmp/stasis-x11gl33.XXXXXX)
 trap '[ -s "$WORK/xvfb.pid" ] && kill $(cat "$WORK/xvfb.pid") 2>/dev/null; rm -rf "$WORK"' EXIT
 display=
@@ -31,6 +34,6 @@ SCRIPT
 chmod +x "$WORK/new_xvfb.sh"
 "$WORK/new_xvfb.sh" || exit 1
 export DISPLAY=:$display STASIS_X11_VERBOSE=1  # the proxy says when it has replayed its log
-"$PYTHON" "$DRIVER" --stasis "$STASIS" --name x11.gl33 --launch-arg=--x11 --kill ckpt-kill --chain 2 \
+"$PYTHON" "$DRIVER" --stasis "$STASIS" --name "$NAME" --launch-arg=--x11 --kill ckpt-kill --chain 2 \
   --wait-lines 20 --between-lines 20 --before-restart "$WORK/new_xvfb.sh" \
-  --restart-stderr "reconnected to DISPLAY=:$display: replayed [0-9]+ requests" -- "$PROGRAM" 200 15
+  --restart-stderr "reconnected to DISPLAY=:$display: replayed [0-9]+ requests" -- "$PROGRAM" "$@"
