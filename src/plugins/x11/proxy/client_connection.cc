@@ -1,5 +1,6 @@
 #include "plugins/x11/proxy/client_connection.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -414,6 +415,8 @@ bool ClientConnection::write_client() {
 
 bool ClientConnection::open_server(std::string& why) {
   server_fd_ = connect_display(display_, why);
+  // Non-blocking: a server that stops reading must not stop the proxy's other connections.
+  if (server_fd_ >= 0) fcntl(server_fd_, F_SETFL, fcntl(server_fd_, F_GETFL) | O_NONBLOCK);
   return server_fd_ >= 0;
 }
 
