@@ -31,6 +31,9 @@ screenshot "$second" blank > "$WORK/blank.colours"
 cmp -s "$WORK/blank.ppm" "$WORK/before.ppm" && fail "the new display :$second shows xlogo before the restart"
 DISPLAY=":$second" "$STASIS" restart "$generation" >> "$WORK/xlogo.out" 2>> "$WORK/xlogo.err" &
 program=$!
+# Screenshots once the proxy has replayed: xwd interns atoms, and before the replay it would
+# number them before the program's (the replay is then refused, as it must be).
+for _ in $(seq 400); do grep -q "reconnected to\|cannot be replaced" "$WORK/xlogo.err" && break; sleep 0.05; done
 for _ in $(seq 100); do
   screenshot "$second" after > "$WORK/after.colours" && cmp -s "$WORK/before.ppm" "$WORK/after.ppm" && break
   sleep 0.1
