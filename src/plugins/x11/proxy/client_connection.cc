@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -167,7 +168,12 @@ bool ClientConnection::write_server() {
   }
   while (!to_server_.empty()) {
     Request& r = to_server_.front();
-    ssize_t n = write(server_fd_, r.bytes.data() + to_server_offset_, r.bytes.size() - to_server_offset_);
+    // The opcode as this server numbers the extension (another server may number it otherwise);
+    // the request itself stays as the program wrote it, for the log.
+    uint8_t opcode = server_opcode(r.bytes[0]);
+    struct iovec parts[2] = {{&opcode, 1}, {r.bytes.data() + 1, r.bytes.size() - 1}};
+    if (to_server_offset_ > 0) parts[1] = {r.bytes.data() + to_server_offset_, r.bytes.size() - to_server_offset_};
+    ssize_t n = to_server_offset_ > 0 ? writev(server_fd_, parts + 1, 1) : writev(server_fd_, parts, 2);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) return true;
       return reconnect();
@@ -335,6 +341,7 @@ bool ClientConnection::answered(uint8_t* message, size_t size) {
   if (segments_.empty()) return false;
   const SeqSegment& segment = segments_.front();
   const bool for_program = !segment.injected || (type != kReply && type != kError);
+  if (type != kReply) to_program_codes(message);
   put16(message + 2, static_cast<uint16_t>(segment.injected ? segment.fixed : seq + segment.offset));
   while (!pending_.empty() && pending_.front().server_seq < seq) pending_.pop_front();
   if (pending_.empty() || pending_.front().server_seq != seq || (type != kReply && type != kError)) return for_program;
@@ -345,10 +352,14 @@ bool ClientConnection::answered(uint8_t* message, size_t size) {
     if (message[8] && kind == x11::Extension::kNone) {
       std::memset(message + 8, 0, 4);  // hidden: "not present"
     } else if (message[8]) {
-      if (kind == x11::Extension::kGlx) glx_major_ = message[9];
-      if (kind == x11::Extension::kBigRequests) big_requests_major_ = message[9];
-      if (std::none_of(extensions_.begin(), extensions_.end(), [&](const Extension& e) { return e.name == name; }))
-        extensions_.push_back({name, message[9], message[10], message[11]});
+      auto known = std::find_if(extensions_.begin(), extensions_.end(), [&](const Extension& e) { return e.name == name; });
+      if (known == extensions_.end()) {
+        if (kind == x11::Extension::kGlx) glx_major_ = message[9];
+        if (kind == x11::Extension::kBigRequests) big_requests_major_ = message[9];
+        extensions_.push_back({name, message[9], message[10], message[11], message[9], message[10], message[11]});
+      } else {  // asked again after a restart: the numbers the program already has
+        message[9] = known->major, message[10] = known->first_event, message[11] = known->first_error;
+      }
     }
   } else if (type == kReply && request[0] == kInternAtom && get32(message + 8) != 0) {
     learn_atom(get32(message + 8), name_in(request));
@@ -393,6 +404,39 @@ void ClientConnection::learn_atom(uint32_t atom, std::string name) {
     r[0] = kGetAtomName, put16(&r[2], 2);
     r[4] = skipped & 0xff, r[5] = (skipped >> 8) & 0xff, r[6] = (skipped >> 16) & 0xff, r[7] = skipped >> 24;
     to_server_.push_back({std::move(r), 0});
+  }
+}
+
+uint8_t ClientConnection::server_opcode(uint8_t program_opcode) const {
+  if (program_opcode < 128) return program_opcode;
+  for (const Extension& e : extensions_)
+    if (e.major == program_opcode) return e.server_major;
+  return program_opcode;
+}
+
+// An event's or error's codes as the program was told them: an extension's events and errors are
+// numbered from where the server put that extension. Of the extensions shown, GLX alone has any.
+void ClientConnection::to_program_codes(uint8_t* message) const {
+  const uint8_t type = message[0] & 0x7f;
+  const Extension* from = nullptr;
+  if (type == kError) {
+    const uint8_t major = message[10];
+    for (const Extension& e : extensions_) {
+      if (e.server_major == major && major >= 128) message[10] = e.major;
+      if (e.server_first_error && message[1] >= e.server_first_error &&
+          (!from || e.server_first_error > from->server_first_error))
+        from = &e;
+    }
+    if (from && message[1] >= 128) message[1] = static_cast<uint8_t>(message[1] - from->server_first_error + from->first_error);
+  } else if (type == kGenericEvent) {
+    const uint8_t major = message[1];
+    for (const Extension& e : extensions_)
+      if (e.server_major == major) message[1] = e.major;
+  } else if (type >= 64) {
+    for (const Extension& e : extensions_)
+      if (e.server_first_event && type >= e.server_first_event && (!from || e.server_first_event > from->server_first_event))
+        from = &e;
+    if (from) message[0] = static_cast<uint8_t>((message[0] & 0x80) | (type - from->server_first_event + from->first_event));
   }
 }
 
@@ -507,13 +551,31 @@ bool ClientConnection::replay(std::string& why) {
   server_seq_ = 0;
   std::vector<uint8_t> batch;
   auto add = [&](const std::vector<uint8_t>& r) { batch.insert(batch.end(), r.begin(), r.end()), server_seq_++; };
-  for (const Extension& e : extensions_) {  // seq 1..E
+  // First where this server put the extensions the program uses (seq 1..E), before anything of
+  // theirs is sent.
+  for (const Extension& e : extensions_) {
     std::vector<uint8_t> r(8 + pad4(e.name.size()));
     r[0] = kQueryExtension, put16(&r[2], static_cast<uint16_t>(r.size() / 4)), put16(&r[4], static_cast<uint16_t>(e.name.size()));
     std::memcpy(&r[8], e.name.data(), e.name.size());
     add(r);
   }
   const uint64_t extension_queries = server_seq_;
+  if (!write_all(server_fd_, batch.data(), batch.size(), why)) return false;
+  batch.clear();
+  in.clear();
+  for (uint64_t answered = 0; answered < extension_queries;) {
+    if (!read_at_least(server_fd_, in, 32, why)) return false;
+    const size_t size = server_message_size(in.data());
+    if (!read_at_least(server_fd_, in, size, why)) return false;
+    if ((in[0] & 0x7f) == kReply) {
+      Extension& e = extensions_[answered++];
+      if (!in[8]) return why = "extension " + e.name + " is missing from DISPLAY=" + display_, false;
+      e.server_major = in[9], e.server_first_event = in[10], e.server_first_error = in[11];
+    } else if ((in[0] & 0x7f) == kError) {
+      return why = "DISPLAY=" + display_ + " refused QueryExtension", false;
+    }
+    in.erase(in.begin(), in.begin() + static_cast<long>(size));
+  }
   for (uint32_t atom = kLastPredefinedAtom + 1; atom <= highest_atom_; atom++) {  // the atom table, in order
     const auto known = atom_names_.find(atom);
     if (known == atom_names_.end())
@@ -525,10 +587,12 @@ bool ClientConnection::replay(std::string& why) {
     add(r);
   }
   const uint64_t queries = server_seq_;
-  for (const Logged& l : log_) add(l.bytes);
+  for (const Logged& l : log_) {
+    add(l.bytes);
+    batch[batch.size() - l.bytes.size()] = server_opcode(l.bytes[0]);
+  }
   add({kGetInputFocus, 0, 1, 0});  // the last: its reply says everything before it was done
   if (!write_all(server_fd_, batch.data(), batch.size(), why)) return false;
-  in.clear();
   for (bool synced = false; !synced;) {
     if (!read_at_least(server_fd_, in, 32, why)) return false;
     const size_t size = server_message_size(in.data());
@@ -542,13 +606,7 @@ bool ClientConnection::replay(std::string& why) {
                    " of the replay (X error " + std::to_string(in[1]) + ")",
              false;
     }
-    if (type == kReply && seq <= extensions_.size()) {
-      const Extension& e = extensions_[seq - 1];
-      if (!in[8] || in[9] != e.major || in[10] != e.first_event || in[11] != e.first_error)
-        return why = "extension " + e.name + " is missing from DISPLAY=" + display_ +
-                     " or has other opcodes there than on the old server",
-               false;
-    } else if (type == kReply && seq > extension_queries && seq <= queries) {
+    if (type == kReply && seq > extension_queries && seq <= queries) {
       const uint32_t atom = static_cast<uint32_t>(kLastPredefinedAtom + seq - extension_queries);
       if (get32(&in[8]) != atom)
         return why = "atom " + atom_names_[atom] + " is " + std::to_string(get32(&in[8])) + " on DISPLAY=" +
@@ -557,7 +615,7 @@ bool ClientConnection::replay(std::string& why) {
                false;
     } else if (type == kReply && seq == server_seq_) {
       synced = true;
-    } else if (type == kExpose) {
+    } else if (type == kExpose) {  // (core: no codes to translate)
       // The re-created windows are exposed: the program redraws them, as after any exposure. The
       // other events of the replay (MapNotify, ConfigureNotify...) tell it what it already knew.
       put16(&in[2], static_cast<uint16_t>(client_seq_sent_));

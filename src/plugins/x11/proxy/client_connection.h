@@ -56,9 +56,10 @@ class ClientConnection {
     uint32_t subject = 0;  // the resource it creates or changes (0: the connection itself)
     uint32_t parent = 0;   // CreateWindow: the parent, so a destroyed window takes its children
   };
-  struct Extension {
+  struct Extension {  // as the program was told (the first server), and as this server has it
     std::string name;
     uint8_t major = 0, first_event = 0, first_error = 0;
+    uint8_t server_major = 0, server_first_event = 0, server_first_error = 0;
   };
 
   void take_request(std::vector<uint8_t> bytes);
@@ -67,6 +68,8 @@ class ClientConnection {
   void forget_resource(const std::vector<uint8_t>& free_request);
   void learn_atom(uint32_t atom, std::string name);
   bool answered(uint8_t* message, size_t size);
+  uint8_t server_opcode(uint8_t program_opcode) const;
+  void to_program_codes(uint8_t* message) const;
   bool has_reply(const std::vector<uint8_t>& bytes) const;
   size_t log_bytes() const;
   std::string request_name(const std::vector<uint8_t>& bytes) const;

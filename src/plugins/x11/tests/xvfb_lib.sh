@@ -1,7 +1,7 @@
 # Sourced by the X proxy's tests: Xvfb servers of the test's own and screenshots of them.
 #   xvfb_setup STASIS TOOLS...   skips (77) without a tool; a private coordinator in $WORK
 #   free_display [NOT]           a display number nothing uses (other than NOT)
-#   start_xvfb N / stop_xvfb     one server at a time ($SERVER), 320x240x24
+#   start_xvfb N [XVFB ARGS...]  one server at a time ($SERVER), 320x240x24; stop_xvfb
 #   screenshot N NAME            $WORK/NAME.ppm of display N's root; prints its colour counts
 XVFB_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")
 xvfb_setup() {
@@ -22,7 +22,7 @@ free_display() {
   fail "no free X display number"
 }
 start_xvfb() {
-  Xvfb ":$1" -screen 0 320x240x24 -nolisten tcp >/dev/null 2>&1 &
+  Xvfb ":$1" -screen 0 320x240x24 -nolisten tcp "${@:2}" >/dev/null 2>&1 &
   SERVER=$!
   for _ in $(seq 100); do xdpyinfo -display ":$1" >/dev/null 2>&1 && return 0; sleep 0.05; done
   fail "display :$1 never answered"
