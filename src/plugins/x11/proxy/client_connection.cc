@@ -258,10 +258,27 @@ void ClientConnection::log_request(const std::vector<uint8_t>& bytes) {
       case kCopyGC:
         log_.push_back({bytes, word_at(bytes, 8), 0});
         return;
-      case kChangeWindowAttributes: case kMapSubwindows: case kUnmapSubwindows: case kConfigureWindow:
-      case kReparentWindow: case kOpenFont: case kCreatePixmap: case kCreateGC: case kChangeGC:
-      case kSetDashes: case kSetClipRectangles: case kCreateColormap: case kCreateCursor:
-      case kCreateGlyphCursor:
+      case kChangeWindowAttributes: case kConfigureWindow: case kChangeGC: case kSetDashes:
+      case kSetClipRectangles: {
+        // A change sets what its value mask names (SetDashes and SetClipRectangles: all they set):
+        // an earlier change of the same kind to the same resource that set no more is superseded,
+        // so a program that sets a GC's colour every frame keeps one entry, not one a frame.
+        const uint32_t mask = opcode == kConfigureWindow ? get16(bytes.data() + 8) : word_at(bytes, 8);
+        const bool masked = opcode != kSetDashes && opcode != kSetClipRectangles;
+        // (not when the GC was copied from meanwhile: the copy took the older values)
+        const bool copied = std::any_of(log_.begin(), log_.end(), [&](const Logged& l) {
+          return l.bytes[0] == kCopyGC && word_at(l.bytes, 4) == first;
+        });
+        if (!copied) std::erase_if(log_, [&](const Logged& l) {
+          if (l.bytes[0] != opcode || l.subject != first) return false;
+          const uint32_t older = opcode == kConfigureWindow ? get16(l.bytes.data() + 8) : word_at(l.bytes, 8);
+          return !masked || (older & ~mask) == 0;
+        });
+        log_.push_back({bytes, first, 0});
+        return;
+      }
+      case kMapSubwindows: case kUnmapSubwindows: case kReparentWindow: case kOpenFont: case kCreatePixmap:
+      case kCreateGC: case kCreateColormap: case kCreateCursor: case kCreateGlyphCursor:
         log_.push_back({bytes, first, 0});
         return;
       default:
