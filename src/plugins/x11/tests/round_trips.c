@@ -1,7 +1,8 @@
 /* An X client that does nothing but round trips (XGetInputFocus, XGetGeometry, XInternAtom of a
  * name of its own) and prints "step N" after each 500, N = 0..STEPS-1: a checkpoint nearly always
  * finds a request whose reply has not come, which the X proxy must ask the new server again, with
- * the sequence numbers Xlib expects (else Xlib stops on "sequence lost" or waits forever).
+ * the sequence numbers Xlib expects (else Xlib stops on "sequence lost" or waits forever). Each
+ * step also sets its GC's colour and fills the window: the proxy's log must not grow with that.
  * usage: round_trips STEPS */
 #include <X11/Xlib.h>
 #include <stdio.h>
@@ -20,7 +21,10 @@ int main(int argc, char** argv) {
   }
   Window window = XCreateSimpleWindow(display, DefaultRootWindow(display), 0, 0, 64, 48, 0, 0, 0);
   XMapWindow(display, window);
+  GC gc = XCreateGC(display, window, 0, NULL);
   for (int step = 0; step < atoi(argv[1]); step++) {
+    XSetForeground(display, gc, (unsigned long)step * 0x010203);
+    XFillRectangle(display, window, gc, 0, 0, 64, 48);
     unsigned long sum = 0;
     for (int i = 0; i < 500; i++) {
       Window focus, root;
