@@ -26,8 +26,11 @@ PACKAGES=(
   qemu-system-x86 busybox-static kmod cpio linux-image-amd64
   # QEMU guests checkpointed as programs (tests/vm): qcow2 disk overlays
   qemu-utils
-  # X clients and their X server (src/plugins/x11): Xvfb, glxgears (Mesa), xdpyinfo
-  xvfb mesa-utils x11-utils
+  # X clients and their X server (src/plugins/x11): Xvfb, glxgears (Mesa), xdpyinfo, xwd, and
+  # the headers of the OpenGL 3.3 test program (x11.gl33)
+  xvfb mesa-utils x11-utils x11-apps libgl-dev libx11-dev
+  libvulkan1  # the Vulkan loader, refused at checkpoint (x11.refuse_vulkan)
+  pymol       # Qt and OpenGL 3.x through the X proxy (x11.pymol)
 )
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

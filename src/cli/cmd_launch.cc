@@ -120,6 +120,10 @@ class LaunchCommand : public Command {
                    "limit), checkpoint and stop the computation, then exit with 128 + its number; "
                    "`launch` stays as the program's parent to wait for it (docs/clusters.md)")
         ->type_name("SIG");
+    app.add_flag("--x11", x11_,
+                 "Relay the program's X connections through a proxy of the computation, so that a "
+                 "restart gives them to the X server its own DISPLAY names (a windowed or OpenGL "
+                 "program on an X server outside the computation; src/plugins/x11/README.md)");
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
     app.prefix_command(false);
   }
@@ -178,6 +182,11 @@ class LaunchCommand : public Command {
     if (incremental_) setenv("STASIS_INCREMENTAL", "1", 1);
     if (full_every_ > 0) setenv("STASIS_FULL_EVERY", std::to_string(full_every_).c_str(), 1);
 
+    if (x11_) {  // the proxy runs the program as its child (src/plugins/x11/proxy)
+      setenv("STASIS_X11_PROXY", "1", 1);
+      argv_.insert(argv_.begin(), x11_proxy_path());
+      program = argv_[0];
+    }
     std::vector<char*> args;
     for (auto& a : argv_) args.push_back(a.data());
     args.push_back(nullptr);
@@ -188,7 +197,7 @@ class LaunchCommand : public Command {
  private:
   std::string coord_, ckpt_dir_, compress_, ib_, save_files_, checkpoint_signal_;
   double interval_ = 0;
-  bool incremental_ = false, join_ = false;
+  bool incremental_ = false, join_ = false, x11_ = false;
   unsigned full_every_ = 0;
   std::vector<std::string> argv_, plugins_;
 };

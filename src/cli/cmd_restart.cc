@@ -1,6 +1,7 @@
 // `stasis restart [PATH]`: parses its options into a RestartOptions and hands them to the restart
 // engine (src/restart/session.h), which verifies the checkpoint, rebuilds the processes and
 // execs the restart loader in each.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -79,6 +80,11 @@ class RestartCommand : public Command {
     if (!checkpoint_signal_.empty()) on_signal.emplace(checkpoint_signal_);
     // The plugin reads it at its restart event, as any --setenv (remote parts get it so too).
     if (!ib_library_.empty()) options_.setenv.push_back("STASIS_IB_LIBRARY=" + verbs_library_path(ib_library_));
+    // The X proxy of `launch --x11` reconnects to this X server (src/plugins/x11/README.md).
+    const bool display_given = std::any_of(options_.setenv.begin(), options_.setenv.end(),
+                                           [](const std::string& a) { return a.rfind("STASIS_X11_DISPLAY=", 0) == 0; });
+    if (const char* display = getenv("DISPLAY"); display && *display && !display_given)
+      options_.setenv.push_back(std::string("STASIS_X11_DISPLAY=") + display);
     if (!task_parts_.empty()) {
       options_.part_vpid = restart::part_of_this_task(task_parts_);
       const CommandEnvironment env = CommandEnvironment::read();

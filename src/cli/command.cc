@@ -59,6 +59,8 @@ std::string runtime_library_path() { return installed_file("libstasis_runtime.so
 
 std::string restart_loader_path() { return installed_file("stasis-loader"); }
 
+std::string x11_proxy_path() { return installed_file("stasis-x11-proxy"); }
+
 std::string ib_plugin_library_path() { return installed_file("libstasis_ib.so"); }
 
 std::string softib_library_dir() {

@@ -27,6 +27,7 @@ const std::vector<CommandFactory>& all_commands();
 // Absolute path of the running `stasis` executable and of the files installed beside it.
 std::string self_executable();
 std::string runtime_library_path();  // libstasis_runtime.so
+std::string x11_proxy_path();        // stasis-x11-proxy (launch --x11)
 std::string restart_loader_path();   // stasis-loader
 std::string softib_library_dir();    // the folder holding softib's libibverbs.so.1
 std::string ib_plugin_library_path();  // the InfiniBand plugin (libstasis_ib.so)

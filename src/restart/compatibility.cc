@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "plugins/files/restore.h"
+#include "plugins/x11/restore_x11.h"
 #include "restart/loader_protocol.h"
 #include "restart/vdso_proxy.h"
 
@@ -75,6 +76,7 @@ StasisVdsoProxy check_restartable(const image::Image& img, const std::set<std::s
   if (!fs::is_directory(img.process().cwd))
     throw Error(fmt::format("the program's working directory {} is gone", img.process().cwd));
   for (const auto& fd : img.fds()) restore::check_descriptor(img, fd);
+  restore::check_x11_display(img);
   return vdso_plan;
 }
 

@@ -40,6 +40,7 @@ const SettingRow kRows[] = {
     row("STASIS_PLUGINS", g_settings.plugins),
     row("STASIS_SAVE_FILES", g_settings.save_files),
     row("TMPDIR", g_settings.tmpdir),
+    row("STASIS_X11_PROXY", g_settings.x11_proxy),
     row("STASIS_OUTSIDE_PROCESSES", g_settings.outside_processes),
     row("STASIS_EXTERNAL_INODES", g_settings.external_inodes),
     row("STASIS_EXE", g_settings.exe),

@@ -41,6 +41,7 @@ struct Settings {
   // Descriptors.
   Setting<STASIS_IMAGE_PATH_MAX> save_files;  // STASIS_SAVE_FILES: glob of files whose bytes are saved
   Setting<STASIS_IMAGE_PATH_MAX> tmpdir;      // TMPDIR: where temporary files are (saved_files)
+  Setting<8> x11_proxy;  // STASIS_X11_PROXY: 1 in stasis-x11-proxy, whose X connections are its own (../plugins/x11)
   // Set by the launched process for the ones it starts: what it inherited from outside.
   Setting<2048> outside_processes;  // STASIS_OUTSIDE_PROCESSES: "PID:START_TIME,..." of its ancestors
   Setting<2048> external_inodes;    // STASIS_EXTERNAL_INODES: "FD:INODE_KEY,..." of inherited descriptors

@@ -5,8 +5,10 @@
 // that looked complete. An X server started inside the computation (Xvfb under `stasis launch`)
 // is an ordinary peer and is checkpointed with it.
 #include <sys/socket.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 
+#include "plugins/memory/mappings.h"
 #include "plugins/pids/pids.h"
 #include "plugins/x11/x11.h"
 #include "runtime/settings.h"
@@ -62,6 +64,9 @@ int capture_x11_fd(const FdProbe& probe, StasisFdRecord&, FdDataList&, LogLine& 
   if (!S_ISSOCK(probe.st.st_mode)) return 0;
   const long display = x11_display_of(probe.fd);
   if (display < 0) return 0;
+  // The X proxy's own connections to the real server: after a restart it finds each with its
+  // peer closed (the sockets kind) and connects to the restart's display instead.
+  if (g_settings.x11_proxy.text[0] == '1') return 0;
   struct ucred server = {};
   socklen_t len = sizeof server;
   if (STASIS_SYS5(SYS_getsockopt, probe.fd, SOL_SOCKET, SO_PEERCRED, &server, &len) == 0 && server.pid > 0 &&
@@ -70,9 +75,42 @@ int capture_x11_fd(const FdProbe& probe, StasisFdRecord&, FdDataList&, LogLine& 
   error << "descriptor " << probe.fd << " (" << probe.link << ") is a connection to the X server of display :"
         << static_cast<unsigned long>(display) << " (" << kX11SocketDir << static_cast<unsigned long>(display)
         << "), which is not part of the computation: Stasis cannot yet re-create the windows and GL state a "
-           "program keeps in an X server; not checkpointing (an X server started inside the computation, "
-           "e.g. Xvfb under the same `stasis launch`, is checkpointed with it)";
+           "program keeps in an X server; not checkpointing (launch it with `stasis launch --x11`, which relays "
+           "its X connections and gives them to the restart's DISPLAY; an X server started inside the "
+           "computation, e.g. Xvfb under the same `stasis launch`, is checkpointed with it)";
   return -1;
+}
+
+// A GPU's device node: DRM (/dev/dri/card*, renderD*: character major 226), NVIDIA's
+// (/dev/nvidia*, major 195 and dynamic ones for nvidia-uvm), AMD's compute node /dev/kfd. The
+// files kind would save it as a plain device and the restart would hand the program a new open
+// with none of its contexts, buffers or shaders.
+int capture_gpu_device_fd(const FdProbe& probe, StasisFdRecord&, FdDataList&, LogLine& error) {
+  if (!S_ISCHR(probe.st.st_mode)) return 0;
+  if (major(probe.st.st_rdev) != 226 && major(probe.st.st_rdev) != 195 && !str_starts(probe.link, "/dev/nvidia") &&
+      !str_starts(probe.link, "/dev/dri/") && !str_starts(probe.link, "/dev/kfd"))
+    return 0;
+  error << "descriptor " << probe.fd << " (" << probe.link
+        << ") is a GPU device node: the state a program keeps in a GPU driver (OpenGL or Vulkan contexts, "
+           "buffers, textures, compute kernels) cannot be saved yet; not checkpointing (an OpenGL program "
+           "rendered by Mesa in the program, LIBGL_ALWAYS_SOFTWARE=1, under `stasis launch --x11` can be)";
+  return -1;
+}
+
+// Vulkan: the loader in the process means a Vulkan program, whose instances and devices live in
+// its driver (even Mesa's lavapipe keeps them behind handles the loader hands out).
+bool capture_vulkan_refusal(const ProcessCapture& capture, LogLine& error) {
+  for (uint32_t i = 0; i < capture.map_count; i++) {
+    const char* path = capture.maps[i].path;
+    const char* name = path;
+    for (const char* p = path; *p; p++)
+      if (*p == '/') name = p + 1;
+    if (!str_starts(name, "libvulkan.so")) continue;
+    error << "the program has loaded the Vulkan loader (" << path
+          << "): Stasis cannot save Vulkan instances and devices yet; not checkpointing";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace stasis::rt

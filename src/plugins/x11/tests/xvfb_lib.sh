@@ -1,0 +1,33 @@
+# Sourced by the X proxy's tests: Xvfb servers of the test's own and screenshots of them.
+#   xvfb_setup STASIS TOOLS...   skips (77) without a tool; a private coordinator in $WORK
+#   free_display [NOT]           a display number nothing uses (other than NOT)
+#   start_xvfb N [XVFB ARGS...]  one server at a time ($SERVER), 320x240x24; stop_xvfb
+#   screenshot N NAME            $WORK/NAME.ppm of display N's root; prints its colour counts
+XVFB_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")
+xvfb_setup() {
+  STASIS=$1
+  shift
+  for tool in Xvfb xdpyinfo xwd python3 "$@"; do
+    command -v "$tool" >/dev/null || { echo "SKIP: no $tool (Debian: xvfb x11-utils x11-apps mesa-utils python3)"; exit 77; }
+  done
+  WORK=$(mktemp -d /tmp/stasis-x11proxy.XXXXXX)
+  . "$XVFB_LIB_DIR/../../../../tests/lib/private_coordinator.sh"
+  SERVER=
+  trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; private_coordinator_cleanup "$STASIS" "$WORK"' EXIT
+  private_coordinator "$STASIS" "$WORK"
+}
+fail() { echo "FAIL: $*"; for f in "$WORK"/*.out "$WORK"/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done; exit 1; }
+free_display() {
+  for n in $(seq 90 199); do [ ! -e /tmp/.X$n-lock ] && [ ! -e /tmp/.X11-unix/X$n ] && [ "$n" != "${1:-}" ] && { echo $n; return; }; done
+  fail "no free X display number"
+}
+start_xvfb() {
+  Xvfb ":$1" -screen 0 320x240x24 -nolisten tcp "${@:2}" >/dev/null 2>&1 &
+  SERVER=$!
+  for _ in $(seq 100); do xdpyinfo -display ":$1" >/dev/null 2>&1 && return 0; sleep 0.05; done
+  fail "display :$1 never answered"
+}
+stop_xvfb() { kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=; }
+screenshot() {
+  xwd -root -display ":$1" -out "$WORK/$2.xwd" && python3 "$XVFB_LIB_DIR/xwd_colours.py" "$WORK/$2.xwd" "$WORK/$2.ppm"
+}
