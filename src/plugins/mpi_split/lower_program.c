@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lower_half_api.h"
+#include "lower_inventory.h"
 #include "lower_tls.h"
 #include "upper_loader.h"
 
@@ -25,6 +26,11 @@ int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PROGRAM [ARGS...]: start PROGRAM as the upper half of a split MPI process\n", argv[0]);
     return 2;
+  }
+  char error[600];
+  if (stasis_mpi_inventory_start(error, sizeof error) != 0) {
+    fprintf(stderr, "stasis-mpi-lower: %s\n", error);
+    return 127;
   }
   stasis_mpi_fsgsbase = 0; /* here only read, once: a system call is fine */
   /* PID:ADDRESS: a process that inherits the variables (a child of the program) is not this one
@@ -41,7 +47,6 @@ int main(int argc, char **argv) {
     if (strncmp(environ[i], "STASIS_MPI_LOWER_", 17) != 0) envp[kept++] = environ[i];
   envp[kept++] = table;
   envp[kept++] = tls;
-  char error[600];
   stasis_mpi_start_upper_half(argv + 1, envp, error, sizeof error);
   fprintf(stderr, "stasis-mpi-lower: %s\n", error);
   return 127;

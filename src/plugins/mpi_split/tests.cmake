@@ -5,8 +5,10 @@
 # the jobs must print the same lines, the split one with a lower half mapped in every rank.
 # in_flight (tests/in_flight.c): the drain's aggregated count, and the drain, against messages the
 # program knows are in flight; it checks every figure itself and ends with "in_flight ok".
+# lower_inventory (tests/lower_inventory.c): what the lower-half program says it owns, against
+# /proc/self/maps and the upper half's own memory; ends with "lower_inventory ok".
 set(MPI_SPLIT_DIR ${CMAKE_CURRENT_LIST_DIR})
-foreach(program IN ITEMS split_ring in_flight)
+foreach(program IN ITEMS split_ring in_flight lower_inventory)
   set(target ${program}_split)
   add_executable(${target} ${MPI_SPLIT_DIR}/tests/${program}.c)
   target_link_libraries(${target} PRIVATE stasis_mpi)
@@ -85,6 +87,19 @@ function(stasis_split_library_tests implementation compiler launcher)
     set_tests_properties(mpi_split.${implementation}.${mode} PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split"
                          RESOURCE_LOCK mpi_ports)
   endforeach()
+  # What a split checkpoint will leave out: the lower-half program's ranges and threads (Open MPI
+  # runs at least one thread of its own in every rank: its PMIx progress thread).
+  set(lower_threads 0)
+  if(implementation STREQUAL "openmpi")
+    set(lower_threads 1)
+  endif()
+  add_test(NAME mpi_split.${implementation}.lower_inventory
+           COMMAND sh -c "d=$(mktemp -d) && \"$0\" \"$d/out\" \"$d/err\" \"$@\"; rc=$?; cat \"$d/out\" \"$d/err\";
+                          [ $rc -eq 0 ] && grep -q '^lower_inventory ok$' \"$d/out\"; rc=$?; rm -rf \"$d\"; exit $rc"
+                   ${MPI_SPLIT_DIR}/tests/run_mpi_job.sh ${run} ${ARGN}
+                   -- ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation} $<TARGET_FILE:lower_inventory_split> ${lower_threads})
+  set_tests_properties(mpi_split.${implementation}.lower_inventory PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split"
+                       RESOURCE_LOCK mpi_ports)
 endfunction()
 
 find_program(STASIS_OPENMPI_CC mpicc.openmpi)

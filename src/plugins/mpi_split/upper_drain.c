@@ -8,7 +8,6 @@
 #include "lower_tls.h"
 #include "upper_state.h"
 
-#define API __attribute__((visibility("default")))
 
 int receive_drained(const char *function, void *buf, int count, StasisMpiRealHandle real_type, int source,
                            int tag, MPI_Comm comm, StasisMpiRealHandle real_comm, StasisMpiLowerStatus *status) {

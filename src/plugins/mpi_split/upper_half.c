@@ -22,7 +22,6 @@
 #include "lower_tls.h"
 #include "upper_state.h"
 
-#define API __attribute__((visibility("default")))
 
 static StasisMpiIdEntry comm_entries[COMM_CAPACITY];
 static StasisMpiIdEntry datatype_entries[DATATYPE_CAPACITY];

@@ -1,8 +1,11 @@
 /* Starting the upper half inside the lower-half program (upper_loader.h): an ELF loader for one
  * program and its interpreter, what the kernel does at execve but into a process that keeps
- * running (the lower half, its libc, its MPI library). */
+ * running (the lower half, its libc, its MPI library). Its mappings are the upper half's, so
+ * they are made with stasis_mpi_untracked_mmap, never this half's tracked mmap. */
 #define _GNU_SOURCE
 #include "upper_loader.h"
+
+#include "lower_inventory.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -64,7 +67,7 @@ static int map_segments(int fd, const char *path, MappedElf *elf, char *error, s
   }
   if (high <= low) return fail(error, size, path, "no PT_LOAD segment");
   int fixed = elf->header.e_type == ET_EXEC;
-  void *reserved = mmap(fixed ? (void *)low : NULL, high - low, PROT_NONE,
+  void *reserved = stasis_mpi_untracked_mmap(fixed ? (void *)low : NULL, high - low, PROT_NONE,
                         MAP_PRIVATE | MAP_ANONYMOUS | (fixed ? MAP_FIXED_NOREPLACE : 0), -1, 0);
   if (reserved == MAP_FAILED) return fail(error, size, path, "no room for its segments");
   elf->bias = (uintptr_t)reserved - low;
@@ -77,7 +80,7 @@ static int map_segments(int fd, const char *path, MappedElf *elf, char *error, s
     uintptr_t file_end = elf->bias + p->p_vaddr + p->p_filesz;
     uintptr_t memory_end = PAGE_UP(elf->bias + p->p_vaddr + p->p_memsz);
     if (p->p_filesz) {
-      if (mmap((void *)start, PAGE_UP(file_end) - start, prot | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+      if (stasis_mpi_untracked_mmap((void *)start, PAGE_UP(file_end) - start, prot | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
                (off_t)PAGE_DOWN(p->p_offset)) == MAP_FAILED)
         return fail(error, size, path, "cannot map a segment");
       /* The rest of the last file page belongs to .bss: zero, not the file's next bytes. */
@@ -87,7 +90,7 @@ static int map_segments(int fd, const char *path, MappedElf *elf, char *error, s
     }
     uintptr_t anonymous = p->p_filesz ? PAGE_UP(file_end) : start;
     if (memory_end > anonymous &&
-        mmap((void *)anonymous, memory_end - anonymous, prot, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) ==
+        stasis_mpi_untracked_mmap((void *)anonymous, memory_end - anonymous, prot, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) ==
             MAP_FAILED)
       return fail(error, size, path, "cannot map its .bss");
   }
@@ -122,7 +125,7 @@ int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t er
     if (program.segments[i].p_type == PT_PHDR) headers = program.bias + program.segments[i].p_vaddr;
   if (!headers) return fail(error, error_size, argv[0], "has no PT_PHDR");
 
-  char *stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  char *stack = stasis_mpi_untracked_mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return fail(error, error_size, argv[0], "no memory for its stack");
   char *top = stack + STACK_BYTES;
   static char *strings[MAX_STRINGS];

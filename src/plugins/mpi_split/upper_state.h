@@ -60,6 +60,9 @@ void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *status);
 int receive_drained(const char *function, void *buf, int count, StasisMpiRealHandle real_type, int source, int tag,
                     MPI_Comm comm, StasisMpiRealHandle real_comm, StasisMpiLowerStatus *status);
 
+/* What libstasis_mpi.so exports: the MPI_* and STASIS_MPI_* functions, nothing else. */
+#define API __attribute__((visibility("default")))
+
 #define NEED_LOWER(function)                                                                                    \
   do {                                                                                                          \
     if (!lower || finalized) return not_initialized(function);                                                  \
