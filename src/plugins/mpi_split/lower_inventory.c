@@ -10,6 +10,7 @@
  * unmaps them, and a table that overflows makes every inventory fail. */
 #define _GNU_SOURCE
 #include "lower_inventory.h"
+#include "program_loader.h"
 
 #include "common/raw_syscall.h"
 
@@ -123,6 +124,8 @@ static void note_unmapped(const void *address, size_t length) {
   unlock_tracked();
 }
 
+void stasis_mpi_inventory_add(uint64_t start, uint64_t end) { note_mapped((void *)start, end - start); }
+
 int stasis_mpi_inventory_start(char *error, size_t error_size) {
   static char maps[1 << 18];
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -159,7 +162,8 @@ int stasis_mpi_inventory_start(char *error, size_t error_size) {
   return 0;
 }
 
-void *stasis_mpi_untracked_mmap(void *address, size_t length, int prot, int flags, int fd, off_t offset) {
+/* The upper half's program, interpreter and stack (program_loader.c): never this half's. */
+void *stasis_mpi_loader_mmap(void *address, size_t length, int prot, int flags, int fd, long offset) {
   long made = STASIS_SYS6(SYS_mmap, address, length, prot, flags, fd, offset);
   if (made < 0 && made > -4096) {
     errno = (int)-made;

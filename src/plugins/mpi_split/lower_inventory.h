@@ -5,6 +5,7 @@
 #define STASIS_MPI_LOWER_INVENTORY_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "lower_half_api.h"
@@ -16,8 +17,10 @@
  * syscall for the calls among those it makes.) */
 int stasis_mpi_inventory_start(char *error, size_t error_size);
 
-/* mmap for the upper half's program, interpreter and stack (upper_loader.c): never this half's. */
-void *stasis_mpi_untracked_mmap(void *address, size_t length, int prot, int flags, int fd, off_t offset);
+
+/* Counts [start, end) as this half's: the stack the upper half made for it when the upper half
+ * started this one (lower_program_start.c). */
+void stasis_mpi_inventory_add(uint64_t start, uint64_t end);
 
 /* The StasisMpiLower entry (lower_half_api.h, `inventory`). */
 int stasis_mpi_lower_inventory(StasisMpiLowerRange *ranges, int range_capacity, int *range_count, int *tids,

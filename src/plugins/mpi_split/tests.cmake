@@ -55,6 +55,13 @@ function(stasis_split_library_tests implementation compiler launcher)
                            ${run} -np 2 -- ${native} 30 0 15
                            --then ${run} -np 2 -- ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation} ${SPLIT_RING} 30 0 15)
   set_tests_properties(mpi_split.${implementation}.own_libc.same_output PROPERTIES ENVIRONMENT SPLIT_B_MODE=program)
+  # The other way round, as a restarted upper half will get its fresh lower half: the program
+  # starts stasis-mpi-lower-IMPL inside itself at MPI_Init (STASIS_MPI_LOWER_MODE=program), which
+  # hands its interface back; two libcs again, the same lines, objects made again halfway.
+  stasis_split_same_output(mpi_split.${implementation}.lower_started.same_output 0 2 2
+                           ${run} -np 2 -- ${native} 30 0 15 --then ${run} -np 2 -- ${SPLIT_RING} 30 0 15)
+  set_tests_properties(mpi_split.${implementation}.lower_started.same_output PROPERTIES
+                       ENVIRONMENT "SPLIT_B_MODE=program;STASIS_MPI_LOWER_MODE=program")
   # What the lower-half program refuses to start, with the file and the fault: not an ELF file,
   # and a program without an ELF interpreter (static).
   add_test(NAME mpi_split.${implementation}.lower_program.refuses
@@ -70,14 +77,17 @@ function(stasis_split_library_tests implementation compiler launcher)
   stasis_split_same_output(mpi_split.${implementation}.remake.same_output 0 3 3
                            ${run} ${ARGN} -- ${native} 30 0 15 --then ${run} ${ARGN} -- ${SPLIT_RING} 30 0 15)
   # in_flight counts only (DRAIN=0), then drains too (DRAIN=1), the last also under the lower-half
-  # program (own_libc.drain).
-  foreach(mode IN ITEMS in_flight drain own_libc.drain)
+  # program (own_libc.drain) and with that program started by the program (lower_started.drain).
+  foreach(mode IN ITEMS in_flight drain own_libc.drain lower_started.drain)
     set(drain 1)
     set(lower_program)
+    set(environment "STASIS_MPI_LOWER_MODE=library")
     if(mode STREQUAL "in_flight")
       set(drain 0)
     elseif(mode STREQUAL "own_libc.drain")
       set(lower_program ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation})
+    elseif(mode STREQUAL "lower_started.drain")
+      set(environment "STASIS_MPI_LOWER_MODE=program")
     endif()
     add_test(NAME mpi_split.${implementation}.${mode}
              COMMAND sh -c "d=$(mktemp -d) && \"$0\" \"$d/out\" \"$d/err\" \"$@\"; rc=$?; cat \"$d/out\" \"$d/err\";
@@ -85,7 +95,7 @@ function(stasis_split_library_tests implementation compiler launcher)
                      ${MPI_SPLIT_DIR}/tests/run_mpi_job.sh ${run} ${ARGN} -- ${lower_program} $<TARGET_FILE:in_flight_split>
                      3 200 ${drain})
     set_tests_properties(mpi_split.${implementation}.${mode} PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split"
-                         RESOURCE_LOCK mpi_ports)
+                         RESOURCE_LOCK mpi_ports ENVIRONMENT "${environment}")
   endforeach()
   # What a split checkpoint will leave out: the lower-half program's ranges and threads (Open MPI
   # runs at least one thread of its own in every rank: its PMIx progress thread).
@@ -93,13 +103,22 @@ function(stasis_split_library_tests implementation compiler launcher)
   if(implementation STREQUAL "openmpi")
     set(lower_threads 1)
   endif()
-  add_test(NAME mpi_split.${implementation}.lower_inventory
-           COMMAND sh -c "d=$(mktemp -d) && \"$0\" \"$d/out\" \"$d/err\" \"$@\"; rc=$?; cat \"$d/out\" \"$d/err\";
-                          [ $rc -eq 0 ] && grep -q '^lower_inventory ok$' \"$d/out\"; rc=$?; rm -rf \"$d\"; exit $rc"
-                   ${MPI_SPLIT_DIR}/tests/run_mpi_job.sh ${run} ${ARGN}
-                   -- ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation} $<TARGET_FILE:lower_inventory_split> ${lower_threads})
-  set_tests_properties(mpi_split.${implementation}.lower_inventory PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split"
-                       RESOURCE_LOCK mpi_ports)
+  # Both ways of starting the halves: the lower-half program first, and the program first.
+  foreach(mode IN ITEMS own_libc lower_started)
+    set(lower_program ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation})
+    set(environment "STASIS_MPI_LOWER_MODE=library")
+    if(mode STREQUAL "lower_started")
+      set(lower_program)
+      set(environment "STASIS_MPI_LOWER_MODE=program")
+    endif()
+    add_test(NAME mpi_split.${implementation}.${mode}.lower_inventory
+             COMMAND sh -c "d=$(mktemp -d) && \"$0\" \"$d/out\" \"$d/err\" \"$@\"; rc=$?; cat \"$d/out\" \"$d/err\";
+                            [ $rc -eq 0 ] && grep -q '^lower_inventory ok$' \"$d/out\"; rc=$?; rm -rf \"$d\"; exit $rc"
+                     ${MPI_SPLIT_DIR}/tests/run_mpi_job.sh ${run} ${ARGN}
+                     -- ${lower_program} $<TARGET_FILE:lower_inventory_split> ${lower_threads})
+    set_tests_properties(mpi_split.${implementation}.${mode}.lower_inventory PROPERTIES TIMEOUT 120
+                         LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports ENVIRONMENT "${environment}")
+  endforeach()
 endfunction()
 
 find_program(STASIS_OPENMPI_CC mpicc.openmpi)

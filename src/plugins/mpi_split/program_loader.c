@@ -1,11 +1,8 @@
-/* Starting the upper half inside the lower-half program (upper_loader.h): an ELF loader for one
- * program and its interpreter, what the kernel does at execve but into a process that keeps
- * running (the lower half, its libc, its MPI library). Its mappings are the upper half's, so
- * they are made with stasis_mpi_untracked_mmap, never this half's tracked mmap. */
+/* An ELF loader for one program and its interpreter (program_loader.h): what the kernel does at
+ * execve, but into a process that keeps running (the other half, its libc, maybe its MPI
+ * library). Built into the lower-half program and into libstasis_mpi.so. */
 #define _GNU_SOURCE
-#include "upper_loader.h"
-
-#include "lower_inventory.h"
+#include "program_loader.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -67,7 +64,7 @@ static int map_segments(int fd, const char *path, MappedElf *elf, char *error, s
   }
   if (high <= low) return fail(error, size, path, "no PT_LOAD segment");
   int fixed = elf->header.e_type == ET_EXEC;
-  void *reserved = stasis_mpi_untracked_mmap(fixed ? (void *)low : NULL, high - low, PROT_NONE,
+  void *reserved = stasis_mpi_loader_mmap(fixed ? (void *)low : NULL, high - low, PROT_NONE,
                         MAP_PRIVATE | MAP_ANONYMOUS | (fixed ? MAP_FIXED_NOREPLACE : 0), -1, 0);
   if (reserved == MAP_FAILED) return fail(error, size, path, "no room for its segments");
   elf->bias = (uintptr_t)reserved - low;
@@ -80,7 +77,7 @@ static int map_segments(int fd, const char *path, MappedElf *elf, char *error, s
     uintptr_t file_end = elf->bias + p->p_vaddr + p->p_filesz;
     uintptr_t memory_end = PAGE_UP(elf->bias + p->p_vaddr + p->p_memsz);
     if (p->p_filesz) {
-      if (stasis_mpi_untracked_mmap((void *)start, PAGE_UP(file_end) - start, prot | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+      if (stasis_mpi_loader_mmap((void *)start, PAGE_UP(file_end) - start, prot | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
                (off_t)PAGE_DOWN(p->p_offset)) == MAP_FAILED)
         return fail(error, size, path, "cannot map a segment");
       /* The rest of the last file page belongs to .bss: zero, not the file's next bytes. */
@@ -90,7 +87,7 @@ static int map_segments(int fd, const char *path, MappedElf *elf, char *error, s
     }
     uintptr_t anonymous = p->p_filesz ? PAGE_UP(file_end) : start;
     if (memory_end > anonymous &&
-        stasis_mpi_untracked_mmap((void *)anonymous, memory_end - anonymous, prot, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) ==
+        stasis_mpi_loader_mmap((void *)anonymous, memory_end - anonymous, prot, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) ==
             MAP_FAILED)
       return fail(error, size, path, "cannot map its .bss");
   }
@@ -114,7 +111,7 @@ static char *push_string(char **top, const char *text) {
   return *top;
 }
 
-int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t error_size) {
+int stasis_mpi_load_program(char **argv, char **envp, StasisMpiLoadedProgram *loaded, char *error, size_t error_size) {
   static MappedElf program, interpreter;
   if (load(argv[0], &program, error, error_size) != 0) return -1;
   if (!program.interpreter[0])
@@ -125,7 +122,7 @@ int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t er
     if (program.segments[i].p_type == PT_PHDR) headers = program.bias + program.segments[i].p_vaddr;
   if (!headers) return fail(error, error_size, argv[0], "has no PT_PHDR");
 
-  char *stack = stasis_mpi_untracked_mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  char *stack = stasis_mpi_loader_mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return fail(error, error_size, argv[0], "no memory for its stack");
   char *top = stack + STACK_BYTES;
   static char *strings[MAX_STRINGS];
@@ -176,9 +173,21 @@ int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t er
     *word++ = auxv[i][0];
     *word++ = auxv[i][1];
   }
-  uintptr_t entry = interpreter.bias + interpreter.header.e_entry;
+  loaded->entry = interpreter.bias + interpreter.header.e_entry;
+  loaded->stack_pointer = (uintptr_t)sp;
+  loaded->stack_start = (uintptr_t)stack;
+  loaded->stack_end = (uintptr_t)stack + STACK_BYTES;
+  return 0;
+}
+
+int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t error_size) {
+  StasisMpiLoadedProgram loaded;
+  if (stasis_mpi_load_program(argv, envp, &loaded, error, error_size) != 0) return -1;
   /* As from execve: the stack pointer at argc, rdx 0 (no finaliser for the program to register). */
   /* Fixed registers: rdx is zeroed on the way, so neither input may be given it. */
-  __asm__ volatile("mov %%rdi, %%rsp\n\txor %%edx, %%edx\n\tjmp *%%rsi\n" : : "D"(sp), "S"(entry) : "memory");
+  __asm__ volatile("mov %%rdi, %%rsp\n\txor %%edx, %%edx\n\tjmp *%%rsi\n"
+                   :
+                   : "D"(loaded.stack_pointer), "S"(loaded.entry)
+                   : "memory");
   __builtin_unreachable();
 }
