@@ -95,6 +95,10 @@ int stasis_plugin_exempt_thread(int tid, int exempt) __attribute__((weak));
  * and is forgotten at RESUME. Returns 0, or -1 (nothing left out) when the ranges are malformed
  * or more than 4096: the plugin should then fail the checkpoint. */
 int stasis_plugin_leave_out_memory(const uint64_t* ranges, uint32_t count) __attribute__((weak));
+/* The same for descriptors: `count` descriptor numbers the image leaves out (not captured, not
+ * restored; a restarted process has nothing open at those numbers). Returns 0, or -1 (nothing left
+ * out) when a number is negative or there are more than 4096. */
+int stasis_plugin_leave_out_fds(const int* fds, uint32_t count) __attribute__((weak));
 
 /* The coordinator's name service, shared by every process of the computation on every host:
  * what processes exchange when the identifiers they know one another by change (a re-created

@@ -111,6 +111,13 @@ typedef struct StasisMpiLower {
    * loaded into the program (one libc: nothing of it can be told apart). */
   int (*inventory)(StasisMpiLowerRange *ranges, int range_capacity, int *range_count, int *tids, int tid_capacity,
                    int *tid_count);
+  /* The descriptors this half holds, in order; 0, or -1 when they do not fit or this half lost
+   * track. NULL as above. */
+  int (*descriptors)(int *fds, int capacity, int *count);
+  /* Called by every thread this half starts, first with (its tid, 1), last with (its tid, 0): the
+   * upper half exempts them from the checkpoint's stop (stasis_plugin_exempt_thread). Set before
+   * init_thread. NULL as above. */
+  void (*set_thread_hook)(int (*hook)(int tid, int exempt));
 } StasisMpiLower;
 
 typedef const StasisMpiLower *(*StasisMpiLowerInterfaceFn)(void);

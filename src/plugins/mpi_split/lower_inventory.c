@@ -20,6 +20,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -213,9 +214,10 @@ static void note_detached(uint64_t address) {
 
 /* Every system call this half makes through the functions below, each mapping change noted.
  * UCX calls syscall(SYS_mmap, ...) and syscall(SYS_shmat, ...) itself, past mmap and shmat. */
-static long lower_system_call(long number, long a1, long a2, long a3, long a4, long a5, long a6) {
+long stasis_mpi_lower_system_call(long number, long a1, long a2, long a3, long a4, long a5, long a6) {
   long rc = stasis_syscall6(number, a1, a2, a3, a4, a5, a6);
   if (rc < 0 && rc > -4096) return rc;
+  stasis_mpi_note_descriptor_call(number, rc, a1, a4);
   switch (number) {
     case SYS_mmap: note_mapped((void *)rc, (size_t)a2); break;
     case SYS_munmap: note_unmapped((void *)a1, (size_t)a2); break;
@@ -230,7 +232,7 @@ static long lower_system_call(long number, long a1, long a2, long a3, long a4, l
   return rc;
 }
 
-static long with_errno(long rc) {
+long stasis_mpi_with_errno(long rc) {
   if (rc < 0 && rc > -4096) {
     errno = (int)-rc;
     return -1;
@@ -244,18 +246,18 @@ long syscall(long number, ...) {
   long a[6];
   for (int i = 0; i < 6; i++) a[i] = va_arg(arguments, long);
   va_end(arguments);
-  return with_errno(lower_system_call(number, a[0], a[1], a[2], a[3], a[4], a[5]));
+  return stasis_mpi_with_errno(stasis_mpi_lower_system_call(number, a[0], a[1], a[2], a[3], a[4], a[5]));
 }
 
 void *mmap(void *address, size_t length, int prot, int flags, int fd, off_t offset) {
-  return (void *)with_errno(
-      lower_system_call(SYS_mmap, (long)address, (long)length, prot, flags, fd, (long)offset));
+  return (void *)stasis_mpi_with_errno(
+      stasis_mpi_lower_system_call(SYS_mmap, (long)address, (long)length, prot, flags, fd, (long)offset));
 }
 void *mmap64(void *address, size_t length, int prot, int flags, int fd, off_t offset)
     __attribute__((alias("mmap")));
 
 int munmap(void *address, size_t length) {
-  return (int)with_errno(lower_system_call(SYS_munmap, (long)address, (long)length, 0, 0, 0, 0));
+  return (int)stasis_mpi_with_errno(stasis_mpi_lower_system_call(SYS_munmap, (long)address, (long)length, 0, 0, 0, 0));
 }
 
 void *mremap(void *old_address, size_t old_length, size_t new_length, int flags, ...) {
@@ -266,15 +268,15 @@ void *mremap(void *old_address, size_t old_length, size_t new_length, int flags,
     new_address = va_arg(arguments, void *);
     va_end(arguments);
   }
-  return (void *)with_errno(lower_system_call(SYS_mremap, (long)old_address, (long)old_length, (long)new_length,
+  return (void *)stasis_mpi_with_errno(stasis_mpi_lower_system_call(SYS_mremap, (long)old_address, (long)old_length, (long)new_length,
                                               flags, (long)new_address, 0));
 }
 
 void *shmat(int id, const void *address, int flags) {
-  return (void *)with_errno(lower_system_call(SYS_shmat, id, (long)address, flags, 0, 0, 0));
+  return (void *)stasis_mpi_with_errno(stasis_mpi_lower_system_call(SYS_shmat, id, (long)address, flags, 0, 0, 0));
 }
 
-int shmdt(const void *address) { return (int)with_errno(lower_system_call(SYS_shmdt, (long)address, 0, 0, 0, 0, 0)); }
+int shmdt(const void *address) { return (int)stasis_mpi_with_errno(stasis_mpi_lower_system_call(SYS_shmdt, (long)address, 0, 0, 0, 0, 0)); }
 
 /* Threads: each runs from start_lower_thread, which lists its id for as long as it runs. */
 typedef struct ThreadStart {
@@ -282,7 +284,15 @@ typedef struct ThreadStart {
   void *argument;
 } ThreadStart;
 
+/* The upper half's, called on this half's threads (so it must use no TLS): exempts them from the
+ * checkpoint's stop. */
+static int (*_Atomic thread_hook)(int tid, int exempt);
+
+void stasis_mpi_lower_set_thread_hook(int (*hook)(int tid, int exempt)) { thread_hook = hook; }
+
 static void forget_thread(void *id) {
+  int (*hook)(int, int) = thread_hook;
+  if (hook) hook((int)(intptr_t)id, 0);
   for (int i = 0; i < THREAD_CAPACITY; i++) {
     int expected = (int)(intptr_t)id;
     if (atomic_compare_exchange_strong(&thread_ids[i], &expected, 0)) return;
@@ -298,6 +308,8 @@ static void *start_lower_thread(void *argument) {
     listed = atomic_compare_exchange_strong(&thread_ids[i], &expected, id);
   }
   if (!listed) threads_lost = 1;
+  int (*hook)(int, int) = thread_hook;
+  if (hook && hook(id, 1) != 0) threads_lost = 1;
   void *result;
   pthread_cleanup_push(forget_thread, (void *)(intptr_t)id);
   result = start.routine(start.argument);
@@ -331,7 +343,13 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attributes, void *(*
   ThreadStart *start = malloc(sizeof *start);
   if (!start) return EAGAIN;
   *start = (ThreadStart){routine, argument};
+  /* The thread starts, and stays, with every signal blocked: the upper half's handlers (the
+   * checkpoint's among them) must never run on this half's thread pointer. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   int rc = real_create(thread, &own, start_lower_thread, start);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   if (rc != 0) free(start);
   return rc;
 }

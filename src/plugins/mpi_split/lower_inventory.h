@@ -18,6 +18,26 @@
 int stasis_mpi_inventory_start(char *error, size_t error_size);
 
 
+/* Every system call this half makes through the functions it defines (mmap, open, socket, close,
+ * syscall...): the kernel's result (-errno on failure), each new mapping or descriptor noted. */
+long stasis_mpi_lower_system_call(long number, long a1, long a2, long a3, long a4, long a5, long a6);
+/* rc as libc returns it: -1 with errno set for -errno. */
+long stasis_mpi_with_errno(long rc);
+/* lower_descriptors.c: notes the descriptors a successful call made or closed. */
+void stasis_mpi_note_descriptor_call(long number, long rc, long a1, long a4);
+
+/* The StasisMpiLower entry (lower_half_api.h, `set_thread_hook`). */
+void stasis_mpi_lower_set_thread_hook(int (*hook)(int tid, int exempt));
+
+/* Notes the sockets the process inherited from the launcher as this half's (the launcher's
+ * connections: MPICH's PMI_FD and its proxy's, Slurm's PMI-2; a restart has its own): those in
+ * `list` ("5,6,7", the upper half's count when it started this half), or, when NULL, those open
+ * now. At the top of main. */
+void stasis_mpi_note_inherited_descriptors(const char *list);
+
+/* The StasisMpiLower entry (lower_half_api.h, `descriptors`). */
+int stasis_mpi_lower_descriptors(int *fds, int capacity, int *count);
+
 /* Counts [start, end) as this half's: the stack the upper half made for it when the upper half
  * started this one (lower_program_start.c). */
 void stasis_mpi_inventory_add(uint64_t start, uint64_t end);

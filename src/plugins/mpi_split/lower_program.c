@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -44,6 +45,7 @@ int main(int argc, char **argv) {
   char error[600];
   uint64_t stack_start = 0, stack_end = 0;
   HandBack hand_back = hand_back_function(&stack_start, &stack_end);
+  stasis_mpi_note_inherited_descriptors(hand_back ? getenv("STASIS_MPI_INHERITED_SOCKETS") : NULL);
   if (hand_back) {
     /* Everything here before main is the program's but this half's link map (read at each
      * inventory) and its stack: what this half maps from now on is counted as it goes. */

@@ -79,12 +79,24 @@ __asm__(".text\n"
         "  ret\n"
         ".size stasis_mpi_hand_back, .-stasis_mpi_hand_back\n");
 
+/* STASIS_MPI_INHERITED_SOCKETS=5,6,7: the sockets the launcher left open, counted before main
+ * (the program's own come later) and handed to the lower half, whose they are. */
+static char inherited_sockets[1024] = "STASIS_MPI_INHERITED_SOCKETS=";
+
+__attribute__((constructor)) static void count_inherited_sockets(void) {
+  int fds[64];
+  int count = stasis_mpi_inherited_sockets(fds, 64);
+  size_t used = strlen(inherited_sockets);
+  for (int i = 0; i < count && used + 16 < sizeof inherited_sockets; i++)
+    used += (size_t)snprintf(inherited_sockets + used, sizeof inherited_sockets - used, "%s%d", i ? "," : "", fds[i]);
+}
+
 const StasisMpiLower *stasis_mpi_start_lower_program(const char *path, char *error, size_t error_size) {
   /* The lower half's environment: this one without the preloads (the runtime belongs to the
    * upper half alone) and without another process's hand-over, plus where to hand back to. */
   int count = 0;
   while (environ[count]) count++;
-  char **envp = calloc((size_t)count + 2, sizeof *envp);
+  char **envp = calloc((size_t)count + 3, sizeof *envp);
   if (!envp) {
     snprintf(error, error_size, "%s: no memory for its environment", path);
     return NULL;
@@ -92,8 +104,10 @@ const StasisMpiLower *stasis_mpi_start_lower_program(const char *path, char *err
   int kept = 0;
   for (int i = 0; i < count; i++)
     if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 && strncmp(environ[i], "STASIS_MPI_LOWER_", 17) != 0 &&
-        strncmp(environ[i], "STASIS_MPI_HAND_BACK=", 21) != 0)
+        strncmp(environ[i], "STASIS_MPI_HAND_BACK=", 21) != 0 &&
+        strncmp(environ[i], "STASIS_MPI_INHERITED_SOCKETS=", 29) != 0)
       envp[kept++] = environ[i];
+  envp[kept++] = inherited_sockets;
   /* The stack is made by the loader below; its range is known only then, and the variable's
    * place on it is fixed first: it is written again once the range is known. */
   char hand_back[160];

@@ -4,10 +4,12 @@
 #define _GNU_SOURCE
 #include "program_loader.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -190,4 +192,26 @@ int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t er
                    : "D"(loaded.stack_pointer), "S"(loaded.entry)
                    : "memory");
   __builtin_unreachable();
+}
+
+int stasis_mpi_inherited_sockets(int *fds, int capacity) {
+  DIR *open_fds = opendir("/proc/self/fd");
+  if (!open_fds) return 0;
+  int count = 0, own = dirfd(open_fds);
+  for (struct dirent *entry; (entry = readdir(open_fds)) && count < capacity;) {
+    char path[64], target[64];
+    int fd = atoi(entry->d_name);
+    if (entry->d_name[0] == '.' || fd <= 2 || fd == own) continue;
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t length = readlink(path, target, sizeof target - 1);
+    if (length > 7 && strncmp(target, "socket:", 7) == 0) fds[count++] = fd;
+  }
+  closedir(open_fds);
+  for (int i = 1; i < count; i++) /* in order */
+    for (int j = i; j > 0 && fds[j - 1] > fds[j]; j--) {
+      int swap = fds[j];
+      fds[j] = fds[j - 1];
+      fds[j - 1] = swap;
+    }
+  return count;
 }

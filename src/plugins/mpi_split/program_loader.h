@@ -28,4 +28,8 @@ int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t er
  * libc's (lower_program_start.c). */
 void *stasis_mpi_loader_mmap(void *address, size_t length, int prot, int flags, int fd, long offset);
 
+/* The sockets open in this process beyond the standard streams, in order, up to `capacity`: at
+ * start-up, those the launcher left open (both halves count them as the lower half's). */
+int stasis_mpi_inherited_sockets(int *fds, int capacity);
+
 #endif

@@ -142,6 +142,7 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     return MPI_ERR_OTHER;
   }
   tables_init();
+  stasis_mpi_join_checkpoints();
   int lower_provided = MPI_THREAD_SINGLE;
   int rc = LOWER_CALL(lower, init_thread, argc, argv, required, &lower_provided);
   if (rc != 0) return library_error(rc);

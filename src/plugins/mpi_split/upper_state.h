@@ -46,6 +46,10 @@ extern StasisMpiRealHandle private_world;
 extern StasisMpiDrainQueue drained;
 extern int finalized;
 
+/* Registers the split checkpoint's plugin with the runtime, when there is one and the lower half
+ * lists what it owns (upper_checkpoint.c). After the lower half is loaded, before MPI_Init. */
+void stasis_mpi_join_checkpoints(void);
+
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);
 int not_initialized(const char *function);

@@ -194,6 +194,9 @@ int STASIS_MPI_Drain(long long *taken);
  * program, sharing its libc) or the lists do not fit. */
 int STASIS_MPI_Lower_inventory(unsigned long long *ranges, int range_capacity, int *range_count, int *tids,
                                int tid_capacity, int *tid_count);
+/* Stasis's own: the descriptors the lower half holds (which a split checkpoint leaves out), in
+ * order; MPI_ERR_OTHER as above. */
+int STASIS_MPI_Lower_descriptors(int *fds, int capacity, int *count);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,9 @@
  * line between the halves; everything of the upper half (every object of its link map, its brk heap,
  * its stack, its large malloc blocks, a mapping it made) lies outside; every mapping of the MPI
  * library's files and of shared memory lies inside; the lower half's threads are live threads of
- * this process and none is the program's. Ends with "lower_inventory ok" on rank 0. */
+ * this process and none is the program's; every socket and epoll descriptor (the program has
+ * none) is listed as the lower half's, the standard streams and the program's own file and pipe
+ * are not. Ends with "lower_inventory ok" on rank 0. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <link.h>
@@ -150,6 +152,40 @@ int main(int argc, char **argv) {
   }
   CHECK(lower_files > 0);
 
+  /* Descriptors: the lower half's sockets, event and epoll descriptors are listed; the program's
+   * own file and pipe, and the standard streams, are not. */
+  int own_pipe[2];
+  CHECK(pipe(own_pipe) == 0);
+  FILE *own_file = tmpfile();
+  CHECK(own_file);
+  static int fds[4096];
+  int fd_count = 0, lower_sockets = 0;
+  MPI_OK(STASIS_MPI_Lower_descriptors(fds, 4096, &fd_count));
+  for (int i = 0; i < fd_count; i++) {
+    CHECK(fds[i] > 2 && fds[i] != own_pipe[0] && fds[i] != own_pipe[1] && fds[i] != fileno(own_file));
+    CHECK(i == 0 || fds[i - 1] < fds[i]);
+  }
+  DIR *open_fds = opendir("/proc/self/fd");
+  CHECK(open_fds);
+  for (struct dirent *entry; (entry = readdir(open_fds));) {
+    char path[300], target[300];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", entry->d_name);
+    ssize_t length = readlink(path, target, sizeof target - 1);
+    if (entry->d_name[0] == '.' || length <= 0) continue;
+    target[length] = '\0';
+    int fd = atoi(entry->d_name), listed = 0;
+    for (int i = 0; i < fd_count; i++) listed |= fds[i] == fd;
+    if (strncmp(target, "socket:", 7) == 0 || strcmp(target, "anon_inode:[eventpoll]") == 0) {
+      if (!listed) {
+        fprintf(stderr, "descriptor %d (%s) is the lower half's but not listed\n", fd, target);
+        exit(2);
+      }
+      lower_sockets++;
+    }
+  }
+  closedir(open_fds);
+  CHECK(lower_sockets > 0 || min_threads == 0);
+
   int self = (int)syscall(SYS_gettid);
   CHECK(tid_count >= min_threads);
   for (int i = 0; i < tid_count; i++) {
@@ -158,9 +194,9 @@ int main(int argc, char **argv) {
     CHECK(access(path, F_OK) == 0);
     CHECK(tids[i] != getpid() && tids[i] != self);
   }
-  printf("rank %d: lower half %d ranges, %llu KiB, %d files' mappings, %d threads; upper half %llu KiB\n", rank,
-         range_count, (unsigned long long)lower_bytes >> 10, lower_files, tid_count,
-         (unsigned long long)upper_bytes >> 10);
+  printf("rank %d: lower half %d ranges, %llu KiB, %d files' mappings, %d threads, %d descriptors (%d sockets "
+         "and epoll); upper half %llu KiB\n", rank, range_count, (unsigned long long)lower_bytes >> 10, lower_files,
+         tid_count, fd_count, lower_sockets, (unsigned long long)upper_bytes >> 10);
   fflush(stdout);
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   MPI_OK(MPI_Comm_free(&half));
