@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -111,6 +112,17 @@ int memfd_create(const char *name, unsigned int flags) { return (int)CALL(SYS_me
 int dup(int fd) { return (int)CALL(SYS_dup, fd, 0, 0, 0); }
 int dup2(int fd, int to) { return (int)CALL(SYS_dup2, fd, to, 0, 0); }
 int dup3(int fd, int to, int flags) { return (int)CALL(SYS_dup3, fd, to, flags, 0); }
+/* glibc's opens the file inside itself; Open MPI's shared-memory segment comes this way. */
+int shm_open(const char *name, int flags, mode_t mode) {
+  char path[4096];
+  while (*name == '/') name++;
+  if (!*name || strchr(name, '/') || snprintf(path, sizeof path, "/dev/shm/%s", name) >= (int)sizeof path) {
+    errno = EINVAL;
+    return -1;
+  }
+  return (int)CALL(SYS_openat, AT_FDCWD, path, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
 int close(int fd) { return (int)CALL(SYS_close, fd, 0, 0, 0); }
 
 int fcntl(int fd, int command, ...) {

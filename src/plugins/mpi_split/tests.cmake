@@ -103,6 +103,14 @@ function(stasis_split_library_tests implementation compiler launcher)
   if(implementation STREQUAL "openmpi")
     set(lower_threads 1)
   endif()
+  # The split checkpoint (README.md, The split checkpoint): a job of the split build whose program
+  # starts its lower half, checkpointed twice under today's whole-job launch: each rank's image
+  # holds the upper half only, and the job prints the native build's lines. No restart yet.
+  add_test(NAME mpi_split.${implementation}.split_checkpoint
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_checkpoint.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${launcher} 2 ${native} ${SPLIT_RING} 40 150)
+  set_tests_properties(mpi_split.${implementation}.split_checkpoint PROPERTIES TIMEOUT 300 LABELS "mpi;mpi_split"
+                       RESOURCE_LOCK mpi_ports)
   # Both ways of starting the halves: the lower-half program first, and the program first.
   foreach(mode IN ITEMS own_libc lower_started)
     set(lower_program ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation})
