@@ -104,10 +104,32 @@ static int leave_lower_half_out(void) {
   return 0;
 }
 
+/* Every message in flight to this rank is received into the upper half (README.md, Draining):
+ * collective over the world, every rank's checkpoint thread at once, while the program's threads
+ * are stopped outside the lower half. */
+static int drain_messages(uint64_t generation) {
+  long long taken = 0;
+  if (stasis_mpi_drain_all(&taken) != MPI_SUCCESS) {
+    stasis_plugin_refuse("split MPI: the drain of the messages in flight failed (see the rank's stderr)");
+    return 1;
+  }
+  char line[160];
+  snprintf(line, sizeof line, "split MPI: checkpoint %llu drained %lld message%s in flight to this rank",
+           (unsigned long long)generation, taken, taken == 1 ? "" : "s");
+  stasis_plugin_log(line);
+  return 0;
+}
+
 static int on_checkpoint_event(stasis_event_t event, const stasis_event_data_t *data, void *state) {
-  (void)data, (void)state;
+  (void)state;
   switch (event) {
-    case STASIS_EVENT_PRE_SUSPEND: return reach_safe_point();
+    case STASIS_EVENT_PRE_SUSPEND:
+      if (finalized) {
+        stasis_plugin_refuse("split MPI: this rank called MPI_Finalize; its lower half cannot drain any more");
+        return 1;
+      }
+      return reach_safe_point();
+    case STASIS_EVENT_DRAIN: return drain_messages(data ? data->generation : 0);
     case STASIS_EVENT_PRE_CHECKPOINT: return leave_lower_half_out();
     case STASIS_EVENT_RESUME: release_waiting_calls(); return 0;
     default: return 0;

@@ -16,7 +16,7 @@ int receive_drained(const char *function, void *buf, int count, StasisMpiRealHan
   int rc = LOWER_CALL(lower, unpack, message->data, message->bytes, buf, count, real_type, real_comm);
   StasisMpiLowerStatus served = {message->source, message->tag, 0, 0, message->bytes};
   *status = served;
-  free(message);
+  stasis_mpi_drained_free(message);
   if (rc != 0) complain(function, "a drained message does not fit the receive (truncated, or another type)");
   return library_error(rc);
 }
@@ -99,6 +99,10 @@ static int post_parked_receives(void) {
 
 API int STASIS_MPI_Drain(long long *taken) {
   NEED_LOWER("STASIS_MPI_Drain");
+  return stasis_mpi_drain_all(taken);
+}
+
+int stasis_mpi_drain_all(long long *taken) {
   int rc = park_posted_receives();
   if (rc != MPI_SUCCESS) return rc;
   long long to_me = 0, got = 0;
@@ -124,7 +128,7 @@ API int STASIS_MPI_Drain(long long *taken) {
       }
       rc = LOWER_CALL(lower, recv_packed, message->data, message->bytes, status.source, status.tag, real, &status);
       if (rc != 0) {
-        free(message);
+        stasis_mpi_drained_free(message);
         return library_error(rc);
       }
       stasis_mpi_drain_keep(&drained, message);

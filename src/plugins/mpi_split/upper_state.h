@@ -46,6 +46,9 @@ extern StasisMpiRealHandle private_world;
 extern StasisMpiDrainQueue drained;
 extern int finalized;
 
+/* STASIS_MPI_Drain's work (upper_drain.c), also run by the split checkpoint at its "drain". */
+int stasis_mpi_drain_all(long long *taken);
+
 /* Registers the split checkpoint's plugin with the runtime, when there is one and the lower half
  * lists what it owns (upper_checkpoint.c). After the lower half is loaded, before MPI_Init. */
 void stasis_mpi_join_checkpoints(void);

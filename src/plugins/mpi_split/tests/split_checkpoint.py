@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""split_checkpoint.py STASIS MPI_RUN LAUNCHER RANKS NATIVE SPLIT STEPS DELAY_MS
+"""split_checkpoint.py STASIS MPI_RUN LAUNCHER RANKS NATIVE SPLIT STEPS DELAY_MS IN_FLIGHT
 
 A split build's job under Stasis (the program starts its lower half itself:
 STASIS_MPI_LOWER_MODE=program; today's whole-job launch, mpirun inside the computation) is
@@ -8,7 +8,10 @@ Each rank's image must hold the upper half only: no thread but the program's and
 thread (the lower half's progress threads are not in it), no mapping of the MPI library, its
 components, the lower-half program or shared memory, one libc, and no socket or /dev/shm
 descriptor (the lower half's). A checkpoint refused at the safe point (a rank inside a blocking
-call) is asked for again, up to 10 times. Not yet: a restart of such a checkpoint."""
+call) is asked for again, up to 10 times. Each checkpoint drains the messages in flight (the
+ranks say how many on stderr): with IN_FLIGHT=1 (a program that sleeps with a message in
+flight to every rank), some checkpoint must have drained at least one on every rank. Not yet: a
+restart of such a checkpoint."""
 import json
 import os
 import re
@@ -51,11 +54,12 @@ def check_rank_image(stasis_run, image, program):
 
 
 def checkpoint(computation):
-    """The generation directory of a checkpoint; asked again when refused at the safe point."""
+    """The generation directory of a checkpoint and what the command printed; asked again when
+    refused at the safe point."""
     for attempt in range(10):
         done = computation.run("checkpoint", timeout=120)
         if done.returncode == 0:
-            return Path(done.stdout.strip().splitlines()[-1]), attempt
+            return Path(done.stdout.strip().splitlines()[-1]), attempt, done.stdout + done.stderr
         if "stayed inside the MPI library" not in done.stderr:
             fail(f"`stasis checkpoint` exited {done.returncode}: {done.stderr.strip()}")
         time.sleep(0.3)
@@ -63,7 +67,7 @@ def checkpoint(computation):
 
 
 def main():
-    stasis, mpi_run, launcher, ranks, native, split, steps, delay = sys.argv[1:9]
+    stasis, mpi_run, launcher, ranks, native, split, steps, delay, in_flight = sys.argv[1:10]
     job = [mpi_run, launcher, "-np", ranks, "--"]
     reference = subprocess.run([*job, native, steps, delay], capture_output=True, text=True, timeout=120)
     if reference.returncode != 0 or "done ranks" not in reference.stdout:
@@ -75,10 +79,12 @@ def main():
         try:
             with open(out, "w") as stdout, open(err, "w") as stderr:
                 launched = c.popen(["launch", "--", *job, split, steps, delay], stdout, stderr)
+            reports = ""  # the ranks' lines come back with the command's answer (and the coordinator's log)
             for wanted in (4, 12):
                 wait_lines(out, wanted, timeout=90)
-                generation, refused = checkpoint(c)
-                images = sorted(generation.glob("split_ring*.stasis"))
+                generation, refused, said = checkpoint(c)
+                reports += said
+                images = sorted(generation.glob(Path(split).name[:15] + "-*.stasis"))
                 if len(images) != int(ranks):
                     fail(f"{generation}: {len(images)} rank images, expected {ranks}")
                 for image in images:
@@ -89,6 +95,12 @@ def main():
                 fail(f"the job under Stasis exited {launched.returncode}: {err.read_text()[-2000:]}")
         finally:
             c.cleanup()
+        drained = [int(n) for n in re.findall(r"split MPI: checkpoint \d+ drained (\d+) message", reports)]
+        if len(drained) != 2 * int(ranks):
+            fail(f"{len(drained)} ranks said what their drain took, expected {2 * int(ranks)}:\n{reports[-2000:]}")
+        if in_flight == "1" and sum(drained) < int(ranks):
+            fail(f"the drains took {drained} messages: fewer than one per rank, though each slept with one in flight")
+        print(f"drained at the checkpoints, per rank: {drained}")
         if lines(out) != reference.stdout.splitlines():
             fail("the checkpointed job printed other lines than the native build:\n" + out.read_text()[-3000:])
     print(f"split checkpoints: upper half only; the job ran on and printed the native output ({steps} steps)")
