@@ -68,6 +68,24 @@ static int park_posted_receives(void) {
   return MPI_SUCCESS;
 }
 
+/* Completes every send the program started and has not waited for: once every message in
+ * flight is drained, each was received, so each completes. Its request then holds its status in
+ * the upper half alone (a library that a restart replaces knows nothing of it). */
+static int complete_sends(void) {
+  for (uint32_t index = handles.requests.predefined_count; index < handles.requests.next_unused; index++) {
+    RequestSide *side = &request_side[index];
+    if (!handles.requests.entries[index].live || side->recv_type || side->done) continue;
+    StasisMpiRealHandle real = handles.requests.entries[index].real;
+    StasisMpiLowerStatus status;
+    int rc = LOWER_CALL(lower, wait, &real, 0, &status);
+    if (rc != 0) return library_error(rc);
+    handles.requests.entries[index].real = 0;
+    side->done = 1;
+    side->done_status = status;
+  }
+  return MPI_SUCCESS;
+}
+
 /* Posts the parked receives again, in the order the program posted them, each served from the
  * drained messages first. */
 static int post_parked_receives(void) {
@@ -147,5 +165,7 @@ int stasis_mpi_drain_all(long long *taken) {
     }
   }
   *taken = got;
+  rc = complete_sends();
+  if (rc != MPI_SUCCESS) return rc;
   return post_parked_receives();
 }
