@@ -108,10 +108,11 @@ function(stasis_split_library_tests implementation compiler launcher)
   # holds the upper half only, and the job prints the native build's lines. No restart yet.
   add_test(NAME mpi_split.${implementation}.split_checkpoint
            COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_checkpoint.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
-                   ${launcher} 2 ${native} ${SPLIT_RING} 40 150 0)
+                   ${launcher} 2 ${native} ${SPLIT_RING} 40 150 0 job)
   # The same with a message in flight to every rank at each checkpoint (ring_in_flight sleeps
   # between a send and its receive): the checkpoint's drain takes them into the upper half, and
-  # the receives after it get them from there.
+  # the receives after it get them from there. Launched with `stasis launch --mpi`: mpirun stays
+  # outside, and the checkpoint holds the ranks' images only.
   set(native_in_flight ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_${implementation})
   add_custom_command(OUTPUT ${native_in_flight}
                      COMMAND ${compiler} -O2 -o ${native_in_flight} ${MPI_SPLIT_DIR}/tests/ring_in_flight.c
@@ -119,7 +120,7 @@ function(stasis_split_library_tests implementation compiler launcher)
   add_custom_target(ring_in_flight_${implementation} ALL DEPENDS ${native_in_flight})
   add_test(NAME mpi_split.${implementation}.split_checkpoint.drain
            COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_checkpoint.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
-                   ${launcher} 2 ${native_in_flight} $<TARGET_FILE:ring_in_flight_split> 30 300 1)
+                   ${launcher} 2 ${native_in_flight} $<TARGET_FILE:ring_in_flight_split> 30 300 1 mpi)
   set_tests_properties(mpi_split.${implementation}.split_checkpoint mpi_split.${implementation}.split_checkpoint.drain
                        PROPERTIES TIMEOUT 300 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
   # Both ways of starting the halves: the lower-half program first, and the program first.

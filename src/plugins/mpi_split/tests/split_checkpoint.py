@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""split_checkpoint.py STASIS MPI_RUN LAUNCHER RANKS NATIVE SPLIT STEPS DELAY_MS IN_FLIGHT
+"""split_checkpoint.py STASIS MPI_RUN LAUNCHER RANKS NATIVE SPLIT STEPS DELAY_MS IN_FLIGHT LAUNCH
 
-A split build's job under Stasis (the program starts its lower half itself:
-STASIS_MPI_LOWER_MODE=program; today's whole-job launch, mpirun inside the computation) is
-checkpointed twice while it runs, and must print what the native build prints uninterrupted.
+A split build's job under Stasis (the program starts its lower half itself) is checkpointed twice
+while it runs: LAUNCH=job launches it as today's whole jobs (STASIS_MPI_LOWER_MODE=program,
+mpirun inside the computation, its image beside the ranks'), LAUNCH=mpi with `stasis launch
+--mpi` (mpirun outside: the checkpoint holds the ranks' images and nothing else). The job and must print what the native build prints uninterrupted.
 Each rank's image must hold the upper half only: no thread but the program's and the checkpoint
 thread (the lower half's progress threads are not in it), no mapping of the MPI library, its
 components, the lower-half program or shared memory, one libc, and no socket or /dev/shm
@@ -67,18 +68,20 @@ def checkpoint(computation):
 
 
 def main():
-    stasis, mpi_run, launcher, ranks, native, split, steps, delay, in_flight = sys.argv[1:10]
+    stasis, mpi_run, launcher, ranks, native, split, steps, delay, in_flight, launch = sys.argv[1:11]
     job = [mpi_run, launcher, "-np", ranks, "--"]
     reference = subprocess.run([*job, native, steps, delay], capture_output=True, text=True, timeout=120)
     if reference.returncode != 0 or "done ranks" not in reference.stdout:
         fail(f"the native job failed ({reference.returncode}): {reference.stderr[-2000:]}")
     with tempfile.TemporaryDirectory(prefix="stasis-split-ckpt-") as tmp:
         c = Computation(stasis, tmp)
-        c.env["STASIS_MPI_LOWER_MODE"] = "program"
+        launch_options = ["--mpi"] if launch == "mpi" else []
+        if launch == "job":
+            c.env["STASIS_MPI_LOWER_MODE"] = "program"
         out, err = Path(tmp) / "out", Path(tmp) / "err"
         try:
             with open(out, "w") as stdout, open(err, "w") as stderr:
-                launched = c.popen(["launch", "--", *job, split, steps, delay], stdout, stderr)
+                launched = c.popen(["launch", *launch_options, "--", *job, split, steps, delay], stdout, stderr)
             reports = ""  # the ranks' lines come back with the command's answer (and the coordinator's log)
             for wanted in (4, 12):
                 wait_lines(out, wanted, timeout=90)
@@ -87,6 +90,9 @@ def main():
                 images = sorted(generation.glob(Path(split).name[:15] + "-*.stasis"))
                 if len(images) != int(ranks):
                     fail(f"{generation}: {len(images)} rank images, expected {ranks}")
+                others = sorted(p.name for p in generation.glob("*.stasis") if p not in images)
+                if launch == "mpi" and others:
+                    fail(f"{generation}: images of processes other than the ranks under launch --mpi: {others}")
                 for image in images:
                     regions, saved = check_rank_image(c.run, image, split)
                     print(f"{generation.name}/{image.name}: upper half only, {regions} regions, {saved} bytes of memory"
