@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/raw_syscall.h"
 #include "lower_tls.h"
 #include "program_loader.h"
 
@@ -96,8 +97,10 @@ const StasisMpiLower *stasis_mpi_start_lower_program(const char *path, char *err
    * upper half alone) and without another process's hand-over, plus where to hand back to. */
   int count = 0;
   while (environ[count]) count++;
-  char **envp = calloc((size_t)count + 3, sizeof *envp);
-  if (!envp) {
+  /* mmap, not malloc: at a restart this runs while the program's threads are stopped. */
+  size_t envp_bytes = ((size_t)count + 3) * sizeof(char *);
+  char **envp = mmap(NULL, envp_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (envp == MAP_FAILED) {
     snprintf(error, error_size, "%s: no memory for its environment", path);
     return NULL;
   }
@@ -108,20 +111,21 @@ const StasisMpiLower *stasis_mpi_start_lower_program(const char *path, char *err
         strncmp(environ[i], "STASIS_MPI_INHERITED_SOCKETS=", 29) != 0)
       envp[kept++] = environ[i];
   envp[kept++] = inherited_sockets;
-  /* The stack is made by the loader below; its range is known only then, and the variable's
+  /* The process's real pid (the lower half's getpid): after a restart the program's getpid says
+   * the pid it had at the checkpoint. The stack is made by the loader below; its range is known only then, and the variable's
    * place on it is fixed first: it is written again once the range is known. */
   char hand_back[160];
-  snprintf(hand_back, sizeof hand_back, "STASIS_MPI_HAND_BACK=%d:%p:%0*x:%0*x", (int)getpid(),
+  snprintf(hand_back, sizeof hand_back, "STASIS_MPI_HAND_BACK=%d:%p:%0*x:%0*x", (int)STASIS_SYS0(SYS_getpid),
            (void *)stasis_mpi_hand_back, 16, 0, 16, 0);
   envp[kept++] = hand_back;
   char *argv[] = {(char *)path, NULL};
   StasisMpiLoadedProgram loaded;
   int rc = stasis_mpi_load_program(argv, envp, &loaded, error, error_size);
-  free(envp);
+  munmap(envp, envp_bytes);
   if (rc != 0) return NULL;
   /* Fill in the stack's range in the copy on the new stack (same length: fixed-width digits). */
   char wanted[160];
-  snprintf(wanted, sizeof wanted, "STASIS_MPI_HAND_BACK=%d:%p:%016lx:%016lx", (int)getpid(),
+  snprintf(wanted, sizeof wanted, "STASIS_MPI_HAND_BACK=%d:%p:%016lx:%016lx", (int)STASIS_SYS0(SYS_getpid),
            (void *)stasis_mpi_hand_back, (unsigned long)loaded.stack_start, (unsigned long)loaded.stack_end);
   char **new_envp = (char **)loaded.stack_pointer + 1 + 1 + 1; /* argc, argv[0], NULL */
   for (; *new_envp; new_envp++)

@@ -4,6 +4,7 @@
 #ifndef STASIS_MPI_UPPER_STATE_H
 #define STASIS_MPI_UPPER_STATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "abi/mpi.h"
@@ -32,6 +33,7 @@ typedef struct RequestSide {
   uint64_t posted; /* order of posting: receives are posted again in it */
   void *buf;
   int count, source, tag, comm;
+  int type; /* a posted receive's datatype id: a restart posts it again in a fresh library */
 } RequestSide;
 extern RequestSide request_side[REQUEST_CAPACITY];
 
@@ -45,6 +47,11 @@ extern StasisMpiRealHandle private_world;
 /* Messages the drain took out of the library, until the program receives them. */
 extern StasisMpiDrainQueue drained;
 extern int finalized;
+
+/* Binds the predefined ids to the running lower half's objects, makes every object of the replay
+ * log again under its id and the private world again (STASIS_MPI_Remake_objects, and a restart).
+ * 0, or -1 with a message. */
+int stasis_mpi_remake_objects(char *error, size_t error_size);
 
 /* STASIS_MPI_Drain's work (upper_drain.c), also run by the split checkpoint at its "drain". */
 int stasis_mpi_drain_all(long long *taken);

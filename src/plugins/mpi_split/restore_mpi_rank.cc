@@ -1,0 +1,52 @@
+// The rank's part of a split MPI checkpoint (restore_mpi_rank.h).
+#include "plugins/mpi_split/restore_mpi_rank.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <fmt/format.h>
+
+#include "common/error.h"
+
+extern char** environ;
+
+namespace stasis::restart {
+namespace fs = std::filesystem;
+
+namespace {
+// What MPI launchers tell their ranks (Open MPI, PMIx, MPICH's Hydra and PMI).
+bool launcher_variable(const char* entry) {
+  static const char* const prefixes[] = {"OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPIR_", "OPAL_"};
+  for (const char* prefix : prefixes)
+    if (std::strncmp(entry, prefix, std::strlen(prefix)) == 0) return true;
+  return false;
+}
+}  // namespace
+
+MpiRankPart mpi_rank_part(const std::string& path) {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (!rank) rank = std::getenv("PMI_RANK");
+  if (!rank) rank = std::getenv("PMIX_RANK");
+  if (!rank) throw Error("--mpi-rank: not started by an MPI launcher (no OMPI_COMM_WORLD_RANK, PMI_RANK or PMIX_RANK)");
+  fs::path generation = path;
+  if (!fs::exists(generation / "MANIFEST.json") && fs::exists(generation / "latest" / "MANIFEST.json"))
+    generation = fs::canonical(generation / "latest");
+  fs::path named = generation / fmt::format("mpi_split.rank-{}", rank);
+  std::ifstream file(named);
+  long vpid = 0;
+  if (!(file >> vpid) || vpid <= 0)
+    throw Error(fmt::format("--mpi-rank: {} is missing or holds no process number (a checkpoint of a split MPI job "
+                            "launched with `stasis launch --mpi` has one per rank)", named.string()));
+  MpiRankPart part;
+  part.vpid = static_cast<uint32_t>(vpid);
+  const char* given = std::getenv("STASIS_RESTART_ID");
+  // The ranks of one launch on a host share their launcher (its pid) and the generation.
+  part.restart_id = given && *given ? given : fmt::format("mpi-{}-{}", generation.filename().string(), getppid());
+  for (char** entry = environ; *entry; entry++)
+    if (launcher_variable(*entry)) part.setenv.emplace_back(*entry);
+  return part;
+}
+}  // namespace stasis::restart
