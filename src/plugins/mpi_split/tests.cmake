@@ -123,6 +123,15 @@ function(stasis_split_library_tests implementation compiler launcher)
                    ${launcher} 2 ${native_in_flight} $<TARGET_FILE:ring_in_flight_split> 30 300 1 mpi)
   set_tests_properties(mpi_split.${implementation}.split_checkpoint mpi_split.${implementation}.split_checkpoint.drain
                        PROPERTIES TIMEOUT 300 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  # The split restart (README.md, Restart): checkpointed and killed with a message in flight to
+  # every rank, restarted through a new launcher (`mpirun -np 2 stasis restart --mpi-rank DIR`:
+  # fresh lower halves, a new MPI_Init), checkpointed and killed again and restarted; the first
+  # checkpoint restarted a second time. Every run ends with the native build's output.
+  add_test(NAME mpi_split.${implementation}.split_restart
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${launcher} 2 ${native_in_flight} $<TARGET_FILE:ring_in_flight_split> 24 300)
+  set_tests_properties(mpi_split.${implementation}.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
+                       RESOURCE_LOCK mpi_ports)
   # Both ways of starting the halves: the lower-half program first, and the program first.
   foreach(mode IN ITEMS own_libc lower_started)
     set(lower_program ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation})
