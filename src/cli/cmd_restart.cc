@@ -100,6 +100,7 @@ class RestartCommand : public Command {
     if (mpi_rank_) {
       restart::MpiRankPart part = restart::mpi_rank_part(options_.checkpoint);
       options_.part_vpid = part.vpid;
+      options_.keep_fds = part.launcher_sockets;
       if (options_.restart_id.empty()) options_.restart_id = part.restart_id;
       // The launcher's variables first: the user's --setenv still wins.
       part.setenv.insert(part.setenv.end(), options_.setenv.begin(), options_.setenv.end());

@@ -93,6 +93,9 @@ __attribute__((constructor)) static void count_inherited_sockets(void) {
 }
 
 const StasisMpiLower *stasis_mpi_start_lower_program(const char *path, char *error, size_t error_size) {
+  /* After a restart the launcher is a new one: `stasis restart --mpi-rank` named its sockets. */
+  const char *named = getenv("STASIS_MPI_INHERITED_SOCKETS");
+  if (named) snprintf(inherited_sockets, sizeof inherited_sockets, "STASIS_MPI_INHERITED_SOCKETS=%s", named);
   /* The lower half's environment: this one without the preloads (the runtime belongs to the
    * upper half alone) and without another process's hand-over, plus where to hand back to. */
   int count = 0;

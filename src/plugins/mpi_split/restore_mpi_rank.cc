@@ -47,6 +47,16 @@ MpiRankPart mpi_rank_part(const std::string& path) {
   part.restart_id = given && *given ? given : fmt::format("mpi-{}-{}", generation.filename().string(), getppid());
   for (char** entry = environ; *entry; entry++)
     if (launcher_variable(*entry)) part.setenv.emplace_back(*entry);
+  std::string sockets;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    const std::string target = fs::read_symlink(entry.path(), error).string();
+    const int fd = std::atoi(entry.path().filename().c_str());
+    if (error || fd <= 2 || target.rfind("socket:", 0) != 0) continue;
+    part.launcher_sockets.insert(fd);
+  }
+  for (int fd : part.launcher_sockets) sockets += (sockets.empty() ? "" : ",") + std::to_string(fd);
+  part.setenv.push_back("STASIS_MPI_INHERITED_SOCKETS=" + sockets);
   return part;
 }
 }  // namespace stasis::restart
