@@ -30,6 +30,10 @@
 #include <unistd.h>
 
 static const char *launcher_implementation(void) {
+  /* After a restart, the new launcher's (the environment still holds the old one's variables). */
+  const char *restarted_under = getenv("STASIS_MPI_LAUNCHER");
+  if (restarted_under && (strcmp(restarted_under, "openmpi") == 0 || strcmp(restarted_under, "mpich") == 0))
+    return restarted_under;
   if (getenv("OMPI_COMM_WORLD_SIZE")) return "openmpi";
   if (getenv("PMI_RANK") || getenv("PMI_FD")) return "mpich";
   return NULL;

@@ -80,6 +80,23 @@ __asm__(".text\n"
         "  ret\n"
         ".size stasis_mpi_hand_back, .-stasis_mpi_hand_back\n");
 
+/* After a restart (STASIS_MPI_LAUNCHER_VARIABLES names the new launcher's variables): a variable
+ * of an MPI launcher that the new one did not set is the old one's, which the fresh library must
+ * not see (Open MPI's, when the restart runs under MPICH). */
+static int stale_launcher_variable(const char *entry, const char *names) {
+  static const char *const prefixes[] = {"OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPIR_", "OPAL_"};
+  if (!names) return 0;
+  int launcher = 0;
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    launcher |= strncmp(entry, prefixes[i], strlen(prefixes[i])) == 0;
+  if (!launcher) return 0;
+  size_t length = strcspn(entry, "=");
+  for (const char *name = names; *name; name += strcspn(name, ",") + (name[strcspn(name, ",")] == ',')) {
+    if (strcspn(name, ",") == length && strncmp(name, entry, length) == 0) return 0;
+  }
+  return 1;
+}
+
 /* STASIS_MPI_INHERITED_SOCKETS=5,6,7: the sockets the launcher left open, counted before main
  * (the program's own come later) and handed to the lower half, whose they are. */
 static char inherited_sockets[1024] = "STASIS_MPI_INHERITED_SOCKETS=";
@@ -108,8 +125,10 @@ const StasisMpiLower *stasis_mpi_start_lower_program(const char *path, char *err
     return NULL;
   }
   int kept = 0;
+  const char *launcher_variables = getenv("STASIS_MPI_LAUNCHER_VARIABLES");
   for (int i = 0; i < count; i++)
-    if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 && strncmp(environ[i], "STASIS_MPI_LOWER_", 17) != 0 &&
+    if (!stale_launcher_variable(environ[i], launcher_variables) && strncmp(environ[i], "LD_PRELOAD=", 11) != 0 &&
+        strncmp(environ[i], "STASIS_MPI_LOWER_", 17) != 0 &&
         strncmp(environ[i], "STASIS_MPI_HAND_BACK=", 21) != 0 &&
         strncmp(environ[i], "STASIS_MPI_INHERITED_SOCKETS=", 29) != 0)
       envp[kept++] = environ[i];

@@ -45,8 +45,18 @@ MpiRankPart mpi_rank_part(const std::string& path) {
   const char* given = std::getenv("STASIS_RESTART_ID");
   // The ranks of one launch on a host share their launcher (its pid) and the generation.
   part.restart_id = given && *given ? given : fmt::format("mpi-{}-{}", generation.filename().string(), getppid());
-  for (char** entry = environ; *entry; entry++)
-    if (launcher_variable(*entry)) part.setenv.emplace_back(*entry);
+  // The restored environment is the checkpoint's, with the old launcher's variables in it: the
+  // lower half gets this launcher's alone (STASIS_MPI_LAUNCHER_VARIABLES names them), and the
+  // library of this launcher (STASIS_MPI_LAUNCHER), whichever the checkpoint ran under.
+  std::string names;
+  for (char** entry = environ; *entry; entry++) {
+    if (!launcher_variable(*entry)) continue;
+    part.setenv.emplace_back(*entry);
+    const char* equals = std::strchr(*entry, '=');
+    if (equals) names += (names.empty() ? "" : ",") + std::string(*entry, static_cast<size_t>(equals - *entry));
+  }
+  part.setenv.push_back("STASIS_MPI_LAUNCHER_VARIABLES=" + names);
+  part.setenv.push_back(std::string("STASIS_MPI_LAUNCHER=") + (std::getenv("OMPI_COMM_WORLD_RANK") ? "openmpi" : "mpich"));
   std::string sockets;
   for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
     std::error_code error;

@@ -193,7 +193,10 @@ static int restart_lower_half(void) {
   }
   if (post_receives_again(error, sizeof error) != 0) goto failed;
   release_waiting_calls();
-  stasis_plugin_log("split MPI: restarted over a fresh lower half; its objects were made again");
+  char restarted[200];
+  snprintf(restarted, sizeof restarted,
+           "split MPI: restarted over a fresh lower half (%s); its objects were made again", lower->implementation);
+  stasis_plugin_log(restarted);
   return 0;
 failed:;
   char line[700];
