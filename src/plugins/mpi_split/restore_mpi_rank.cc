@@ -1,6 +1,7 @@
 // The rank's part of a split MPI checkpoint (restore_mpi_rank.h).
 #include "plugins/mpi_split/restore_mpi_rank.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -58,13 +59,18 @@ MpiRankPart mpi_rank_part(const std::string& path) {
   part.setenv.push_back("STASIS_MPI_LAUNCHER_VARIABLES=" + names);
   part.setenv.push_back(std::string("STASIS_MPI_LAUNCHER=") + (std::getenv("OMPI_COMM_WORLD_RANK") ? "openmpi" : "mpich"));
   std::string sockets;
+  // Other descriptors a launcher leaves open (Hydra's proxy passes on pipes of its own) are not
+  // the program's, whose come from its image: they close as the loader starts.
+  std::vector<int> leaked;
   for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
     std::error_code error;
     const std::string target = fs::read_symlink(entry.path(), error).string();
     const int fd = std::atoi(entry.path().filename().c_str());
-    if (error || fd <= 2 || target.rfind("socket:", 0) != 0) continue;
-    part.launcher_sockets.insert(fd);
+    if (error || fd <= 2) continue;
+    if (target.rfind("socket:", 0) == 0) part.launcher_sockets.insert(fd);
+    else leaked.push_back(fd);
   }
+  for (int fd : leaked) fcntl(fd, F_SETFD, FD_CLOEXEC);
   for (int fd : part.launcher_sockets) sockets += (sockets.empty() ? "" : ",") + std::to_string(fd);
   part.setenv.push_back("STASIS_MPI_INHERITED_SOCKETS=" + sockets);
   return part;

@@ -18,6 +18,7 @@ struct MpiRankPart {
 // checkpoint `path` (a generation directory, or a root whose `latest` is one): the process the
 // file mpi_split.rank-R written at the checkpoint names. The launcher's sockets are kept open for
 // the restored process and named to it (STASIS_MPI_INHERITED_SOCKETS), whose fresh lower half
-// takes them for its own. Throws, naming what is missing.
+// takes them for its own; its other descriptors are marked close-on-exec. Throws, naming what is
+// missing.
 MpiRankPart mpi_rank_part(const std::string& path);
 }  // namespace stasis::restart

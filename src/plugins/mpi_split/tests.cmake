@@ -194,6 +194,24 @@ endif()
 # One binary, two libraries: the split build runs unchanged under Open MPI and under MPICH (each
 # rank loads the lower half its launcher names) and prints the same lines.
 if(STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
+  # Checkpointed under one library and launcher, restarted under the other (README.md, Restart):
+  # the split restart's chain and double restart, every restart a fresh lower half of the other.
+  foreach(direction IN ITEMS "openmpi;mpich" "mpich;openmpi")
+    list(GET direction 0 from)
+    list(GET direction 1 to)
+    set(from_run ${STASIS_OPENMPI_RUN})
+    set(to_run ${STASIS_MPICH_RUN})
+    if(from STREQUAL "mpich")
+      set(from_run ${STASIS_MPICH_RUN})
+      set(to_run ${STASIS_OPENMPI_RUN})
+    endif()
+    add_test(NAME mpi_split.${from}_to_${to}.split_restart
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${from_run} 2 ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_${from}
+                     $<TARGET_FILE:ring_in_flight_split> 24 300 ${to_run} ${to})
+    set_tests_properties(mpi_split.${from}_to_${to}.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
+                         RESOURCE_LOCK mpi_ports)
+  endforeach()
   stasis_split_same_output(mpi_split.one_binary.openmpi_mpich 2 2 0
                            ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 -- ${SPLIT_RING} 30
                            --then ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${SPLIT_RING} 30)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""split_restart.py STASIS MPI_RUN LAUNCHER RANKS NATIVE SPLIT STEPS DELAY_MS
+"""split_restart.py STASIS MPI_RUN LAUNCHER RANKS NATIVE SPLIT STEPS DELAY_MS [RESTART_LAUNCHER IMPL]
 
 The split checkpoint and restart end to end (README.md, The split checkpoint; Restart). A split
 build's job, launched with `stasis launch --mpi -- LAUNCHER -np RANKS SPLIT STEPS DELAY_MS`, is
@@ -8,7 +8,10 @@ ring_in_flight: the drain takes them). `LAUNCHER -np RANKS stasis restart --mpi-
 fresh lower halves (a new mpirun, new MPI_Init) under the restored upper halves; that job is
 checkpointed and killed again (B), B is restarted and runs to its end, and A is restarted a
 second time and runs to its end. Each run's output, after what the killed runs printed, must be
-the native build's uninterrupted output."""
+the native build's uninterrupted output. With RESTART_LAUNCHER (another MPI's launcher) and IMPL
+(its library, as the lower half names it), every restart runs under that launcher, and every
+restarted rank must say it started a lower half of IMPL: checkpointed under one MPI library,
+restarted under another, one binary."""
 import re
 import subprocess
 import sys
@@ -44,7 +47,9 @@ def checkpoint_and_kill(c, out, wanted):
 
 def main():
     stasis, mpi_run, launcher, ranks, native, split, steps, delay = sys.argv[1:9]
+    restart_launcher, implementation = (sys.argv[9], sys.argv[10]) if len(sys.argv) > 10 else (launcher, None)
     job = [mpi_run, launcher, "-np", ranks, "--"]
+    restart_job = [mpi_run, restart_launcher, "-np", ranks, "--"]
     reference = subprocess.run([*job, native, steps, "0"], capture_output=True, text=True, timeout=120)
     if reference.returncode != 0 or "done ranks" not in reference.stdout:
         fail(f"the native job failed ({reference.returncode}): {reference.stderr[-2000:]}")
@@ -63,7 +68,7 @@ def main():
         def restart(name, generation):
             out = tmp / f"{name}.out"
             with open(out, "w") as stdout, open(tmp / f"{name}.err", "w") as stderr:
-                process = subprocess.Popen([*job, stasis, "restart", "--mpi-rank", str(generation)], env=c.env,
+                process = subprocess.Popen([*restart_job, stasis, "restart", "--mpi-rank", str(generation)], env=c.env,
                                            stdout=stdout, stderr=stderr)
             runs[name] = (process, out)
             return out
@@ -102,6 +107,12 @@ def main():
             if before_a + program_lines(again) != expected or lines(again) != program_lines(again):
                 fail(f"the second restart of {a.name} printed other lines than the native build:\n"
                      + "\n".join(before_a + lines(again)))
+            if implementation:
+                log = (c.ckpt / "coordinator.log").read_text()
+                started = re.findall(r"restarted over a fresh lower half \((\w+)\)", log)
+                if len(started) != 3 * int(ranks) or set(started) != {implementation}:
+                    fail(f"the restarted ranks started lower halves of {started}, expected {3 * int(ranks)} of "
+                         f"{implementation}")
         finally:
             for process, _ in runs.values():
                 if process.poll() is None:
