@@ -282,6 +282,7 @@ int shmdt(const void *address) { return (int)stasis_mpi_with_errno(stasis_mpi_lo
 typedef struct ThreadStart {
   void *(*routine)(void *);
   void *argument;
+  _Atomic int listed; /* set by the new thread once listed and exempted; its creator then frees this */
 } ThreadStart;
 
 /* The upper half's, called on this half's threads (so it must use no TLS): exempts them from the
@@ -300,8 +301,8 @@ static void forget_thread(void *id) {
 }
 
 static void *start_lower_thread(void *argument) {
-  ThreadStart start = *(ThreadStart *)argument;
-  free(argument);
+  ThreadStart *given = argument;
+  ThreadStart start = {given->routine, given->argument, 0};
   int id = (int)STASIS_SYS0(SYS_gettid), listed = 0;
   for (int i = 0; i < THREAD_CAPACITY && !listed; i++) {
     int expected = 0;
@@ -310,6 +311,7 @@ static void *start_lower_thread(void *argument) {
   if (!listed) threads_lost = 1;
   int (*hook)(int, int) = thread_hook;
   if (hook && hook(id, 1) != 0) threads_lost = 1;
+  atomic_store(&given->listed, 1); /* `given` is the creator's from here on */
   void *result;
   pthread_cleanup_push(forget_thread, (void *)(intptr_t)id);
   result = start.routine(start.argument);
@@ -342,7 +344,7 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attributes, void *(*
   }
   ThreadStart *start = malloc(sizeof *start);
   if (!start) return EAGAIN;
-  *start = (ThreadStart){routine, argument};
+  *start = (ThreadStart){routine, argument, 0};
   /* The thread starts, and stays, with every signal blocked: the upper half's handlers (the
    * checkpoint's among them) must never run on this half's thread pointer. */
   sigset_t all, old;
@@ -350,7 +352,10 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attributes, void *(*
   pthread_sigmask(SIG_SETMASK, &all, &old);
   int rc = real_create(thread, &own, start_lower_thread, start);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) free(start);
+  /* Returns once the thread is exempted: a thread made inside a call into this half is, before
+   * the call ends, so before the checkpoint's safe point lets the checkpoint stop threads. */
+  while (rc == 0 && !atomic_load(&start->listed)) sched_yield();
+  free(start);
   return rc;
 }
 
