@@ -196,9 +196,14 @@ endif()
 if(STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
   # Checkpointed under one library and launcher, restarted under the other (README.md, Restart):
   # the split restart's chain and double restart, every restart a fresh lower half of the other.
-  foreach(direction IN ITEMS "openmpi;mpich" "mpich;openmpi")
-    list(GET direction 0 from)
-    list(GET direction 1 to)
+  set(cross_directions)
+  if(STASIS_OPENMPI_CC AND STASIS_MPICH_CC)  # the native builds of the reference runs
+    set(cross_directions openmpi:mpich mpich:openmpi)
+  endif()
+  foreach(direction IN LISTS cross_directions)
+    string(REPLACE ":" ";" pair ${direction})
+    list(GET pair 0 from)
+    list(GET pair 1 to)
     set(from_run ${STASIS_OPENMPI_RUN})
     set(to_run ${STASIS_MPICH_RUN})
     if(from STREQUAL "mpich")
