@@ -87,6 +87,19 @@ void stasis_plugin_refuse(const char* message) __attribute__((weak));
  * join them. Such a thread is not in the image. Returns 0, or -1 when 64 threads are marked. */
 int stasis_plugin_exempt_thread(int tid, int exempt) __attribute__((weak));
 
+/* Leaves memory out of this checkpoint's image: `count` ranges [ranges[2i], ranges[2i+1]),
+ * page-aligned, sorted and disjoint, that belong to something the plugin re-creates itself after
+ * a restart (the split MPI mode's lower half: src/plugins/mpi_split/README.md). A mapping that
+ * reaches into a range is saved without that part; the restarted process has nothing mapped
+ * there. Call it from PRE_CHECKPOINT (or DRAIN, BARRIER): it holds for the checkpoint under way
+ * and is forgotten at RESUME. Returns 0, or -1 (nothing left out) when the ranges are malformed
+ * or more than 4096: the plugin should then fail the checkpoint. */
+int stasis_plugin_leave_out_memory(const uint64_t* ranges, uint32_t count) __attribute__((weak));
+/* The same for descriptors: `count` descriptor numbers the image leaves out (not captured, not
+ * restored; a restarted process has nothing open at those numbers). Returns 0, or -1 (nothing left
+ * out) when a number is negative or there are more than 4096. */
+int stasis_plugin_leave_out_fds(const int* fds, uint32_t count) __attribute__((weak));
+
 /* The coordinator's name service, shared by every process of the computation on every host:
  * what processes exchange when the identifiers they know one another by change (a re-created
  * queue pair's number, a restarted process's new address). Keys are text (1 to 255 bytes);

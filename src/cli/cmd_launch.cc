@@ -124,6 +124,11 @@ class LaunchCommand : public Command {
                  "Relay the program's X connections through a proxy of the computation, so that a "
                  "restart gives them to the X server its own DISPLAY names (a windowed or OpenGL "
                  "program on an X server outside the computation; src/plugins/x11/README.md)");
+    app.add_flag("--mpi", mpi_,
+                 "Split-process MPI (src/plugins/mpi_split/README.md): PROGRAM is an MPI launcher (mpirun, "
+                 "mpiexec) of a program built against Stasis's abi/mpi.h; the launcher stays outside the "
+                 "computation, each rank is checkpointed without its MPI library (the lower half it starts "
+                 "itself)");
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
     app.prefix_command(false);
   }
@@ -178,6 +183,11 @@ class LaunchCommand : public Command {
       setenv("LD_LIBRARY_PATH", (dir + (path && *path ? ":" + std::string(path) : "")).c_str(), 1);
     }
     if (!save_files_.empty()) setenv("STASIS_SAVE_FILES", save_files_.c_str(), 1);
+    if (mpi_) {
+      // The launcher does not join; each rank does, as the root of its own tree (split_launch.h).
+      setenv("STASIS_LAUNCH_PID", "mpi-rank", 1);
+      setenv("STASIS_MPI_LOWER_MODE", "program", 1);
+    }
     if (interval_ > 0) setenv("STASIS_INTERVAL", fmt::format("{}", interval_).c_str(), 1);
     if (incremental_) setenv("STASIS_INCREMENTAL", "1", 1);
     if (full_every_ > 0) setenv("STASIS_FULL_EVERY", std::to_string(full_every_).c_str(), 1);
@@ -197,7 +207,7 @@ class LaunchCommand : public Command {
  private:
   std::string coord_, ckpt_dir_, compress_, ib_, save_files_, checkpoint_signal_;
   double interval_ = 0;
-  bool incremental_ = false, join_ = false, x11_ = false;
+  bool incremental_ = false, join_ = false, x11_ = false, mpi_ = false;
   unsigned full_every_ = 0;
   std::vector<std::string> argv_, plugins_;
 };

@@ -14,6 +14,7 @@
 #include "coordinator/command_environment.h"
 #include "restart/session.h"
 #include "restart/slurm_allocation.h"
+#include "plugins/mpi_split/restore_mpi_rank.h"
 
 namespace fs = std::filesystem;
 
@@ -46,6 +47,10 @@ class RestartCommand : public Command {
     app.add_option("--task-parts", task_parts_,
                    "(internal) in a task of a Slurm job step: restart the part given for its rank, of V0,V1,...")
         ->group("");
+    app.add_flag("--mpi-rank", mpi_rank_,
+                 "Split-process MPI (src/plugins/mpi_split/README.md): run by an MPI launcher in each rank's "
+                 "place (`mpirun -np N stasis restart --mpi-rank DIR`), restores the image of this rank, which "
+                 "starts a fresh MPI library under this launcher");
     app.add_option("--restart-id", options_.restart_id, "(internal) names this restart's meetings")->group("");
     app.add_flag("--lazy", options_.lazy,
                  "Map uncompressed memory without reading it first: the program runs again at once "
@@ -98,6 +103,15 @@ class RestartCommand : public Command {
     if (options_.checkpoint.empty())
       options_.checkpoint = CommandEnvironment::read().ckpt_dir;
     if (options_.checkpoint.empty()) options_.checkpoint = "stasis-ckpt";
+    if (mpi_rank_) {
+      restart::MpiRankPart part = restart::mpi_rank_part(options_.checkpoint);
+      options_.part_vpid = part.vpid;
+      options_.keep_fds = part.launcher_sockets;
+      if (options_.restart_id.empty()) options_.restart_id = part.restart_id;
+      // The launcher's variables first: the user's --setenv still wins.
+      part.setenv.insert(part.setenv.end(), options_.setenv.begin(), options_.setenv.end());
+      options_.setenv = std::move(part.setenv);
+    }
     options_.loader = restart_loader_path();
     options_.coord = coordinator_address(options_.coord).str();
     if (on_signal) on_signal->fork_watcher(coord_address_from(options_.coord));
@@ -110,6 +124,7 @@ class RestartCommand : public Command {
   std::string clock_ = "elapsed";  // --clock
   std::string ib_library_;  // --ib soft|PATH
   std::string task_parts_;  // --task-parts V0,V1,...
+  bool mpi_rank_ = false;   // --mpi-rank
   std::string checkpoint_signal_;  // --checkpoint-on-signal SIG
 };
 

@@ -139,8 +139,12 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
   restore::enter_process(img, info);
 
   // Descriptor numbers the loader will find its feed and the image at: free in the program.
-  std::set<int> saved;
-  for (const auto& f : img.fds()) saved.insert(f.fd);
+  std::set<int> saved = context.keep_fds;
+  for (const auto& f : img.fds()) {
+    if (context.keep_fds.count(f.fd))
+      throw Error(fmt::format("descriptor {} of the program is where the MPI launcher's connection is now", f.fd));
+    saved.insert(f.fd);
+  }
   const int feed_fd = lowest_free_number(saved);
   saved.insert(feed_fd);
   const int image_fd = lowest_free_number(saved);
@@ -184,6 +188,7 @@ void restore_process(const RestoreContext& context, const image::Image& img, con
       image_out_of_way == feed_fd)
     throw Error("cannot set up the restart descriptors");
   std::set<int> keep = {0, 1, 2, feed_out_of_way, image_out_of_way, STASIS_PID_TABLE_FD, context.restart_stderr};
+  for (int fd : context.keep_fds) keep.insert(fd), fcntl(fd, F_SETFD, 0);
   for (const auto& f : img.fds())
     if (restore::from_outside(f)) keep.insert(f.fd);
   close_all_except(keep, context.floor);

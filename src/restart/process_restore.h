@@ -4,6 +4,7 @@
 // to (loader_feed.h). Also what the processes share, made once before the tree forks.
 #pragma once
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct RestoreContext {
   // `stasis restart`'s own stderr (close-on-exec, at or above `floor`): where every restored
   // process reports a failed restart, since its descriptor 2 becomes the program's.
   int restart_stderr = 2;
+  // Descriptors of `stasis restart` the restored process keeps at their numbers, which no saved
+  // descriptor may take (the MPI launcher's connections a split MPI rank's fresh library uses).
+  std::set<int> keep_fds;
 };
 
 // Writes "stasis restart: <message>" on `stasis restart`'s own stderr.

@@ -54,6 +54,7 @@ void RestartSession::run() {
   snprintf(info.coord_host, sizeof info.coord_host, "%s", addr.host.c_str());
   snprintf(info.secret_hex, sizeof info.secret_hex, "%s", secret.c_str());
   context_.loader = options_.loader;
+  context_.keep_fds = options_.keep_fds;
   context_.payloads_verified = !options_.lazy;
 
   context_.floor = 3;  // above every descriptor number any restored process uses

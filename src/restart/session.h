@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct RestartOptions {
   uint32_t part_vpid = 0;  // restart only the part rooted at this process (0: the first restart)
   std::string restart_id;  // names this restart's meetings (given to the parts)
   bool clock_continue = false;  // --clock=continue: monotonic clocks resume from the checkpoint's
+  std::set<int> keep_fds;       // descriptors of this process the restored one keeps (an MPI launcher's, --mpi-rank)
 };
 
 class RestartSession {

@@ -21,6 +21,7 @@
 #include "runtime/mapped_restart.h"
 #include "runtime/restart_environment.h"
 #include "plugins/launchers/slurm_tasks.h"
+#include "plugins/mpi_split/split_launch.h"
 
 namespace stasis::rt {
 
@@ -473,10 +474,10 @@ void at_exit() {
 __attribute__((constructor)) void stasis_runtime_init() {
   resolve_wrapped_functions();
   const Settings& s = g_settings;
-  if (!s.coord.set || !s.launch_pid.set || srun_stays_outside()) return;
+  if (!s.coord.set || !s.launch_pid.set || srun_stays_outside() || mpi_launcher_stays_outside()) return;
   const char* launch_pid = s.launch_pid.text;
   read_boot_id();
-  const bool launched = adopt_srun_task(launch_pid) || atol(launch_pid) == getpid();
+  const bool launched = adopt_srun_task(launch_pid) || adopt_mpi_rank(launch_pid) || atol(launch_pid) == getpid();
   // Every process the launched one starts (fork, exec, posix_spawn, system, popen) carries the
   // STASIS_* environment and joins the computation the same way.
   LogLine error;

@@ -10,6 +10,7 @@
 #include "plugins/memory/dirty_tracking.h"
 #include "plugins/memory/fork_exclusions.h"
 #include "plugins/memory/mappings.h"
+#include "plugins/memory/left_out_memory.h"
 #include "plugins/memory/shared_memory.h"
 
 #include <errno.h>
@@ -92,6 +93,8 @@ uint32_t read_mappings(Arena& arena, Mapping** out, LogLine& error, const char* 
     p = more ? eol + 1 : eol;
   }
   *out = maps;
+  // This process's memory as the image sees it: without what a plugin left out of it.
+  if (str_eq(path, "/proc/self/maps")) n = cut_left_out_memory(arena, out, n);
   return n;
 }
 

@@ -86,3 +86,12 @@ add_test(NAME memory.fork_marks
          COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/tests/fork_marks.py ${STASIS_BIN}
                  $<TARGET_FILE:wipe_on_fork>)
 set_tests_properties(memory.fork_marks PROPERTIES TIMEOUT 60 LABELS ckpt)
+
+# ---- memory a plugin leaves out (left_out_memory.h; the split MPI mode's lower half) ------------
+add_executable(left_out_memory ${CMAKE_CURRENT_LIST_DIR}/tests/left_out_memory.c)
+target_include_directories(left_out_memory PRIVATE ${PROJECT_SOURCE_DIR}/include)
+set_target_properties(left_out_memory PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/targets)
+# The middle of one mapping is left out: the restarted process has only the two parts around it.
+stasis_ckpt_test(ckpt.left_out_memory ARGS --wait-lines 5 PROGRAM left_out_memory 30 50)
+stasis_ckpt_test(ckpt.left_out_memory.chain2 TIMEOUT 200 ARGS --wait-lines 5 --chain 2 --between-lines 5
+                 PROGRAM left_out_memory 40 50)

@@ -1,18 +1,26 @@
 /* Messages taken out of the library by the drain (drain_queue.h). */
 #include "drain_queue.h"
 
-#include <stdlib.h>
+#include <stddef.h>
+#include <sys/mman.h>
 
+/* Each message its own mapping, never malloc: the drain runs in the checkpoint, while the
+ * program's threads are stopped, maybe inside malloc with its lock held. */
 StasisMpiDrained *stasis_mpi_drained_new(int comm, int source, int tag, int bytes) {
   if (bytes < 0) return NULL;
-  StasisMpiDrained *message = malloc(sizeof *message + (size_t)bytes);
-  if (!message) return NULL;
+  size_t length = sizeof(StasisMpiDrained) + (size_t)bytes;
+  StasisMpiDrained *message = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (message == MAP_FAILED) return NULL;
   message->next = NULL;
   message->comm = comm;
   message->source = source;
   message->tag = tag;
   message->bytes = bytes;
   return message;
+}
+
+void stasis_mpi_drained_free(StasisMpiDrained *message) {
+  if (message) munmap(message, sizeof(StasisMpiDrained) + (size_t)message->bytes);
 }
 
 void stasis_mpi_drain_keep(StasisMpiDrainQueue *queue, StasisMpiDrained *message) {

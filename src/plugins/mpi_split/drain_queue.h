@@ -28,12 +28,13 @@ typedef struct StasisMpiDrainQueue {
 
 /* A message of `bytes` bytes whose data the caller then fills; NULL when out of memory. */
 StasisMpiDrained *stasis_mpi_drained_new(int comm, int source, int tag, int bytes);
+void stasis_mpi_drained_free(StasisMpiDrained *message);
 
 /* Appends `message` (from stasis_mpi_drained_new) at the end. */
 void stasis_mpi_drain_keep(StasisMpiDrainQueue *queue, StasisMpiDrained *message);
 
 /* Unlinks and returns the first message on `comm` from `source` (or MPI_ANY_SOURCE, -1) with
- * `tag` (or MPI_ANY_TAG, -1); NULL when none. The caller frees it (free). */
+ * `tag` (or MPI_ANY_TAG, -1); NULL when none. The caller frees it (stasis_mpi_drained_free). */
 StasisMpiDrained *stasis_mpi_drain_take(StasisMpiDrainQueue *queue, int comm, int source, int tag);
 
 /* Whether a take with the same arguments would find a message (nothing is unlinked). */

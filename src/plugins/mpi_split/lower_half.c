@@ -263,6 +263,12 @@ static int lower_reduce_scatter_block(const void *sendbuf, void *recvbuf, int co
                                   AS(MPI_Comm, comm));
 }
 
+/* Only in the lower-half program (lower_inventory.c); absent (NULL) in the library form. */
+__attribute__((weak)) int stasis_mpi_lower_inventory(StasisMpiLowerRange *ranges, int range_capacity, int *range_count,
+                                                     int *tids, int tid_capacity, int *tid_count);
+__attribute__((weak)) int stasis_mpi_lower_descriptors(int *fds, int capacity, int *count);
+__attribute__((weak)) void stasis_mpi_lower_set_thread_hook(int (*hook)(int tid, int exempt));
+
 static const StasisMpiLower lower_half = {
     .interface_version = STASIS_MPI_LOWER_INTERFACE_VERSION,
     .implementation = STASIS_MPI_IMPLEMENTATION,
@@ -303,6 +309,9 @@ static const StasisMpiLower lower_half = {
     .allreduce = lower_allreduce,
     .reduce = lower_reduce,
     .reduce_scatter_block = lower_reduce_scatter_block,
+    .inventory = stasis_mpi_lower_inventory,
+    .descriptors = stasis_mpi_lower_descriptors,
+    .set_thread_hook = stasis_mpi_lower_set_thread_hook,
 };
 
 __attribute__((visibility("default"))) const StasisMpiLower *stasis_mpi_lower_interface(void) { return &lower_half; }

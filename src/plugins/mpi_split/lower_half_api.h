@@ -29,7 +29,12 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 5
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 6
+
+/* An address range [start, end) the lower half owns (inventory below). */
+typedef struct StasisMpiLowerRange {
+  uint64_t start, end;
+} StasisMpiLowerRange;
 
 typedef struct StasisMpiLower {
   uint32_t interface_version; /* STASIS_MPI_LOWER_INTERFACE_VERSION */
@@ -99,6 +104,20 @@ typedef struct StasisMpiLower {
                 int root, StasisMpiRealHandle comm);
   int (*reduce_scatter_block)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type,
                               StasisMpiRealHandle op, StasisMpiRealHandle comm);
+
+  /* What a checkpoint leaves out (lower_inventory.h): the ranges this half mapped, sorted and
+   * disjoint, page-aligned, and the threads its libc runs. Returns 0, or -1 when the lists do not
+   * fit or this half lost track (then nothing may be left out). NULL when the lower half was
+   * loaded into the program (one libc: nothing of it can be told apart). */
+  int (*inventory)(StasisMpiLowerRange *ranges, int range_capacity, int *range_count, int *tids, int tid_capacity,
+                   int *tid_count);
+  /* The descriptors this half holds, in order; 0, or -1 when they do not fit or this half lost
+   * track. NULL as above. */
+  int (*descriptors)(int *fds, int capacity, int *count);
+  /* Called by every thread this half starts, first with (its tid, 1), last with (its tid, 0): the
+   * upper half exempts them from the checkpoint's stop (stasis_plugin_exempt_thread). Set before
+   * init_thread. NULL as above. */
+  void (*set_thread_hook)(int (*hook)(int tid, int exempt));
 } StasisMpiLower;
 
 typedef const StasisMpiLower *(*StasisMpiLowerInterfaceFn)(void);

@@ -9,12 +9,17 @@
  * MPI_* names to the library's own functions, never to the upper half's wrappers of the same
  * names (README.md: why not dlmopen).
  *
+ * Or, with STASIS_MPI_LOWER_MODE=program, the lower-half program (stasis-mpi-lower-IMPL beside
+ * libstasis_mpi.so, or the file STASIS_MPI_LOWER names) is started inside this process and hands
+ * its interface back (lower_program_start.c): the way a restarted upper half gets a fresh one.
+ *
  * Or the program was started as the upper half by the lower-half program (lower_program.c),
  * which put its interface's address in STASIS_MPI_LOWER_TABLE and its thread pointer in
  * STASIS_MPI_LOWER_TLS: then nothing is loaded, and each call switches to that TLS (lower_tls.h). */
 #define _GNU_SOURCE
 #include "lower_half_loader.h"
 
+#include "lower_program_start.h"
 #include "lower_tls.h"
 
 #include <dlfcn.h>
@@ -25,14 +30,20 @@
 #include <unistd.h>
 
 static const char *launcher_implementation(void) {
+  /* After a restart, the new launcher's (the environment still holds the old one's variables). */
+  const char *restarted_under = getenv("STASIS_MPI_LAUNCHER");
+  if (restarted_under && (strcmp(restarted_under, "openmpi") == 0 || strcmp(restarted_under, "mpich") == 0))
+    return restarted_under;
   if (getenv("OMPI_COMM_WORLD_SIZE")) return "openmpi";
   if (getenv("PMI_RANK") || getenv("PMI_FD")) return "mpich";
   return NULL;
 }
 
-/* DIRECTORY/stasis_mpi_lower_IMPL.so into path; -1 when it does not fit. */
-static int lower_half_path(char *path, size_t size, const char *directory, const char *implementation) {
-  int length = snprintf(path, size, "%s/stasis_mpi_lower_%s.so", directory, implementation);
+/* DIRECTORY/stasis_mpi_lower_IMPL.so, or DIRECTORY/stasis-mpi-lower-IMPL for the program, into
+ * path; -1 when it does not fit. */
+static int lower_half_path(char *path, size_t size, const char *directory, const char *implementation, int program) {
+  int length = snprintf(path, size, program ? "%s/stasis-mpi-lower-%s" : "%s/stasis_mpi_lower_%s.so", directory,
+                        implementation);
   return length > 0 && (size_t)length < size ? 0 : -1;
 }
 
@@ -76,6 +87,12 @@ const StasisMpiLower *stasis_mpi_load_lower_half(char *error, size_t error_size)
   const StasisMpiLower *handed = lower_half_program(error, error_size, &failed);
   if (handed || failed) return handed;
   char path[4096];
+  const char *mode = getenv("STASIS_MPI_LOWER_MODE");
+  int program = mode && strcmp(mode, "program") == 0;
+  if (mode && *mode && !program && strcmp(mode, "library") != 0) {
+    snprintf(error, error_size, "STASIS_MPI_LOWER_MODE=%s: not library or program", mode);
+    return NULL;
+  }
   const char *chosen = getenv("STASIS_MPI_LOWER");
   if (chosen && *chosen) {
     snprintf(path, sizeof path, "%s", chosen);
@@ -92,7 +109,7 @@ const StasisMpiLower *stasis_mpi_load_lower_half(char *error, size_t error_size)
     else snprintf(directory, sizeof directory, ".");
     const char *implementation = launcher_implementation();
     if (implementation) {
-      if (lower_half_path(path, sizeof path, directory, implementation) != 0) {
+      if (lower_half_path(path, sizeof path, directory, implementation, program) != 0) {
         snprintf(error, error_size, "the directory of libstasis_mpi.so is too long: %s", directory);
         return NULL;
       }
@@ -100,7 +117,7 @@ const StasisMpiLower *stasis_mpi_load_lower_half(char *error, size_t error_size)
       const char *candidates[] = {"openmpi", "mpich"};
       path[0] = '\0';
       for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++)
-        if (lower_half_path(path, sizeof path, directory, candidates[i]) == 0 && access(path, R_OK) == 0) break;
+        if (lower_half_path(path, sizeof path, directory, candidates[i], program) == 0 && access(path, R_OK) == 0) break;
         else path[0] = '\0';
       if (!path[0]) {
         snprintf(error, error_size, "no launcher named its MPI and no lower half is in %s; set STASIS_MPI_LOWER",
@@ -109,6 +126,7 @@ const StasisMpiLower *stasis_mpi_load_lower_half(char *error, size_t error_size)
       }
     }
   }
+  if (program) return stasis_mpi_start_lower_program(path, error, error_size);
   void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
   if (!library) {
     snprintf(error, error_size, "cannot load the lower half %s: %s", path, dlerror());

@@ -2,9 +2,23 @@
 #include "lower_tls.h"
 
 #include <asm/prctl.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 uint64_t stasis_mpi_lower_tls;
+_Atomic int stasis_mpi_calls_in_lower;
+_Atomic int stasis_mpi_checkpoint_pending;
+const char *_Atomic stasis_mpi_last_lower_call;
+__thread int stasis_mpi_is_checkpoint_thread;
+
+void stasis_mpi_wait_out_checkpoint(void) {
+  while (atomic_load(&stasis_mpi_checkpoint_pending)) {
+    struct timespec limit = {0, 100 * 1000 * 1000};
+    syscall(SYS_futex, &stasis_mpi_checkpoint_pending, FUTEX_WAIT_PRIVATE, 1, &limit, NULL, 0);
+  }
+}
 int stasis_mpi_fsgsbase;
 
 /* arch_prctl as a raw system call: libc's wrapper would set errno, in whichever TLS is current. */

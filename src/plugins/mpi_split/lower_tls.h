@@ -6,6 +6,7 @@
 #ifndef STASIS_MPI_LOWER_TLS_H
 #define STASIS_MPI_LOWER_TLS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -29,12 +30,37 @@ static inline void stasis_mpi_leave_lower(uint64_t upper) {
   if (upper) stasis_mpi_set_fs_base(upper);
 }
 
+/* The split checkpoint's safe point (upper_checkpoint.c): while a checkpoint is pending, no
+ * thread of the program enters the lower half (it waits here, in the upper half, where the
+ * checkpoint's signal can stop it), but the checkpoint thread itself (the drain, the inventory).
+ * The checkpoint goes on once no call is inside. Cost of a call: two atomic additions. */
+extern _Atomic int stasis_mpi_calls_in_lower;
+extern _Atomic int stasis_mpi_checkpoint_pending; /* a futex word */
+extern const char *_Atomic stasis_mpi_last_lower_call;
+extern __thread int stasis_mpi_is_checkpoint_thread;
+/* Waits (futex) until no checkpoint is pending. */
+void stasis_mpi_wait_out_checkpoint(void);
+
+static inline void stasis_mpi_safe_point_enter(const char *call) {
+  for (;;) {
+    atomic_fetch_add(&stasis_mpi_calls_in_lower, 1);
+    if (!atomic_load(&stasis_mpi_checkpoint_pending) || stasis_mpi_is_checkpoint_thread) break;
+    atomic_fetch_sub(&stasis_mpi_calls_in_lower, 1);
+    stasis_mpi_wait_out_checkpoint();
+  }
+  atomic_store_explicit(&stasis_mpi_last_lower_call, call, memory_order_relaxed);
+}
+
+static inline void stasis_mpi_safe_point_leave(void) { atomic_fetch_sub(&stasis_mpi_calls_in_lower, 1); }
+
 /* lower->fn(args) on the lower half's TLS: LOWER_CALL(lower, fn, args...). */
 #define LOWER_CALL(table, fn, ...)                                      \
   ({                                                                    \
+    stasis_mpi_safe_point_enter(#fn);                                   \
     uint64_t lower_call_upper_tls_ = stasis_mpi_enter_lower();          \
     __typeof__((table)->fn(__VA_ARGS__)) lower_call_result_ = (table)->fn(__VA_ARGS__); \
     stasis_mpi_leave_lower(lower_call_upper_tls_);                      \
+    stasis_mpi_safe_point_leave();                                      \
     lower_call_result_;                                                 \
   })
 

@@ -5,8 +5,10 @@
 # the jobs must print the same lines, the split one with a lower half mapped in every rank.
 # in_flight (tests/in_flight.c): the drain's aggregated count, and the drain, against messages the
 # program knows are in flight; it checks every figure itself and ends with "in_flight ok".
+# lower_inventory (tests/lower_inventory.c): what the lower-half program says it owns, against
+# /proc/self/maps and the upper half's own memory; ends with "lower_inventory ok".
 set(MPI_SPLIT_DIR ${CMAKE_CURRENT_LIST_DIR})
-foreach(program IN ITEMS split_ring in_flight)
+foreach(program IN ITEMS split_ring in_flight lower_inventory ring_in_flight)
   set(target ${program}_split)
   add_executable(${target} ${MPI_SPLIT_DIR}/tests/${program}.c)
   target_link_libraries(${target} PRIVATE stasis_mpi)
@@ -53,6 +55,13 @@ function(stasis_split_library_tests implementation compiler launcher)
                            ${run} -np 2 -- ${native} 30 0 15
                            --then ${run} -np 2 -- ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation} ${SPLIT_RING} 30 0 15)
   set_tests_properties(mpi_split.${implementation}.own_libc.same_output PROPERTIES ENVIRONMENT SPLIT_B_MODE=program)
+  # The other way round, as a restarted upper half will get its fresh lower half: the program
+  # starts stasis-mpi-lower-IMPL inside itself at MPI_Init (STASIS_MPI_LOWER_MODE=program), which
+  # hands its interface back; two libcs again, the same lines, objects made again halfway.
+  stasis_split_same_output(mpi_split.${implementation}.lower_started.same_output 0 2 2
+                           ${run} -np 2 -- ${native} 30 0 15 --then ${run} -np 2 -- ${SPLIT_RING} 30 0 15)
+  set_tests_properties(mpi_split.${implementation}.lower_started.same_output PROPERTIES
+                       ENVIRONMENT "SPLIT_B_MODE=program;STASIS_MPI_LOWER_MODE=program")
   # What the lower-half program refuses to start, with the file and the fault: not an ELF file,
   # and a program without an ELF interpreter (static).
   add_test(NAME mpi_split.${implementation}.lower_program.refuses
@@ -68,14 +77,17 @@ function(stasis_split_library_tests implementation compiler launcher)
   stasis_split_same_output(mpi_split.${implementation}.remake.same_output 0 3 3
                            ${run} ${ARGN} -- ${native} 30 0 15 --then ${run} ${ARGN} -- ${SPLIT_RING} 30 0 15)
   # in_flight counts only (DRAIN=0), then drains too (DRAIN=1), the last also under the lower-half
-  # program (own_libc.drain).
-  foreach(mode IN ITEMS in_flight drain own_libc.drain)
+  # program (own_libc.drain) and with that program started by the program (lower_started.drain).
+  foreach(mode IN ITEMS in_flight drain own_libc.drain lower_started.drain)
     set(drain 1)
     set(lower_program)
+    set(environment "STASIS_MPI_LOWER_MODE=library")
     if(mode STREQUAL "in_flight")
       set(drain 0)
     elseif(mode STREQUAL "own_libc.drain")
       set(lower_program ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation})
+    elseif(mode STREQUAL "lower_started.drain")
+      set(environment "STASIS_MPI_LOWER_MODE=program")
     endif()
     add_test(NAME mpi_split.${implementation}.${mode}
              COMMAND sh -c "d=$(mktemp -d) && \"$0\" \"$d/out\" \"$d/err\" \"$@\"; rc=$?; cat \"$d/out\" \"$d/err\";
@@ -83,7 +95,58 @@ function(stasis_split_library_tests implementation compiler launcher)
                      ${MPI_SPLIT_DIR}/tests/run_mpi_job.sh ${run} ${ARGN} -- ${lower_program} $<TARGET_FILE:in_flight_split>
                      3 200 ${drain})
     set_tests_properties(mpi_split.${implementation}.${mode} PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split"
-                         RESOURCE_LOCK mpi_ports)
+                         RESOURCE_LOCK mpi_ports ENVIRONMENT "${environment}")
+  endforeach()
+  # What a split checkpoint will leave out: the lower-half program's ranges and threads (Open MPI
+  # runs at least one thread of its own in every rank: its PMIx progress thread).
+  set(lower_threads 0)
+  if(implementation STREQUAL "openmpi")
+    set(lower_threads 1)
+  endif()
+  # The split checkpoint (README.md, The split checkpoint): a job of the split build whose program
+  # starts its lower half, checkpointed twice under today's whole-job launch: each rank's image
+  # holds the upper half only, and the job prints the native build's lines. No restart yet.
+  add_test(NAME mpi_split.${implementation}.split_checkpoint
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_checkpoint.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${launcher} 2 ${native} ${SPLIT_RING} 40 150 0 job)
+  # The same with a message in flight to every rank at each checkpoint (ring_in_flight sleeps
+  # between a send and its receive): the checkpoint's drain takes them into the upper half, and
+  # the receives after it get them from there. Launched with `stasis launch --mpi`: mpirun stays
+  # outside, and the checkpoint holds the ranks' images only.
+  set(native_in_flight ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_${implementation})
+  add_custom_command(OUTPUT ${native_in_flight}
+                     COMMAND ${compiler} -O2 -o ${native_in_flight} ${MPI_SPLIT_DIR}/tests/ring_in_flight.c
+                     DEPENDS ${MPI_SPLIT_DIR}/tests/ring_in_flight.c VERBATIM)
+  add_custom_target(ring_in_flight_${implementation} ALL DEPENDS ${native_in_flight})
+  add_test(NAME mpi_split.${implementation}.split_checkpoint.drain
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_checkpoint.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${launcher} 2 ${native_in_flight} $<TARGET_FILE:ring_in_flight_split> 30 300 1 mpi)
+  set_tests_properties(mpi_split.${implementation}.split_checkpoint mpi_split.${implementation}.split_checkpoint.drain
+                       PROPERTIES TIMEOUT 300 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  # The split restart (README.md, Restart): checkpointed and killed with a message in flight to
+  # every rank, restarted through a new launcher (`mpirun -np 2 stasis restart --mpi-rank DIR`:
+  # fresh lower halves, a new MPI_Init), checkpointed and killed again and restarted; the first
+  # checkpoint restarted a second time. Every run ends with the native build's output.
+  add_test(NAME mpi_split.${implementation}.split_restart
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${launcher} 2 ${native_in_flight} $<TARGET_FILE:ring_in_flight_split> 24 300)
+  set_tests_properties(mpi_split.${implementation}.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
+                       RESOURCE_LOCK mpi_ports)
+  # Both ways of starting the halves: the lower-half program first, and the program first.
+  foreach(mode IN ITEMS own_libc lower_started)
+    set(lower_program ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation})
+    set(environment "STASIS_MPI_LOWER_MODE=library")
+    if(mode STREQUAL "lower_started")
+      set(lower_program)
+      set(environment "STASIS_MPI_LOWER_MODE=program")
+    endif()
+    add_test(NAME mpi_split.${implementation}.${mode}.lower_inventory
+             COMMAND sh -c "d=$(mktemp -d) && \"$0\" \"$d/out\" \"$d/err\" \"$@\"; rc=$?; cat \"$d/out\" \"$d/err\";
+                            [ $rc -eq 0 ] && grep -q '^lower_inventory ok$' \"$d/out\"; rc=$?; rm -rf \"$d\"; exit $rc"
+                     ${MPI_SPLIT_DIR}/tests/run_mpi_job.sh ${run} ${ARGN}
+                     -- ${lower_program} $<TARGET_FILE:lower_inventory_split> ${lower_threads})
+    set_tests_properties(mpi_split.${implementation}.${mode}.lower_inventory PROPERTIES TIMEOUT 120
+                         LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports ENVIRONMENT "${environment}")
   endforeach()
 endfunction()
 
@@ -131,6 +194,29 @@ endif()
 # One binary, two libraries: the split build runs unchanged under Open MPI and under MPICH (each
 # rank loads the lower half its launcher names) and prints the same lines.
 if(STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
+  # Checkpointed under one library and launcher, restarted under the other (README.md, Restart):
+  # the split restart's chain and double restart, every restart a fresh lower half of the other.
+  set(cross_directions)
+  if(STASIS_OPENMPI_CC AND STASIS_MPICH_CC)  # the native builds of the reference runs
+    set(cross_directions openmpi:mpich mpich:openmpi)
+  endif()
+  foreach(direction IN LISTS cross_directions)
+    string(REPLACE ":" ";" pair ${direction})
+    list(GET pair 0 from)
+    list(GET pair 1 to)
+    set(from_run ${STASIS_OPENMPI_RUN})
+    set(to_run ${STASIS_MPICH_RUN})
+    if(from STREQUAL "mpich")
+      set(from_run ${STASIS_MPICH_RUN})
+      set(to_run ${STASIS_OPENMPI_RUN})
+    endif()
+    add_test(NAME mpi_split.${from}_to_${to}.split_restart
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${from_run} 2 ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_${from}
+                     $<TARGET_FILE:ring_in_flight_split> 24 300 ${to_run} ${to})
+    set_tests_properties(mpi_split.${from}_to_${to}.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
+                         RESOURCE_LOCK mpi_ports)
+  endforeach()
   stasis_split_same_output(mpi_split.one_binary.openmpi_mpich 2 2 0
                            ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 -- ${SPLIT_RING} 30
                            --then ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${SPLIT_RING} 30)

@@ -8,7 +8,6 @@
 #include "lower_tls.h"
 #include "upper_state.h"
 
-#define API __attribute__((visibility("default")))
 
 int receive_drained(const char *function, void *buf, int count, StasisMpiRealHandle real_type, int source,
                            int tag, MPI_Comm comm, StasisMpiRealHandle real_comm, StasisMpiLowerStatus *status) {
@@ -17,7 +16,7 @@ int receive_drained(const char *function, void *buf, int count, StasisMpiRealHan
   int rc = LOWER_CALL(lower, unpack, message->data, message->bytes, buf, count, real_type, real_comm);
   StasisMpiLowerStatus served = {message->source, message->tag, 0, 0, message->bytes};
   *status = served;
-  free(message);
+  stasis_mpi_drained_free(message);
   if (rc != 0) complain(function, "a drained message does not fit the receive (truncated, or another type)");
   return library_error(rc);
 }
@@ -69,6 +68,24 @@ static int park_posted_receives(void) {
   return MPI_SUCCESS;
 }
 
+/* Completes every send the program started and has not waited for: once every message in
+ * flight is drained, each was received, so each completes. Its request then holds its status in
+ * the upper half alone (a library that a restart replaces knows nothing of it). */
+static int complete_sends(void) {
+  for (uint32_t index = handles.requests.predefined_count; index < handles.requests.next_unused; index++) {
+    RequestSide *side = &request_side[index];
+    if (!handles.requests.entries[index].live || side->recv_type || side->done) continue;
+    StasisMpiRealHandle real = handles.requests.entries[index].real;
+    StasisMpiLowerStatus status;
+    int rc = LOWER_CALL(lower, wait, &real, 0, &status);
+    if (rc != 0) return library_error(rc);
+    handles.requests.entries[index].real = 0;
+    side->done = 1;
+    side->done_status = status;
+  }
+  return MPI_SUCCESS;
+}
+
 /* Posts the parked receives again, in the order the program posted them, each served from the
  * drained messages first. */
 static int post_parked_receives(void) {
@@ -100,6 +117,10 @@ static int post_parked_receives(void) {
 
 API int STASIS_MPI_Drain(long long *taken) {
   NEED_LOWER("STASIS_MPI_Drain");
+  return stasis_mpi_drain_all(taken);
+}
+
+int stasis_mpi_drain_all(long long *taken) {
   int rc = park_posted_receives();
   if (rc != MPI_SUCCESS) return rc;
   long long to_me = 0, got = 0;
@@ -125,7 +146,7 @@ API int STASIS_MPI_Drain(long long *taken) {
       }
       rc = LOWER_CALL(lower, recv_packed, message->data, message->bytes, status.source, status.tag, real, &status);
       if (rc != 0) {
-        free(message);
+        stasis_mpi_drained_free(message);
         return library_error(rc);
       }
       stasis_mpi_drain_keep(&drained, message);
@@ -144,5 +165,7 @@ API int STASIS_MPI_Drain(long long *taken) {
     }
   }
   *taken = got;
+  rc = complete_sends();
+  if (rc != MPI_SUCCESS) return rc;
   return post_parked_receives();
 }

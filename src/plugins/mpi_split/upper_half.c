@@ -22,7 +22,6 @@
 #include "lower_tls.h"
 #include "upper_state.h"
 
-#define API __attribute__((visibility("default")))
 
 static StasisMpiIdEntry comm_entries[COMM_CAPACITY];
 static StasisMpiIdEntry datatype_entries[DATATYPE_CAPACITY];
@@ -143,6 +142,7 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     return MPI_ERR_OTHER;
   }
   tables_init();
+  stasis_mpi_join_checkpoints();
   int lower_provided = MPI_THREAD_SINGLE;
   int rc = LOWER_CALL(lower, init_thread, argc, argv, required, &lower_provided);
   if (rc != 0) return library_error(rc);
@@ -470,6 +470,7 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
   rc = remember_request("MPI_Irecv", made, real_type, comm, request);
   if (rc != MPI_SUCCESS) return rc;
   RequestSide *side = &request_side[stasis_mpi_ids_index(&handles.requests, *request)];
+  side->type = datatype;
   side->posted = ++receives_posted;
   side->buf = buf;
   side->count = count;
@@ -557,22 +558,26 @@ API int STASIS_MPI_Remake_objects(int *remade) {
     complain("STASIS_MPI_Remake_objects", "refused: requests are in flight");
     return MPI_ERR_REQUEST;
   }
-  int failed_kind = 0, failed_index = 0;
   char error[600];
-  if (stasis_mpi_handles_bind_predefined(&handles, lower, &failed_kind, &failed_index) != 0) {
-    snprintf(error, sizeof error, "no object for predefined index %d of kind %d", failed_index, failed_kind);
+  if (stasis_mpi_remake_objects(error, sizeof error) != 0) {
     complain("STASIS_MPI_Remake_objects", error);
-    return MPI_ERR_INTERN;
-  }
-  if (stasis_mpi_replay_run(&replay, lower, &handles, error, sizeof error) != 0) {
-    complain("STASIS_MPI_Remake_objects", error);
-    return MPI_ERR_INTERN;
-  }
-  if (LOWER_CALL(lower, comm_dup, handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, &private_world) != 0) {
-    complain("STASIS_MPI_Remake_objects", "the library refused the private duplicate of MPI_COMM_WORLD");
     return MPI_ERR_INTERN;
   }
   *remade = (int)(handles.comms.live_count + handles.groups.live_count + handles.datatypes.live_count);
   return MPI_SUCCESS;
+}
+
+int stasis_mpi_remake_objects(char *error, size_t error_size) {
+  int failed_kind = 0, failed_index = 0;
+  if (stasis_mpi_handles_bind_predefined(&handles, lower, &failed_kind, &failed_index) != 0) {
+    snprintf(error, error_size, "no object for predefined index %d of kind %d", failed_index, failed_kind);
+    return -1;
+  }
+  if (stasis_mpi_replay_run(&replay, lower, &handles, error, error_size) != 0) return -1;
+  if (LOWER_CALL(lower, comm_dup, handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, &private_world) != 0) {
+    snprintf(error, error_size, "the library refused the private duplicate of MPI_COMM_WORLD");
+    return -1;
+  }
+  return 0;
 }
 

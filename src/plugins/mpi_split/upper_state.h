@@ -4,6 +4,7 @@
 #ifndef STASIS_MPI_UPPER_STATE_H
 #define STASIS_MPI_UPPER_STATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "abi/mpi.h"
@@ -32,6 +33,7 @@ typedef struct RequestSide {
   uint64_t posted; /* order of posting: receives are posted again in it */
   void *buf;
   int count, source, tag, comm;
+  int type; /* a posted receive's datatype id: a restart posts it again in a fresh library */
 } RequestSide;
 extern RequestSide request_side[REQUEST_CAPACITY];
 
@@ -46,6 +48,18 @@ extern StasisMpiRealHandle private_world;
 extern StasisMpiDrainQueue drained;
 extern int finalized;
 
+/* Binds the predefined ids to the running lower half's objects, makes every object of the replay
+ * log again under its id and the private world again (STASIS_MPI_Remake_objects, and a restart).
+ * 0, or -1 with a message. */
+int stasis_mpi_remake_objects(char *error, size_t error_size);
+
+/* STASIS_MPI_Drain's work (upper_drain.c), also run by the split checkpoint at its "drain". */
+int stasis_mpi_drain_all(long long *taken);
+
+/* Registers the split checkpoint's plugin with the runtime, when there is one and the lower half
+ * lists what it owns (upper_checkpoint.c). After the lower half is loaded, before MPI_Init. */
+void stasis_mpi_join_checkpoints(void);
+
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);
 int not_initialized(const char *function);
@@ -59,6 +73,9 @@ void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *status);
  * matched, -1 when none did (the library is asked as usual). */
 int receive_drained(const char *function, void *buf, int count, StasisMpiRealHandle real_type, int source, int tag,
                     MPI_Comm comm, StasisMpiRealHandle real_comm, StasisMpiLowerStatus *status);
+
+/* What libstasis_mpi.so exports: the MPI_* and STASIS_MPI_* functions, nothing else. */
+#define API __attribute__((visibility("default")))
 
 #define NEED_LOWER(function)                                                                                    \
   do {                                                                                                          \

@@ -188,6 +188,16 @@ int STASIS_MPI_In_flight(long long *to_me);
  * their order. Collective over MPI_COMM_WORLD. *taken: how many messages it received. */
 int STASIS_MPI_Drain(long long *taken);
 
+/* Stasis's own: what the lower half owns in this process, which a split checkpoint leaves out:
+ * its address ranges (ranges[2 * i] to ranges[2 * i + 1], sorted, disjoint) and its threads.
+ * MPI_ERR_OTHER, with a line on stderr, when the lower half cannot tell (loaded into the
+ * program, sharing its libc) or the lists do not fit. */
+int STASIS_MPI_Lower_inventory(unsigned long long *ranges, int range_capacity, int *range_count, int *tids,
+                               int tid_capacity, int *tid_count);
+/* Stasis's own: the descriptors the lower half holds (which a split checkpoint leaves out), in
+ * order; MPI_ERR_OTHER as above. */
+int STASIS_MPI_Lower_descriptors(int *fds, int capacity, int *count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,7 +18,7 @@ int take(StasisMpiDrainQueue &queue, int comm, int source, int tag) {
   StasisMpiDrained *message = stasis_mpi_drain_take(&queue, comm, source, tag);
   if (!message) return -1;
   int mark = message->data[0];
-  free(message);
+  stasis_mpi_drained_free(message);
   return mark;
 }
 

@@ -1,13 +1,15 @@
-/* Starting the upper half inside the lower-half program (upper_loader.h): an ELF loader for one
- * program and its interpreter, what the kernel does at execve but into a process that keeps
- * running (the lower half, its libc, its MPI library). */
+/* An ELF loader for one program and its interpreter (program_loader.h): what the kernel does at
+ * execve, but into a process that keeps running (the other half, its libc, maybe its MPI
+ * library). Built into the lower-half program and into libstasis_mpi.so. */
 #define _GNU_SOURCE
-#include "upper_loader.h"
+#include "program_loader.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -64,7 +66,7 @@ static int map_segments(int fd, const char *path, MappedElf *elf, char *error, s
   }
   if (high <= low) return fail(error, size, path, "no PT_LOAD segment");
   int fixed = elf->header.e_type == ET_EXEC;
-  void *reserved = mmap(fixed ? (void *)low : NULL, high - low, PROT_NONE,
+  void *reserved = stasis_mpi_loader_mmap(fixed ? (void *)low : NULL, high - low, PROT_NONE,
                         MAP_PRIVATE | MAP_ANONYMOUS | (fixed ? MAP_FIXED_NOREPLACE : 0), -1, 0);
   if (reserved == MAP_FAILED) return fail(error, size, path, "no room for its segments");
   elf->bias = (uintptr_t)reserved - low;
@@ -77,7 +79,7 @@ static int map_segments(int fd, const char *path, MappedElf *elf, char *error, s
     uintptr_t file_end = elf->bias + p->p_vaddr + p->p_filesz;
     uintptr_t memory_end = PAGE_UP(elf->bias + p->p_vaddr + p->p_memsz);
     if (p->p_filesz) {
-      if (mmap((void *)start, PAGE_UP(file_end) - start, prot | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+      if (stasis_mpi_loader_mmap((void *)start, PAGE_UP(file_end) - start, prot | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
                (off_t)PAGE_DOWN(p->p_offset)) == MAP_FAILED)
         return fail(error, size, path, "cannot map a segment");
       /* The rest of the last file page belongs to .bss: zero, not the file's next bytes. */
@@ -87,7 +89,7 @@ static int map_segments(int fd, const char *path, MappedElf *elf, char *error, s
     }
     uintptr_t anonymous = p->p_filesz ? PAGE_UP(file_end) : start;
     if (memory_end > anonymous &&
-        mmap((void *)anonymous, memory_end - anonymous, prot, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) ==
+        stasis_mpi_loader_mmap((void *)anonymous, memory_end - anonymous, prot, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) ==
             MAP_FAILED)
       return fail(error, size, path, "cannot map its .bss");
   }
@@ -111,7 +113,7 @@ static char *push_string(char **top, const char *text) {
   return *top;
 }
 
-int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t error_size) {
+int stasis_mpi_load_program(char **argv, char **envp, StasisMpiLoadedProgram *loaded, char *error, size_t error_size) {
   static MappedElf program, interpreter;
   if (load(argv[0], &program, error, error_size) != 0) return -1;
   if (!program.interpreter[0])
@@ -122,7 +124,7 @@ int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t er
     if (program.segments[i].p_type == PT_PHDR) headers = program.bias + program.segments[i].p_vaddr;
   if (!headers) return fail(error, error_size, argv[0], "has no PT_PHDR");
 
-  char *stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  char *stack = stasis_mpi_loader_mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
   if (stack == MAP_FAILED) return fail(error, error_size, argv[0], "no memory for its stack");
   char *top = stack + STACK_BYTES;
   static char *strings[MAX_STRINGS];
@@ -173,9 +175,43 @@ int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t er
     *word++ = auxv[i][0];
     *word++ = auxv[i][1];
   }
-  uintptr_t entry = interpreter.bias + interpreter.header.e_entry;
+  loaded->entry = interpreter.bias + interpreter.header.e_entry;
+  loaded->stack_pointer = (uintptr_t)sp;
+  loaded->stack_start = (uintptr_t)stack;
+  loaded->stack_end = (uintptr_t)stack + STACK_BYTES;
+  return 0;
+}
+
+int stasis_mpi_start_upper_half(char **argv, char **envp, char *error, size_t error_size) {
+  StasisMpiLoadedProgram loaded;
+  if (stasis_mpi_load_program(argv, envp, &loaded, error, error_size) != 0) return -1;
   /* As from execve: the stack pointer at argc, rdx 0 (no finaliser for the program to register). */
   /* Fixed registers: rdx is zeroed on the way, so neither input may be given it. */
-  __asm__ volatile("mov %%rdi, %%rsp\n\txor %%edx, %%edx\n\tjmp *%%rsi\n" : : "D"(sp), "S"(entry) : "memory");
+  __asm__ volatile("mov %%rdi, %%rsp\n\txor %%edx, %%edx\n\tjmp *%%rsi\n"
+                   :
+                   : "D"(loaded.stack_pointer), "S"(loaded.entry)
+                   : "memory");
   __builtin_unreachable();
+}
+
+int stasis_mpi_inherited_sockets(int *fds, int capacity) {
+  DIR *open_fds = opendir("/proc/self/fd");
+  if (!open_fds) return 0;
+  int count = 0, own = dirfd(open_fds);
+  for (struct dirent *entry; (entry = readdir(open_fds)) && count < capacity;) {
+    char path[64], target[64];
+    int fd = atoi(entry->d_name);
+    if (entry->d_name[0] == '.' || fd <= 2 || fd == own) continue;
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t length = readlink(path, target, sizeof target - 1);
+    if (length > 7 && strncmp(target, "socket:", 7) == 0) fds[count++] = fd;
+  }
+  closedir(open_fds);
+  for (int i = 1; i < count; i++) /* in order */
+    for (int j = i; j > 0 && fds[j - 1] > fds[j]; j--) {
+      int swap = fds[j];
+      fds[j] = fds[j - 1];
+      fds[j - 1] = swap;
+    }
+  return count;
 }
