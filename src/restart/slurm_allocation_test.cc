@@ -37,7 +37,7 @@ TEST(SlurmRelaunch, TooFewNodesIsRefused) {
 
 TEST(SlurmRelaunch, PartOfThisTaskByRank) {
   setenv("SLURM_PROCID", "2", 1);
-  EXPECT_EQ(part_of_this_task("11,12,21"), 21u);
+  EXPECT_EQ(part_of_this_task("11,12,21").vpid, 21u);
   EXPECT_THROW(part_of_this_task("11,12"), Error);
   EXPECT_THROW(part_of_this_task("11,x,21"), Error);
   unsetenv("SLURM_PROCID");
