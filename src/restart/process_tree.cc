@@ -142,6 +142,7 @@ void TreeForker::become(size_t i) {
     }
   if (auto steps = parts_.srun_steps.find(proc.original_pid); steps != parts_.srun_steps.end())
     for (const SrunStep& step : steps->second) {
+      if (step.parent_space != images_[i].pid_space()) continue;  // another space's process of that pid ran it
       pid_t child = fork();
       if (child < 0) throw Error("cannot fork a job step in place of srun");
       if (child == 0) starter_.exec_srun_step(images_[i], context_.shared_descriptions, step);

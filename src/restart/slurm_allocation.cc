@@ -220,11 +220,15 @@ std::map<uint32_t, std::vector<SrunStep>> plan_srun_steps(
     std::vector<bool>& is_task, const std::vector<std::string>& spaces) {
   is_task.assign(vpids.size(), false);
   std::map<std::pair<uint32_t, uint32_t>, std::vector<size_t>> tasks_of;  // (parent, srun) -> tasks
+  std::map<uint32_t, std::string> parent_space;
   for (size_t i = 0; i < vpids.size(); i++) {
     auto [srun, parent] = sruns[i];
     auto ran_it = std::find(vpids.begin(), vpids.end(), parent);  // the process that ran srun
-    if (srun != 0 && ran_it != vpids.end() && sruns[static_cast<size_t>(ran_it - vpids.begin())].first == 0)
+    const size_t ran = static_cast<size_t>(ran_it - vpids.begin());
+    if (srun != 0 && ran_it != vpids.end() && sruns[ran].first == 0) {
       tasks_of[{parent, srun}].push_back(i);
+      parent_space[parent] = spaces.empty() ? "" : spaces[ran];
+    }
   }
   std::map<uint32_t, std::vector<SrunStep>> steps;
   if (tasks_of.empty()) return steps;
@@ -242,6 +246,7 @@ std::map<uint32_t, std::vector<SrunStep>> plan_srun_steps(
     SrunStep step;
     step.vpid = key.second;
     step.parent_vpid = key.first;
+    step.parent_space = parent_space[key.first];
     step.plan = plan_slurm_relaunch(std::vector<int>(tasks.size(), -1), hosts, task_vpids, nodes, task_spaces);
     steps[key.first].push_back(std::move(step));
   }

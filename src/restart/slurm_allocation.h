@@ -79,6 +79,7 @@ std::vector<std::string> with_step_environment(const std::vector<std::string>& s
 struct SrunStep {
   uint32_t vpid = 0;                       // srun's virtual pid, as its parent knows it
   uint32_t parent_vpid = 0;                // the process that ran srun
+  std::string parent_space;                // and its pid space ("" in older checkpoints)
   SlurmRelaunch plan;                      // where each task goes
   std::vector<std::string> restart_args;   // the tasks' `restart ...` arguments (exec_srun_relaunch)
   std::string checkpoint_dir;

@@ -57,6 +57,7 @@ TEST(SrunSteps, TasksOfAnSrunAProcessRanComeBackThroughAStepInItsPlace) {
   ASSERT_EQ(steps.size(), 1u);
   ASSERT_EQ(steps[5].size(), 1u);
   EXPECT_EQ(steps[5][0].vpid, 9u);
+  EXPECT_EQ(steps[5][0].parent_space, "");
   EXPECT_EQ(steps[5][0].plan.task_vpids, (std::vector<uint32_t>{11, 12, 21}));
   EXPECT_EQ(steps[5][0].plan.task_nodes, (std::vector<std::string>{"n1", "n1", "n2"}));
 }
