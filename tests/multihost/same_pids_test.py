@@ -25,7 +25,7 @@ from e2e_common import wait_for  # noqa: E402
 from multihost.hosts import (NSRSH, RealSsh, TwoHosts, checkpoint_and_kill, fail, launch_on_host1,  # noqa: E402
                              real_ssh_unavailable, remove_unless_kept, skip_reason, test_run)
 
-HOSTS = TwoHosts(("stasis_sp1", "stasis_sp2"), ("10.209.0.1", "10.209.0.2"), "stasis_sv", own_pids=True)
+HOSTS = TwoHosts(("stasis_sp1", "stasis_sp2"), ("10.209.0.1", "10.209.0.2"), "stasis_pv", own_pids=True)
 PORT, LINES, DELAY_MS, SAME_PID = 7781, 240, 20, 5000
 
 
