@@ -69,6 +69,23 @@ class TwoHosts:
         return ["nsenter", "--wd=.", "-t", str(self.holder_pid(self.namespaces[index])), "--net", "--mount", "--uts",
                 *pid, "--", *argv]
 
+    def outer_pid(self, index, pid):
+        """The pid, on this machine, of the process that host `index` knows as `pid` (None if none):
+        with pid namespaces of their own, a daemon's pid file there names a process of the host's."""
+        if not self.own_pids:
+            return pid
+        namespace = os.readlink(f"/proc/{self.holder_pid(self.namespaces[index])}/ns/pid")
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                    with open(f"/proc/{entry}/status") as f:
+                        nspid = next(line for line in f if line.startswith("NSpid:")).split()
+                    if int(nspid[-1]) == pid:
+                        return int(entry)
+            except (OSError, StopIteration, ValueError):
+                continue
+        return None
+
     @staticmethod
     def holder_pid(ns):
         with open(f"{HOST_STATE}/{ns}.pid") as f:
