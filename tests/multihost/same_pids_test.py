@@ -7,7 +7,9 @@ checkpoint is restarted three times: on the same hosts, swapped, and with both h
 onto host 1 (--hosts H2=H1), where two restored processes are process 5000, each in its own pid
 space. Each shell waits for its child by the pid it got from fork ("wait $!") and prints it with
 the child's status after the restart: with a pid table shared between the two spaces, one of them
-would wait for the other's process. Each restart's output must equal an uninterrupted run's.
+would wait for the other's process. The restart onto host 1 is checkpointed again there (each
+process 5000 must keep its old pid space in MANIFEST.json) and that checkpoint restarted. Each
+restart's output must equal an uninterrupted run's.
 Before pid spaces, restart refused: "two images of this checkpoint are process 5000".
 Exits 77 (skipped) when not root, without `ip netns` or without OpenSSH.
 usage: same_pids_test.py --stasis STASIS --driver SSH_DRIVER --worker COUNTER
@@ -34,6 +36,14 @@ def start_as(pid, command, name):
     the kernel gives), waited for by the pid fork returned, which it prints with the status."""
     return (f"echo {pid - 1} > /proc/sys/kernel/ns_last_pid; {command} & child=$!; wait $child; "
             f"echo \"{name} $child exited $?\"")
+
+
+def same_pid_processes(generation):
+    """(address, pid space) of each process SAME_PID of the checkpoint, and a description of all."""
+    with open(os.path.join(generation, "MANIFEST.json")) as f:
+        processes = json.load(f)["processes"]
+    same = sorted((p["address"], p.get("pid_space", "")) for p in processes if p["original_pid"] == SAME_PID)
+    return same, [(p["original_pid"], p["address"], p.get("pid_space")) for p in processes]
 
 
 def main():
@@ -70,14 +80,13 @@ def main():
         wait_for(lambda: open(first_out).read().count(": step ") >= 60 or launch.poll() is not None,
                  "the worker's first lines", 60)
         generation = checkpoint_and_kill(HOSTS, args.stasis, coord, env, launch, first_out, log_path)
-        if open(first_out).read().count(": step ") >= LINES:
+        at_checkpoint = open(first_out).read()
+        if at_checkpoint.count(": step ") >= LINES:
             fail("the checkpoint came after the last line", first_out)
-        with open(os.path.join(generation, "MANIFEST.json")) as f:
-            processes = json.load(f)["processes"]
-        same = {(p["address"], p.get("pid_space", "")) for p in processes if p["original_pid"] == SAME_PID}
+        same, listed = same_pid_processes(generation)
         if len({address for address, _ in same}) != 2 or len({space for _, space in same}) != 2:
             fail(f"the checkpoint should hold a process {SAME_PID} on each host, each of its own pid space; "
-                 f"MANIFEST.json lists {[(p['original_pid'], p['address'], p.get('pid_space')) for p in processes]}")
+                 f"MANIFEST.json lists {listed}")
 
         timings = []
         for label, host_map in (("same hosts", []), ("swapped", ["--hosts", f"{h1}={h2},{h2}={h1}"]),
@@ -97,8 +106,35 @@ def main():
                 fail(f"restarted {label}, the output differs from an uninterrupted run's: expected "
                      f"{expected.count(chr(10))} lines ending {expected.splitlines()[-3:]}, got {got.count(chr(10))} "
                      f"ending {got.splitlines()[-3:]}; restart stderr: {restart.stderr[-500:]}", log_path)
+
+        # Both hosts' processes on host 1, checkpointed there: each process 5000 keeps its old pid
+        # space (its pid table's), and that checkpoint comes back (on host 1) as an uninterrupted run.
+        outs = [os.path.join(tmp, "on-one-host.txt"), os.path.join(tmp, "again.txt")]
+        with open(first_out, "r+") as f:  # as the restart leaves it, so that only new lines are counted
+            f.truncate(len(at_checkpoint.encode()))
+        # (its stderr apart: it warns that first.txt was modified, by the truncation above)
+        with open(outs[0], "w") as out, open(os.path.join(tmp, "on-one-host.err"), "w") as err:
+            on_one = subprocess.Popen(HOSTS.in_ns(0, args.stasis, "restart", "--coord", coord, "--hosts", f"{h2}={h1}",
+                                                  generation), stdout=out, stderr=err, env=env)
+        steps = lambda: open(first_out).read().count(": step ") + open(outs[0]).read().count(": step ")
+        wait_for(lambda: steps() >= at_checkpoint.count(": step ") + 60 or on_one.poll() is not None, "lines after the restart on host 1", 60)
+        again = checkpoint_and_kill(HOSTS, args.stasis, coord, env, on_one, first_out, outs[0], log_path)
+        if open(first_out).read().count(": step ") >= LINES:
+            fail("the second checkpoint came after the last line", first_out)
+        same_again, listed = same_pid_processes(again)
+        if same_again != sorted((h1, space) for _, space in same):
+            fail(f"checkpointed on host 1, the two processes {SAME_PID} should keep their pid spaces {same}; "
+                 f"MANIFEST.json lists {listed}")
+        with open(outs[1], "w") as out:
+            restart = subprocess.run(HOSTS.in_ns(0, args.stasis, "restart", "--coord", coord, again),
+                                     stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=180)
+        got = open(first_out).read() + open(outs[0]).read() + open(outs[1]).read()
+        if restart.returncode != 0 or got != expected:
+            fail(f"restarted from the checkpoint taken on host 1 (status {restart.returncode}), the output should be an "
+                 f"uninterrupted run's: expected {expected.splitlines()[-3:]}, got {got.splitlines()[-3:]}; "
+                 f"restart stderr: {restart.stderr[-500:]}", log_path)
         print(f"PASS: process {SAME_PID} on both hosts (pid spaces {sorted(s for _, s in same)}); restarted on the same "
-              f"hosts, swapped and both on host 1, each as an uninterrupted run ({expected.count(chr(10))} lines), in "
+              f"hosts, swapped, both on host 1 (checkpointed there and restarted again), each as an uninterrupted run ({expected.count(chr(10))} lines), in "
               f"{', '.join(f'{t:.1f}' for t in timings)} s")
         return 0
     finally:
