@@ -42,10 +42,12 @@ class RestartCommand : public Command {
                    "For a computation that ran on several hosts: OLD=NEW,... restarts the processes of "
                    "host OLD (as MANIFEST.json lists it) on host NEW; others on their own host");
     app.add_option("--rsh", options_.rsh, "How to run a command on another host (default $STASIS_RSH or ssh)");
-    app.add_option("--part", options_.part_vpid, "(internal) restart only the part of the computation rooted at this process")
+    app.add_option("--part", part_,
+                   "(internal) restart only the part of the computation rooted at this process (VPID[@PID_SPACE])")
         ->group("");
     app.add_option("--task-parts", task_parts_,
-                   "(internal) in a task of a Slurm job step: restart the part given for its rank, of V0,V1,...")
+                   "(internal) in a task of a Slurm job step: restart the part given for its rank, of P0,P1,... "
+                   "(each VPID[@PID_SPACE])")
         ->group("");
     app.add_flag("--mpi-rank", mpi_rank_,
                  "Split-process MPI (src/plugins/mpi_split/README.md): run by an MPI launcher in each rank's "
@@ -91,13 +93,14 @@ class RestartCommand : public Command {
     if (const char* display = getenv("DISPLAY"); display && *display && !display_given)
       options_.setenv.push_back(std::string("STASIS_X11_DISPLAY=") + display);
     if (!task_parts_.empty()) {
-      options_.part_vpid = restart::part_of_this_task(task_parts_);
+      options_.part = restart::part_of_this_task(task_parts_);
       const CommandEnvironment env = CommandEnvironment::read();
       std::vector<std::string> step = env.slurm_step;
       // A step in place of an srun a restarted process ran: the tasks name it again, first.
       if (!env.srun.empty()) step.insert(step.begin(), "STASIS_SRUN=" + env.srun);
       options_.setenv = restart::with_step_environment(step, options_.setenv);
     }
+    if (!part_.empty()) options_.part = restart::parse_part_name(part_, "--part");
     options_.checkpoint = path_;
     options_.clock_continue = clock_ == "continue";
     if (options_.checkpoint.empty())
@@ -105,7 +108,7 @@ class RestartCommand : public Command {
     if (options_.checkpoint.empty()) options_.checkpoint = "stasis-ckpt";
     if (mpi_rank_) {
       restart::MpiRankPart part = restart::mpi_rank_part(options_.checkpoint);
-      options_.part_vpid = part.vpid;
+      options_.part = restart::PartName{part.vpid, ""};  // one host: its ranks share one pid space
       options_.keep_fds = part.launcher_sockets;
       if (options_.restart_id.empty()) options_.restart_id = part.restart_id;
       // The launcher's variables first: the user's --setenv still wins.
@@ -123,7 +126,8 @@ class RestartCommand : public Command {
   std::string path_;        // the positional PATH
   std::string clock_ = "elapsed";  // --clock
   std::string ib_library_;  // --ib soft|PATH
-  std::string task_parts_;  // --task-parts V0,V1,...
+  std::string part_;        // --part VPID[@PID_SPACE]
+  std::string task_parts_;  // --task-parts P0,P1,...
   bool mpi_rank_ = false;   // --mpi-rank
   std::string checkpoint_signal_;  // --checkpoint-on-signal SIG
 };

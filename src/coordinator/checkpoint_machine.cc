@@ -475,7 +475,9 @@ void CheckpointMachine::commit_checkpoint() {
                         .parent_generation = image.parent_generation,
                         .image_checksum = image.checksum,
                         .srun_vpid = client.info.srun_vpid,
-                        .srun_parent_vpid = client.info.srun_parent_vpid});
+                        .srun_parent_vpid = client.info.srun_parent_vpid,
+                        .pid_space = bounded(client.info.virtual_pid_space,
+                                             sizeof client.info.virtual_pid_space)});
     images.push_back(path);
     image_bytes += image.image_bytes;
     memory_bytes += image.memory_bytes;

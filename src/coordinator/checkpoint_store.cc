@@ -137,6 +137,7 @@ nlohmann::json manifest_json(const Manifest& manifest) {
                          {"memory_bytes", p.memory_bytes},
                          {"parent_generation", p.parent_generation},
                          {"image_checksum", fmt::format("{:016x}", p.image_checksum)}});
+    if (!p.pid_space.empty()) processes.back()["pid_space"] = p.pid_space;
     if (p.srun_vpid != 0) processes.back()["srun"] = {{"vpid", p.srun_vpid}, {"parent", p.srun_parent_vpid}};
     if (p.parent_generation != 0) parents.insert(p.parent_generation);
   }

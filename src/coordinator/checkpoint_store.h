@@ -40,6 +40,9 @@ struct ManifestProcess {
   // process's (the restart replaces srun with a new job step there). 0: any other process.
   uint32_t srun_vpid = 0;
   uint32_t srun_parent_vpid = 0;
+  // Where original_pid names the process (StasisProcessInfo::virtual_pid_space): a virtual pid
+  // is unique only within its pid space, and hosts (or pid namespaces) each have their own.
+  std::string pid_space;
 };
 
 struct Manifest {

@@ -62,7 +62,9 @@ TEST_F(CheckpointStore, ManifestHasTheDocumentedShape) {
                                 .program = "worker",
                                 .image = "worker-10.img",
                                 .image_bytes = 100,
-                                .memory_bytes = 400});
+                                .memory_bytes = 400,
+                                .pid_space = "5e1c-ab/4026532318"});
+  manifest.processes.push_back({.original_pid = 10, .image = "worker-10-b.img"});  // no pid space known
   fs::create_directory(dir_ + "/000007");
   write_manifest(dir_, manifest);
   std::ifstream in(dir_ + "/000007/MANIFEST.json");
@@ -74,8 +76,10 @@ TEST_F(CheckpointStore, ManifestHasTheDocumentedShape) {
   EXPECT_EQ(json["unix_time"], 1700000000);
   EXPECT_EQ(json["seconds"], 1.5);
   EXPECT_EQ(json["coordinator"]["port"], 7781);
-  ASSERT_EQ(json["processes"].size(), 1u);
+  ASSERT_EQ(json["processes"].size(), 2u);
   EXPECT_EQ(json["processes"][0]["original_pid"], 10);
+  EXPECT_EQ(json["processes"][0]["pid_space"], "5e1c-ab/4026532318");  // a vpid is unique in its space only
+  EXPECT_FALSE(json["processes"][1].contains("pid_space"));
   EXPECT_EQ(json["processes"][0]["image"], "worker-10.img");
   EXPECT_EQ(json["processes"][0]["memory_bytes"], 400);
   EXPECT_FALSE(fs::exists(dir_ + "/000007/MANIFEST.json.tmp"));

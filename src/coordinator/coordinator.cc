@@ -429,6 +429,7 @@ json Coordinator::status_json() const {
     list.push_back({{"id", client->id},
                     {"pid", info.pid},
                     {"original_pid", info.original_pid},
+                    {"pid_space", bounded(info.virtual_pid_space, sizeof info.virtual_pid_space)},
                     {"host", bounded(info.hostname, sizeof info.hostname)},
                     {"program", bounded(info.program, sizeof info.program)},
                     {"restarted", info.restarted != 0},

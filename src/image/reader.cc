@@ -74,6 +74,7 @@ void terminate(char (&text)[N]) {
 Image::Image(Image&& other) noexcept { *this = std::move(other); }
 Image& Image::operator=(Image&& other) noexcept {
   std::swap(path_, other.path_);
+  std::swap(pid_space_, other.pid_space_);
   std::swap(fd_, other.fd_);
   file_size_ = other.file_size_;
   header_ = other.header_;

@@ -56,6 +56,10 @@ class Image {
   uint64_t file_size() const { return file_size_; }
   const StasisImageHeader& header() const { return header_; }
   const StasisProcessRecord& process() const { return process_; }
+  // Where process().original_pid and the pids the process names mean something: its pid space as
+  // MANIFEST.json records it ("" for a manifest older than pid spaces: one space for all).
+  const std::string& pid_space() const { return pid_space_; }
+  void set_pid_space(std::string space) { pid_space_ = std::move(space); }
   const std::vector<StasisThreadRecord>& threads() const { return threads_; }
   const std::vector<StasisFdRecord>& fds() const { return fds_; }
   const std::vector<Region>& regions() const { return regions_; }
@@ -108,6 +112,7 @@ class Image {
   StasisEndRecord parse_end(const std::vector<char>& payload, const StasisRecordHeader& h) const;
   void check_memory_marks() const;
   std::string path_;
+  std::string pid_space_;
   int fd_ = -1;
   uint64_t file_size_ = 0;
   StasisImageHeader header_{};

@@ -32,8 +32,9 @@ typedef struct StasisCommand StasisCommand;
 
 #define STASIS_PROTOCOL_MAGIC 0x4d535453u /* "STSM" */
 // 2: BARRIER_DONE carries write_nanoseconds; 3: compression as a StasisCompressionSetting;
-// 4: BARRIER_DONE carries image_checksum, StasisProcessInfo carries pid_space; 5: and srun_*
-#define STASIS_PROTOCOL_VERSION 5
+// 4: BARRIER_DONE carries image_checksum, StasisProcessInfo carries pid_space; 5: and srun_*;
+// 6: and virtual_pid_space
+#define STASIS_PROTOCOL_VERSION 6
 #define STASIS_DEFAULT_PORT 7781
 #define STASIS_NONCE_BYTES 32
 #define STASIS_MAC_BYTES 32
@@ -133,6 +134,11 @@ struct StasisProcessInfo {
   // srun's real pid and its parent's, as the parent reports its live children, and their virtual
   // pids, as the restart names them. All 0 for any other process.
   uint32_t srun_pid, srun_parent_pid, srun_vpid, srun_parent_vpid;
+  // Where `original_pid` (and every pid the program sees) names a process: `pid_space` until the
+  // computation's first restart, then the space its checkpoint recorded for it (the pid table's),
+  // whichever host it comes back on. Two processes restarted onto one host from two hosts keep
+  // two spaces, so MANIFEST.json keys each process by (virtual_pid_space, original_pid).
+  char virtual_pid_space[STASIS_NAME_MAX];
 };
 
 struct StasisAuth {

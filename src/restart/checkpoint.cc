@@ -170,6 +170,9 @@ Checkpoint parse_manifest(std::string_view text, const fs::path& dir) {
     fields.text(process, at, "program", false);
     std::string host = fields.text(process, at, "host", false);
     std::string address = fields.text(process, at, "address", false);
+    std::string pid_space = fields.text(process, at, "pid_space", false);
+    if (pid_space.find_first_of("@,") != std::string::npos || pid_space.find('\0') != std::string::npos)
+      fields.refuse(at + "pid_space", "a pid space name (no '@', ',' or NUL)", process["pid_space"]);
     std::pair<uint32_t, uint32_t> srun{0, 0};
     if (process.contains("srun")) {
       const json& of = process["srun"];
@@ -181,6 +184,7 @@ Checkpoint parse_manifest(std::string_view text, const fs::path& dir) {
     ckpt.sruns.push_back(srun);
     ckpt.images.push_back(dir / image);
     ckpt.hosts.push_back(address.empty() ? host : address);
+    ckpt.pid_spaces.push_back(pid_space);
   }
   return ckpt;
 }

@@ -15,6 +15,9 @@ struct Checkpoint {
   uint64_t generation = 0;
   std::vector<std::filesystem::path> images;
   std::vector<std::string> hosts;  // of each image: the address it reached the coordinator from
+  // Of each image: the pid space its virtual pid belongs to ("" in manifests older than pid
+  // spaces, which had one space for the whole computation).
+  std::vector<std::string> pid_spaces;
   // Of each image: for a task of an srun that a process of the computation ran, srun's virtual
   // pid and that process's (MANIFEST.json's "srun"); {0, 0} for any other process.
   std::vector<std::pair<uint32_t, uint32_t>> sruns;

@@ -4,6 +4,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -62,6 +63,19 @@ std::vector<size_t> part_roots(const std::vector<int>& parents, const std::vecto
     roots[i] = at;
   }
   return roots;
+}
+
+PartName parse_part_name(const std::string& text, const char* option) {
+  PartName name;
+  const size_t at = text.find('@');
+  const std::string number = text.substr(0, at);
+  char* end = nullptr;
+  unsigned long vpid = strtoul(number.c_str(), &end, 10);
+  if (number.empty() || *end || vpid == 0 || vpid > UINT32_MAX || (at != std::string::npos && at + 1 == text.size()))
+    throw Error(fmt::format("{}: \"{}\" is not a process number (VPID or VPID@PID_SPACE)", option, text));
+  name.vpid = static_cast<uint32_t>(vpid);
+  if (at != std::string::npos) name.space = text.substr(at + 1);
+  return name;
 }
 
 std::string shell_quote(const std::string& text) {

@@ -5,6 +5,7 @@
 // launcher by the restarted parent (so a process started through ssh is started through ssh
 // again) or, for a part with no parent in the computation, by the first `stasis restart`.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,6 +22,17 @@ bool is_local_address(const std::string& address);
 // For each process (parents[i]: index of its parent, -1 if none in the computation), the index of
 // the root of its part: the nearest ancestor-or-self whose parent is on another host or absent.
 std::vector<size_t> part_roots(const std::vector<int>& parents, const std::vector<std::string>& hosts);
+
+// A part as the command line names it (--part, --task-parts): its root's virtual pid and, when
+// the checkpoint records pid spaces, the root's ("VPID@SPACE"): a virtual pid is unique only
+// within its pid space, and the hosts of a computation each have theirs.
+struct PartName {
+  uint32_t vpid = 0;  // 0: no part named (the first `stasis restart`)
+  std::string space;
+  std::string text() const { return space.empty() ? std::to_string(vpid) : std::to_string(vpid) + "@" + space; }
+};
+// "VPID" or "VPID@SPACE"; throws stasis::Error naming `option` when malformed.
+PartName parse_part_name(const std::string& text, const char* option);
 
 // `text` as one word of a POSIX shell command line.
 std::string shell_quote(const std::string& text);

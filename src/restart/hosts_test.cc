@@ -35,6 +35,19 @@ TEST(HostParts, LoopbackIsLocal) {
   EXPECT_FALSE(is_local_address("not-an-address"));
 }
 
+TEST(PartNames, VirtualPidAndItsPidSpace) {
+  PartName plain = parse_part_name("624", "--part");
+  EXPECT_EQ(plain.vpid, 624u);
+  EXPECT_EQ(plain.space, "");
+  EXPECT_EQ(plain.text(), "624");
+  PartName spaced = parse_part_name("624@5e1c-ab/4026532318", "--part");
+  EXPECT_EQ(spaced.vpid, 624u);
+  EXPECT_EQ(spaced.space, "5e1c-ab/4026532318");
+  EXPECT_EQ(parse_part_name(spaced.text(), "--part").text(), spaced.text());
+  for (const char* bad : {"", "0", "x", "624@", "@s", "12x@s", "99999999999"})
+    EXPECT_THROW(parse_part_name(bad, "--part"), Error) << bad;
+}
+
 TEST(ShellQuote, QuotesQuotes) { EXPECT_EQ(shell_quote("a'b c"), "'a'\\''b c'"); }
 
 }  // namespace

@@ -109,6 +109,9 @@ typedef struct StasisPidTable {
   uint16_t coord_port;
   uint16_t reserved2[3];
   char secret_hex[72];
+  // The pid space the virtual pids of this table belong to (MANIFEST.json's "pid_space" of the
+  // processes restarted with it); "" for a checkpoint older than pid spaces.
+  char pid_space[64];
   uint32_t virtual_of_real[STASIS_PID_TABLE_MAX_PID];  // 0 = not translated
   uint32_t real_of_virtual[STASIS_PID_TABLE_MAX_PID];
 } StasisPidTable;

@@ -42,9 +42,10 @@ std::vector<OutsideStream> refuse_descriptors_across_parts(const std::vector<ima
                                                           const std::vector<size_t>& roots, size_t mine,
                                                           const std::vector<std::string>& old_hosts) {
   std::vector<OutsideStream> outside_streams;
-  auto key_of = [](const StasisFdRecord& f) {
-    if (restore::shared_by_inode(f)) return fmt::format("object {}:{}", f.dev, f.ino);
-    return fmt::format("description {}:{}", f.owner_pid, f.owner_fd);
+  // An owner's pid means something in its pid space only, and an inode on its kernel only.
+  auto key_of = [&](size_t i, const StasisFdRecord& f) {
+    if (restore::shared_by_inode(f)) return fmt::format("object {}:{} of {}", f.dev, f.ino, images[i].pid_space());
+    return fmt::format("description {}:{} of {}", f.owner_pid, f.owner_fd, images[i].pid_space());
   };
   auto crosses = [](const StasisFdRecord& f) {
     return !restore::from_outside(f) && !restore::joins_hosts(f);
@@ -54,15 +55,15 @@ std::vector<OutsideStream> refuse_descriptors_across_parts(const std::vector<ima
   for (size_t i = 0; i < images.size(); i++)
     for (const auto& f : images[i].fds())
       if (crosses(f)) {
-        parts_holding[key_of(f)].insert(roots[i]);
-        if (roots[i] == i && f.fd <= 2) root_stream.emplace(std::pair{key_of(f), i}, f.fd);
+        parts_holding[key_of(i, f)].insert(roots[i]);
+        if (roots[i] == i && f.fd <= 2) root_stream.emplace(std::pair{key_of(i, f), i}, f.fd);
       }
   auto parent_part = [&](size_t part) { return parents[part] < 0 ? images.size() : roots[static_cast<size_t>(parents[part])]; };
   for (size_t i = 0; i < images.size(); i++) {
     if (roots[i] != mine) continue;
     for (const auto& f : images[i].fds()) {
       if (!crosses(f)) continue;
-      std::string key = key_of(f);
+      std::string key = key_of(i, f);
       for (size_t part : parts_holding[key]) {
         if (part == mine) continue;
         if (root_stream.count({key, part}) && parent_part(part) == mine) continue;  // it starts that part
@@ -88,7 +89,7 @@ std::string new_restart_id() {
 
 PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<int>& parents, size_t root,
                           const std::vector<std::string>& old_hosts, bool several_hosts,
-                          const std::string& hosts_text, uint32_t part_vpid, const std::string& restart_id) {
+                          const std::string& hosts_text, const PartName& part_name, const std::string& restart_id) {
   PartPlan plan;
   plan.restart_id = restart_id;
   if (!several_hosts) {
@@ -109,18 +110,27 @@ PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<i
   restore::note_moved_hosts(new_addresses);
   std::vector<size_t> roots = part_roots(parents, old_hosts);
   size_t mine = roots[root];
-  if (part_vpid != 0) {
+  if (part_name.vpid != 0) {
     mine = images.size();
     for (size_t i = 0; i < images.size(); i++)
-      if (images[i].process().original_pid == part_vpid && roots[i] == i) mine = i;
+      if (images[i].process().original_pid == part_name.vpid && roots[i] == i &&
+          (part_name.space.empty() || images[i].pid_space() == part_name.space)) {
+        if (mine != images.size())  // a name without its pid space, where two spaces have that pid
+          throw Error(fmt::format("--part {}: two parts of this checkpoint start at a process {} ({} and {}); "
+                                  "name its pid space (VPID@PID_SPACE)", part_name.text(), part_name.vpid,
+                                  images[mine].path(), images[i].path()));
+        mine = i;
+      }
     if (mine == images.size())
-      throw Error(fmt::format("--part {}: no part of this checkpoint starts at that process", part_vpid));
+      throw Error(fmt::format("--part {}: no part of this checkpoint starts at that process", part_name.text()));
   } else {
     plan.restart_id = new_restart_id();
     for (size_t i = 0; i < images.size(); i++)
       if (roots[i] == i && parents[i] < 0 && i != mine)
-        plan.detached.push_back({0, images[i].process().original_pid, new_host(i), restore::part_launcher(images[i])});
-    if (!is_local_address(new_host(mine))) plan.root_elsewhere = {0, images[mine].process().original_pid, new_host(mine)};
+        plan.detached.push_back({0, images[i].process().original_pid, new_host(i), restore::part_launcher(images[i]),
+                                 images[i].pid_space()});
+    if (!is_local_address(new_host(mine)))
+      plan.root_elsewhere = {0, images[mine].process().original_pid, new_host(mine), {}, images[mine].pid_space()};
   }
   plan.own_address = new_host(mine);
   plan.old_address = old_hosts[mine];
@@ -131,7 +141,7 @@ PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<i
       // A part whose root's parent is in this one: that parent starts it.
       if (roots[i] == i && parents[i] >= 0 && roots[static_cast<size_t>(parents[i])] == mine)
         plan.remote_children[images[static_cast<size_t>(parents[i])].process().original_pid].push_back(
-            {other.size(), images[i].process().original_pid, new_host(i)});
+            {other.size(), images[i].process().original_pid, new_host(i), {}, images[i].pid_space()});
       other.push_back(std::move(images[i]));
       continue;
     }
@@ -165,12 +175,12 @@ void PartStarter::start_other_parts(const PartPlan& plan) const {
     pid_t middle = fork();
     if (middle < 0) throw Error("cannot fork to start a part of the restart");
     if (middle == 0) {
-      if (fork() == 0) exec_part(part.vpid, part.host, part.launcher);
+      if (fork() == 0) exec_part(part.name(), part.host, part.launcher);
       _exit(0);
     }
     waitpid(middle, nullptr, 0);
   }
-  if (plan.root_elsewhere.vpid) exec_part(plan.root_elsewhere.vpid, plan.root_elsewhere.host);
+  if (plan.root_elsewhere.vpid) exec_part(plan.root_elsewhere.name(), plan.root_elsewhere.host);
 }
 
 namespace {
@@ -189,7 +199,7 @@ void take_standard_streams_of(const image::Image& img, const std::map<restore::D
 void PartStarter::exec_child_part(const image::Image& img, const std::map<restore::DescriptionKey, int>& shared,
                                   const RemotePart& part) const {
   take_standard_streams_of(img, shared);
-  exec_part(part.vpid, part.host);
+  exec_part(part.name(), part.host);
 }
 
 void PartStarter::exec_srun_step(const image::Image& parent, const std::map<restore::DescriptionKey, int>& shared,
@@ -214,9 +224,9 @@ void PartStarter::exec_srun_step(const image::Image& parent, const std::map<rest
   _exit(127);
 }
 
-void PartStarter::exec_part(uint32_t vpid, const std::string& host, const std::vector<std::string>& launcher) const {
+void PartStarter::exec_part(const PartName& part, const std::string& host, const std::vector<std::string>& launcher) const {
   std::string self = fs::read_symlink("/proc/self/exe").string();
-  std::vector<std::string> args = {self, "restart", "--part", std::to_string(vpid), "--restart-id", restart_id,
+  std::vector<std::string> args = {self, "restart", "--part", part.text(), "--restart-id", restart_id,
                                    "--coord", coord};
   if (!hosts_text.empty()) args.insert(args.end(), {"--hosts", hosts_text});
   for (const auto& assignment : setenv) args.insert(args.end(), {"--setenv", assignment});
@@ -250,7 +260,7 @@ void PartStarter::exec_part(uint32_t vpid, const std::string& host, const std::v
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
-  fmt::print(stderr, "stasis restart: cannot run {} to restart process {} on {}: {}\n", words[0], vpid, host,
+  fmt::print(stderr, "stasis restart: cannot run {} to restart process {} on {}: {}\n", words[0], part.text(), host,
              std::strerror(errno));
   _exit(127);
 }

@@ -9,6 +9,7 @@
 
 #include "image/reader.h"
 #include "plugins/files/restore.h"
+#include "restart/hosts.h"
 #include "restart/slurm_allocation.h"
 
 namespace stasis::restart {
@@ -21,6 +22,8 @@ struct RemotePart {
   // How its root was started on its host, to reach that host the same way when no --rsh is given
   // (the remote half of an ssh session: restore::part_launcher). Empty otherwise.
   std::vector<std::string> launcher;
+  std::string space;  // its root's pid space (vpid is unique within it)
+  PartName name() const { return {vpid, space}; }
 };
 
 // What this restart does about the other parts, decided by split_into_parts.
@@ -42,12 +45,12 @@ std::string new_restart_id();
 // A computation that ran on several hosts comes back part by part: keeps in `images` only this
 // restart's part (the others', in PartPlan::others, tell it about the far ends of connections),
 // and notes the parts it must start. `parents`, `root`: the process tree of all the images;
-// `old_hosts`: each image's host (MANIFEST.json); `hosts_text`: --hosts; `part_vpid`: --part (0:
+// `old_hosts`: each image's host (MANIFEST.json); `hosts_text`: --hosts; `part`: --part (vpid 0:
 // this is the first `stasis restart`, which picks a fresh restart id). On one host, only checks
 // that --hosts is not given. Throws stasis::Error for what cannot be restarted apart.
 PartPlan split_into_parts(std::vector<image::Image>& images, const std::vector<int>& parents, size_t root,
                           const std::vector<std::string>& old_hosts, bool several_hosts,
-                          const std::string& hosts_text, uint32_t part_vpid, const std::string& restart_id);
+                          const std::string& hosts_text, const PartName& part, const std::string& restart_id);
 
 // Starts parts: `stasis restart --part VPID` on a part's host, directly if it is this host, else
 // through the remote launcher (as ssh passes no environment, what the part needs is on its
@@ -73,7 +76,7 @@ struct PartStarter {
   // step in srun's place, with the parent's standard streams as srun had them.
   [[noreturn]] void exec_srun_step(const image::Image& parent, const std::map<restore::DescriptionKey, int>& shared,
                                    const SrunStep& step) const;
-  [[noreturn]] void exec_part(uint32_t vpid, const std::string& host,
+  [[noreturn]] void exec_part(const PartName& part, const std::string& host,
                               const std::vector<std::string>& launcher = {}) const;
 };
 

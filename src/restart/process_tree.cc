@@ -24,16 +24,22 @@ namespace stasis::restart {
 
 ProcessTree ProcessTree::plan(const std::vector<image::Image>& images) {
   ProcessTree tree;
-  std::map<uint32_t, size_t> by_vpid;
+  // A virtual pid names a process within its pid space only (a host, a pid namespace): so does
+  // a parent pid.
+  std::map<std::pair<std::string, uint32_t>, size_t> by_vpid;
   for (size_t i = 0; i < images.size(); i++) {
     uint32_t vpid = images[i].process().original_pid;
-    if (!by_vpid.emplace(vpid, i).second)
-      throw Error(fmt::format("two images of this checkpoint are process {}", vpid));
+    auto [it, added] = by_vpid.emplace(std::pair{images[i].pid_space(), vpid}, i);
+    if (!added)
+      throw Error(fmt::format("two images of this checkpoint are process {}{}: {} and {}", vpid,
+                              images[i].pid_space().empty() ? std::string()
+                                                            : fmt::format(" of pid space {}", images[i].pid_space()),
+                              images[it->second].path(), images[i].path()));
   }
   tree.parent.assign(images.size(), -1);
   tree.children.assign(images.size(), {});
   for (size_t i = 0; i < images.size(); i++) {
-    auto it = by_vpid.find(images[i].process().ppid);
+    auto it = by_vpid.find({images[i].pid_space(), images[i].process().ppid});
     if (it != by_vpid.end() && it->second != i) {
       tree.parent[i] = static_cast<int>(it->second);
       tree.children[it->second].push_back(i);  // ascending virtual pids: group leaders first
@@ -54,7 +60,7 @@ size_t ProcessTree::subtree_size(size_t i) const {
   return n;
 }
 
-StasisPidTable* create_pid_table(const StasisRestartInfo& info) {
+StasisPidTable* create_pid_table(const StasisRestartInfo& info, const std::string& pid_space) {
   int fd = memfd_create("stasis-pids", MFD_CLOEXEC);
   if (fd < 0 || ftruncate(fd, sizeof(StasisPidTable)) != 0)
     throw Error(fmt::format("cannot create the pid table: {}", std::strerror(errno)));
@@ -65,6 +71,9 @@ StasisPidTable* create_pid_table(const StasisRestartInfo& info) {
   std::memcpy(table->coord_host, info.coord_host, sizeof table->coord_host);
   table->coord_port = info.coord_port;
   std::memcpy(table->secret_hex, info.secret_hex, sizeof table->secret_hex);
+  if (pid_space.size() >= sizeof table->pid_space)
+    throw Error(fmt::format("the pid space \"{}\" is longer than the pid table holds", pid_space));
+  std::memcpy(table->pid_space, pid_space.c_str(), pid_space.size() + 1);
   for (int std_fd = 0; std_fd <= 2; std_fd++) {
     struct stat st;
     if (fstat(std_fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
@@ -133,6 +142,7 @@ void TreeForker::become(size_t i) {
     }
   if (auto steps = parts_.srun_steps.find(proc.original_pid); steps != parts_.srun_steps.end())
     for (const SrunStep& step : steps->second) {
+      if (step.parent_space != images_[i].pid_space()) continue;  // another space's process of that pid ran it
       pid_t child = fork();
       if (child < 0) throw Error("cannot fork a job step in place of srun");
       if (child == 0) starter_.exec_srun_step(images_[i], context_.shared_descriptions, step);

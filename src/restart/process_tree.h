@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "image/reader.h"
@@ -20,14 +21,16 @@ struct ProcessTree {
   std::vector<std::vector<size_t>> children;  // ascending virtual pids: group leaders first
   size_t root = 0;                            // the root of the largest tree
 
-  // Throws stasis::Error if two images are the same process.
+  // Throws stasis::Error if two images are the same process (virtual pid of one pid space).
   static ProcessTree plan(const std::vector<image::Image>& images);
   size_t subtree_size(size_t i) const;
 };
 
-// The computation's pid table (virtual<->real pids, the coordinator, the outside world's standard
-// streams), at STASIS_PID_TABLE_FD for every process to inherit.
-StasisPidTable* create_pid_table(const StasisRestartInfo& info);
+// The computation's pid table (virtual<->real pids of `pid_space`, the coordinator, the outside
+// world's standard streams), at STASIS_PID_TABLE_FD for every process to inherit. One per part:
+// parts of two pid spaces restarted on one host keep a table each, so each process goes on seeing
+// the pids of its own space.
+StasisPidTable* create_pid_table(const StasisRestartInfo& info, const std::string& pid_space);
 
 // Forks the tree: each process forks its children, the parts it starts on other hosts and its
 // zombies, then restores itself (restore_process).

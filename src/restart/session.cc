@@ -20,6 +20,15 @@
 
 namespace stasis::restart {
 
+namespace {
+bool several_hosts_or_pid_spaces(const Checkpoint& ckpt) {
+  auto differ = [](const std::vector<std::string>& of_each) {
+    return std::any_of(of_each.begin(), of_each.end(), [&](const auto& v) { return v != of_each.front(); });
+  };
+  return differ(ckpt.hosts) || differ(ckpt.pid_spaces);
+}
+}  // namespace
+
 void RestartSession::run() {
   pack_setenv_entries(options_.setenv, context_.info.setenv_entries);
   Checkpoint ckpt = load_checkpoint(options_.checkpoint);
@@ -30,7 +39,7 @@ void RestartSession::run() {
   set_aside_srun_tasks(ckpt);
   relaunch_slurm_tasks_if_any(ckpt);
   parts_ = split_into_parts(images_, tree_.parent, tree_.root, ckpt.hosts, several_hosts_, options_.hosts,
-                            options_.part_vpid, options_.restart_id);
+                            options_.part, options_.restart_id);
   parts_.srun_steps = std::move(srun_steps_);
   tree_ = ProcessTree::plan(images_);
   for (const auto& img : images_) {
@@ -64,7 +73,9 @@ void RestartSession::run() {
   restore::set_descriptor_floor(context_.floor);
   // Each restored process reports a failure here, whatever its own descriptor 2 becomes.
   context_.restart_stderr = fcntl(2, F_DUPFD_CLOEXEC, context_.floor);
-  StasisPidTable* table = create_pid_table(info);
+  // A part is one pid space (parents are found within their children's), on several hosts as on
+  // one: its table translates that space's pids.
+  StasisPidTable* table = create_pid_table(info, images_[tree_.root].pid_space());
   // The other hosts' parts start first: this part's TCP connections to them are made through the
   // coordinator's name service, which they publish in once running.
   starter_ = {parts_.restart_id, addr.str(), options_.hosts, options_.setenv, options_.rsh, ckpt.dir.string(),
@@ -87,25 +98,27 @@ void RestartSession::run() {
 // On several hosts only the images of this restart's part are verified (every part would
 // otherwise read every host's); the others' saved socket bytes are checked as they are read.
 void RestartSession::open_images(const Checkpoint& ckpt) {
-  several_hosts_ = options_.part_vpid != 0 || std::any_of(ckpt.hosts.begin(), ckpt.hosts.end(),
-                                                          [&](const auto& h) { return h != ckpt.hosts.front(); });
+  // Processes of several pid spaces come back in parts too, even from one host: each part has a
+  // pid table of its own, as one virtual pid may be two processes' there.
+  several_hosts_ = options_.part.vpid != 0 || several_hosts_or_pid_spaces(ckpt);
   payloads_unverified_ = several_hosts_;
   for (const auto& path : ckpt.images) {
     images_.push_back(image::Image::open(path.string(), /*verify_payloads=*/!options_.lazy && !several_hosts_));
     images_.back().load_fd_data();
+    images_.back().set_pid_space(ckpt.pid_spaces[images_.size() - 1]);
   }
 }
 
 // Tasks of several nodes, restarted inside a Slurm allocation with no --hosts: a new job step
 // brings each back on a node of this allocation (slurm_allocation.h). Does not return then.
 void RestartSession::relaunch_slurm_tasks_if_any(const Checkpoint& ckpt) {
-  if (!several_hosts_ || options_.part_vpid != 0 || !options_.hosts.empty() ||
+  if (!several_hosts_ || options_.part.vpid != 0 || !options_.hosts.empty() ||
       CommandEnvironment::read().slurm_job_nodelist.empty() ||
       !every_part_is_a_task(tree_.parent, ckpt.hosts))
     return;
   std::vector<uint32_t> vpids;
   for (const auto& img : images_) vpids.push_back(img.process().original_pid);
-  SlurmRelaunch plan = plan_slurm_relaunch(tree_.parent, ckpt.hosts, vpids, allocation_nodes());
+  SlurmRelaunch plan = plan_slurm_relaunch(tree_.parent, ckpt.hosts, vpids, allocation_nodes(), ckpt.pid_spaces);
   CoordAddress addr = coord_address_from(options_.coord);
   expect_restart(addr, ckpt.dir.parent_path().string());  // the tasks meet there, from every node
   std::vector<std::string> args = {"--restart-id", new_restart_id(), "--coord", addr.str()};
@@ -118,7 +131,7 @@ void RestartSession::relaunch_slurm_tasks_if_any(const Checkpoint& ckpt) {
 // restarted here: a new job step in this allocation brings them back, started in srun's place
 // as that process's child (PartPlan::srun_steps); the rest comes back without them.
 void RestartSession::set_aside_srun_tasks(Checkpoint& ckpt) {
-  if (options_.part_vpid != 0) return;  // a part, or a task of such a step: the first restart decided
+  if (options_.part.vpid != 0) return;  // a part, or a task of such a step: the first restart decided
   std::vector<uint32_t> vpids;
   for (const auto& img : images_) vpids.push_back(img.process().original_pid);
   std::vector<bool> set_aside;
@@ -129,7 +142,7 @@ void RestartSession::set_aside_srun_tasks(Checkpoint& ckpt) {
                               ckpt.dir.string()));
     return allocation_nodes();
   };
-  srun_steps_ = plan_srun_steps(vpids, ckpt.sruns, ckpt.hosts, allocation, set_aside);
+  srun_steps_ = plan_srun_steps(vpids, ckpt.sruns, ckpt.hosts, allocation, set_aside, ckpt.pid_spaces);
   if (srun_steps_.empty()) return;
   // What a task forked comes back with it: its descendants are set aside too.
   for (bool changed = true; changed;) {
@@ -150,15 +163,16 @@ void RestartSession::set_aside_srun_tasks(Checkpoint& ckpt) {
     }
   std::vector<image::Image> kept;
   Checkpoint rest = ckpt;
-  rest.images.clear(), rest.hosts.clear(), rest.sruns.clear();
+  rest.images.clear(), rest.hosts.clear(), rest.sruns.clear(), rest.pid_spaces.clear();
   for (size_t i = 0; i < images_.size(); i++) {
     if (set_aside[i]) continue;
     kept.push_back(std::move(images_[i]));
     rest.images.push_back(ckpt.images[i]), rest.hosts.push_back(ckpt.hosts[i]), rest.sruns.push_back(ckpt.sruns[i]);
+    rest.pid_spaces.push_back(ckpt.pid_spaces[i]);
   }
   images_ = std::move(kept);
   ckpt = std::move(rest);
-  several_hosts_ = std::any_of(ckpt.hosts.begin(), ckpt.hosts.end(), [&](const auto& h) { return h != ckpt.hosts.front(); });
+  several_hosts_ = several_hosts_or_pid_spaces(ckpt);
   tree_ = ProcessTree::plan(images_);
 }
 

@@ -30,7 +30,7 @@ struct RestartOptions {
   // Restarts on several hosts (parts.h).
   std::string hosts;       // OLD=NEW,...
   std::string rsh;         // the remote launcher ("": $STASIS_RSH or ssh)
-  uint32_t part_vpid = 0;  // restart only the part rooted at this process (0: the first restart)
+  PartName part;           // restart only the part rooted at this process (vpid 0: the first restart)
   std::string restart_id;  // names this restart's meetings (given to the parts)
   bool clock_continue = false;  // --clock=continue: monotonic clocks resume from the checkpoint's
   std::set<int> keep_fds;       // descriptors of this process the restored one keeps (an MPI launcher's, --mpi-rank)

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -107,7 +108,8 @@ bool every_part_is_a_task(const std::vector<int>& parents, const std::vector<std
 }
 
 SlurmRelaunch plan_slurm_relaunch(const std::vector<int>& parents, const std::vector<std::string>& old_hosts,
-                                  const std::vector<uint32_t>& vpids, const std::vector<SlurmNode>& allocation) {
+                                  const std::vector<uint32_t>& vpids, const std::vector<SlurmNode>& allocation,
+                                  const std::vector<std::string>& spaces) {
   std::vector<size_t> roots = part_roots(parents, old_hosts);
   std::vector<std::string> hosts;  // the old hosts, in the checkpoint's order
   for (const auto& h : old_hosts)
@@ -132,12 +134,13 @@ SlurmRelaunch plan_slurm_relaunch(const std::vector<int>& parents, const std::ve
   std::vector<std::string> pairs;
   for (const auto& h : hosts) pairs.push_back(h + "=" + allocation[node_of[h]].address);
   plan.hosts_text = fmt::format("{}", fmt::join(pairs, ","));
-  std::vector<std::pair<size_t, uint32_t>> tasks;  // (node, vpid), grouped by node as srun's block layout
+  std::vector<std::tuple<size_t, uint32_t, std::string>> tasks;  // (node, vpid, space), grouped by node as srun's block layout
   for (size_t i = 0; i < roots.size(); i++)
-    if (roots[i] == i) tasks.emplace_back(node_of[old_hosts[i]], vpids[i]);
+    if (roots[i] == i) tasks.emplace_back(node_of[old_hosts[i]], vpids[i], spaces.empty() ? "" : spaces[i]);
   std::sort(tasks.begin(), tasks.end());
-  for (const auto& [node, vpid] : tasks) {
+  for (const auto& [node, vpid, space] : tasks) {
     plan.task_vpids.push_back(vpid);
+    plan.task_spaces.push_back(space);
     plan.task_nodes.push_back(allocation[node].name);
   }
   return plan;
@@ -153,10 +156,13 @@ void exec_srun_relaunch(const SlurmRelaunch& plan, std::vector<std::string> rest
   if (write(hostfile, layout.data(), layout.size()) != static_cast<ssize_t>(layout.size()))
     throw Error(fmt::format("cannot write srun's host file: {}", std::strerror(errno)));
   setenv("SLURM_HOSTFILE", fmt::format("/proc/{}/fd/{}", getpid(), hostfile).c_str(), 1);
+  std::vector<std::string> parts;
+  for (size_t t = 0; t < plan.task_vpids.size(); t++)
+    parts.push_back(PartName{plan.task_vpids[t], t < plan.task_spaces.size() ? plan.task_spaces[t] : ""}.text());
   std::vector<std::string> argv = {"srun", "--ntasks", std::to_string(plan.task_vpids.size()),
                                    "--distribution=arbitrary",
                                    std::filesystem::read_symlink("/proc/self/exe").string(), "restart",
-                                   "--task-parts", fmt::format("{}", fmt::join(plan.task_vpids, ",")),
+                                   "--task-parts", fmt::format("{}", fmt::join(parts, ",")),
                                    "--hosts", plan.hosts_text};
   argv.insert(argv.end(), restart_args.begin(), restart_args.end());
   argv.push_back(checkpoint_dir);
@@ -169,19 +175,13 @@ void exec_srun_relaunch(const SlurmRelaunch& plan, std::vector<std::string> rest
   throw Error(fmt::format("cannot run srun to restart the tasks: {}", std::strerror(errno)));
 }
 
-uint32_t part_of_this_task(const std::string& task_parts) {
+PartName part_of_this_task(const std::string& task_parts) {
   const std::string procid = CommandEnvironment::read().slurm_procid;
   const char* rank_text = procid.c_str();
   if (procid.empty()) throw Error("--task-parts: not a task of a Slurm job step (no SLURM_PROCID)");
-  std::vector<uint32_t> vpids;
+  std::vector<PartName> vpids;
   std::istringstream list(task_parts);
-  for (std::string item; std::getline(list, item, ',');) {
-    char* end = nullptr;
-    unsigned long vpid = strtoul(item.c_str(), &end, 10);
-    if (item.empty() || *end || vpid == 0 || vpid > UINT32_MAX)
-      throw Error(fmt::format("--task-parts: \"{}\" is not a process number", item));
-    vpids.push_back(static_cast<uint32_t>(vpid));
-  }
+  for (std::string item; std::getline(list, item, ',');) vpids.push_back(parse_part_name(item, "--task-parts"));
   char* end = nullptr;
   unsigned long rank = strtoul(rank_text, &end, 10);
   if (!*rank_text || *end || rank >= vpids.size())
@@ -217,14 +217,18 @@ std::vector<std::string> with_step_environment(const std::vector<std::string>& s
 std::map<uint32_t, std::vector<SrunStep>> plan_srun_steps(
     const std::vector<uint32_t>& vpids, const std::vector<std::pair<uint32_t, uint32_t>>& sruns,
     const std::vector<std::string>& old_hosts, const std::function<std::vector<SlurmNode>()>& allocation,
-    std::vector<bool>& is_task) {
+    std::vector<bool>& is_task, const std::vector<std::string>& spaces) {
   is_task.assign(vpids.size(), false);
   std::map<std::pair<uint32_t, uint32_t>, std::vector<size_t>> tasks_of;  // (parent, srun) -> tasks
+  std::map<uint32_t, std::string> parent_space;
   for (size_t i = 0; i < vpids.size(); i++) {
     auto [srun, parent] = sruns[i];
     auto ran_it = std::find(vpids.begin(), vpids.end(), parent);  // the process that ran srun
-    if (srun != 0 && ran_it != vpids.end() && sruns[static_cast<size_t>(ran_it - vpids.begin())].first == 0)
+    const size_t ran = static_cast<size_t>(ran_it - vpids.begin());
+    if (srun != 0 && ran_it != vpids.end() && sruns[ran].first == 0) {
       tasks_of[{parent, srun}].push_back(i);
+      parent_space[parent] = spaces.empty() ? "" : spaces[ran];
+    }
   }
   std::map<uint32_t, std::vector<SrunStep>> steps;
   if (tasks_of.empty()) return steps;
@@ -232,15 +236,18 @@ std::map<uint32_t, std::vector<SrunStep>> plan_srun_steps(
   for (const auto& [key, tasks] : tasks_of) {
     std::vector<std::string> hosts;
     std::vector<uint32_t> task_vpids;
+    std::vector<std::string> task_spaces;
     for (size_t i : tasks) {
       hosts.push_back(old_hosts[i]);
       task_vpids.push_back(vpids[i]);
+      task_spaces.push_back(spaces.empty() ? "" : spaces[i]);
       is_task[i] = true;
     }
     SrunStep step;
     step.vpid = key.second;
     step.parent_vpid = key.first;
-    step.plan = plan_slurm_relaunch(std::vector<int>(tasks.size(), -1), hosts, task_vpids, nodes);
+    step.parent_space = parent_space[key.first];
+    step.plan = plan_slurm_relaunch(std::vector<int>(tasks.size(), -1), hosts, task_vpids, nodes, task_spaces);
     steps[key.first].push_back(std::move(step));
   }
   return steps;

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "restart/hosts.h"
+
 namespace stasis::restart {
 
 struct SlurmNode {
@@ -23,6 +25,7 @@ struct SlurmNode {
 struct SlurmRelaunch {
   std::string hosts_text;              // --hosts for every part: each old host = its new node's address
   std::vector<uint32_t> task_vpids;    // the part each task of the new step restores, by rank
+  std::vector<std::string> task_spaces;  // and that part's pid space ("" in older checkpoints)
   std::vector<std::string> task_nodes; // the node each rank runs on
 };
 
@@ -40,11 +43,13 @@ std::string default_coord_in_allocation();
 // process started through a remote launcher by a process of the computation.
 bool every_part_is_a_task(const std::vector<int>& parents, const std::vector<std::string>& old_hosts);
 
-// Where each of those tasks goes. `old_hosts`, `vpids`: each process's. An old host that is a node
+// Where each of those tasks goes. `old_hosts`, `vpids`, `spaces`: each process's (no `spaces`: all
+// ""). An old host that is a node
 // of the allocation stays there; the others take the remaining nodes in order. Throws
 // stasis::Error when the allocation has fewer nodes than the checkpoint had hosts.
 SlurmRelaunch plan_slurm_relaunch(const std::vector<int>& parents, const std::vector<std::string>& old_hosts,
-                                  const std::vector<uint32_t>& vpids, const std::vector<SlurmNode>& allocation);
+                                  const std::vector<uint32_t>& vpids, const std::vector<SlurmNode>& allocation,
+                                  const std::vector<std::string>& spaces = {});
 
 // Execs `srun -n N --distribution=arbitrary` (the node of each rank in a SLURM_HOSTFILE) running
 // `restart_args` (this executable's `restart ...` arguments, without --task-parts, --hosts and
@@ -52,8 +57,9 @@ SlurmRelaunch plan_slurm_relaunch(const std::vector<int>& parents, const std::ve
 [[noreturn]] void exec_srun_relaunch(const SlurmRelaunch& plan, std::vector<std::string> restart_args,
                                      const std::string& checkpoint_dir);
 
-// In a task of that step: the part given for this task's rank ($SLURM_PROCID) in "V0,V1,...".
-uint32_t part_of_this_task(const std::string& task_parts);
+// In a task of that step: the part given for this task's rank ($SLURM_PROCID) in "P0,P1,..." (each
+// a PartName's text).
+PartName part_of_this_task(const std::string& task_parts);
 
 // In a task of that step: `given` (--setenv) after the step's SLURM_* and SLURMD_* variables, so
 // that the restarted task's environment names its new job, step and nodes as an uninterrupted
@@ -73,6 +79,7 @@ std::vector<std::string> with_step_environment(const std::vector<std::string>& s
 struct SrunStep {
   uint32_t vpid = 0;                       // srun's virtual pid, as its parent knows it
   uint32_t parent_vpid = 0;                // the process that ran srun
+  std::string parent_space;                // and its pid space ("" in older checkpoints)
   SlurmRelaunch plan;                      // where each task goes
   std::vector<std::string> restart_args;   // the tasks' `restart ...` arguments (exec_srun_relaunch)
   std::string checkpoint_dir;
@@ -85,6 +92,6 @@ struct SrunStep {
 std::map<uint32_t, std::vector<SrunStep>> plan_srun_steps(
     const std::vector<uint32_t>& vpids, const std::vector<std::pair<uint32_t, uint32_t>>& sruns,
     const std::vector<std::string>& old_hosts, const std::function<std::vector<SlurmNode>()>& allocation,
-    std::vector<bool>& is_task);
+    std::vector<bool>& is_task, const std::vector<std::string>& spaces = {});
 
 }  // namespace stasis::restart

@@ -37,7 +37,7 @@ TEST(SlurmRelaunch, TooFewNodesIsRefused) {
 
 TEST(SlurmRelaunch, PartOfThisTaskByRank) {
   setenv("SLURM_PROCID", "2", 1);
-  EXPECT_EQ(part_of_this_task("11,12,21"), 21u);
+  EXPECT_EQ(part_of_this_task("11,12,21").vpid, 21u);
   EXPECT_THROW(part_of_this_task("11,12"), Error);
   EXPECT_THROW(part_of_this_task("11,x,21"), Error);
   unsetenv("SLURM_PROCID");
@@ -57,6 +57,7 @@ TEST(SrunSteps, TasksOfAnSrunAProcessRanComeBackThroughAStepInItsPlace) {
   ASSERT_EQ(steps.size(), 1u);
   ASSERT_EQ(steps[5].size(), 1u);
   EXPECT_EQ(steps[5][0].vpid, 9u);
+  EXPECT_EQ(steps[5][0].parent_space, "");
   EXPECT_EQ(steps[5][0].plan.task_vpids, (std::vector<uint32_t>{11, 12, 21}));
   EXPECT_EQ(steps[5][0].plan.task_nodes, (std::vector<std::string>{"n1", "n1", "n2"}));
 }

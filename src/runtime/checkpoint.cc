@@ -48,6 +48,10 @@ void build_image_path(char* out, size_t cap, const char* dir, const char* comm, 
   n = str_len(out);
   if (n + 24 < cap) format_uint(out + n, static_cast<unsigned long>(pid));
   n = str_len(out);
+  // The pid is unique in its pid space only: two hosts (or pid namespaces) may both have it.
+  str_copy(out + n, "-", cap - n);
+  str_copy(out + str_len(out), kernel_pid_space_tag(), cap - str_len(out));
+  n = str_len(out);
   str_copy(out + n, suffix, cap - n);
 }
 

@@ -49,6 +49,11 @@ struct Config {
   int tcb_tid_offset = -1;  // offset of glibc's cached tid in struct pthread, -1 if unknown
 };
 extern Config g_config;
+// The kernel pid space this process reported when it last joined (StasisProcessInfo::pid_space),
+// as 8 hex digits of its hash: image names carry it, since a pid names a process only within its
+// space and every host of a computation writes into one checkpoint directory.
+void note_kernel_pid_space(const char* space);
+const char* kernel_pid_space_tag();
 extern StasisRestartInfo g_restart_info;  // filled in by the restart loader
 extern std::atomic<uint64_t> g_generation;
 

@@ -275,6 +275,18 @@ void exec_failed(bool entered) {
 bool coordinator_joined() { return g_join_state.load() == kJoined && !g_connection_lost.load(); }
 
 namespace {
+char g_pid_space_tag[9] = "00000000";
+}  // namespace
+
+void note_kernel_pid_space(const char* space) {
+  uint32_t hash = 2166136261u;  // FNV-1a: short, stable, spread over 32 bits
+  for (const char* c = space; *c; c++) hash = (hash ^ static_cast<unsigned char>(*c)) * 16777619u;
+  for (int i = 7; i >= 0; i--, hash >>= 4) g_pid_space_tag[i] = "0123456789abcdef"[hash & 15];
+}
+
+const char* kernel_pid_space_tag() { return g_pid_space_tag; }
+
+namespace {
 
 // One barrier of the sequences protocol/barriers.h lays out, as the coordinator orders it.
 void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
@@ -586,6 +598,9 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
   struct stat pid_namespace;  // a stat, no descriptor: see below
   if (g_boot_id[0] && STASIS_SYS4(SYS_newfstatat, AT_FDCWD, "/proc/self/ns/pid", &pid_namespace, 0) == 0)
     FixedText(info.pid_space, sizeof info.pid_space) << g_boot_id << "/" << pid_namespace.st_ino;
+  note_kernel_pid_space(info.pid_space);
+  const char* restored_space = pid_table_space();
+  str_copy(info.virtual_pid_space, restored_space ? restored_space : info.pid_space, sizeof info.virtual_pid_space);
   // The thread's name is the program's (inherited when the thread was made): no descriptor is
   // opened here, as this runs beside the program, which may dup2 onto any number meanwhile.
   char comm[17] = {};

@@ -18,6 +18,9 @@ NSRSH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "nsrsh")
 # Where each host's mount and UTS namespaces are kept: HOST_STATE/NAMESPACE.mnt and .uts (bin/nsrsh
 # reads the same paths).
 HOST_STATE = "/run/stasis-hosts"
+# The init of a host with its own pid namespace: reaps every child, its own and adopted ones.
+REAP_ORPHANS = ("import os, time\nwhile True:\n    try:\n        os.wait()\n"
+                "    except ChildProcessError:\n        time.sleep(0.2)\n")
 
 
 def shared_directory():
@@ -47,17 +50,41 @@ def unavailable():
 
 
 class TwoHosts:
-    """`spare_addresses`: a second address per host, standing for other machines a restart moves to."""
-    def __init__(self, namespaces, addresses, veth_prefix, spare_addresses=()):
+    """`spare_addresses`: a second address per host, standing for other machines a restart moves to.
+    `own_pids`: each host also has a pid namespace of its own (its own /proc; pids as small as on a
+    freshly booted node, so two hosts' processes may have the same pids, as real nodes' do). Not for
+    the ssh stand-in, which execs into the other host's namespaces: a process and its child would
+    then be in two pid spaces."""
+    def __init__(self, namespaces, addresses, veth_prefix, spare_addresses=(), own_pids=False):
         self.namespaces, self.addresses, self.veth = namespaces, addresses, veth_prefix
         self.spare_addresses = spare_addresses
+        self.own_pids = own_pids
         self.holders = []  # the processes holding each host's mount and UTS namespaces
 
     def in_ns(self, index, *argv):
-        """argv run on host `index`: in its network, mount and UTS namespaces (as bin/nsrsh does), in
-        the caller's working directory (as `ip netns exec` keeps it: the tests' is shared)."""
+        """argv run on host `index`: in its network, mount and UTS namespaces (as bin/nsrsh does) and
+        its pid namespace if it has one, in the caller's working directory (as `ip netns exec`
+        keeps it: the tests' is shared)."""
+        pid = ["--pid"] if self.own_pids else []
         return ["nsenter", "--wd=.", "-t", str(self.holder_pid(self.namespaces[index])), "--net", "--mount", "--uts",
-                "--", *argv]
+                *pid, "--", *argv]
+
+    def outer_pid(self, index, pid):
+        """The pid, on this machine, of the process that host `index` knows as `pid` (None if none):
+        with pid namespaces of their own, a daemon's pid file there names a process of the host's."""
+        if not self.own_pids:
+            return pid
+        namespace = os.readlink(f"/proc/{self.holder_pid(self.namespaces[index])}/ns/pid")
+        for entry in os.listdir("/proc"):
+            try:
+                if entry.isdigit() and os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                    with open(f"/proc/{entry}/status") as f:
+                        nspid = next(line for line in f if line.startswith("NSpid:")).split()
+                    if int(nspid[-1]) == pid:
+                        return int(entry)
+            except (OSError, StopIteration, ValueError):
+                continue
+        return None
 
     @staticmethod
     def holder_pid(ns):
@@ -86,15 +113,23 @@ class TwoHosts:
         a file every host sees, where a namespace bound to a file would be seen by hosts made after
         it only); its /sys shows its network devices, as under `ip netns exec`."""
         os.makedirs(HOST_STATE, exist_ok=True)
+        # With a pid namespace of its own, the holder is the host's init: it reaps what is orphaned
+        # there (the double-forked processes of a restart, sshd's sessions), as a node's init does.
+        hold = f"exec {sys.executable} -c '{REAP_ORPHANS}'" if self.own_pids else "exec sleep infinity"
         setup = ("mount -t tmpfs -o mode=1777 tmpfs /tmp && mount -t tmpfs -o mode=1777 tmpfs /dev/shm && "
-                 f"mount -t sysfs sysfs /sys && hostname {ns.replace('_', '-')} && echo ready && exec sleep infinity")
-        holder = subprocess.Popen(["nsenter", f"--net=/run/netns/{ns}", "unshare", "--mount", "--uts", "--propagation",
-                                   "private", "sh", "-c", setup], stdout=subprocess.PIPE, text=True)
+                 f"mount -t sysfs sysfs /sys && hostname {ns.replace('_', '-')} && echo ready && {hold}")
+        pid_namespace = ["--pid", "--fork", "--mount-proc"] if self.own_pids else []
+        holder = subprocess.Popen(["nsenter", f"--net=/run/netns/{ns}", "unshare", "--mount", "--uts", *pid_namespace,
+                                   "--propagation", "private", "sh", "-c", setup], stdout=subprocess.PIPE, text=True)
         self.holders.append(holder)
         if holder.stdout.readline().strip() != "ready":
             raise RuntimeError(f"host {ns} could not get its own /tmp, /dev/shm and host name")
+        holder_pid = holder.pid  # nsenter and unshare exec: the pid is the holder's
+        if self.own_pids:  # unshare forked the host's init, which holds every namespace of the host
+            with open(f"/proc/{holder.pid}/task/{holder.pid}/children") as f:
+                holder_pid = int(f.read().split()[0])
         with open(f"{HOST_STATE}/{ns}.pid", "w") as f:
-            f.write(str(holder.pid))  # nsenter and unshare exec: the pid is the holder's
+            f.write(str(holder_pid))
 
     def check_nodes(self):
         """Each host sees its own /tmp and /dev/shm and name: a file made on one is on no other."""
@@ -110,6 +145,11 @@ class TwoHosts:
         names = [run(*self.in_ns(i, "hostname")).stdout.strip() for i in range(len(self.namespaces))]
         if len(set(names)) != len(names):
             raise RuntimeError(f"the hosts share a host name: {names}")
+        if self.own_pids:
+            spaces = [run(*self.in_ns(i, "readlink", "/proc/self/ns/pid")).stdout.strip()
+                      for i in range(len(self.namespaces))]
+            if len(set(spaces) | {os.readlink("/proc/self/ns/pid")}) != len(spaces) + 1:
+                raise RuntimeError(f"the hosts do not have pid namespaces of their own: {spaces}")
 
     def up(self):
         self.down()  # left over from an interrupted run

@@ -89,6 +89,7 @@ def main():
         print(f"SKIP: {reason}")
         return 77
     ssh = "ssh" if args.real_ssh else os.path.join(HERE, "bin", "ssh")
+    HOSTS.own_pids = args.real_ssh  # the stand-in execs across hosts: one pid namespace for both
     h1, h2 = HOSTS.addresses
     tmp, env, coord, ckpt_dir, log_path = test_run(HOSTS, args.nsrsh, "stasis-mpi-hosts-", PORT)
     subnet = "10.203.0.0/24"

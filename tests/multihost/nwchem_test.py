@@ -26,7 +26,7 @@ from e2e_common import wait_for  # noqa: E402
 from multihost.hosts import (NSRSH, RealSsh, TwoHosts, checkpoint_and_kill, fail, launch_on_host1,  # noqa: E402
                              real_ssh_unavailable, remove_unless_kept, skip_reason, test_run)
 
-HOSTS = TwoHosts(("stasis_nw1", "stasis_nw2"), ("10.208.0.1", "10.208.0.2"), "stasis_nv")
+HOSTS = TwoHosts(("stasis_nw1", "stasis_nw2"), ("10.208.0.1", "10.208.0.2"), "stasis_nv", own_pids=True)
 PORT = 7781
 ENERGY = re.compile(r"Total (?:DFT|SCF) energy\s*=\s*(\S+)")
 ITERATION = re.compile(r"^ d= ", re.M)  # one line per SCF iteration

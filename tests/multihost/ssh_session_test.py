@@ -37,9 +37,9 @@ from e2e_common import wait_for  # noqa: E402
 from multihost.hosts import (NSRSH, BridgedHosts, RealSsh, TwoHosts, checkpoint_and_kill, fail,  # noqa: E402
                              launch_on_host1, real_ssh_unavailable, remove_unless_kept, skip_reason, test_run)
 
-TWO_HOSTS = TwoHosts(("stasis_rs1", "stasis_rs2"), ("10.207.0.1", "10.207.0.2"), "stasis_rv")
+TWO_HOSTS = TwoHosts(("stasis_rs1", "stasis_rs2"), ("10.207.0.1", "10.207.0.2"), "stasis_rv", own_pids=True)
 THREE_HOSTS = BridgedHosts(("stasis_rs1", "stasis_rs2", "stasis_rs3"), ("10.207.0.1", "10.207.0.2", "10.207.0.3"),
-                           "stasis_rv")
+                           "stasis_rv", own_pids=True)
 PORT, LINES, DELAY_MS = 7781, 400, 25
 
 

@@ -39,10 +39,12 @@ def free_port():
 
 
 class Node:
-    """A compute node: its NodeName (what its slurmd finds as its host name), NodeAddr, and how a
-    command is run there (`on(argv)`: the argv that runs it on the node)."""
-    def __init__(self, name, address, on=lambda argv: list(argv)):
-        self.name, self.address, self.on = name, address, on
+    """A compute node: its NodeName (what its slurmd finds as its host name), NodeAddr, how a
+    command is run there (`on(argv)`: the argv that runs it on the node) and which process of this
+    machine a pid its daemons write names (`outer_pid(pid)`, None if none: a node with a pid
+    namespace of its own writes pids of that namespace)."""
+    def __init__(self, name, address, on=lambda argv: list(argv), outer_pid=lambda pid: pid):
+        self.name, self.address, self.on, self.outer_pid = name, address, on, outer_pid
 
 
 class Cluster:
@@ -54,7 +56,7 @@ class Cluster:
         self.dir = os.path.join(tmp, "slurm")
         self.conf_template = conf_template
         self.conf = os.path.join(self.dir, "slurm.conf")
-        self.pid_files = []  # of the daemons started, in start order
+        self.pid_files = []  # of the daemons started, in start order: (pid file, its pid -> this machine's)
         self.nodes = nodes or [Node(socket.gethostname(), "127.0.0.1")]
         self.ports = ports or (free_port(), free_port())
         self.spool = spool or os.path.join(self.dir, "spool-%n")
@@ -99,7 +101,7 @@ class Cluster:
         self._start("munged", os.path.join(munge_dir, "pid"),
                     ["runuser", "-u", "munge", "--", DAEMONS[0], f"--socket={socket_path}", f"--key-file={key}",
                      f"--pid-file={os.path.join(munge_dir, 'pid')}", f"--log-file={os.path.join(munge_dir, 'log')}",
-                     f"--seed-file={os.path.join(munge_dir, 'seed')}"])
+                     f"--seed-file={os.path.join(munge_dir, 'seed')}"], outer_pid=lambda pid: pid)
         text = open(self.conf_template).read()
         node_lines = "\n".join(f"NodeName={n.name} NodeAddr={n.address} CPUs=2 CoresPerSocket=2 ThreadsPerCore=1 "
                                "State=UNKNOWN" for n in self.nodes)
@@ -112,11 +114,12 @@ class Cluster:
         with open(self.conf, "w") as f:
             f.write(text)
         env = self.env(os.environ)
-        self._start("slurmctld", os.path.join(self.dir, "slurmctld.pid"), controller.on([DAEMONS[1]]), env)
+        self._start("slurmctld", os.path.join(self.dir, "slurmctld.pid"), controller.on([DAEMONS[1]]), controller.outer_pid,
+                    env)
         for node in self.nodes:
             subprocess.run(node.on(["mkdir", "-p", self.spool.replace("%n", node.name)]), check=True, timeout=60)
             self._start(f"slurmd of {node.name}", os.path.join(self.dir, f"slurmd-{node.name}.pid"),
-                        node.on([DAEMONS[2]]), env)
+                        node.on([DAEMONS[2]]), node.outer_pid, env)
         deadline = time.time() + 60
         while time.time() < deadline:
             state = self.run("sinfo", "-h", "-N", "-o", "%t").stdout
@@ -130,9 +133,9 @@ class Cluster:
         return subprocess.run(self.nodes[0].on(argv), capture_output=True, text=True, timeout=timeout,
                               env=self.env(env or os.environ))
 
-    def _start(self, name, pid_file, argv, env=None):
+    def _start(self, name, pid_file, argv, outer_pid, env=None):
         # The daemons fork into the background; they are known by their pid files from then on.
-        self.pid_files.append(pid_file)
+        self.pid_files.append((pid_file, outer_pid))
         subprocess.run(argv, check=True, env=env, timeout=60)
         deadline = time.time() + 30
         while not self._pid(pid_file):
@@ -168,8 +171,9 @@ class Cluster:
                 self.wait_no_jobs(30)
             except RuntimeError:
                 pass
-        for pid_file in reversed(self.pid_files):
+        for pid_file, outer_pid in reversed(self.pid_files):
             pid = self._pid(pid_file)
+            pid = outer_pid(pid) if pid else None  # never a pid of another namespace: another process here
             if not pid:
                 continue
             try:

@@ -31,9 +31,11 @@ def skip_reason(conf_template):
 class SlurmNodes:
     """The hosts (two, or `count`) and the cluster on them: `up()` then `down()`, also after a failure."""
     def __init__(self, conf_template, prefix, count=2):
-        self.hosts = BridgedHosts(NAMESPACES[:count], ADDRESSES[:count], "stasis_lv")
+        # A pid namespace per node too: the tasks of two nodes may have the same pids, as on a cluster.
+        self.hosts = BridgedHosts(NAMESPACES[:count], ADDRESSES[:count], "stasis_lv", own_pids=True)
         self.tmp = test_directory(prefix)
-        nodes = [Node(ns.replace("_", "-"), address, on=lambda argv, i=i: self.hosts.in_ns(i, *argv))
+        nodes = [Node(ns.replace("_", "-"), address, on=lambda argv, i=i: self.hosts.in_ns(i, *argv),
+                      outer_pid=lambda pid, i=i: self.hosts.outer_pid(i, pid))
                  for i, (ns, address) in enumerate(zip(NAMESPACES[:count], ADDRESSES[:count]))]
         # Each slurmd's spool in its node's own /tmp, as on a cluster's nodes.
         self.cluster = Cluster(self.tmp, conf_template, nodes, PORTS, spool="/tmp/slurmd-spool")

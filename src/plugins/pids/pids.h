@@ -21,6 +21,9 @@ bool pid_table_coordinator(char* host, size_t host_cap, uint16_t* port, char* se
 // (stasis_external_file_key) at, or -1 when it is not one of those.
 int pid_table_outside_descriptor(uint64_t key);
 bool pid_table_region(uint64_t* start, uint64_t* end);  // the mapping, for the memory plugin to skip
+// After a restart: the pid space this computation's virtual pids belong to (the checkpoint's,
+// not this host's), or nullptr (no table, or a checkpoint older than pid spaces).
+const char* pid_table_space();
 long virtual_pid_of(long real);
 long real_pid_of(long virt);
 void map_pid(long virt, long real);

@@ -65,6 +65,13 @@ foreach(coord own shared)
                    ${STASIS_BIN} $<TARGET_FILE:vpid_signals> ${coord})
   set_tests_properties(restart.vpid.side_by_side.${coord} PROPERTIES TIMEOUT 200 LABELS restart)
 endforeach()
+# Two hosts with pid namespaces of their own whose processes have the same virtual pids (issue 16):
+# keyed by pid space, restarted on the same hosts, swapped and both onto one host. Real OpenSSH
+# between the hosts (ssh_driver is src/plugins/ssh's); run under `flock /run/stasis-multihost.lock`.
+add_test(NAME multihost.pids.same_vpids
+         COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/same_pids_test.py
+                 --stasis ${STASIS_BIN} --driver $<TARGET_FILE:ssh_driver> --worker $<TARGET_FILE:counter>)
+set_tests_properties(multihost.pids.same_vpids PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 
 # ---- process trees: fork, pipes between processes, zombies, pids seen across a restart --------
 foreach(t fork_tree scale_tree shared_memory)

@@ -70,6 +70,10 @@ bool pid_table_coordinator(char* host, size_t host_cap, uint16_t* port, char* se
   return true;
 }
 
+const char* pid_table_space() {
+  return g_pid_table && g_pid_table->pid_space[0] ? g_pid_table->pid_space : nullptr;
+}
+
 long virtual_pid_of(long real) {
   uint32_t v = g_pid_table ? stasis_pid_table_lookup(g_pid_table->virtual_of_real, real) : 0;
   return v ? v : real;
