@@ -2,3 +2,19 @@
 add_test(NAME kvm.refused_at_once
          COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/tests/kvm_refused.py ${STASIS_BIN})
 set_tests_properties(kvm.refused_at_once PROPERTIES TIMEOUT 120 LABELS vm SKIP_RETURN_CODE 77)
+
+# A VM of the test's own monitor (tests/kvm_counter.c) checkpointed, killed and restarted by the
+# driver; skipped (77) without a /dev/kvm this user can open.
+stasis_test_target(kvm_counter ${CMAKE_CURRENT_LIST_DIR}/tests/kvm_counter.c)
+function(stasis_kvm_test name)
+  cmake_parse_arguments(T "" "" "ARGS;PROGRAM" ${ARGN})
+  add_test(NAME ${name}
+           COMMAND sh -c "[ -r /dev/kvm ] && [ -w /dev/kvm ] || { echo 'SKIP: no /dev/kvm this user can open'; exit 77; }; exec \"$@\""
+                   sh ${STASIS_TEST_PYTHON} ${DRIVER} --stasis ${STASIS_BIN} --name ${name} ${T_ARGS}
+                   -- $<TARGET_FILE:kvm_counter> ${T_PROGRAM})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 150 LABELS "ckpt;vm" SKIP_RETURN_CODE 77)
+endfunction()
+stasis_kvm_test(kvm.counter ARGS --wait-lines 40 PROGRAM 400 20)
+stasis_kvm_test(kvm.counter.chain2 ARGS --wait-lines 40 --chain 2 --between-lines 40 PROGRAM 400 20)
+stasis_kvm_test(kvm.counter.ckpt_kill ARGS --wait-lines 40 --kill ckpt-kill PROGRAM 400 20)
+stasis_plain_test(kvm_counter PROGRAM kvm_counter 100 0)

@@ -1,0 +1,208 @@
+// A small virtual machine monitor on /dev/kvm, for the KVM kind's checkpoint-kill-restart tests:
+// one vCPU in 32-bit protected mode (flat segments set through KVM_SET_SREGS) runs guest code
+// that counts, keeps a running hash of the counter (hash = hash * 31 + counter) and reports both
+// through port I/O exits; this monitor prints "step N hash H" for each, and "done ..." when the
+// guest halts after the last step. The output depends only on the guest's state, so a restart
+// that loses or repeats a step, or brings back a wrong register, shows in the output.
+//
+// With "timer", the VM has KVM's in-kernel irqchip and the guest first programs its LAPIC timer
+// (periodic, 20 ms) and then halts before each step: a step needs a timer interrupt, so a
+// restart that loses the timer leaves the guest halted for good.
+//
+// usage: kvm_counter STEPS [PACE_MS [timer]]   (exit 77: no /dev/kvm this user can open)
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GUEST_RAM (2u << 20)
+#define CODE_GPA 0x1000u
+#define PORT_COUNTER 0x10
+#define PORT_HASH 0x11
+#define PORT_DONE 0x12
+#define IDT_GPA 0x500u  // 256 gates
+#define GDT_GPA 0xd00u  // null, code 0x08, data 0x10: what interrupts and iret load
+#define HANDLER_GPA 0x1100u
+
+static void die(const char* what) {
+  fprintf(stderr, "kvm_counter: %s: %s\n", what, strerror(errno));
+  exit(1);
+}
+
+// The guest: esi = counter, edi = hash, ebx = the last step (set through KVM_SET_REGS).
+static const uint8_t kGuest[] = {
+    0x46,                          // loop: inc esi
+    0x6b, 0xff, 0x1f,              //   imul edi, edi, 31
+    0x01, 0xf7,                    //   add edi, esi
+    0xb9, 0x10, 0x00, 0x00, 0x00,  //   mov ecx, 16 (some guest work between reports; this nested KVM is slow)
+    0x49,                          // spin: dec ecx
+    0x75, 0xfd,                    //   jnz spin
+    0x89, 0xf0,                    //   mov eax, esi
+    0x66, 0xba, PORT_COUNTER, 0x00,  // mov dx, PORT_COUNTER
+    0xef,                          //   out dx, eax
+    0x89, 0xf8,                    //   mov eax, edi
+    0x66, 0xba, PORT_HASH, 0x00,   //   mov dx, PORT_HASH
+    0xef,                          //   out dx, eax
+    0x39, 0xde,                    //   cmp esi, ebx
+    0x75, 0xe0,                    //   jne loop
+    0xf4,                          //   hlt
+};
+
+// The timer guest: the LAPIC (at 0xfee00000) enabled, its timer periodic at vector 0x40 every
+// 20,000,000 bus cycles (KVM's APIC bus: 1 ns each), then it halts; each tick's handler makes
+// one step. The handler never returns (it resets the stack and halts again): KVM's instruction
+// emulator, which runs this guest on this nested machine, has no protected-mode iret.
+static const uint8_t kTimerGuest[] = {
+    0xc7, 0x05, 0xf0, 0x00, 0xe0, 0xfe, 0xff, 0x01, 0x00, 0x00,  // mov [SVR], 0x1ff: enabled
+    0xc7, 0x05, 0xe0, 0x03, 0xe0, 0xfe, 0x0b, 0x00, 0x00, 0x00,  // mov [divide], 0xb: by 1
+    0xc7, 0x05, 0x20, 0x03, 0xe0, 0xfe, 0x40, 0x00, 0x02, 0x00,  // mov [LVT timer], periodic | 0x40
+    0xc7, 0x05, 0x80, 0x03, 0xe0, 0xfe, 0x00, 0x2d, 0x31, 0x01,  // mov [initial count], 20000000
+    0xfb,                          // sti
+    0xf4,                          // idle: hlt (until the next tick)
+    0xeb, 0xfd,                    //   jmp idle
+};
+// Every vector's handler: end of interrupt, then one step.
+static const uint8_t kTimerHandler[] = {
+    0xc7, 0x05, 0xb0, 0x00, 0xe0, 0xfe, 0x00, 0x00, 0x00, 0x00,  // mov [EOI], 0
+    0xbc, 0x00, 0x00, 0x10, 0x00,  //   mov esp, 0x100000 (drop the interrupt's frame)
+    0x46,                          //   inc esi
+    0x6b, 0xff, 0x1f,              //   imul edi, edi, 31
+    0x01, 0xf7,                    //   add edi, esi
+    0x89, 0xf0,                    //   mov eax, esi
+    0x66, 0xba, PORT_COUNTER, 0x00,  // mov dx, PORT_COUNTER
+    0xef,                          //   out dx, eax
+    0x89, 0xf8,                    //   mov eax, edi
+    0x66, 0xba, PORT_HASH, 0x00,   //   mov dx, PORT_HASH
+    0xef,                          //   out dx, eax
+    0x39, 0xde,                    //   cmp esi, ebx
+    0x74, 0x07,                    //   je done
+    0xfb,                          //   sti
+    0xf4,                          // wait: hlt
+    0xeb, 0xfd,                    //   jmp wait
+    0x90, 0x90, 0x90,              //   (padding)
+    0x66, 0xba, PORT_DONE, 0x00,   // done: mov dx, PORT_DONE
+    0xef,                          //   out dx, eax
+    0xeb, 0xfe,                    //   jmp $
+};
+
+static void flat_segment(struct kvm_segment* s, uint16_t selector, uint8_t type) {
+  memset(s, 0, sizeof *s);
+  s->base = 0;
+  s->limit = 0xffffffff;
+  s->selector = selector;
+  s->type = type;
+  s->present = 1;
+  s->db = 1;
+  s->s = 1;
+  s->g = 1;
+}
+
+static void pace(long ms) {
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+  while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: kvm_counter STEPS [PACE_MS]\n");
+    return 2;
+  }
+  uint32_t steps = (uint32_t)strtoul(argv[1], NULL, 10);
+  long pace_ms = argc > 2 ? strtol(argv[2], NULL, 10) : 20;
+  int timer = argc > 3 && strcmp(argv[3], "timer") == 0;
+  int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+  if (kvm < 0) {
+    printf("SKIP: cannot open /dev/kvm: %s\n", strerror(errno));
+    return 77;
+  }
+  if (ioctl(kvm, KVM_GET_API_VERSION, 0) != KVM_API_VERSION) die("KVM_GET_API_VERSION");
+  int vm = ioctl(kvm, KVM_CREATE_VM, 0);
+  if (vm < 0) die("KVM_CREATE_VM");
+  uint8_t* ram = mmap(NULL, GUEST_RAM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (ram == MAP_FAILED) die("mmap guest RAM");
+  const uint64_t gdt[3] = {0, 0x00cf9a000000ffffull, 0x00cf92000000ffffull};  // flat 4 GiB
+  memcpy(ram + GDT_GPA, gdt, sizeof gdt);
+  if (timer) {
+    memcpy(ram + CODE_GPA, kTimerGuest, sizeof kTimerGuest);
+    memcpy(ram + HANDLER_GPA, kTimerHandler, sizeof kTimerHandler);
+    for (int v = 0; v < 256; v++) {  // 32-bit interrupt gates, all to the handler
+      uint8_t* gate = ram + IDT_GPA + 8 * v;
+      gate[0] = HANDLER_GPA & 0xff, gate[1] = (HANDLER_GPA >> 8) & 0xff;
+      gate[2] = 0x08, gate[3] = 0;  // the code segment
+      gate[4] = 0, gate[5] = 0x8e;  // present, ring 0, interrupt gate
+      gate[6] = 0, gate[7] = 0;
+    }
+  } else {
+    memcpy(ram + CODE_GPA, kGuest, sizeof kGuest);
+  }
+  struct kvm_userspace_memory_region slot = {
+      .slot = 0, .guest_phys_addr = 0, .memory_size = GUEST_RAM, .userspace_addr = (uint64_t)(uintptr_t)ram};
+  if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &slot) < 0) die("KVM_SET_USER_MEMORY_REGION");
+  if (ioctl(vm, KVM_SET_TSS_ADDR, 0xfffbd000ul) < 0) die("KVM_SET_TSS_ADDR");
+  if (timer && ioctl(vm, KVM_CREATE_IRQCHIP, 0) < 0) die("KVM_CREATE_IRQCHIP");
+  int vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
+  if (vcpu < 0) die("KVM_CREATE_VCPU");
+  int run_size = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
+  if (run_size <= 0) die("KVM_GET_VCPU_MMAP_SIZE");
+  struct kvm_run* run = mmap(NULL, (size_t)run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
+  if (run == MAP_FAILED) die("mmap kvm_run");
+
+  struct kvm_sregs sregs;
+  if (ioctl(vcpu, KVM_GET_SREGS, &sregs) < 0) die("KVM_GET_SREGS");
+  flat_segment(&sregs.cs, 0x08, 11);  // code: execute/read, accessed
+  flat_segment(&sregs.ds, 0x10, 3);   // data: read/write, accessed
+  sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
+  sregs.cr0 |= 1;  // protected mode
+  sregs.gdt.base = GDT_GPA;
+  sregs.gdt.limit = sizeof gdt - 1;
+  sregs.idt.base = IDT_GPA;
+  sregs.idt.limit = 256 * 8 - 1;
+  if (ioctl(vcpu, KVM_SET_SREGS, &sregs) < 0) die("KVM_SET_SREGS");
+  struct kvm_regs regs = {.rip = CODE_GPA, .rflags = 2, .rsp = 0x100000, .rsi = 0, .rdi = 7, .rbx = steps};
+  if (ioctl(vcpu, KVM_SET_REGS, &regs) < 0) die("KVM_SET_REGS");
+
+  uint32_t counter = 0;
+  for (;;) {
+    if (ioctl(vcpu, KVM_RUN, 0) < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;  // a signal (a checkpoint) came
+      die("KVM_RUN");
+    }
+    switch (run->exit_reason) {
+      case KVM_EXIT_IO: {
+        if (run->io.direction != KVM_EXIT_IO_OUT || run->io.size != 4) {
+          fprintf(stderr, "kvm_counter: unexpected port access to %#x\n", run->io.port);
+          return 1;
+        }
+        uint32_t value;
+        memcpy(&value, (uint8_t*)run + run->io.data_offset, sizeof value);
+        if (run->io.port == PORT_COUNTER) {
+          counter = value;
+        } else if (run->io.port == PORT_DONE) {
+          if (ioctl(vcpu, KVM_GET_REGS, &regs) < 0) die("KVM_GET_REGS");
+          printf("done steps %u hash %08x\n", (uint32_t)regs.rsi, (uint32_t)regs.rdi);
+          return 0;
+        } else if (run->io.port == PORT_HASH) {
+          printf("step %u hash %08x\n", counter, value);
+          fflush(stdout);
+          pace(pace_ms);
+        }
+        break;
+      }
+      case KVM_EXIT_HLT: {
+        if (ioctl(vcpu, KVM_GET_REGS, &regs) < 0) die("KVM_GET_REGS");
+        printf("done steps %u hash %08x\n", (uint32_t)regs.rsi, (uint32_t)regs.rdi);
+        return 0;
+      }
+      default:
+        fprintf(stderr, "kvm_counter: unexpected exit %u\n", run->exit_reason);
+        return 1;
+    }
+  }
+}
