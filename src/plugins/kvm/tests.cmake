@@ -18,3 +18,6 @@ stasis_kvm_test(kvm.counter ARGS --wait-lines 40 PROGRAM 400 20)
 stasis_kvm_test(kvm.counter.chain2 ARGS --wait-lines 40 --chain 2 --between-lines 40 PROGRAM 400 20)
 stasis_kvm_test(kvm.counter.ckpt_kill ARGS --wait-lines 40 --kill ckpt-kill PROGRAM 400 20)
 stasis_plain_test(kvm_counter PROGRAM kvm_counter 100 0)
+# In-kernel irqchip, the LAPIC timer periodic: each step waits for a tick (no pacing by the monitor).
+stasis_kvm_test(kvm.timer ARGS --wait-lines 40 PROGRAM 300 0 timer)
+stasis_kvm_test(kvm.timer.chain2 ARGS --wait-lines 40 --chain 2 --between-lines 40 PROGRAM 300 0 timer)

@@ -149,6 +149,13 @@ int main(int argc, char** argv) {
   if (timer && ioctl(vm, KVM_CREATE_IRQCHIP, 0) < 0) die("KVM_CREATE_IRQCHIP");
   int vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
   if (vcpu < 0) die("KVM_CREATE_VCPU");
+  // The CPUID KVM supports, as monitors give it (without one, KVM's LAPIC timer has no periodic mode).
+  struct {
+    struct kvm_cpuid2 header;
+    struct kvm_cpuid_entry2 entries[256];
+  } cpuid = {.header.nent = 256};
+  if (ioctl(kvm, KVM_GET_SUPPORTED_CPUID, &cpuid) < 0) die("KVM_GET_SUPPORTED_CPUID");
+  if (ioctl(vcpu, KVM_SET_CPUID2, &cpuid) < 0) die("KVM_SET_CPUID2");
   int run_size = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
   if (run_size <= 0) die("KVM_GET_VCPU_MMAP_SIZE");
   struct kvm_run* run = mmap(NULL, (size_t)run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
