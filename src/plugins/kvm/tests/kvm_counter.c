@@ -9,8 +9,13 @@
 // (periodic, 20 ms) and then halts before each step: a step needs a timer interrupt, so a
 // restart that loses the timer leaves the guest halted for good.
 //
-// usage: kvm_counter STEPS [PACE_MS [timer]]   (exit 77: no /dev/kvm this user can open)
+// With "2vcpus", a second vCPU (its own thread) runs the same guest code on its own counter and
+// hash (seeded differently) at the same pace; its lines are not printed (their order against
+// vCPU 0's would vary) but its final step and hash are, once both halted.
+//
+// usage: kvm_counter STEPS [PACE_MS [timer|2vcpus]]   (exit 77: no /dev/kvm this user can open)
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
 #include <stdint.h>
@@ -109,14 +114,72 @@ static void pace(long ms) {
   while (nanosleep(&t, &t) != 0 && errno == EINTR) {}
 }
 
+struct vcpu {
+  int fd;
+  struct kvm_run* run;
+  int print;  // vCPU 0 prints its steps
+  long pace_ms;
+  uint32_t final_steps, final_hash;
+};
+
+static void finish(struct vcpu* v) {
+  struct kvm_regs regs;
+  if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0) die("KVM_GET_REGS");
+  v->final_steps = (uint32_t)regs.rsi;
+  v->final_hash = (uint32_t)regs.rdi;
+}
+
+// Runs one vCPU until its guest halts (or reports PORT_DONE).
+static void* run_vcpu(void* arg) {
+  struct vcpu* v = arg;
+  struct kvm_run* run = v->run;
+  uint32_t counter = 0;
+  for (;;) {
+    if (ioctl(v->fd, KVM_RUN, 0) < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;  // a signal (a checkpoint) came
+      die("KVM_RUN");
+    }
+    switch (run->exit_reason) {
+      case KVM_EXIT_IO: {
+        if (run->io.direction != KVM_EXIT_IO_OUT || run->io.size != 4) {
+          fprintf(stderr, "kvm_counter: unexpected port access to %#x\n", run->io.port);
+          exit(1);
+        }
+        uint32_t value;
+        memcpy(&value, (uint8_t*)run + run->io.data_offset, sizeof value);
+        if (run->io.port == PORT_COUNTER) {
+          counter = value;
+        } else if (run->io.port == PORT_DONE) {
+          finish(v);
+          return NULL;
+        } else if (run->io.port == PORT_HASH) {
+          if (v->print) {
+            printf("step %u hash %08x\n", counter, value);
+            fflush(stdout);
+          }
+          pace(v->pace_ms);
+        }
+        break;
+      }
+      case KVM_EXIT_HLT:
+        finish(v);
+        return NULL;
+      default:
+        fprintf(stderr, "kvm_counter: unexpected exit %u\n", run->exit_reason);
+        exit(1);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: kvm_counter STEPS [PACE_MS]\n");
+    fprintf(stderr, "usage: kvm_counter STEPS [PACE_MS [timer|2vcpus]]\n");
     return 2;
   }
   uint32_t steps = (uint32_t)strtoul(argv[1], NULL, 10);
   long pace_ms = argc > 2 ? strtol(argv[2], NULL, 10) : 20;
   int timer = argc > 3 && strcmp(argv[3], "timer") == 0;
+  int vcpu_count = argc > 3 && strcmp(argv[3], "2vcpus") == 0 ? 2 : 1;
   int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
   if (kvm < 0) {
     printf("SKIP: cannot open /dev/kvm: %s\n", strerror(errno));
@@ -147,69 +210,47 @@ int main(int argc, char** argv) {
   if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &slot) < 0) die("KVM_SET_USER_MEMORY_REGION");
   if (ioctl(vm, KVM_SET_TSS_ADDR, 0xfffbd000ul) < 0) die("KVM_SET_TSS_ADDR");
   if (timer && ioctl(vm, KVM_CREATE_IRQCHIP, 0) < 0) die("KVM_CREATE_IRQCHIP");
-  int vcpu = ioctl(vm, KVM_CREATE_VCPU, 0);
-  if (vcpu < 0) die("KVM_CREATE_VCPU");
   // The CPUID KVM supports, as monitors give it (without one, KVM's LAPIC timer has no periodic mode).
   struct {
     struct kvm_cpuid2 header;
     struct kvm_cpuid_entry2 entries[256];
   } cpuid = {.header.nent = 256};
   if (ioctl(kvm, KVM_GET_SUPPORTED_CPUID, &cpuid) < 0) die("KVM_GET_SUPPORTED_CPUID");
-  if (ioctl(vcpu, KVM_SET_CPUID2, &cpuid) < 0) die("KVM_SET_CPUID2");
   int run_size = ioctl(kvm, KVM_GET_VCPU_MMAP_SIZE, 0);
   if (run_size <= 0) die("KVM_GET_VCPU_MMAP_SIZE");
-  struct kvm_run* run = mmap(NULL, (size_t)run_size, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
-  if (run == MAP_FAILED) die("mmap kvm_run");
 
-  struct kvm_sregs sregs;
-  if (ioctl(vcpu, KVM_GET_SREGS, &sregs) < 0) die("KVM_GET_SREGS");
-  flat_segment(&sregs.cs, 0x08, 11);  // code: execute/read, accessed
-  flat_segment(&sregs.ds, 0x10, 3);   // data: read/write, accessed
-  sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
-  sregs.cr0 |= 1;  // protected mode
-  sregs.gdt.base = GDT_GPA;
-  sregs.gdt.limit = sizeof gdt - 1;
-  sregs.idt.base = IDT_GPA;
-  sregs.idt.limit = 256 * 8 - 1;
-  if (ioctl(vcpu, KVM_SET_SREGS, &sregs) < 0) die("KVM_SET_SREGS");
-  struct kvm_regs regs = {.rip = CODE_GPA, .rflags = 2, .rsp = 0x100000, .rsi = 0, .rdi = 7, .rbx = steps};
-  if (ioctl(vcpu, KVM_SET_REGS, &regs) < 0) die("KVM_SET_REGS");
-
-  uint32_t counter = 0;
-  for (;;) {
-    if (ioctl(vcpu, KVM_RUN, 0) < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;  // a signal (a checkpoint) came
-      die("KVM_RUN");
-    }
-    switch (run->exit_reason) {
-      case KVM_EXIT_IO: {
-        if (run->io.direction != KVM_EXIT_IO_OUT || run->io.size != 4) {
-          fprintf(stderr, "kvm_counter: unexpected port access to %#x\n", run->io.port);
-          return 1;
-        }
-        uint32_t value;
-        memcpy(&value, (uint8_t*)run + run->io.data_offset, sizeof value);
-        if (run->io.port == PORT_COUNTER) {
-          counter = value;
-        } else if (run->io.port == PORT_DONE) {
-          if (ioctl(vcpu, KVM_GET_REGS, &regs) < 0) die("KVM_GET_REGS");
-          printf("done steps %u hash %08x\n", (uint32_t)regs.rsi, (uint32_t)regs.rdi);
-          return 0;
-        } else if (run->io.port == PORT_HASH) {
-          printf("step %u hash %08x\n", counter, value);
-          fflush(stdout);
-          pace(pace_ms);
-        }
-        break;
-      }
-      case KVM_EXIT_HLT: {
-        if (ioctl(vcpu, KVM_GET_REGS, &regs) < 0) die("KVM_GET_REGS");
-        printf("done steps %u hash %08x\n", (uint32_t)regs.rsi, (uint32_t)regs.rdi);
-        return 0;
-      }
-      default:
-        fprintf(stderr, "kvm_counter: unexpected exit %u\n", run->exit_reason);
-        return 1;
-    }
+  struct vcpu vcpus[2];
+  for (int i = 0; i < vcpu_count; i++) {
+    struct vcpu* v = &vcpus[i];
+    v->fd = ioctl(vm, KVM_CREATE_VCPU, i);
+    if (v->fd < 0) die("KVM_CREATE_VCPU");
+    if (ioctl(v->fd, KVM_SET_CPUID2, &cpuid) < 0) die("KVM_SET_CPUID2");
+    v->run = mmap(NULL, (size_t)run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+    if (v->run == MAP_FAILED) die("mmap kvm_run");
+    v->print = i == 0;
+    v->pace_ms = pace_ms;
+    struct kvm_sregs sregs;
+    if (ioctl(v->fd, KVM_GET_SREGS, &sregs) < 0) die("KVM_GET_SREGS");
+    flat_segment(&sregs.cs, 0x08, 11);  // code: execute/read, accessed
+    flat_segment(&sregs.ds, 0x10, 3);   // data: read/write, accessed
+    sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
+    sregs.cr0 |= 1;  // protected mode
+    sregs.gdt.base = GDT_GPA;
+    sregs.gdt.limit = sizeof gdt - 1;
+    sregs.idt.base = IDT_GPA;
+    sregs.idt.limit = 256 * 8 - 1;
+    if (ioctl(v->fd, KVM_SET_SREGS, &sregs) < 0) die("KVM_SET_SREGS");
+    struct kvm_regs regs = {.rip = CODE_GPA, .rflags = 2, .rsp = 0x100000 - 0x10000 * i, .rsi = 0,
+                            .rdi = 7 + 6 * i, .rbx = steps};
+    if (ioctl(v->fd, KVM_SET_REGS, &regs) < 0) die("KVM_SET_REGS");
   }
+  pthread_t second;
+  if (vcpu_count == 2 && pthread_create(&second, NULL, run_vcpu, &vcpus[1]) != 0) die("pthread_create");
+  run_vcpu(&vcpus[0]);
+  if (vcpu_count == 2) {
+    pthread_join(second, NULL);
+    printf("vcpu 1 done steps %u hash %08x\n", vcpus[1].final_steps, vcpus[1].final_hash);
+  }
+  printf("done steps %u hash %08x\n", vcpus[0].final_steps, vcpus[0].final_hash);
+  return 0;
 }
