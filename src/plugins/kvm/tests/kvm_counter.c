@@ -133,7 +133,11 @@ static void finish(struct vcpu* v) {
 static void* run_vcpu(void* arg) {
   struct vcpu* v = arg;
   struct kvm_run* run = v->run;
-  uint32_t counter = 0;
+  // Each step is one OUT of the counter, then one of the hash: the monitor checks that order, so
+  // an OUT the guest makes twice (an exit a restart did not finish) or never stops it here, even
+  // where the output would hide it (a line printed again just after a checkpoint looks legal).
+  uint32_t counter = 0, last = 0;
+  int have_counter = 0;
   for (;;) {
     if (ioctl(v->fd, KVM_RUN, 0) < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;  // a signal (a checkpoint) came
@@ -148,11 +152,21 @@ static void* run_vcpu(void* arg) {
         uint32_t value;
         memcpy(&value, (uint8_t*)run + run->io.data_offset, sizeof value);
         if (run->io.port == PORT_COUNTER) {
-          counter = value;
+          if (have_counter || value != last + 1) {
+            fprintf(stderr, "kvm_counter: the guest counted %u after %u%s\n", value, last,
+                    have_counter ? " without reporting its hash" : "");
+            exit(1);
+          }
+          counter = value, have_counter = 1;
         } else if (run->io.port == PORT_DONE) {
           finish(v);
           return NULL;
         } else if (run->io.port == PORT_HASH) {
+          if (!have_counter) {
+            fprintf(stderr, "kvm_counter: the guest reported the hash of step %u twice\n", last);
+            exit(1);
+          }
+          last = counter, have_counter = 0;
           if (v->print) {
             printf("step %u hash %08x\n", counter, value);
             fflush(stdout);
