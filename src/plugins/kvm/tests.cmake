@@ -24,3 +24,5 @@ stasis_kvm_test(kvm.timer.chain2 ARGS --wait-lines 40 --chain 2 --between-lines 
 # Two vCPUs, each in its own thread: both stopped, saved and rebuilt; vCPU 1's final hash printed.
 stasis_kvm_test(kvm.two_vcpus ARGS --wait-lines 40 PROGRAM 300 20 2vcpus)
 stasis_kvm_test(kvm.two_vcpus.chain2 ARGS --wait-lines 40 --chain 2 --between-lines 40 PROGRAM 300 20 2vcpus)
+# What the kind does not restore is refused at checkpoint, naming it; the VM runs on to the end.
+stasis_kvm_test(kvm.refused_irqfd ARGS --wait-lines 20 --expect-refusal "KVM_IRQFD" PROGRAM 200 0 irqfd)

@@ -13,7 +13,10 @@
 // hash (seeded differently) at the same pace; its lines are not printed (their order against
 // vCPU 0's would vary) but its final step and hash are, once both halted.
 //
-// usage: kvm_counter STEPS [PACE_MS [timer|2vcpus]]   (exit 77: no /dev/kvm this user can open)
+// With "irqfd", the timer guest runs, and the monitor also wires an eventfd to a guest interrupt line (KVM_IRQFD), which
+// Stasis does not restore: its checkpoint must be refused, naming the call.
+//
+// usage: kvm_counter STEPS [PACE_MS [timer|2vcpus|irqfd]]   (exit 77: no /dev/kvm this user can open)
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -187,13 +191,15 @@ static void* run_vcpu(void* arg) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: kvm_counter STEPS [PACE_MS [timer|2vcpus]]\n");
+    fprintf(stderr, "usage: kvm_counter STEPS [PACE_MS [timer|2vcpus|irqfd]]\n");
     return 2;
   }
   uint32_t steps = (uint32_t)strtoul(argv[1], NULL, 10);
   long pace_ms = argc > 2 ? strtol(argv[2], NULL, 10) : 20;
   int timer = argc > 3 && strcmp(argv[3], "timer") == 0;
   int vcpu_count = argc > 3 && strcmp(argv[3], "2vcpus") == 0 ? 2 : 1;
+  int irqfd = argc > 3 && strcmp(argv[3], "irqfd") == 0;
+  timer |= irqfd;  // the timer guest: with an in-kernel irqchip, HLT no longer exits
   int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
   if (kvm < 0) {
     printf("SKIP: cannot open /dev/kvm: %s\n", strerror(errno));
@@ -223,7 +229,11 @@ int main(int argc, char** argv) {
       .slot = 0, .guest_phys_addr = 0, .memory_size = GUEST_RAM, .userspace_addr = (uint64_t)(uintptr_t)ram};
   if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &slot) < 0) die("KVM_SET_USER_MEMORY_REGION");
   if (ioctl(vm, KVM_SET_TSS_ADDR, 0xfffbd000ul) < 0) die("KVM_SET_TSS_ADDR");
-  if (timer && ioctl(vm, KVM_CREATE_IRQCHIP, 0) < 0) die("KVM_CREATE_IRQCHIP");
+  if ((timer || irqfd) && ioctl(vm, KVM_CREATE_IRQCHIP, 0) < 0) die("KVM_CREATE_IRQCHIP");
+  if (irqfd) {
+    struct kvm_irqfd wire = {.fd = (uint32_t)eventfd(0, EFD_CLOEXEC), .gsi = 5};
+    if (ioctl(vm, KVM_IRQFD, &wire) < 0) die("KVM_IRQFD");
+  }
   // The CPUID KVM supports, as monitors give it (without one, KVM's LAPIC timer has no periodic mode).
   struct {
     struct kvm_cpuid2 header;
