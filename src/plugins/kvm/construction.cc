@@ -162,4 +162,13 @@ const KvmVcpuBuild* kvm_vcpu_entry(unsigned index) { return &g_vcpus[index]; }
 
 const char* kvm_unsupported_call() { return g_unsupported; }
 
+bool descriptor_link_starts(int fd, const char* prefix) {
+  char proc[32] = "", link[128];
+  FixedText(proc, sizeof proc) << "/proc/self/fd/" << fd;
+  long n = STASIS_SYS4(SYS_readlinkat, AT_FDCWD, proc, link, sizeof link - 1);
+  if (n <= 0) return false;
+  link[n] = 0;
+  return str_starts(link, prefix);
+}
+
 }  // namespace stasis::rt

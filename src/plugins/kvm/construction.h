@@ -31,6 +31,8 @@ int kvm_ioctl(int (*real)(int, unsigned long, ...), int fd, unsigned long reques
 const KvmVmBuild* kvm_vm_built_at(int fd);
 const KvmVcpuBuild* kvm_vcpu_built_at(int fd);
 const KvmVcpuBuild* kvm_vcpu_entry(unsigned index);  // index < kKvmMaxVcpus
+// Whether descriptor `fd` is open now on a file whose /proc/self/fd link starts with `prefix`.
+bool descriptor_link_starts(int fd, const char* prefix);
 // The first KVM call the program made that Stasis cannot bring back (its name), or nullptr.
 const char* kvm_unsupported_call();
 

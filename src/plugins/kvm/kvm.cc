@@ -145,7 +145,7 @@ bool save_vcpu(const FdProbe& probe, const KvmVcpuBuild& v, FdDataList& data, St
   s.vm_fd = v.vm_fd;
   s.vcpu_id = v.id;
   const KvmVmBuild* vm = kvm_vm_built_at(v.vm_fd);
-  if (!vm) {
+  if (!vm || !descriptor_link_starts(v.vm_fd, "anon_inode:kvm-vm")) {  // rebuilt with its VM, so that must be open too
     refuse(error, probe, "a KVM vCPU") << "its VM (descriptor " << v.vm_fd << ") is no longer open; not checkpointing";
     return false;
   }

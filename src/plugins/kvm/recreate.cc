@@ -21,8 +21,13 @@ class Rebuild {
   bool run() {
     for (int fd = 0; fd < 1024; fd++) {
       const KvmVmBuild* vm = kvm_vm_built_at(fd);
-      if (vm && holds_state(fd, "/memfd:stasis-kvm-vm-state") && !rebuild_vm(fd)) return false;
+      if (vm && descriptor_link_starts(fd, "/memfd:stasis-kvm-vm-state") && !rebuild_vm(fd)) return false;
     }
+    for (unsigned i = 0; i < kKvmMaxVcpus; i++)  // each vCPU came back with its VM
+      if (const KvmVcpuBuild* v = kvm_vcpu_entry(i); v->fd >= 0 && descriptor_link_starts(v->fd, "/memfd:stasis-kvm-vcpu-state")) {
+        fail(v->fd, "a saved vCPU whose VM was not rebuilt");
+        return false;
+      }
     return true;
   }
 
@@ -34,16 +39,6 @@ class Rebuild {
       ok_ = false;
     }
     return r;
-  }
-
-  // Whether descriptor `fd` is the memfd `stasis restart` left with a state.
-  static bool holds_state(int fd, const char* memfd_name) {
-    char proc[32] = "", link[128];
-    FixedText(proc, sizeof proc) << "/proc/self/fd/" << fd;
-    long n = STASIS_SYS4(SYS_readlinkat, AT_FDCWD, proc, link, sizeof link - 1);
-    if (n <= 0) return false;
-    link[n] = 0;
-    return str_starts(link, memfd_name);
   }
 
   // The saved state at `fd` into fresh memory (unmapped by the caller); nullptr on failure.
@@ -93,7 +88,7 @@ class Rebuild {
       ioctl(vm, KVM_SET_USER_MEMORY_REGION, &s->slots[i], "KVM_SET_USER_MEMORY_REGION");
     for (unsigned i = 0; ok_ && i < kKvmMaxVcpus; i++) {
       const KvmVcpuBuild* v = kvm_vcpu_entry(i);
-      if (v->fd >= 0 && v->vm_fd == vm_number && holds_state(v->fd, "/memfd:stasis-kvm-vcpu-state"))
+      if (v->fd >= 0 && v->vm_fd == vm_number && descriptor_link_starts(v->fd, "/memfd:stasis-kvm-vcpu-state"))
         rebuild_vcpu(static_cast<int>(dev), vm, *v, s->irqchip != 0);
     }
     current_ = vm_number;
