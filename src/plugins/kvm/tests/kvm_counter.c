@@ -45,21 +45,20 @@ static void die(const char* what) {
   exit(1);
 }
 
+// One step of both guests (6 bytes): inc esi; imul edi, edi, 31; add edi, esi.
+#define STEP_COUNT_AND_HASH 0x46, 0x6b, 0xff, 0x1f, 0x01, 0xf7
+// Its report (16 bytes): mov eax, esi; mov dx, PORT_COUNTER; out dx, eax; mov eax, edi;
+// mov dx, PORT_HASH; out dx, eax; then cmp esi, ebx (the last step?).
+#define STEP_REPORT 0x89, 0xf0, 0x66, 0xba, PORT_COUNTER, 0x00, 0xef, 0x89, 0xf8, 0x66, 0xba, PORT_HASH, 0x00, \
+                    0xef, 0x39, 0xde
+
 // The guest: esi = counter, edi = hash, ebx = the last step (set through KVM_SET_REGS).
 static const uint8_t kGuest[] = {
-    0x46,                          // loop: inc esi
-    0x6b, 0xff, 0x1f,              //   imul edi, edi, 31
-    0x01, 0xf7,                    //   add edi, esi
+    STEP_COUNT_AND_HASH,           // loop:
     0xb9, 0x10, 0x00, 0x00, 0x00,  //   mov ecx, 16 (some guest work between reports; this nested KVM is slow)
     0x49,                          // spin: dec ecx
     0x75, 0xfd,                    //   jnz spin
-    0x89, 0xf0,                    //   mov eax, esi
-    0x66, 0xba, PORT_COUNTER, 0x00,  // mov dx, PORT_COUNTER
-    0xef,                          //   out dx, eax
-    0x89, 0xf8,                    //   mov eax, edi
-    0x66, 0xba, PORT_HASH, 0x00,   //   mov dx, PORT_HASH
-    0xef,                          //   out dx, eax
-    0x39, 0xde,                    //   cmp esi, ebx
+    STEP_REPORT,
     0x75, 0xe0,                    //   jne loop
     0xf4,                          //   hlt
 };
@@ -81,16 +80,8 @@ static const uint8_t kTimerGuest[] = {
 static const uint8_t kTimerHandler[] = {
     0xc7, 0x05, 0xb0, 0x00, 0xe0, 0xfe, 0x00, 0x00, 0x00, 0x00,  // mov [EOI], 0
     0xbc, 0x00, 0x00, 0x10, 0x00,  //   mov esp, 0x100000 (drop the interrupt's frame)
-    0x46,                          //   inc esi
-    0x6b, 0xff, 0x1f,              //   imul edi, edi, 31
-    0x01, 0xf7,                    //   add edi, esi
-    0x89, 0xf0,                    //   mov eax, esi
-    0x66, 0xba, PORT_COUNTER, 0x00,  // mov dx, PORT_COUNTER
-    0xef,                          //   out dx, eax
-    0x89, 0xf8,                    //   mov eax, edi
-    0x66, 0xba, PORT_HASH, 0x00,   //   mov dx, PORT_HASH
-    0xef,                          //   out dx, eax
-    0x39, 0xde,                    //   cmp esi, ebx
+    STEP_COUNT_AND_HASH,
+    STEP_REPORT,
     0x74, 0x07,                    //   je done
     0xfb,                          //   sti
     0xf4,                          // wait: hlt
