@@ -177,8 +177,10 @@ bool save_vcpu(const FdProbe& probe, const KvmVcpuBuild& v, FdDataList& data, St
     get(KVM_GET_MP_STATE, &s.mp_state, "KVM_GET_MP_STATE");
     get(KVM_GET_REGS, &s.regs, "KVM_GET_REGS");
     get(KVM_GET_SREGS, &s.sregs, "KVM_GET_SREGS");
-    s.have_xsave = kvm(probe.fd, kvm_c::kGetXsave, s.xsave) == 0;
-    if (!s.have_xsave) get(KVM_GET_FPU, &s.fpu, "KVM_GET_FPU");
+    // XSAVE where KVM offers it (the legacy FPU area alone would lose the AVX registers).
+    s.have_xsave = kvm(v.vm_fd, KVM_CHECK_EXTENSION, reinterpret_cast<void*>(KVM_CAP_XSAVE)) > 0;
+    if (s.have_xsave) get(kvm_c::kGetXsave, s.xsave, "KVM_GET_XSAVE");
+    else get(KVM_GET_FPU, &s.fpu, "KVM_GET_FPU");
     s.have_xcrs = kvm(probe.fd, KVM_GET_XCRS, &s.xcrs) == 0;
     get(KVM_GET_DEBUGREGS, &s.debugregs, "KVM_GET_DEBUGREGS");
     if (vm->built.irqchip) get(KVM_GET_LAPIC, &s.lapic, "KVM_GET_LAPIC");

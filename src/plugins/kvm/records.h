@@ -67,7 +67,7 @@ typedef struct StasisKvmVcpuState {
   StasisKvmRunMapping mappings[STASIS_KVM_MAX_RUN_MAPS];
   uint32_t tsc_khz;  // 0: the kernel did not say
   uint32_t have_xcrs;
-  uint32_t have_xsave;  // 0: the host has no XSAVE for guests: `fpu` holds the FPU/SSE state
+  uint32_t have_xsave;  // 0: KVM offers no XSAVE (KVM_CAP_XSAVE): `fpu` holds the FPU/SSE state
   uint32_t reserved;
   struct kvm_fpu fpu;
   struct kvm_mp_state mp_state;

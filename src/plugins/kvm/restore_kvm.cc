@@ -83,6 +83,7 @@ void describe_kvm(const image::Image& img, const StasisFdRecord& rec, nlohmann::
   state["rip"] = vcpu->regs.rip;
   state["mp_state"] = vcpu->mp_state.mp_state;
   state["tsc_khz"] = vcpu->tsc_khz;
+  state["fpu"] = vcpu->have_xsave ? "xsave" : "legacy";
   state["msrs"] = vcpu->msrs.nmsrs;
   state["cpuid_entries"] = vcpu->cpuid.nent;
   state["run_exit_reason"] = reinterpret_cast<const kvm_run*>(vcpu->run)->exit_reason;
