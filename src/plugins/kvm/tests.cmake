@@ -21,6 +21,9 @@ stasis_plain_test(kvm_counter PROGRAM kvm_counter 100 0)
 # In-kernel irqchip, the LAPIC timer periodic: each step waits for a tick (no pacing by the monitor).
 stasis_kvm_test(kvm.timer ARGS --wait-lines 40 PROGRAM 300 0 timer)
 stasis_kvm_test(kvm.timer.chain2 ARGS --wait-lines 40 --chain 2 --between-lines 40 PROGRAM 300 0 timer)
+# The in-kernel PIT through the PIC (its state, and the PIC's, saved and set again).
+stasis_kvm_test(kvm.pit ARGS --wait-lines 40 PROGRAM 300 0 pit)
+stasis_kvm_test(kvm.pit.chain2 ARGS --wait-lines 40 --chain 2 --between-lines 40 PROGRAM 300 0 pit)
 # Two vCPUs, each in its own thread: both stopped, saved and rebuilt; vCPU 1's final hash printed.
 stasis_kvm_test(kvm.two_vcpus ARGS --wait-lines 40 PROGRAM 300 20 2vcpus)
 stasis_kvm_test(kvm.two_vcpus.chain2 ARGS --wait-lines 40 --chain 2 --between-lines 40 PROGRAM 300 20 2vcpus)

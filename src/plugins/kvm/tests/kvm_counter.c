@@ -16,7 +16,9 @@
 // With "irqfd", the timer guest runs, and the monitor also wires an eventfd to a guest interrupt line (KVM_IRQFD), which
 // Stasis does not restore: its checkpoint must be refused, naming the call.
 //
-// usage: kvm_counter STEPS [PACE_MS [timer|2vcpus|irqfd]]   (exit 77: no /dev/kvm this user can open)
+// With "pit", the guest of "timer" is driven by the in-kernel PIT through the PIC instead.
+//
+// usage: kvm_counter STEPS [PACE_MS [timer|pit|2vcpus|irqfd]]   (exit 77: no /dev/kvm this user can open)
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -76,9 +78,27 @@ static const uint8_t kTimerGuest[] = {
     0xf4,                          // idle: hlt (until the next tick)
     0xeb, 0xfd,                    //   jmp idle
 };
-// Every vector's handler: end of interrupt, then one step.
+// The PIT guest: the in-kernel PIC initialised (IRQ 0 at vector 0x20, every other line masked),
+// the PIT's channel 0 a rate generator every 23864 ticks of 1.193182 MHz (20 ms); then it halts.
+static const uint8_t kPitGuest[] = {
+    0xb0, 0x11, 0xe6, 0x20,  // ICW1: edge, cascade, ICW4 follows
+    0xb0, 0x20, 0xe6, 0x21,  // ICW2: vectors from 0x20
+    0xb0, 0x04, 0xe6, 0x21,  // ICW3: the slave on line 2
+    0xb0, 0x01, 0xe6, 0x21,  // ICW4: 8086 mode
+    0xb0, 0xfe, 0xe6, 0x21,  // OCW1: only IRQ 0
+    0xb0, 0x34, 0xe6, 0x43,  // PIT: channel 0, lobyte/hibyte, mode 2
+    0xb0, 0x38, 0xe6, 0x40,  //   divisor 0x5d38 (23864), low byte
+    0xb0, 0x5d, 0xe6, 0x40,  //   high byte
+    0xfb,                    // sti
+    0xf4,                    // idle: hlt (until the next tick)
+    0xeb, 0xfd,              //   jmp idle
+};
+
+// Every vector's handler: end of interrupt (to the LAPIC and the PIC: whichever delivered it),
+// then one step.
 static const uint8_t kTimerHandler[] = {
-    0xc7, 0x05, 0xb0, 0x00, 0xe0, 0xfe, 0x00, 0x00, 0x00, 0x00,  // mov [EOI], 0
+    0xc7, 0x05, 0xb0, 0x00, 0xe0, 0xfe, 0x00, 0x00, 0x00, 0x00,  // mov [EOI], 0 (LAPIC)
+    0xb0, 0x20, 0xe6, 0x20,                                      // mov al, 0x20; out 0x20, al (PIC)
     0xbc, 0x00, 0x00, 0x10, 0x00,  //   mov esp, 0x100000 (drop the interrupt's frame)
     STEP_COUNT_AND_HASH,
     STEP_REPORT,
@@ -182,7 +202,7 @@ static void* run_vcpu(void* arg) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: kvm_counter STEPS [PACE_MS [timer|2vcpus|irqfd]]\n");
+    fprintf(stderr, "usage: kvm_counter STEPS [PACE_MS [timer|pit|2vcpus|irqfd]]\n");
     return 2;
   }
   uint32_t steps = (uint32_t)strtoul(argv[1], NULL, 10);
@@ -190,7 +210,8 @@ int main(int argc, char** argv) {
   int timer = argc > 3 && strcmp(argv[3], "timer") == 0;
   int vcpu_count = argc > 3 && strcmp(argv[3], "2vcpus") == 0 ? 2 : 1;
   int irqfd = argc > 3 && strcmp(argv[3], "irqfd") == 0;
-  timer |= irqfd;  // the timer guest: with an in-kernel irqchip, HLT no longer exits
+  int pit = argc > 3 && strcmp(argv[3], "pit") == 0;
+  timer |= irqfd | pit;  // the timer guest: with an in-kernel irqchip, HLT no longer exits
   int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
   if (kvm < 0) {
     printf("SKIP: cannot open /dev/kvm: %s\n", strerror(errno));
@@ -204,7 +225,8 @@ int main(int argc, char** argv) {
   const uint64_t gdt[3] = {0, 0x00cf9a000000ffffull, 0x00cf92000000ffffull};  // flat 4 GiB
   memcpy(ram + GDT_GPA, gdt, sizeof gdt);
   if (timer) {
-    memcpy(ram + CODE_GPA, kTimerGuest, sizeof kTimerGuest);
+    if (pit) memcpy(ram + CODE_GPA, kPitGuest, sizeof kPitGuest);
+    else memcpy(ram + CODE_GPA, kTimerGuest, sizeof kTimerGuest);
     memcpy(ram + HANDLER_GPA, kTimerHandler, sizeof kTimerHandler);
     for (int v = 0; v < 256; v++) {  // 32-bit interrupt gates, all to the handler
       uint8_t* gate = ram + IDT_GPA + 8 * v;
@@ -221,6 +243,8 @@ int main(int argc, char** argv) {
   if (ioctl(vm, KVM_SET_USER_MEMORY_REGION, &slot) < 0) die("KVM_SET_USER_MEMORY_REGION");
   if (ioctl(vm, KVM_SET_TSS_ADDR, 0xfffbd000ul) < 0) die("KVM_SET_TSS_ADDR");
   if ((timer || irqfd) && ioctl(vm, KVM_CREATE_IRQCHIP, 0) < 0) die("KVM_CREATE_IRQCHIP");
+  struct kvm_pit_config pit_config = {.flags = 0};
+  if (pit && ioctl(vm, KVM_CREATE_PIT2, &pit_config) < 0) die("KVM_CREATE_PIT2");
   if (irqfd) {
     struct kvm_irqfd wire = {.fd = (uint32_t)eventfd(0, EFD_CLOEXEC), .gsi = 5};
     if (ioctl(vm, KVM_IRQFD, &wire) < 0) die("KVM_IRQFD");
