@@ -207,6 +207,12 @@ State* new_state(FdDataList& data, LogLine& error) {
   else error << "not enough checkpoint scratch memory for a KVM state; not checkpointing";
   return state;
 }
+
+int keep_state(FdDataList& data, int fd, uint32_t tag, const void* state, uint64_t size, LogLine& error) {
+  if (data.add_ref(fd, tag, state, size)) return 1;
+  error << "descriptor " << fd << ": too many descriptor states for the checkpoint's list; not checkpointing";
+  return -1;
+}
 }  // namespace
 
 int capture_kvm_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, LogLine& error) {
@@ -234,13 +240,13 @@ int capture_kvm_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data, Lo
     if (!state || !save_vm(probe, *vm, *state, error)) return -1;
     r.kind = STASIS_FD_KVM_VM;
     set_kind_data(r, StasisKvmData{static_cast<uint64_t>(probe.fd), 0});
-    return data.add_ref(probe.fd, STASIS_FD_DATA_KVM_VM_STATE, state, sizeof *state) ? 1 : -1;
+    return keep_state(data, probe.fd, STASIS_FD_DATA_KVM_VM_STATE, state, sizeof *state, error);
   }
   auto* state = new_state<StasisKvmVcpuState>(data, error);
   if (!state || !save_vcpu(probe, *vcpu, data, *state, error)) return -1;
   r.kind = STASIS_FD_KVM_VCPU;
   set_kind_data(r, StasisKvmData{static_cast<uint64_t>(vcpu->vm_fd), vcpu->id});
-  return data.add_ref(probe.fd, STASIS_FD_DATA_KVM_VCPU_STATE, state, sizeof *state) ? 1 : -1;
+  return keep_state(data, probe.fd, STASIS_FD_DATA_KVM_VCPU_STATE, state, sizeof *state, error);
 }
 
 bool claim_kvm_run_mapping(const Mapping& m, StasisRegionRecord* r) {
