@@ -281,6 +281,9 @@ enum StasisRegionKind STASIS_ENUM_BASE {
   // A mapping a kind saves with its own state, no PAGES (capture table's claim_mapping):
   // src/plugins/ipc/records.h.
   STASIS_REGION_SYSV_SHM = 16,
+  // A vCPU's kvm_run area (a shared mapping of the vCPU descriptor): no PAGES; its bytes are in
+  // the vCPU's state and the restarted runtime maps the new vCPU there (src/plugins/kvm/records.h).
+  STASIS_REGION_KVM_RUN = 17,
 };
 
 // The marks as /proc/PID/smaps' VmFlags show them ("dc", "wf", "dd", "hg", "nh", "mg").
@@ -356,6 +359,8 @@ enum StasisFdKind STASIS_ENUM_BASE {
   // SOCKET_DATAGRAMS) and the name of the socket it is connected to (FD_DATA SOCKET_PEER_NAME).
   STASIS_FD_UNIX_DATAGRAM = 20,
   STASIS_FD_MQUEUE = 32,  // a POSIX message queue; kind_data: src/plugins/ipc/records.h
+  STASIS_FD_KVM_VM = 33,    // a KVM virtual machine; kind_data and FD_DATA: src/plugins/kvm/records.h
+  STASIS_FD_KVM_VCPU = 34,  // one of its vCPUs
 };
 
 // kind_data of a STASIS_FD_EXTERNAL record (the image reader writes one too: image/reader.h).
@@ -435,6 +440,8 @@ enum StasisFdDataTag STASIS_ENUM_BASE {
   // file's index in this image.
   STASIS_FD_DATA_SHM_FILE = 0x104,        // StasisShmFile
   STASIS_FD_DATA_SHM_FILE_BYTES = 0x105,  // the file's contents (StasisShmFile::size bytes)
+  STASIS_FD_DATA_KVM_VM_STATE = 0x106,    // StasisKvmVmState (src/plugins/kvm/records.h)
+  STASIS_FD_DATA_KVM_VCPU_STATE = 0x107,  // StasisKvmVcpuState
 };
 
 typedef struct StasisShmFile {

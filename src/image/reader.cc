@@ -703,6 +703,7 @@ const char* region_kind_name(uint32_t kind) {
     case STASIS_REGION_SHARED_ANON: return "shared-anon";
     case STASIS_REGION_SHARED_ELSEWHERE: return "shared-elsewhere";
     case STASIS_REGION_SYSV_SHM: return "sysv-shm";
+    case STASIS_REGION_KVM_RUN: return "kvm-run";
   }
   return "unknown";
 }
@@ -725,6 +726,8 @@ constexpr FdKindName kFdKindNames[] = {
     {STASIS_FD_TCP_LISTENER, "tcp-listener"},  {STASIS_FD_TCP_CONNECTION, "tcp-connection"},
     {STASIS_FD_UDP_SOCKET, "udp-socket"},  {STASIS_FD_UNIX_DATAGRAM, "unix-datagram"},
     {STASIS_FD_MQUEUE, "mqueue"},
+    {STASIS_FD_KVM_VM, "kvm-vm"},
+    {STASIS_FD_KVM_VCPU, "kvm-vcpu"},
 };
 }  // namespace
 

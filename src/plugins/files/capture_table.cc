@@ -34,7 +34,7 @@ bool capture_shm_files(const ProcessCapture& c, LogLine& error) {
 
 constexpr CaptureKind kCaptureKinds[] = {
     // name        descriptor             process-wide       a refused one is...      its links
-    {"kvm",         capture_kvm_fd,        nullptr},  // /dev/kvm would pass for a plain device: refused
+    {"kvm",         capture_kvm_fd,        nullptr,           nullptr,  nullptr,  claim_kvm_run_mapping},  // before files: /dev/kvm looks like a plain device
     {"gpu",         capture_gpu_device_fd, capture_vulkan_refusal},  // so would a GPU's (x11 kind): refused
     {"mqueue",      capture_mqueue_fd,     nullptr},  // looks regular
     {"files",       capture_plain_fd,      nullptr},  // regular files, directories, devices, the outside's

@@ -12,6 +12,7 @@
 #include "plugins/eventfd/restore_eventfd.h"
 #include "plugins/files/process_wide_restore.h"
 #include "plugins/files/restore.h"
+#include "plugins/kvm/restore_kvm.h"
 #include "plugins/process/timers.h"
 #include "plugins/ssh/ssh_session.h"
 
@@ -52,6 +53,8 @@ constexpr RestoreKind kRestoreKinds[] = {
     {STASIS_FD_SIGNALFD,       nullptr,           nullptr,              nullptr,       open_signalfd,        nullptr,          describe_signalfd},
     {STASIS_FD_TIMERFD,        check_timerfd,     nullptr,              nullptr,       open_timerfd,         nullptr,          describe_timerfd},
     {STASIS_FD_INOTIFY,        check_inotify,     nullptr,              nullptr,       open_inotify,         nullptr,          describe_inotify},
+    {STASIS_FD_KVM_VM,         check_kvm,         nullptr,              nullptr,       open_kvm_state,       nullptr,          describe_kvm},
+    {STASIS_FD_KVM_VCPU,       check_kvm,         nullptr,              nullptr,       open_kvm_state,       nullptr,          describe_kvm},
 };
 
 void recreate_named_shm(const std::vector<image::Image>& images, SharedRestore& shared) {

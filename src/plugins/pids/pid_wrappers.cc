@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "plugins/files/capture.h"
+#include "plugins/kvm/construction.h"
 #include "plugins/launchers/remote_launch.h"
 #include "plugins/pids/pids.h"
 #include "runtime/rt.h"
@@ -397,6 +398,7 @@ STASIS_EXPORT int ioctl(int fd, unsigned long request, ...) {
   va_start(args, request);
   void* arg = va_arg(args, void*);
   va_end(args);
+  if (__builtin_expect(is_kvm_request(request), 0)) return kvm_ioctl(next_symbol(real, "ioctl"), fd, request, arg);
   if (!have_pid_table()) return next_symbol(real, "ioctl")(fd, request, arg);
   return ioctl_translating_pids(next_symbol(real, "ioctl"), fd, request, arg);
 }

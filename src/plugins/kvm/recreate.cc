@@ -1,0 +1,205 @@
+// KVM at restart, in the restarted process (its runtime, before the program's threads run): a VM
+// belongs to the memory of the process that makes it, so it is made here, where the loader has
+// put the guest's memory back. `stasis restart` left a memfd with each saved state at the VM's
+// and each vCPU's descriptor number (restore_kvm.cc); this builds the VM as the program did
+// (construction.h), sets the saved state in Firecracker's order, maps each kvm_run area where
+// the program had it, and puts the objects at their numbers. A failure ends the process: a VM
+// that is half restored must not run.
+#include <sys/mman.h>
+
+#include "plugins/kvm/construction.h"
+#include "plugins/kvm/kvm_requests.h"
+
+namespace stasis::rt {
+namespace {
+
+class Rebuild {
+ public:
+  explicit Rebuild(LogLine& error) : error_(error) {}
+
+  // Every VM whose descriptor holds a saved state; false (error says why) when one failed.
+  bool run() {
+    for (int fd = 0; fd < 1024; fd++) {
+      const KvmVmBuild* vm = kvm_vm_built_at(fd);
+      if (vm && descriptor_link_starts(fd, "/memfd:stasis-kvm-vm-state") && !rebuild_vm(fd)) return false;
+    }
+    for (unsigned i = 0; i < kKvmMaxVcpus; i++)  // each vCPU came back with its VM
+      if (const KvmVcpuBuild* v = kvm_vcpu_entry(i); v->fd >= 0 && descriptor_link_starts(v->fd, "/memfd:stasis-kvm-vcpu-state")) {
+        fail(v->fd, "a saved vCPU whose VM was not rebuilt");
+        return false;
+      }
+    return true;
+  }
+
+ private:
+  long ioctl(long fd, unsigned long request, const void* arg, const char* name) {
+    long r = STASIS_SYS3(SYS_ioctl, fd, request, arg);
+    if (r < 0 && ok_) {
+      error_ << "restart: KVM descriptor " << current_ << ": " << name << " failed (errno " << -r << ")";
+      ok_ = false;
+    }
+    return r;
+  }
+
+  // The saved state at `fd` into fresh memory (unmapped by the caller); nullptr on failure.
+  template <typename State>
+  State* load(int fd, uint64_t magic) {
+    long mem = STASIS_SYS6(SYS_mmap, 0, sizeof(State), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem < 0 && mem > -4096) {
+      fail(fd, "no memory to read its saved state");
+      return nullptr;
+    }
+    auto* state = reinterpret_cast<State*>(mem);
+    long got = STASIS_SYS4(SYS_pread64, fd, state, sizeof(State), 0);
+    if (got != static_cast<long>(sizeof(State)) || state->magic != magic) {
+      fail(fd, "its saved state is damaged");
+      STASIS_SYS2(SYS_munmap, mem, sizeof(State));
+      return nullptr;
+    }
+    return state;
+  }
+
+  void fail(int fd, const char* why) {
+    if (ok_) error_ << "restart: KVM descriptor " << fd << ": " << why;
+    ok_ = false;
+  }
+
+  // The new object `made` takes descriptor `number` (with the placeholder's FD_CLOEXEC).
+  bool place(long made, int number) {
+    long flags = STASIS_SYS2(SYS_fcntl, number, F_GETFD);
+    long r = STASIS_SYS3(SYS_dup3, made, number, (flags > 0 && (flags & FD_CLOEXEC)) ? O_CLOEXEC : 0);
+    STASIS_SYS1(SYS_close, made);
+    if (r != number) fail(number, "cannot put the new KVM object at its number");
+    return ok_;
+  }
+
+  bool rebuild_vm(int vm_number) {
+    current_ = vm_number;
+    auto* s = load<StasisKvmVmState>(vm_number, STASIS_KVM_VM_MAGIC);
+    if (!s) return false;
+    long dev = STASIS_SYS3(SYS_open, "/dev/kvm", O_RDWR | O_CLOEXEC, 0);
+    long vm = dev < 0 ? dev : ioctl(dev, KVM_CREATE_VM, reinterpret_cast<void*>(s->type), "KVM_CREATE_VM");
+    if (dev < 0) fail(vm_number, "/dev/kvm cannot be opened");
+    if (ok_ && s->have_tss_addr) ioctl(vm, KVM_SET_TSS_ADDR, reinterpret_cast<void*>(s->tss_addr), "KVM_SET_TSS_ADDR");
+    if (ok_ && s->have_identity_map_addr) ioctl(vm, KVM_SET_IDENTITY_MAP_ADDR, &s->identity_map_addr, "KVM_SET_IDENTITY_MAP_ADDR");
+    if (ok_ && s->irqchip) ioctl(vm, KVM_CREATE_IRQCHIP, nullptr, "KVM_CREATE_IRQCHIP");
+    if (ok_ && s->pit) ioctl(vm, KVM_CREATE_PIT2, &s->pit_config, "KVM_CREATE_PIT2");
+    for (uint32_t i = 0; ok_ && i < s->slot_count && i < STASIS_KVM_MAX_SLOTS; i++)
+      ioctl(vm, KVM_SET_USER_MEMORY_REGION, &s->slots[i], "KVM_SET_USER_MEMORY_REGION");
+    for (unsigned i = 0; ok_ && i < kKvmMaxVcpus; i++) {
+      const KvmVcpuBuild* v = kvm_vcpu_entry(i);
+      if (v->fd >= 0 && v->vm_fd == vm_number && descriptor_link_starts(v->fd, "/memfd:stasis-kvm-vcpu-state"))
+        rebuild_vcpu(static_cast<int>(dev), vm, *v, s->irqchip != 0);
+    }
+    current_ = vm_number;
+    // The VM's devices and clock once its vCPUs are back (the clock exactly as saved: no
+    // KVM_CLOCK_REALTIME, so the guest sees no time pass while it was saved).
+    if (ok_ && s->pit) ioctl(vm, KVM_SET_PIT2, &s->pit_state, "KVM_SET_PIT2");
+    s->clock.flags = 0;
+    if (ok_) ioctl(vm, KVM_SET_CLOCK, &s->clock, "KVM_SET_CLOCK");
+    if (ok_ && s->irqchip) {
+      ioctl(vm, KVM_SET_IRQCHIP, &s->pic_master, "KVM_SET_IRQCHIP (PIC master)");
+      ioctl(vm, KVM_SET_IRQCHIP, &s->pic_slave, "KVM_SET_IRQCHIP (PIC slave)");
+      ioctl(vm, KVM_SET_IRQCHIP, &s->ioapic, "KVM_SET_IRQCHIP (IOAPIC)");
+    }
+    if (dev >= 0) STASIS_SYS1(SYS_close, dev);
+    STASIS_SYS2(SYS_munmap, s, sizeof *s);
+    if (ok_) place(vm, vm_number);
+    else if (vm >= 0) STASIS_SYS1(SYS_close, vm);
+    return ok_;
+  }
+
+  void rebuild_vcpu(int dev, long vm, const KvmVcpuBuild& v, bool irqchip) {
+    current_ = v.fd;
+    auto* s = load<StasisKvmVcpuState>(v.fd, STASIS_KVM_VCPU_MAGIC);
+    if (!s) return;
+    long vcpu = ioctl(vm, KVM_CREATE_VCPU, reinterpret_cast<void*>(static_cast<uintptr_t>(s->vcpu_id)), "KVM_CREATE_VCPU");
+    long run_bytes = ok_ ? ioctl(dev, KVM_GET_VCPU_MMAP_SIZE, nullptr, "KVM_GET_VCPU_MMAP_SIZE") : 0;
+    if (ok_ && run_bytes != s->run_bytes) fail(v.fd, "this kernel's kvm_run area has another size");
+    if (ok_ && s->tsc_khz && ioctl(vcpu, KVM_GET_TSC_KHZ, nullptr, "KVM_GET_TSC_KHZ") != s->tsc_khz &&
+        STASIS_SYS3(SYS_ioctl, vcpu, KVM_SET_TSC_KHZ, s->tsc_khz) != 0)
+      fail(v.fd, "its TSC frequency cannot be set to the saved one on this machine");
+    // Firecracker's order: CPUID first (MP state and others depend on it), regs before events
+    // (SET_REGS clears pending exceptions), sregs before the LAPIC (the APIC base), the LAPIC
+    // before the MSRs (the TSC deadline), events last.
+    if (ok_ && s->cpuid.nent) ioctl(vcpu, kvm_c::kSetCpuid2, &s->cpuid, "KVM_SET_CPUID2");
+    if (ok_) ioctl(vcpu, KVM_SET_MP_STATE, &s->mp_state, "KVM_SET_MP_STATE");
+    if (ok_) ioctl(vcpu, KVM_SET_REGS, &s->regs, "KVM_SET_REGS");
+    if (ok_) ioctl(vcpu, KVM_SET_SREGS, &s->sregs, "KVM_SET_SREGS");
+    if (ok_ && s->have_xsave) ioctl(vcpu, kvm_c::kSetXsave, s->xsave, "KVM_SET_XSAVE");
+    if (ok_ && !s->have_xsave) ioctl(vcpu, KVM_SET_FPU, &s->fpu, "KVM_SET_FPU");
+    if (ok_ && s->have_xcrs) ioctl(vcpu, KVM_SET_XCRS, &s->xcrs, "KVM_SET_XCRS");
+    if (ok_) ioctl(vcpu, KVM_SET_DEBUGREGS, &s->debugregs, "KVM_SET_DEBUGREGS");
+    if (ok_ && irqchip) ioctl(vcpu, KVM_SET_LAPIC, &s->lapic, "KVM_SET_LAPIC");
+    if (ok_) set_msrs(vcpu, s->msrs, v.fd);
+    if (ok_) ioctl(vcpu, KVM_SET_VCPU_EVENTS, &s->events, "KVM_SET_VCPU_EVENTS");
+    map_run_areas(vcpu, *s);
+    STASIS_SYS2(SYS_munmap, s, sizeof *s);
+    if (ok_) place(vcpu, v.fd);
+    else if (vcpu >= 0) STASIS_SYS1(SYS_close, vcpu);
+  }
+
+  // Every saved MSR. One the new vCPU refuses (a paravirtual MSR of a feature the guest's CPUID
+  // does not offer: KVM reads it but will not set it) is left out when the vCPU already holds the
+  // saved value; any other refusal fails the restart.
+  void set_msrs(long vcpu, StasisKvmMsrs& msrs, int number) {
+    for (uint32_t first = 0; ok_ && first < msrs.nmsrs;) {
+      for (uint32_t i = first; i < msrs.nmsrs; i++) msrs.entries[i - first] = msrs.entries[i];  // the rest
+      msrs.nmsrs -= first;
+      long set = ioctl(vcpu, kvm_c::kSetMsrs, &msrs, "KVM_SET_MSRS");
+      if (!ok_ || set >= static_cast<long>(msrs.nmsrs)) return;
+      struct {
+        uint32_t nmsrs, pad;
+        kvm_msr_entry entry;
+      } one = {1, 0, {msrs.entries[set].index, 0, 0}};
+      if (STASIS_SYS3(SYS_ioctl, vcpu, kvm_c::kGetMsrs, &one) != 1 || one.entry.data != msrs.entries[set].data) {
+        error_ << "restart: KVM descriptor " << number << ": KVM_SET_MSRS refused MSR ";
+        error_.hex(msrs.entries[set].index) << " = ";
+        error_.hex(msrs.entries[set].data);
+        ok_ = false;
+        return;
+      }
+      first = static_cast<uint32_t>(set) + 1;
+    }
+  }
+
+  // The kvm_run area where the program had it (the loader reserved the range), with the bytes
+  // it last saw there.
+  void map_run_areas(long vcpu, const StasisKvmVcpuState& s) {
+    for (uint32_t i = 0; ok_ && i < s.mapping_count && i < STASIS_KVM_MAX_RUN_MAPS; i++) {
+      const StasisKvmRunMapping& m = s.mappings[i];
+      long at = STASIS_SYS6(SYS_mmap, m.addr, m.len, m.prot, MAP_SHARED | MAP_FIXED, vcpu, m.offset);
+      if (at != static_cast<long>(m.addr)) fail(current_, "its kvm_run area cannot be mapped where it was");
+    }
+    if (!ok_) return;
+    long area = STASIS_SYS6(SYS_mmap, 0, s.run_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
+    if (area < 0 && area > -4096) {
+      fail(current_, "its kvm_run area cannot be mapped");
+      return;
+    }
+    __builtin_memcpy(reinterpret_cast<void*>(area), s.run, s.run_bytes);
+    STASIS_SYS2(SYS_munmap, area, s.run_bytes);
+  }
+
+  LogLine& error_;
+  bool ok_ = true;
+  int current_ = -1;
+};
+
+int on_event(stasis_event_t event, const stasis_event_data_t*, void*) {
+  if (event != STASIS_EVENT_RESTART) return 0;
+  LogLine error;
+  if (Rebuild(error).run()) return 0;
+  // A VM that is half back must not run: end the process before any of its threads does.
+  error << "; the process ends";
+  error.emit_restart_failure();
+  STASIS_SYS1(SYS_exit_group, 1);
+  return 1;
+}
+
+const stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "kvm", on_event, nullptr, nullptr};
+
+__attribute__((constructor)) void register_kvm_plugin() { stasis_register_plugin(&g_plugin); }
+
+}  // namespace
+}  // namespace stasis::rt
