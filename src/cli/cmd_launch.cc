@@ -112,6 +112,10 @@ class LaunchCommand : public Command {
                  "matches the glob PATTERN, all without one), so that restart can put back missing or "
                  "changed ones (default $STASIS_SAVE_FILES)")
         ->type_name("[=PATTERN]");
+    app.add_flag("--relay", relay_,
+                 "Processes join through a relay per host (the first one there starts it) that "
+                 "talks to the coordinator for them in batches: for many processes per host "
+                 "(default: $STASIS_RELAY=1)");
     app.add_flag("--join", join_,
                  "Join the running coordinator at --coord/$STASIS_COORD, never start one (what a "
                  "remote launch runs on the other host; see docs/user-guide.md, Running across hosts)");
@@ -176,6 +180,7 @@ class LaunchCommand : public Command {
     if (!save_files_.empty()) setenv("STASIS_SAVE_FILES", save_files_.c_str(), 1);
     if (interval_ > 0) setenv("STASIS_INTERVAL", fmt::format("{}", interval_).c_str(), 1);
     if (incremental_) setenv("STASIS_INCREMENTAL", "1", 1);
+    if (relay_) setenv("STASIS_RELAY", "1", 1);
     if (full_every_ > 0) setenv("STASIS_FULL_EVERY", std::to_string(full_every_).c_str(), 1);
 
     std::vector<char*> args;
@@ -188,7 +193,7 @@ class LaunchCommand : public Command {
  private:
   std::string coord_, ckpt_dir_, compress_, ib_, save_files_, checkpoint_signal_;
   double interval_ = 0;
-  bool incremental_ = false, join_ = false;
+  bool incremental_ = false, join_ = false, relay_ = false;
   unsigned full_every_ = 0;
   std::vector<std::string> argv_, plugins_;
 };

@@ -68,6 +68,9 @@ void wait_briefly_until_joined() {
     futex_wait(&g_join_state, kJoining, 10 * 1000000L);
 }
 std::atomic<bool> g_connection_lost{false};
+// Whether kCoordinatorFd is connected to this host's relay already (connect_to_coordinator
+// then only authenticates).
+bool g_joined_via_relay = false;
 
 void lock_send() {
   uint32_t expected = 0;
@@ -202,6 +205,7 @@ void after_restart() {
   // (their entries belong to this process); the coordinator's "restart" barrier waits in the
   // connection until this thread reads it.
   // `stasis restart` made the connection's descriptor (before lowering the program's limits).
+  g_joined_via_relay = false;  // as checkpointed; `stasis restart` made a TCP socket
   bool reserved = STASIS_SYS3(SYS_fcntl, kCoordinatorFd, F_SETFD, FD_CLOEXEC) == 0 || reserve_coordinator_fd(error);
   bool joined = reserved && connect_to_coordinator(true, error);
   g_join_state.store(joined ? kJoined : kJoinFailed);
@@ -384,6 +388,7 @@ void* checkpoint_thread_main(void*) {
   bool joined = connect_to_coordinator(false, error);
   g_join_state.store(joined ? kJoined : kJoinFailed);  // forks waiting for the join go on
   futex_wake_all(&g_join_state);
+  if (joined) start_host_relay_if_missing();
   if (!joined) {
     (error << "; running without checkpoints").emit();
     g_config.active = false;
@@ -560,7 +565,9 @@ void join_as_new_process() {
 }
 
 bool reserve_coordinator_fd(LogLine& error) {
-  int fd = stasis_tcp_socket_for(g_config.coord_host);
+  int relay = connect_to_host_relay();
+  g_joined_via_relay = relay >= 0;
+  int fd = g_joined_via_relay ? relay : stasis_tcp_socket_for(g_config.coord_host);
   long placed = fd < 0 ? -1 : STASIS_SYS3(SYS_dup3, fd, kCoordinatorFd, O_CLOEXEC);
   if (fd >= 0 && fd != kCoordinatorFd) STASIS_SYS1(SYS_close, fd);
   if (placed < 0) error << "cannot make the coordinator connection's descriptor " << kCoordinatorFd;
@@ -568,7 +575,8 @@ bool reserve_coordinator_fd(LogLine& error) {
 }
 
 bool connect_to_coordinator(bool restarted, LogLine& error) {
-  if (stasis_connect_socket(kCoordinatorFd, g_config.coord_host, g_config.coord_port) != 0) {
+  if (!g_joined_via_relay &&
+      stasis_connect_socket(kCoordinatorFd, g_config.coord_host, g_config.coord_port) != 0) {
     error << "cannot reach the coordinator at " << g_config.coord_host << ":"
           << static_cast<unsigned>(g_config.coord_port);
     return false;

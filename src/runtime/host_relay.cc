@@ -1,0 +1,85 @@
+// Joining through this host's relay (src/relay/README.md) when STASIS_RELAY=1: the process's
+// connection is a Unix socket to the relay, which answers the same HMAC handshake and speaks for
+// the host's processes to the coordinator. No relay yet: the process joins the coordinator
+// directly and its checkpoint thread starts one (`stasis relay --daemon`), which the host's
+// later processes join; of relays started at once, the first to bind the name stays.
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "common/fixed_text.h"
+#include "runtime/rt.h"
+#include "runtime/settings.h"
+
+extern char** environ;
+
+namespace stasis::rt {
+namespace {
+
+bool g_relay_missing = false;  // connect found no relay: the checkpoint thread starts one
+
+// "stasis-relay-UID-HOST-PORT" in the abstract namespace, as relay::socket_name() names it.
+socklen_t relay_address(sockaddr_un* address) {
+  __builtin_memset(address, 0, sizeof *address);
+  address->sun_family = AF_UNIX;
+  FixedText(address->sun_path + 1, sizeof address->sun_path - 1)
+      << "stasis-relay-" << static_cast<unsigned long>(STASIS_SYS0(SYS_getuid)) << "-"
+      << g_config.coord_host << "-" << static_cast<unsigned>(g_config.coord_port);
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 +
+                                __builtin_strlen(address->sun_path + 1));
+}
+
+bool starts_with(const char* text, const char* prefix) {
+  return __builtin_strncmp(text, prefix, __builtin_strlen(prefix)) == 0;
+}
+
+}  // namespace
+
+bool relay_wanted() {
+  return g_settings.relay.set && g_settings.relay.text[0] == '1' && g_settings.exe.set;
+}
+
+int connect_to_host_relay() {
+  if (!relay_wanted()) return -1;
+  int fd = static_cast<int>(STASIS_SYS3(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (fd < 0) return -1;
+  sockaddr_un address;
+  socklen_t len = relay_address(&address);
+  long rc = STASIS_SYS3(SYS_connect, fd, &address, len);
+  if (rc == 0) {
+    // Blocking from here, as the coordinator's TCP connection is (protocol/wire.c waits itself).
+    long flags = STASIS_SYS2(SYS_fcntl, fd, F_GETFL);
+    STASIS_SYS3(SYS_fcntl, fd, F_SETFL, flags & ~O_NONBLOCK);
+    return fd;
+  }
+  STASIS_SYS1(SYS_close, fd);
+  if (rc == -ECONNREFUSED) g_relay_missing = true;  // -EAGAIN: there, but its backlog is full
+  return -1;
+}
+
+void start_host_relay_if_missing() {
+  if (!g_relay_missing) return;
+  g_relay_missing = false;
+  char coord[96] = {};
+  FixedText(coord, sizeof coord) << g_config.coord_host << ":" << static_cast<unsigned>(g_config.coord_port);
+  // exit signal 0: the program gets no SIGCHLD and its wait() never sees this child, which
+  // ends as soon as `stasis relay --daemon` has detached the relay (reaped below).
+  long pid = STASIS_SYS5(SYS_clone, 0, 0, 0, 0, 0);
+  if (pid == 0) {
+    // This copy's environment, without what would make the relay a process of the computation.
+    char** kept = environ;
+    for (char** entry = environ; *entry; entry++)
+      if (!starts_with(*entry, "LD_PRELOAD=") && !starts_with(*entry, "STASIS_LAUNCH_PID=")) *kept++ = *entry;
+    *kept = nullptr;
+    const char* argv[] = {"stasis", "relay", "--daemon", "--coord", coord, nullptr};
+    STASIS_SYS3(SYS_execve, g_settings.exe.text, argv, environ);
+    STASIS_SYS1(SYS_exit_group, 127);
+  }
+  if (pid > 0) STASIS_SYS4(SYS_wait4, pid, nullptr, __WALL, nullptr);
+}
+
+}  // namespace stasis::rt
