@@ -16,7 +16,7 @@ relays. Then --runs checkpoints; from the coordinator's "checkpoint G timing" li
               see them (12 per process)
 
 usage: bench/relay_scale.py [--stasis build/bin/stasis] [--configs 1024/0,1024/16,8192/16,...]
-                            [--runs 3] [--hold 0.02]
+                            [--runs 3] [--hold 0.02] [--dir /dev/shm]
 The stand-ins and relays share this machine's cores with the coordinator: every figure includes
 their work, which on real hosts runs in parallel.
 """
@@ -51,7 +51,7 @@ def relay_listening(name: str) -> bool:
 
 
 def measure(args, standins: Path, processes: int, relays: int) -> list[dict]:
-    tmp = Path(tempfile.mkdtemp(prefix="stasis-bench-relay-"))
+    tmp = Path(tempfile.mkdtemp(prefix="stasis-bench-relay-", dir=args.dir))
     env = {k: v for k, v in os.environ.items() if not k.startswith("STASIS_")}
     env["STASIS_RUNTIME_DIR"] = str(tmp / "runtime")
     (tmp / "runtime").mkdir(mode=0o700)
@@ -127,6 +127,9 @@ def main():
                         help="PROCESSES/RELAYS, comma-separated (RELAYS 0: no relay)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--hold", type=float, default=0.02, help="the relays' --hold")
+    parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
+                        help="where the checkpoints go (default /dev/shm: the stand-ins' image files are "
+                             "not what is measured)")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

@@ -70,10 +70,16 @@ void start_host_relay_if_missing() {
   // ends as soon as `stasis relay --daemon` has detached the relay (reaped below).
   long pid = STASIS_SYS5(SYS_clone, 0, 0, 0, 0, 0);
   if (pid == 0) {
-    // This copy's environment, without what would make the relay a process of the computation.
+    // This copy's environment, without what would make the relay a process of the computation,
+    // and with the secret this process joined with ($STASIS_SECRET is the launch's, which a
+    // restart's coordinator may not share).
+    static char secret[sizeof "STASIS_SECRET=" + sizeof g_config.secret_hex] = {};
+    FixedText(secret, sizeof secret) << "STASIS_SECRET=" << g_config.secret_hex;
     char** kept = environ;
-    for (char** entry = environ; *entry; entry++)
-      if (!starts_with(*entry, "LD_PRELOAD=") && !starts_with(*entry, "STASIS_LAUNCH_PID=")) *kept++ = *entry;
+    for (char** entry = environ; *entry; entry++) {
+      if (starts_with(*entry, "LD_PRELOAD=") || starts_with(*entry, "STASIS_LAUNCH_PID=")) continue;
+      *kept++ = starts_with(*entry, "STASIS_SECRET=") ? secret : *entry;
+    }
     *kept = nullptr;
     const char* argv[] = {"stasis", "relay", "--daemon", "--coord", coord, nullptr};
     STASIS_SYS3(SYS_execve, g_settings.exe.text, argv, environ);

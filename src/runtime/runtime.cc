@@ -606,6 +606,15 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
   if (stasis_client_handshake(kCoordinatorFd, g_config.secret, sizeof g_config.secret,
                               STASIS_ROLE_PROCESS, &info, &client_id, reason, sizeof reason) != 0) {
     STASIS_SYS1(SYS_close, kCoordinatorFd);
+    // A relay that refuses (one of another computation at the same address, say) or fails: the
+    // coordinator itself, once. The socket is made here, beside the program, only on this path.
+    if (g_joined_via_relay) {
+      g_joined_via_relay = false;
+      int fd = stasis_tcp_socket_for(g_config.coord_host);
+      long placed = fd < 0 ? -1 : STASIS_SYS3(SYS_dup3, fd, kCoordinatorFd, O_CLOEXEC);
+      if (fd >= 0 && fd != kCoordinatorFd) STASIS_SYS1(SYS_close, fd);
+      if (placed >= 0) return connect_to_coordinator(restarted, error);
+    }
     error << "the coordinator at " << g_config.coord_host << ":"
           << static_cast<unsigned>(g_config.coord_port) << " refused this process: " << reason;
     return false;

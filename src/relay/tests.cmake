@@ -1,0 +1,16 @@
+# Real programs whose processes join through the host relay (`launch --relay`): each program's
+# first process joins the coordinator and starts the relay; the processes after it join the relay,
+# many while a checkpoint is under way. The after-check proves they did (the coordinator logs a
+# relayed process as "from ADDR:PORT (relay)"), so a relay that silently fell back to direct
+# connections fails these tests.
+set(RELAY_USED "grep -q ' (relay)' {dir}/../stasis-ckpt/coordinator.log")
+# bash: pipelines, command substitution, a background job; every command a new process
+stasis_ckpt_test(ckpt.relay.bash.pipeline.chain2 TIMEOUT 200 LABELS interp
+                 ARGS --launch-arg=--relay --chain 2 --between-lines 8 --after-check "${RELAY_USED}"
+                 PROGRAM ${SCRIPTS}/pipeline.sh)
+# python3 subprocess children, started before and after each restart (after one, the restarted
+# processes join the new coordinator directly and their new children start and join a new relay)
+stasis_ckpt_test(ckpt.relay.python3.subprocess.chain2 TIMEOUT 200 LABELS interp
+                 ARGS --launch-arg=--relay --chain 2 --between-lines 4 --wait-lines 5
+                      --after-check "${RELAY_USED}"
+                 PROGRAM /usr/bin/python3 ${SCRIPTS}/subprocess_loop.py 20)
