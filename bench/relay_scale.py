@@ -12,8 +12,10 @@ relays. Then --runs checkpoints; from the coordinator's "checkpoint G timing" li
   rounds      the four barriers that only coordinate (suspend, children, drain, resume)
   checkpoint  the "checkpoint" barrier (every stand-in writes its image file)
   commit      "commit": the coordinator checks every image, writes MANIFEST.json and `latest`
+  coord cpu   the coordinator's own CPU time (user + system) over the checkpoint
+  relay cpu   the relays' CPU time over the checkpoint, per relay (what one host's relay costs)
   messages    at the coordinator's sockets (a relay's batch counts once), and as the processes
-              see them (12 per process)
+              see them (13 per process: six barriers each way and a CHILDREN list)
 
 usage: bench/relay_scale.py [--stasis build/bin/stasis] [--configs 1024/0,1024/16,8192/16,...]
                             [--runs 3] [--hold 0.02] [--dir /dev/shm]
@@ -21,6 +23,7 @@ The stand-ins and relays share this machine's cores with the coordinator: every 
 their work, which on real hosts runs in parallel.
 """
 import argparse
+import json
 import os
 import re
 import resource
@@ -44,6 +47,11 @@ def build_standins(tmp: Path) -> Path:
     subprocess.run(["g++", "-O2", "-std=gnu++20", f"-I{ROOT / 'src'}", str(ROOT / "bench/relay_standins.cc"),
                     str(ROOT / "build/src/common/libstasis_common.a"), "-o", str(out)], check=True)
     return out
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def relay_listening(name: str) -> bool:
@@ -90,22 +98,31 @@ def measure(args, standins: Path, processes: int, relays: int) -> list[dict]:
             if not line.startswith("ready"):
                 raise RuntimeError(f"stand-ins failed: {line!r}")
         joined = time.monotonic() - started
+        status = subprocess.run([args.stasis, "status", "--json"], env=env, capture_output=True, timeout=120)
+        coordinator_pid = json.loads(status.stdout)["coordinator"]["pid"]
+        relay_pids = [child.pid for child in children[:relays]]
+        cpu = []
         for _ in range(args.runs):
+            before = cpu_seconds(coordinator_pid), sum(cpu_seconds(p) for p in relay_pids)
             r = subprocess.run([args.stasis, "checkpoint", "--compress", "none"], env=env, capture_output=True,
                                timeout=600)
             if r.returncode != 0:
                 raise RuntimeError(f"checkpoint failed: {r.stderr.decode().strip()}\n"
                                    + log_path.read_text(errors="replace")[-3000:])
+            after = cpu_seconds(coordinator_pid), sum(cpu_seconds(p) for p in relay_pids)
+            cpu.append((after[0] - before[0], (after[1] - before[1]) / max(1, relays)))
             shutil.rmtree(r.stdout.decode().strip(), ignore_errors=True)
         text = log_path.read_text(errors="replace")
         totals = {int(g): float(t) for g, t in COMPLETE_RE.findall(text)}
         results = []
-        for g, n, messages, barriers, _write, coordination, wire in TIMING_RE.findall(text):
+        for (g, n, messages, barriers, _write, coordination, wire), (coord_cpu, relay_cpu) in zip(
+                TIMING_RE.findall(text), cpu):
             per = {name: float(s) for name, s in (item.rsplit(" ", 1) for item in barriers.split(", "))}
             results.append({"processes": int(n), "total": totals[int(g)], "joined": joined,
                             "rounds": sum(per.get(b, 0) for b in ("suspend", "children", "drain", "resume")),
                             "checkpoint": per.get("checkpoint", 0), "commit": per.get("commit", 0),
-                            "coordination": float(coordination), "messages": int(messages), "wire": int(wire)})
+                            "coordination": float(coordination), "messages": int(messages), "wire": int(wire),
+                            "coord_cpu": coord_cpu, "relay_cpu": relay_cpu})
         if len(results) != args.runs:
             raise RuntimeError(f"expected {args.runs} timing lines in {log_path}, found {len(results)}")
         return results
@@ -136,7 +153,7 @@ def main():
     tmp = Path(tempfile.mkdtemp(prefix="stasis-bench-relay-build-"))
     standins = build_standins(tmp)
     print(f"{'processes':>9} {'relays':>6} {'joined s':>8} {'total s':>8} {'rounds s':>8} {'ckpt s':>7} "
-          f"{'commit s':>8} {'coord s':>7} {'msgs@coord':>10} {'msgs@procs':>10}")
+          f"{'commit s':>8} {'coord cpu':>9} {'relay cpu':>9} {'msgs@coord':>10} {'msgs@procs':>10}")
     for config in args.configs.split(","):
         processes, relays = (int(x) for x in config.split("/"))
         try:
@@ -146,7 +163,7 @@ def main():
             continue
         med = {k: statistics.median(r[k] for r in results) for k in results[0]}
         print(f"{processes:>9} {relays:>6} {med['joined']:>8.2f} {med['total']:>8.3f} {med['rounds']:>8.3f} "
-              f"{med['checkpoint']:>7.3f} {med['commit']:>8.3f} {med['coordination']:>7.3f} "
+              f"{med['checkpoint']:>7.3f} {med['commit']:>8.3f} {med['coord_cpu']:>9.3f} {med['relay_cpu']:>9.4f} "
               f"{int(med['wire']):>10} {int(med['messages']):>10}", flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -173,6 +173,35 @@ TEST_F(RelayIntegration, ARelayKilledMidCheckpointFailsItAndKeepsThePreviousOne)
   EXPECT_EQ(after.images, 1u);
 }
 
+TEST_F(RelayIntegration, AProcessBehindARelayDyingMidCheckpointFailsItAndTheRelayServesOn) {
+  start_coordinator({"--barrier-timeout", "60"});
+  std::string host = unique("survives");
+  start_relay(host, {"--hold", "5"});  // a lost answer must not wait for the hold
+  auto doomed = fake_via(host, 600, "doomed");
+  auto survivor = fake_via(host, 601, "survivor");
+  wait_for_processes(2);
+  Checkpoint good = checkpoint();
+  ASSERT_EQ(good.status, 0) << good.error << log();
+
+  doomed->set_hook([](const StasisBarrier& barrier, StasisBarrierDone&) {
+    return std::string(barrier.name) != "checkpoint";  // ends instead of answering
+  });
+  auto started = std::chrono::steady_clock::now();
+  Checkpoint failed = checkpoint();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_NE(failed.status, 0);
+  EXPECT_LT(seconds, 10) << "its departure reaches the coordinator at once";
+  EXPECT_NE(failed.error.find("pid 600 (doomed) disconnected"), std::string::npos) << failed.error;
+  EXPECT_EQ(fs::read_symlink(ckpt_dir_ / "latest").filename(), good.dir.filename());
+  EXPECT_EQ(survivor->received().back(), "commit") << "the survivor was resumed and told to discard";
+  EXPECT_EQ(survivor->last_commit_barrier().abort, 1u);
+
+  wait_for_processes(1);
+  Checkpoint after = checkpoint();
+  EXPECT_EQ(after.status, 0) << after.error << log();
+  EXPECT_EQ(after.images, 1u);
+}
+
 TEST_F(RelayIntegration, AChildJoiningTheRelayDuringACheckpointIsTakenIn) {
   start_coordinator();
   std::string host = unique("forks");
