@@ -22,6 +22,18 @@ class RelayBatch {
  public:
   void add(uint16_t type, uint64_t arg, uint32_t reserved, const void* payload, uint32_t len,
            uint64_t id) {
+    // The common case first, without building a key: the same message as the one just added
+    // (a barrier to every process of a host, or their identical answers); joining the last
+    // entry never puts a process's message before one of its own.
+    if (!entries_.empty()) {
+      Entry& last = entries_.back();
+      if (last.type == type && last.arg == arg && last.reserved == reserved &&
+          last.payload.size() == len && (len == 0 || memcmp(last.payload.data(), payload, len) == 0)) {
+        last.ids.push_back(id);
+        last_entry_of_[id] = entries_.size() - 1;
+        return;
+      }
+    }
     std::string key(reinterpret_cast<const char*>(&type), sizeof type);
     key.append(reinterpret_cast<const char*>(&arg), sizeof arg);
     key.append(reinterpret_cast<const char*>(&reserved), sizeof reserved);
