@@ -508,7 +508,8 @@ void CheckpointMachine::commit_checkpoint() {
   op.success = {{"ok", true},
                 {"generation", op.generation},
                 {"dir", op.generation_dir},
-                {"images", images},
+                {"images", std::move(images)},
+                {"image_count", op.members.size()},
                 {"seconds", manifest.seconds},
                 {"image_bytes", image_bytes},
                 {"memory_bytes", memory_bytes},
@@ -517,6 +518,13 @@ void CheckpointMachine::commit_checkpoint() {
                 {"coordination_seconds", round_ms(manifest.seconds - op.timing.write_seconds())},
                 {"messages", op.timing.messages},
                 {"coordinator_messages", coordinator_messages}};
+  // The reply is one message (at most STASIS_MAX_PAYLOAD): tens of thousands of paths do not
+  // fit, and MANIFEST.json lists them all anyway.
+  if (op.success["images"].size() > kImagesListedInReply) {
+    op.success["images"].erase(op.success["images"].begin() + kImagesListedInReply,
+                               op.success["images"].end());
+    op.success["images_listed"] = kImagesListedInReply;
+  }
   json barrier_seconds = json::object();
   std::string barrier_times;
   for (const auto& [name, seconds] : op.timing.barrier_seconds) {

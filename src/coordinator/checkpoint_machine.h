@@ -154,6 +154,7 @@ class CheckpointMachine {
   void finish_op(bool ok, nlohmann::json body);
 
   static constexpr double kChildrenJoinPatienceSeconds = 20;
+  static constexpr size_t kImagesListedInReply = 1000;
 
   const Options& options_;
   Connections& connections_;
