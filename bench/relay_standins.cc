@@ -8,14 +8,12 @@
 // usage: relay_standins PORT SECRET_HEX PREFIX FIRST RELAYS PER_RELAY
 // Prints "ready N" once all N have joined, then serves until every connection is closed.
 #include <fcntl.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <string>
@@ -28,12 +26,8 @@
 namespace {
 
 int connect_relay(const std::string& name) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  memcpy(address.sun_path + 1, name.data(), name.size());
-  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), len) != 0) {
+  int fd = stasis_connect_abstract(name.c_str());
+  if (fd < 0) {
     perror(name.c_str());
     exit(1);
   }

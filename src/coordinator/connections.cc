@@ -44,6 +44,38 @@ constexpr int kAcceptBatch = 64;
 
 }  // namespace
 
+void append_message(std::string& out, uint16_t type, uint64_t arg, const void* payload,
+                    uint32_t len, uint32_t reserved) {
+  StasisMsgHeader header{};
+  header.magic = STASIS_PROTOCOL_MAGIC;
+  header.version = STASIS_PROTOCOL_VERSION;
+  header.type = type;
+  header.payload_len = len;
+  header.reserved = reserved;
+  header.arg = arg;
+  out.append(reinterpret_cast<const char*>(&header), sizeof header);
+  if (len > 0) out.append(static_cast<const char*>(payload), len);
+}
+
+bool send_without_blocking(int fd, std::string& out) {
+  size_t sent = 0;
+  while (sent < out.size()) {
+    ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      break;
+    } else {
+      out.clear();
+      return false;
+    }
+  }
+  out.erase(0, sent);
+  return true;
+}
+
 Connections::Connections(const Log& log, ConnectionEvents& events, int epoll_fd,
                          double handshake_timeout)
     : log_(log), events_(events), epoll_(epoll_fd), handshake_timeout_(handshake_timeout) {
@@ -265,15 +297,7 @@ void Connections::send(Client& client, uint16_t type, uint64_t arg, const void* 
     return;
   }
   wire_messages_++;
-  StasisMsgHeader header{};
-  header.magic = STASIS_PROTOCOL_MAGIC;
-  header.version = STASIS_PROTOCOL_VERSION;
-  header.type = type;
-  header.payload_len = len;
-  header.reserved = reserved;
-  header.arg = arg;
-  client.out.append(reinterpret_cast<const char*>(&header), sizeof header);
-  if (len > 0) client.out.append(static_cast<const char*>(payload), len);
+  append_message(client.out, type, arg, payload, len, reserved);
   flush(client);
 }
 
@@ -301,22 +325,10 @@ void Connections::flush_relay_batches() {
 }
 
 void Connections::flush(Client& client) {
-  size_t sent = 0;
-  while (sent < client.out.size()) {
-    ssize_t n = ::send(client.fd, client.out.data() + sent, client.out.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      break;
-    } else {
-      client.out.clear();
-      drop(client, client.refused ? "refused" : errno_text());
-      return;
-    }
+  if (!send_without_blocking(client.fd, client.out)) {
+    drop(client, client.refused ? "refused" : errno_text());
+    return;
   }
-  client.out.erase(0, sent);
   watch_writes(client, !client.out.empty());
   if (client.out.empty() && client.refused && !client.dead) drop(client, "refused");
 }

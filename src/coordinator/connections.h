@@ -37,6 +37,13 @@ class Fd {
   int fd_;
 };
 
+// Appends one framed message (header, then payload) to `out`.
+void append_message(std::string& out, uint16_t type, uint64_t arg, const void* payload,
+                    uint32_t len, uint32_t reserved = 0);
+// Sends what it can of `out` on a non-blocking socket and removes what left; false when the
+// connection failed (`out` is cleared then, errno says why).
+bool send_without_blocking(int fd, std::string& out);
+
 enum class Role { Handshake, Process, Command, Relay };
 
 struct Client {

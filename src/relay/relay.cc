@@ -373,35 +373,14 @@ void Relay::send_up(protocol::RelayBatch& batch) {
 
 void Relay::queue(Link& link, uint64_t tag, uint16_t type, uint64_t arg, const void* payload,
                   uint32_t len, uint32_t reserved) {
-  StasisMsgHeader header{};
-  header.magic = STASIS_PROTOCOL_MAGIC;
-  header.version = STASIS_PROTOCOL_VERSION;
-  header.type = type;
-  header.payload_len = len;
-  header.reserved = reserved;
-  header.arg = arg;
-  link.out.append(reinterpret_cast<const char*>(&header), sizeof header);
-  if (len > 0) link.out.append(static_cast<const char*>(payload), len);
+  coordinator::append_message(link.out, type, arg, payload, len, reserved);
   if (!flush(link, tag) && tag == kCoordinatorTag) coordinator_gone_ = true;
 }
 
-// Sends what it can without blocking; false when the connection failed.
+// Sends what it can without blocking; false when the connection failed (its reader then finds
+// it closed).
 bool Relay::flush(Link& link, uint64_t tag) {
-  size_t sent = 0;
-  while (sent < link.out.size()) {
-    ssize_t n = ::send(link.fd, link.out.data() + sent, link.out.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      break;
-    } else {
-      link.out.clear();
-      return false;  // the reader finds the connection closed
-    }
-  }
-  link.out.erase(0, sent);
+  if (!coordinator::send_without_blocking(link.fd, link.out)) return false;
   watch_writes(link, tag, !link.out.empty());
   return true;
 }

@@ -3,8 +3,6 @@
 // same as without relays, the coordinator's message count follows relays and not processes, a
 // relay that dies fails the checkpoint at once and leaves the previous one, and a process that
 // joins the relay while a checkpoint stops the computation is taken into it.
-#include <sys/un.h>
-
 #include <regex>
 
 #include "coordinator/coordinator_test_harness.h"
@@ -26,18 +24,7 @@ class RelayIntegration : public CoordinatorIntegration {
     })) << log();
   }
 
-  static int connect_to(const std::string& name) {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    memcpy(address.sun_path + 1, name.data(), name.size());
-    socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-    if (connect(fd, reinterpret_cast<sockaddr*>(&address), len) != 0) {
-      close(fd);
-      return -1;
-    }
-    return fd;
-  }
+  static int connect_to(const std::string& name) { return stasis_connect_abstract(name.c_str()); }
 
   std::unique_ptr<FakeProcess> fake_via(const std::string& relay, uint32_t pid,
                                         const std::string& program) {

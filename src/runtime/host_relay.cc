@@ -5,13 +5,12 @@
 // later processes join; of relays started at once, the first to bind the name stays.
 #include <errno.h>
 #include <fcntl.h>
-#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "common/fixed_text.h"
+#include "protocol/wire.h"
 #include "runtime/rt.h"
 #include "runtime/settings.h"
 
@@ -22,15 +21,11 @@ namespace {
 
 bool g_relay_missing = false;  // connect found no relay: the checkpoint thread starts one
 
-// "stasis-relay-UID-HOST-PORT" in the abstract namespace, as relay::socket_name() names it.
-socklen_t relay_address(sockaddr_un* address) {
-  __builtin_memset(address, 0, sizeof *address);
-  address->sun_family = AF_UNIX;
-  FixedText(address->sun_path + 1, sizeof address->sun_path - 1)
-      << "stasis-relay-" << static_cast<unsigned long>(STASIS_SYS0(SYS_getuid)) << "-"
-      << g_config.coord_host << "-" << static_cast<unsigned>(g_config.coord_port);
-  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 +
-                                __builtin_strlen(address->sun_path + 1));
+// "stasis-relay-UID-HOST-PORT" (in the abstract namespace), as relay::socket_name() names it.
+void relay_name(char* name, size_t size) {
+  __builtin_memset(name, 0, size);
+  FixedText(name, size) << "stasis-relay-" << static_cast<unsigned long>(STASIS_SYS0(SYS_getuid)) << "-"
+                        << g_config.coord_host << "-" << static_cast<unsigned>(g_config.coord_port);
 }
 
 bool starts_with(const char* text, const char* prefix) {
@@ -45,20 +40,11 @@ bool relay_wanted() {
 
 int connect_to_host_relay() {
   if (!relay_wanted()) return -1;
-  int fd = static_cast<int>(STASIS_SYS3(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (fd < 0) return -1;
-  sockaddr_un address;
-  socklen_t len = relay_address(&address);
-  long rc = STASIS_SYS3(SYS_connect, fd, &address, len);
-  if (rc == 0) {
-    // Blocking from here, as the coordinator's TCP connection is (protocol/wire.c waits itself).
-    long flags = STASIS_SYS2(SYS_fcntl, fd, F_GETFL);
-    STASIS_SYS3(SYS_fcntl, fd, F_SETFL, flags & ~O_NONBLOCK);
-    return fd;
-  }
-  STASIS_SYS1(SYS_close, fd);
-  if (rc == -ECONNREFUSED) g_relay_missing = true;  // -EAGAIN: there, but its backlog is full
-  return -1;
+  char name[108];
+  relay_name(name, sizeof name);
+  int fd = stasis_connect_abstract(name);
+  if (fd < 0 && errno == ECONNREFUSED) g_relay_missing = true;  // EAGAIN: there, backlog full
+  return fd;
 }
 
 void start_host_relay_if_missing() {
