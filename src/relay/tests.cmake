@@ -9,7 +9,8 @@ stasis_ckpt_test(ckpt.relay.bash.pipeline.chain2 TIMEOUT 200 LABELS interp
                  ARGS --launch-arg=--relay --chain 2 --between-lines 8 --after-check "${RELAY_USED}"
                  PROGRAM ${SCRIPTS}/pipeline.sh)
 # python3 subprocess children, started before and after each restart (after one, the restarted
-# processes join the new coordinator directly and their new children start and join a new relay)
+# processes and their new children join the new coordinator directly: only a launched process
+# starts a relay)
 stasis_ckpt_test(ckpt.relay.python3.subprocess.chain2 TIMEOUT 200 LABELS interp
                  ARGS --launch-arg=--relay --chain 2 --between-lines 4 --wait-lines 5
                       --after-check "${RELAY_USED}"

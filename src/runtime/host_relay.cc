@@ -19,6 +19,10 @@ extern char** environ;
 namespace stasis::rt {
 namespace {
 
+// Only the process `stasis launch` started (the first of its computation on its host, one per
+// launch, `--join` on other hosts included) starts a relay: the others join directly when there
+// is none, so a relay that cannot start is not tried again by every process of a busy host.
+bool g_may_start_relay = false;
 bool g_relay_missing = false;  // connect found no relay: the checkpoint thread starts one
 
 // "stasis-relay-UID-HOST-PORT" (in the abstract namespace), as relay::socket_name() names it.
@@ -38,12 +42,14 @@ bool relay_wanted() {
   return g_settings.relay.set && g_settings.relay.text[0] == '1' && g_settings.exe.set;
 }
 
+void may_start_host_relay(bool launched) { g_may_start_relay = launched; }
+
 int connect_to_host_relay() {
   if (!relay_wanted()) return -1;
   char name[108];
   relay_name(name, sizeof name);
   int fd = stasis_connect_abstract(name);
-  if (fd < 0 && errno == ECONNREFUSED) g_relay_missing = true;  // EAGAIN: there, backlog full
+  if (fd < 0 && errno == ECONNREFUSED && g_may_start_relay) g_relay_missing = true;  // EAGAIN: busy
   return fd;
 }
 

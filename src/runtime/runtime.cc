@@ -453,6 +453,7 @@ void atfork_child() {
   g_commit_outstanding.store(false);
   g_process_ending.store(false);
   join_as_new_process();
+  may_start_host_relay(false);
   LogLine error;
   g_join_state.store(kJoining);
   g_config.active = true;  // before the thread, which clears it if it cannot join
@@ -508,6 +509,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
   }
   g_real_pid = sys_getpid();
   join_as_new_process();
+  may_start_host_relay(launched);
   if (pid_table_coordinator(g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port,
                             g_config.secret_hex, sizeof g_config.secret_hex))
     stasis_hex_decode(g_config.secret_hex, g_config.secret, sizeof g_config.secret);
