@@ -23,6 +23,7 @@ The stand-ins and relays share this machine's cores with the coordinator: every 
 their work, which on real hosts runs in parallel.
 """
 import argparse
+import json
 import os
 import re
 import resource
@@ -97,8 +98,13 @@ def measure(args, standins: Path, processes: int, relays: int) -> list[dict]:
             if not line.startswith("ready"):
                 raise RuntimeError(f"stand-ins failed: {line!r}")
         joined = time.monotonic() - started
-        # (`stasis status` answers in one message, too small for tens of thousands of processes)
-        coordinator_pid = int(re.search(r"listening on \S+ \(pid (\d+)\)", log_path.read_text()).group(1))
+        status = subprocess.run([args.stasis, "status", "--json"], env=env, capture_output=True, timeout=120)
+        if status.returncode != 0:
+            raise RuntimeError(f"stasis status failed: {status.stderr.decode().strip()}")
+        status = json.loads(status.stdout)
+        if status["process_count"] != processes:
+            raise RuntimeError(f"{status['process_count']} processes joined, not {processes}")
+        coordinator_pid = status["coordinator"]["pid"]
         relay_pids = [child.pid for child in children[:relays]]
         cpu = []
         for _ in range(args.runs):

@@ -495,7 +495,11 @@ json Coordinator::status_json() const {
   std::sort(processes.begin(), processes.end(),
             [](const Client* a, const Client* b) { return a->id < b->id; });
   json list = json::array();
+  // The reply is one message (at most STASIS_MAX_PAYLOAD, about 8,000 of these entries): with
+  // tens of thousands of processes, the first ones and the count.
+  constexpr size_t kProcessesListed = 5000;
   for (const Client* client : processes) {
+    if (list.size() == kProcessesListed) break;
     const StasisProcessInfo& info = client->info;
     list.push_back({{"id", client->id},
                     {"pid", info.pid},
@@ -514,6 +518,7 @@ json Coordinator::status_json() const {
             {"interval", options_.interval}}},
           {"state", state},
           {"processes", list},
+          {"process_count", processes.size()},
           {"last_checkpoint", machine_.last_checkpoint()},
           {"checkpoints_done", machine_.checkpoints_done()}};
 }

@@ -105,6 +105,7 @@ TEST_F(RelayIntegration, CheckpointsThroughRelaysWithMessagesPerHostNotPerProces
     relayed.push_back(fake_via(host_b, 300 + i, "b" + std::to_string(i)));
   }
   wait_for_processes(25);
+  EXPECT_EQ(status_json()["process_count"], 25);
   Checkpoint large = checkpoint();
   ASSERT_EQ(large.status, 0) << large.error << log();
   EXPECT_EQ(large.images, 25u) << "every image the manifest names is there, relayed ones too";
