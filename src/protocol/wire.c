@@ -344,6 +344,17 @@ int stasis_connect_abstract(const char* name) {
     errno = saved;
     return -1;
   }
+  // Anyone can bind any abstract name: only a listener of this user (who alone can read the
+  // computation's secret) is trusted with the handshake, or it could pass a coordinator's
+  // nonce on and borrow this process's answer.
+  struct { int32_t pid; uint32_t uid, gid; } peer;  /* struct ucred, without _GNU_SOURCE */
+  socklen_t peer_len = sizeof peer;
+  if (with_errno(STASIS_SYS5(SYS_getsockopt, fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len)) < 0 ||
+      peer.uid != (uint32_t)STASIS_SYS0(SYS_getuid)) {
+    close_fd(fd);
+    errno = EACCES;
+    return -1;
+  }
   // Blocking from here, as the TCP connections are (every read here waits with poll).
   long flags = STASIS_SYS2(SYS_fcntl, fd, F_GETFL);
   STASIS_SYS3(SYS_fcntl, fd, F_SETFL, flags & ~O_NONBLOCK);

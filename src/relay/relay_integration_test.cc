@@ -3,6 +3,8 @@
 // same as without relays, the coordinator's message count follows relays and not processes, a
 // relay that dies fails the checkpoint at once and leaves the previous one, and a process that
 // joins the relay while a checkpoint stops the computation is taken into it.
+#include <sys/un.h>
+
 #include <regex>
 
 #include "coordinator/coordinator_test_harness.h"
@@ -235,6 +237,39 @@ TEST_F(RelayIntegration, TheRelayRefusesAWrongSecretAndTheCoordinatorNeverSeesIt
   auto honest = fake_via(host, 500, "honest");
   wait_for_processes(1);
   EXPECT_EQ(status_json()["processes"][0]["pid"], 500);
+}
+
+// Anyone can bind an abstract name: a process must not hand its HMAC answer to another user's
+// listener squatting on its relay's name (it joins the coordinator directly instead).
+TEST(RelaySocket, AnotherUsersListenerIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a listener as another user";
+  std::string name = "stasis-test-squatter-" + std::to_string(getpid());
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t squatter = fork();
+  if (squatter == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    memcpy(address.sun_path + 1, name.data(), name.size());
+    socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), len) != 0 || listen(fd, 8) != 0) _exit(1);
+    if (write(ready[1], "x", 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char byte;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the squatter could not listen";
+  errno = 0;
+  int fd = stasis_connect_abstract(name.c_str());
+  int connect_errno = errno;
+  kill(squatter, SIGKILL);
+  waitpid(squatter, nullptr, 0);
+  close(ready[0]);
+  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(connect_errno, EACCES);
 }
 
 }  // namespace
