@@ -17,7 +17,7 @@ another; each reports, from the coordinator's "checkpoint G timing" log line:
 and the medians over the runs are printed, one row per N.
 
 usage: bench/coordination_time.py [--stasis build/bin/stasis] [--target build/tests/targets/scale_tree]
-                                  [--processes 16,64,256] [--runs 5] [--memory-kb 64]
+                                  [--processes 16,64,256] [--runs 5] [--memory-kb 64] [--relay]
 """
 import argparse
 import json
@@ -112,7 +112,8 @@ def measure(args, processes: int) -> list[dict]:
         env["STASIS_CKPT_DIR"] = str(ckpt)
         # scale_tree PROCESSES STEPS DELAY_MS MEMORY_KB: runs far longer than the measurement
         with open(tmp / "launch.err", "wb") as launch_err:
-            launch = subprocess.Popen([args.stasis, "launch", "--compress", "none", "--", args.target,
+            launch = subprocess.Popen([args.stasis, "launch", "--compress", "none", *(["--relay"] if args.relay else []),
+                                       "--", args.target,
                                        str(processes), "1000000", "50", str(args.memory_kb)],
                                       env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=launch_err,
                                       start_new_session=True)
@@ -142,6 +143,7 @@ def main():
     parser.add_argument("--runs", type=int, default=5, help="checkpoints per process count (median)")
     parser.add_argument("--memory-kb", type=int, default=64, help="memory each process changes")
     parser.add_argument("--json", action="store_true", help="also print every run as JSON")
+    parser.add_argument("--relay", action="store_true", help="launch --relay: the processes join this host's relay")
     args = parser.parse_args()
     args.stasis, args.target = os.path.abspath(args.stasis), os.path.abspath(args.target)
     counts = [int(n) for n in args.processes.split(",")]

@@ -2,6 +2,7 @@
 // runtime preloaded and a coordinator to talk to.
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -15,6 +16,8 @@
 #include "image/compression.h"
 #include "cli/coord_client.h"
 #include "common/error.h"
+#include "protocol/wire.h"
+#include "relay/relay.h"
 
 extern char** environ;
 
@@ -82,6 +85,31 @@ std::string joined_coordinator_secret(const CoordAddress& addr) {
   return secret;
 }
 
+// Starts `stasis relay --daemon` for the coordinator at `addr` unless one already serves this
+// host, and waits (2 s at most) until it listens. Not fatal: without a relay, processes join the
+// coordinator directly.
+void start_host_relay(const CoordAddress& addr, const std::string& secret) {
+  std::string name = relay::socket_name(addr);
+  auto listening = [&] {
+    int fd = stasis_connect_abstract(name.c_str());
+    if (fd >= 0) close(fd);
+    return fd >= 0;
+  };
+  if (listening()) return;
+  pid_t child = fork();
+  if (child == 0) {
+    unsetenv("LD_PRELOAD");
+    unsetenv("STASIS_LAUNCH_PID");
+    setenv("STASIS_SECRET", secret.c_str(), 1);
+    std::string exe = self_executable(), coord = addr.str();
+    execl(exe.c_str(), exe.c_str(), "relay", "--daemon", "--coord", coord.c_str(), nullptr);
+    _exit(127);
+  }
+  if (child < 0) return;
+  waitpid(child, nullptr, 0);
+  for (int tries = 0; tries < 400 && !listening(); tries++) usleep(5000);
+}
+
 class LaunchCommand : public Command {
  public:
   const char* name() const override { return "launch"; }
@@ -112,6 +140,10 @@ class LaunchCommand : public Command {
                  "matches the glob PATTERN, all without one), so that restart can put back missing or "
                  "changed ones (default $STASIS_SAVE_FILES)")
         ->type_name("[=PATTERN]");
+    app.add_flag("--relay", relay_,
+                 "Processes join through a relay per host (the first one there starts it) that "
+                 "talks to the coordinator for them in batches: for many processes per host "
+                 "(default: $STASIS_RELAY=1)");
     app.add_flag("--join", join_,
                  "Join the running coordinator at --coord/$STASIS_COORD, never start one (what a "
                  "remote launch runs on the other host; see docs/user-guide.md, Running across hosts)");
@@ -149,6 +181,13 @@ class LaunchCommand : public Command {
     refuse_static_binary(program);
     std::string runtime = runtime_library_path();
     std::string secret = join_ ? joined_coordinator_secret(addr) : ensure_coordinator(addr, options);
+    // This host's relay, before the program runs, so that every process after it joins there
+    // (`launch --join` on other hosts starts theirs; the runtime starts one where none is).
+    const char* relay_setting = getenv("STASIS_RELAY");
+    if (relay_ || (relay_setting && std::string(relay_setting) == "1")) {
+      relay_ = true;
+      start_host_relay(addr, secret);
+    }
     // From here on in the child: STASIS_LAUNCH_PID and the preload are the launched process's.
     if (on_signal) on_signal->fork_watcher(addr);
     // A process a remote launcher started on another host joins with its launch's --ib.
@@ -190,6 +229,7 @@ class LaunchCommand : public Command {
     }
     if (interval_ > 0) setenv("STASIS_INTERVAL", fmt::format("{}", interval_).c_str(), 1);
     if (incremental_) setenv("STASIS_INCREMENTAL", "1", 1);
+    if (relay_) setenv("STASIS_RELAY", "1", 1);
     if (full_every_ > 0) setenv("STASIS_FULL_EVERY", std::to_string(full_every_).c_str(), 1);
 
     if (x11_) {  // the proxy runs the program as its child (src/plugins/x11/proxy)
@@ -207,7 +247,7 @@ class LaunchCommand : public Command {
  private:
   std::string coord_, ckpt_dir_, compress_, ib_, save_files_, checkpoint_signal_;
   double interval_ = 0;
-  bool incremental_ = false, join_ = false, x11_ = false, mpi_ = false;
+  bool incremental_ = false, join_ = false, x11_ = false, mpi_ = false, relay_ = false;
   unsigned full_every_ = 0;
   std::vector<std::string> argv_, plugins_;
 };

@@ -39,7 +39,9 @@ void print_human(const nlohmann::json& status) {
   fmt::print("checkpoints done by this coordinator: {}\n", status.value("checkpoints_done", 0));
 
   const auto& processes = status.at("processes");
-  fmt::print("{} process{}\n", processes.size(), processes.size() == 1 ? "" : "es");
+  size_t count = status.value("process_count", processes.size());
+  fmt::print("{} process{}{}\n", count, count == 1 ? "" : "es",
+             count > processes.size() ? fmt::format(" (the first {} listed)", processes.size()) : "");
   if (processes.empty()) return;
   fmt::print("  {:>5} {:>8} {:>8}  {:<16} {:<20} {}\n", "ID", "PID", "ORIG", "HOST", "PROGRAM",
              "STATE");

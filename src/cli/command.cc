@@ -19,11 +19,12 @@ std::unique_ptr<Command> make_restart_command();
 std::unique_ptr<Command> make_status_command();
 std::unique_ptr<Command> make_kill_command();
 std::unique_ptr<Command> make_inspect_command();
+std::unique_ptr<Command> make_relay_command();
 
 const std::vector<CommandFactory>& all_commands() {
   static const std::vector<CommandFactory> table = {
       make_coordinator_command, make_launch_command, make_checkpoint_command, make_restart_command,
-      make_status_command,      make_kill_command,   make_inspect_command,
+      make_status_command,      make_kill_command,   make_inspect_command,  make_relay_command,
   };
   return table;
 }

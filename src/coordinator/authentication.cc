@@ -61,7 +61,8 @@ StasisHello make_hello(uint8_t nonce[STASIS_NONCE_BYTES]) {
 
 std::string check_auth(const Secret& secret, const uint8_t nonce[STASIS_NONCE_BYTES],
                        const StasisAuth& auth) {
-  if (auth.role != STASIS_ROLE_PROCESS && auth.role != STASIS_ROLE_COMMAND) {
+  if (auth.role != STASIS_ROLE_PROCESS && auth.role != STASIS_ROLE_COMMAND &&
+      auth.role != STASIS_ROLE_RELAY) {
     return fmt::format("protocol error: unknown role {}", auth.role);
   }
   uint8_t expected[STASIS_MAC_BYTES];

@@ -166,6 +166,7 @@ void CheckpointMachine::start_next_op() {
     running_->op = std::move(queue_.front());
     running_->started = Clock::now();
     running_->timing.last_mark = running_->started;
+    running_->timing.wire_messages_at_start = connections_.wire_messages();
     queue_.pop_front();
     switch (running_->op.kind) {
       case OpKind::Checkpoint:
@@ -505,17 +506,27 @@ void CheckpointMachine::commit_checkpoint() {
                       {"dir", op.generation_dir},
                       {"unix_time", manifest.unix_time},
                       {"seconds", manifest.seconds}};
+  uint64_t coordinator_messages = connections_.wire_messages() - op.timing.wire_messages_at_start;
   op.success = {{"ok", true},
                 {"generation", op.generation},
                 {"dir", op.generation_dir},
-                {"images", images},
+                {"images", std::move(images)},
+                {"image_count", op.members.size()},
                 {"seconds", manifest.seconds},
                 {"image_bytes", image_bytes},
                 {"memory_bytes", memory_bytes},
                 {"pause_seconds", op.pause_seconds},
                 {"write_seconds", round_ms(op.timing.write_seconds())},
                 {"coordination_seconds", round_ms(manifest.seconds - op.timing.write_seconds())},
-                {"messages", op.timing.messages}};
+                {"messages", op.timing.messages},
+                {"coordinator_messages", coordinator_messages}};
+  // The reply is one message (at most STASIS_MAX_PAYLOAD): tens of thousands of paths do not
+  // fit, and MANIFEST.json lists them all anyway.
+  if (op.success["images"].size() > kImagesListedInReply) {
+    op.success["images"].erase(op.success["images"].begin() + kImagesListedInReply,
+                               op.success["images"].end());
+    op.success["images_listed"] = kImagesListedInReply;
+  }
   json barrier_seconds = json::object();
   std::string barrier_times;
   for (const auto& [name, seconds] : op.timing.barrier_seconds) {
@@ -526,9 +537,10 @@ void CheckpointMachine::commit_checkpoint() {
   // One line per checkpoint, never one per process: bench/coordination_time.py reads it.
   log_.line(fmt::format(
       "checkpoint {} timing: {} process{}, {} messages; barriers (s): {}; "
-      "slowest image write {:.3f} s; coordination {:.3f} s",
+      "slowest image write {:.3f} s; coordination {:.3f} s; {} messages at the coordinator's sockets",
       op.generation, op.members.size(), op.members.size() == 1 ? "" : "es", op.timing.messages,
-      barrier_times, op.timing.write_seconds(), manifest.seconds - op.timing.write_seconds()));
+      barrier_times, op.timing.write_seconds(), manifest.seconds - op.timing.write_seconds(),
+      coordinator_messages));
   log_.line(
       fmt::format("checkpoint {} complete in {:.3f} s (computation paused {:.3f} s): {} image{}, "
                   "{} bytes written, {} bytes of memory",
@@ -596,8 +608,8 @@ void CheckpointMachine::process_left(const Client& client) {
     log_.line(fmt::format("{} ended after its image was saved; it stays in checkpoint {}",
                           client.describe(), op.generation));
   } else if (op.op.kind == OpKind::Checkpoint && !op.committed) {
-    fail(fmt::format("process {} disconnected during checkpoint {}", client.describe(),
-                     op.generation));
+    fail(fmt::format("process {} disconnected during checkpoint {}{}", client.describe(),
+                     op.generation, client.dead_reason.empty() ? "" : ": " + client.dead_reason));
   }
   if (!op.barrier.empty() && op.pending.erase(client.id) > 0 && op.pending.empty()) {
     barrier_complete();

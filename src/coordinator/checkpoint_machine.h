@@ -49,6 +49,9 @@ struct CheckpointTiming {
   Clock::time_point last_mark;
   uint64_t slowest_write_ns = 0;  // the longest any process took to write its image
   uint64_t messages = 0;          // barrier messages to and from processes: O(N) per checkpoint
+  // Messages through the coordinator's sockets, from the start: O(hosts) when every process
+  // joined through its host's relay (a relay's batch is one message), else as `messages`.
+  uint64_t wire_messages_at_start = 0;
 
   void barrier_ended(const std::string& name);
   double write_seconds() const { return static_cast<double>(slowest_write_ns) / 1e9; }
@@ -151,6 +154,7 @@ class CheckpointMachine {
   void finish_op(bool ok, nlohmann::json body);
 
   static constexpr double kChildrenJoinPatienceSeconds = 20;
+  static constexpr size_t kImagesListedInReply = 1000;
 
   const Options& options_;
   Connections& connections_;

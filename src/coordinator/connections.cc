@@ -44,6 +44,38 @@ constexpr int kAcceptBatch = 64;
 
 }  // namespace
 
+void append_message(std::string& out, uint16_t type, uint64_t arg, const void* payload,
+                    uint32_t len, uint32_t reserved) {
+  StasisMsgHeader header{};
+  header.magic = STASIS_PROTOCOL_MAGIC;
+  header.version = STASIS_PROTOCOL_VERSION;
+  header.type = type;
+  header.payload_len = len;
+  header.reserved = reserved;
+  header.arg = arg;
+  out.append(reinterpret_cast<const char*>(&header), sizeof header);
+  if (len > 0) out.append(static_cast<const char*>(payload), len);
+}
+
+bool send_without_blocking(int fd, std::string& out) {
+  size_t sent = 0;
+  while (sent < out.size()) {
+    ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      break;
+    } else {
+      out.clear();
+      return false;
+    }
+  }
+  out.erase(0, sent);
+  return true;
+}
+
 Connections::Connections(const Log& log, ConnectionEvents& events, int epoll_fd,
                          double handshake_timeout)
     : log_(log), events_(events), epoll_(epoll_fd), handshake_timeout_(handshake_timeout) {
@@ -247,6 +279,7 @@ void Connections::on_readable(Client& client) {
       break;
     }
     if (available < sizeof header + header.payload_len) break;
+    wire_messages_++;
     events_.on_message(client, header, client.in.data() + consumed + sizeof header);
     consumed += sizeof header + header.payload_len;
   }
@@ -256,35 +289,46 @@ void Connections::on_readable(Client& client) {
 void Connections::send(Client& client, uint16_t type, uint64_t arg, const void* payload,
                        uint32_t len, uint32_t reserved) {
   if (client.dead) return;
-  StasisMsgHeader header{};
-  header.magic = STASIS_PROTOCOL_MAGIC;
-  header.version = STASIS_PROTOCOL_VERSION;
-  header.type = type;
-  header.payload_len = len;
-  header.reserved = reserved;
-  header.arg = arg;
-  client.out.append(reinterpret_cast<const char*>(&header), sizeof header);
-  if (len > 0) client.out.append(static_cast<const char*>(payload), len);
+  if (client.relay != 0) {
+    Client* relay = find(client.relay);
+    if (relay == nullptr || relay->dead) return;
+    if (relay->batch.empty()) relays_with_batches_.push_back(relay->id);
+    relay->batch.add(type, arg, reserved, payload, len, client.relay_local);
+    return;
+  }
+  wire_messages_++;
+  append_message(client.out, type, arg, payload, len, reserved);
   flush(client);
 }
 
-void Connections::flush(Client& client) {
-  size_t sent = 0;
-  while (sent < client.out.size()) {
-    ssize_t n = ::send(client.fd, client.out.data() + sent, client.out.size() - sent, MSG_NOSIGNAL);
-    if (n > 0) {
-      sent += static_cast<size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      break;
-    } else {
-      client.out.clear();
-      drop(client, client.refused ? "refused" : errno_text());
-      return;
+Client& Connections::add_relayed(Client& relay, uint64_t local) {
+  uint64_t id = next_client_id_++;
+  Client& client = clients_[id];
+  client.id = id;
+  client.peer = fmt::format("{} (relay)", relay.peer);
+  client.peer_address = relay.peer_address;
+  client.relay = relay.id;
+  client.relay_local = local;
+  relay.relayed[local] = id;
+  return client;
+}
+
+void Connections::flush_relay_batches() {
+  for (uint64_t id : relays_with_batches_) {
+    Client* relay = find(id);
+    if (relay == nullptr || relay->dead) continue;
+    for (const std::string& payload : relay->batch.take()) {
+      send(*relay, STASIS_MSG_RELAY_BATCH, 0, payload.data(), static_cast<uint32_t>(payload.size()));
     }
   }
-  client.out.erase(0, sent);
+  relays_with_batches_.clear();
+}
+
+void Connections::flush(Client& client) {
+  if (!send_without_blocking(client.fd, client.out)) {
+    drop(client, client.refused ? "refused" : errno_text());
+    return;
+  }
   watch_writes(client, !client.out.empty());
   if (client.out.empty() && client.refused && !client.dead) drop(client, "refused");
 }
@@ -321,10 +365,38 @@ void Connections::reap() {
     auto it = clients_.find(id);
     if (it == clients_.end()) continue;
     Client& client = it->second;
-    epoll_ctl(epoll_, EPOLL_CTL_DEL, client.fd, nullptr);
-    close(client.fd);
+    if (client.relay != 0) {
+      forget_relayed(client);
+    } else if (client.fd >= 0) {
+      epoll_ctl(epoll_, EPOLL_CTL_DEL, client.fd, nullptr);
+      close(client.fd);
+      client.fd = -1;
+    }
+    // A relay's processes go with it: each is reported closed, then the relay.
+    if (!client.relayed.empty()) {
+      for (const auto& [local, process] : client.relayed) {
+        if (Client* gone = find(process); gone != nullptr) {
+          gone->relay_knows_gone = true;
+          drop(*gone, "its host relay is gone");
+        }
+      }
+      client.relayed.clear();
+      dead_.insert(dead_.begin(), id);
+      continue;
+    }
     events_.on_closed(client);
     clients_.erase(it);
+  }
+}
+
+void Connections::forget_relayed(Client& client) {
+  Client* relay = find(client.relay);
+  if (relay == nullptr) return;
+  relay->relayed.erase(client.relay_local);
+  // The relay closes the process's connection when the coordinator drops it.
+  if (!client.relay_knows_gone && !relay->dead) {
+    if (relay->batch.empty()) relays_with_batches_.push_back(relay->id);
+    relay->batch.add(STASIS_MSG_RELAY_LEFT, 0, 0, nullptr, 0, client.relay_local);
   }
 }
 
@@ -354,7 +426,7 @@ Client* Connections::find(uint64_t id) {
 
 void Connections::close_all() {
   for (auto& [id, client] : clients_) {
-    if (client.out.empty()) continue;
+    if (client.out.empty() || client.fd < 0) continue;
     int flags = fcntl(client.fd, F_GETFL);
     fcntl(client.fd, F_SETFL, flags & ~O_NONBLOCK);
     timeval timeout{.tv_sec = 1, .tv_usec = 0};
@@ -362,7 +434,8 @@ void Connections::close_all() {
     ssize_t ignored = ::send(client.fd, client.out.data(), client.out.size(), MSG_NOSIGNAL);
     (void)ignored;
   }
-  for (auto& [id, client] : clients_) close(client.fd);
+  for (auto& [id, client] : clients_)
+    if (client.fd >= 0) close(client.fd);
   clients_.clear();
 }
 

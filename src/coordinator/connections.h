@@ -15,6 +15,7 @@
 #include "coordinator/basics.h"
 #include "coordinator/log.h"
 #include "protocol/protocol.h"
+#include "protocol/relay_batch.h"
 
 namespace stasis::coordinator {
 
@@ -36,7 +37,14 @@ class Fd {
   int fd_;
 };
 
-enum class Role { Handshake, Process, Command };
+// Appends one framed message (header, then payload) to `out`.
+void append_message(std::string& out, uint16_t type, uint64_t arg, const void* payload,
+                    uint32_t len, uint32_t reserved = 0);
+// Sends what it can of `out` on a non-blocking socket and removes what left; false when the
+// connection failed (`out` is cleared then, errno says why).
+bool send_without_blocking(int fd, std::string& out);
+
+enum class Role { Handshake, Process, Command, Relay };
 
 struct Client {
   uint64_t id = 0;
@@ -56,6 +64,14 @@ struct Client {
   StasisProcessInfo info{};
   bool in_computation = false;  // takes part in checkpoints (restarted: after "restart")
   std::string state;
+  // A process that joined through a host relay has no descriptor (fd -1): what is sent to it
+  // goes into its relay's batch, under the relay's id for it.
+  uint64_t relay = 0;
+  uint64_t relay_local = 0;
+  bool relay_knows_gone = false;  // the relay reported it left: nothing to tell it
+  // Relays only: their processes (relay's id -> client id) and what waits to go down to them.
+  std::unordered_map<uint64_t, uint64_t> relayed;
+  protocol::RelayBatch batch;
 
   std::string describe() const {
     return fmt::format("pid {} ({})", info.pid, bounded(info.program, sizeof info.program));
@@ -106,6 +122,13 @@ class Connections {
   void reap();
   // Refuses the connections that did not authenticate in time.
   void expire_handshakes(Clock::time_point now);
+  // A process that joined through `relay` under the relay's id `local`.
+  Client& add_relayed(Client& relay, uint64_t local);
+  // Sends each relay what was queued for its processes since the last call: one RELAY_BATCH
+  // (or a few, for a large one) per relay and loop iteration, however many processes.
+  void flush_relay_batches();
+  // Messages that crossed a socket (a relay's batch counts once): for the checkpoint's figures.
+  uint64_t wire_messages() const { return wire_messages_; }
   // Gives queued replies (a kill's answer, say) a last chance to leave, and closes everything.
   void close_all();
 
@@ -124,6 +147,8 @@ class Connections {
   // Makes room for one more unauthenticated connection from `address`.
   void evict_for(const std::string& address);
   void close_now(uint64_t id, const std::string& reason);
+  // A relayed process is being closed: its relay forgets it (and is told, unless it said so).
+  void forget_relayed(Client& client);
   void handshake_over(Client& client);
   void on_readable(Client& client);
   void flush(Client& client);
@@ -143,6 +168,8 @@ class Connections {
   size_t max_handshakes_ = 512;
   size_t max_handshakes_per_address_ = 256;
   std::vector<uint64_t> dead_;
+  std::vector<uint64_t> relays_with_batches_;
+  uint64_t wire_messages_ = 0;
 };
 
 }  // namespace stasis::coordinator

@@ -72,7 +72,11 @@ class Coordinator : public ConnectionEvents {
   void on_message(Client& client, const StasisMsgHeader& header, const uint8_t* payload) override;
   void on_closed(Client& client) override;
   void handle_auth(Client& client, const StasisMsgHeader& header, const uint8_t* payload);
+  // A process is in (directly, or through a relay): who it says it is.
+  void accept_process(Client& client, const StasisProcessInfo& info);
   void process_joined(Client& client);
+  // A host relay's batch: its processes' joins, departures and messages, in order.
+  void handle_relay_batch(Client& relay, const StasisMsgHeader& header, const uint8_t* payload);
   void handle_command(Client& client, const StasisCommand& command);
   void reply(uint64_t command_client, bool ok, const json& body) {
     connections_.reply(command_client, ok, body.dump());
@@ -168,6 +172,7 @@ int Coordinator::run() {
     }
     check_deadlines();
     connections_.reap();
+    connections_.flush_relay_batches();
     // Idle for a moment, not an instant: a process that execs leaves and joins again, and the
     // program it becomes joins from its own thread a little later.
     if (options_.exit_when_idle && !idle_after_work()) idle_since_.reset();
@@ -180,6 +185,7 @@ int Coordinator::run() {
     }
   }
   // Replies already queued (a kill's answer, say) deserve a last chance to leave.
+  connections_.flush_relay_batches();
   connections_.close_all();
   return 0;
 }
@@ -191,6 +197,13 @@ void Coordinator::on_message(Client& client, const StasisMsgHeader& header,
     return;
   }
   switch (header.type) {
+    case STASIS_MSG_RELAY_BATCH:
+      if (client.role != Role::Relay) {
+        connections_.drop(client, "protocol error: RELAY_BATCH from a connection that is no relay");
+        return;
+      }
+      handle_relay_batch(client, header, payload);
+      return;
     case STASIS_MSG_BARRIER_DONE: {
       StasisBarrierDone done;
       if (client.role != Role::Process || header.payload_len != sizeof done) {
@@ -259,6 +272,9 @@ void Coordinator::on_closed(Client& client) {
       if (group != restart_groups_.end()) std::erase(group->second, client.id);
     }
     machine_.process_left(client);
+  } else if (client.role == Role::Relay) {
+    log_.line(fmt::format("relay left: {}{}", client.peer,
+                          client.dead_reason.empty() ? "" : ": " + client.dead_reason));
   } else if (client.role == Role::Command && !client.dead_reason.empty()) {
     log_.line(
         fmt::format("command connection from {} dropped: {}", client.peer, client.dead_reason));
@@ -278,13 +294,68 @@ void Coordinator::handle_auth(Client& client, const StasisMsgHeader&, const uint
     connections_.authenticated(client, Role::Command);
     return;
   }
+  if (auth.role == STASIS_ROLE_RELAY) {
+    connections_.authenticated(client, Role::Relay);
+    log_.line(fmt::format("relay joined from {}", client.peer));
+    return;
+  }
   connections_.authenticated(client, Role::Process);
-  client.info = auth.process;
+  accept_process(client, auth.process);
+}
+
+void Coordinator::accept_process(Client& client, const StasisProcessInfo& info) {
+  client.info = info;
   // Strings from the wire are only trusted once terminated.
   client.info.hostname[sizeof client.info.hostname - 1] = '\0';
   client.info.program[sizeof client.info.program - 1] = '\0';
   client.info.ckpt_dir[sizeof client.info.ckpt_dir - 1] = '\0';
   process_joined(client);
+}
+
+void Coordinator::handle_relay_batch(Client& relay, const StasisMsgHeader& header,
+                                     const uint8_t* payload) {
+  uint64_t relay_id = relay.id;
+  std::string fault = protocol::for_each_relay_entry(
+      payload, header.payload_len,
+      [&](const StasisRelayEntry& entry, const uint8_t* data, const std::vector<uint64_t>& ids) {
+        for (uint64_t local : ids) {
+          Client* from = connections_.find(relay_id);
+          if (from == nullptr || from->dead) return;  // a message below dropped the relay
+          auto known = from->relayed.find(local);
+          if (entry.type == STASIS_MSG_RELAY_JOIN) {
+            if (known != from->relayed.end() || entry.payload_len != sizeof(StasisProcessInfo)) {
+              connections_.drop(*from, "protocol error: malformed or repeated RELAY_JOIN");
+              return;
+            }
+            StasisProcessInfo info;
+            memcpy(&info, data, sizeof info);
+            Client& process = connections_.add_relayed(*from, local);
+            connections_.authenticated(process, Role::Process);
+            accept_process(process, info);
+            continue;
+          }
+          if (known == from->relayed.end()) continue;  // it left, or the coordinator dropped it
+          Client* process = connections_.find(known->second);
+          if (process == nullptr || process->dead) continue;
+          if (entry.type == STASIS_MSG_RELAY_LEFT) {
+            process->relay_knows_gone = true;
+            connections_.drop(*process, "");
+            continue;
+          }
+          StasisMsgHeader inner{};
+          inner.magic = STASIS_PROTOCOL_MAGIC;
+          inner.version = STASIS_PROTOCOL_VERSION;
+          inner.type = entry.type;
+          inner.payload_len = entry.payload_len;
+          inner.reserved = entry.reserved;
+          inner.arg = entry.arg;
+          on_message(*process, inner, data);
+        }
+      });
+  if (!fault.empty()) {
+    if (Client* from = connections_.find(relay_id); from != nullptr)
+      connections_.drop(*from, "protocol error: " + fault);
+  }
 }
 
 void Coordinator::process_joined(Client& client) {
@@ -424,7 +495,11 @@ json Coordinator::status_json() const {
   std::sort(processes.begin(), processes.end(),
             [](const Client* a, const Client* b) { return a->id < b->id; });
   json list = json::array();
+  // The reply is one message (at most STASIS_MAX_PAYLOAD, about 8,000 of these entries): with
+  // tens of thousands of processes, the first ones and the count.
+  constexpr size_t kProcessesListed = 5000;
   for (const Client* client : processes) {
+    if (list.size() == kProcessesListed) break;
     const StasisProcessInfo& info = client->info;
     list.push_back({{"id", client->id},
                     {"pid", info.pid},
@@ -444,6 +519,7 @@ json Coordinator::status_json() const {
             {"interval", options_.interval}}},
           {"state", state},
           {"processes", list},
+          {"process_count", processes.size()},
           {"last_checkpoint", machine_.last_checkpoint()},
           {"checkpoints_done", machine_.checkpoints_done()}};
 }

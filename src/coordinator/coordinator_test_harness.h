@@ -157,9 +157,11 @@ class FakeProcess {
   // `hostname` and `pid_space`: where the process says it runs (StasisProcessInfo).
   FakeProcess(uint16_t port, const std::string& secret_hex, uint32_t pid, std::string program,
               uint32_t restarted_generation = 0, const std::string& plugin_barriers = "",
-              const std::string& hostname = "testhost", const std::string& pid_space = "")
+              const std::string& hostname = "testhost", const std::string& pid_space = "",
+              int connected_fd = -1)
       : program_(std::move(program)) {
-    fd_ = stasis_connect_tcp("127.0.0.1", port);
+    // connected_fd: a connection made already (to a host relay, say) instead of the coordinator.
+    fd_ = connected_fd >= 0 ? connected_fd : stasis_connect_tcp("127.0.0.1", port);
     EXPECT_GE(fd_, 0) << "cannot connect to the coordinator: " << strerror(errno);
     uint8_t secret[32];
     EXPECT_EQ(stasis_hex_decode(secret_hex.c_str(), secret, sizeof secret), 0);

@@ -28,13 +28,14 @@ typedef struct StasisAuthOk StasisAuthOk;
 typedef struct StasisBarrier StasisBarrier;
 typedef struct StasisBarrierDone StasisBarrierDone;
 typedef struct StasisCommand StasisCommand;
+typedef struct StasisRelayEntry StasisRelayEntry;
 #endif
 
 #define STASIS_PROTOCOL_MAGIC 0x4d535453u /* "STSM" */
 // 2: BARRIER_DONE carries write_nanoseconds; 3: compression as a StasisCompressionSetting;
 // 4: BARRIER_DONE carries image_checksum, StasisProcessInfo carries pid_space; 5: and srun_*;
-// 6: and virtual_pid_space
-#define STASIS_PROTOCOL_VERSION 6
+// 6: and virtual_pid_space; 7: host relays (STASIS_ROLE_RELAY, RELAY_BATCH)
+#define STASIS_PROTOCOL_VERSION 7
 #define STASIS_DEFAULT_PORT 7781
 #define STASIS_NONCE_BYTES 32
 #define STASIS_MAC_BYTES 32
@@ -78,6 +79,16 @@ enum StasisMsgType STASIS_PROTOCOL_ENUM_BASE(uint16_t) {
   STASIS_MSG_NS_LIST = 34,
   // Removes every entry this connection published under the payload's key prefix (no reply).
   STASIS_MSG_NS_WITHDRAW = 35,
+  // Host relay <-> coordinator (src/relay/README.md): many processes' messages in one. The
+  // payload is a sequence of StasisRelayEntry, each followed by its payload_len bytes and then
+  // `count` uint64_t ids (the relay's own ids for its processes): the same message from, or to,
+  // each of those processes. Entries are in order, and one process's are never reordered.
+  STASIS_MSG_RELAY_BATCH = 40,
+  // Entry types only inside a RELAY_BATCH: a process joined the relay (payload: its
+  // StasisProcessInfo, once its HMAC answer checked out there); a process left it (no payload;
+  // downwards: the coordinator dropped it, the relay closes its connection).
+  STASIS_MSG_RELAY_JOIN = 41,
+  STASIS_MSG_RELAY_LEFT = 42,
 };
 
 // The image compression a command, the coordinator or a "checkpoint" barrier asks for
@@ -94,6 +105,8 @@ enum StasisCompressionSetting STASIS_PROTOCOL_ENUM_BASE(uint32_t) {
 enum StasisRole STASIS_PROTOCOL_ENUM_BASE(uint32_t) {
   STASIS_ROLE_PROCESS = 1,
   STASIS_ROLE_COMMAND = 2,
+  // A host's relay (src/relay/): speaks for the processes that joined it over a Unix socket.
+  STASIS_ROLE_RELAY = 3,
 };
 
 struct StasisMsgHeader {
@@ -182,6 +195,19 @@ struct StasisBarrierDone {
   // (image/framing.h), which the coordinator checks in the file before it writes MANIFEST.json
   uint64_t image_checksum;
 };
+
+// One entry of a RELAY_BATCH (see STASIS_MSG_RELAY_BATCH).
+struct StasisRelayEntry {
+  uint16_t type;         // StasisMsgType of the message it stands for
+  uint16_t reserved0;
+  uint32_t payload_len;  // bytes of that message's payload that follow
+  uint64_t arg;          // that message's header.arg
+  uint32_t reserved;     // that message's header.reserved (NS_REPLY's found / not found)
+  uint32_t count;        // ids that follow the payload (>= 1)
+};
+#ifdef __cplusplus
+static_assert(sizeof(StasisRelayEntry) == 24, "wire layout");
+#endif
 
 // Commands: payload is StasisCommand; reply payload is text (JSON for status).
 enum StasisCommandVerb STASIS_PROTOCOL_ENUM_BASE(uint32_t) {

@@ -10,10 +10,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <time.h>
 
 #include "common/hmac.h"
@@ -321,6 +323,42 @@ int stasis_connect_socket(int fd, const char* numeric_host, uint16_t port) {
   int one = 1;
   set_socket_option(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return 0;
+}
+
+int stasis_connect_abstract(const char* name) {
+  struct sockaddr_un address;
+  memset(&address, 0, sizeof address);
+  address.sun_family = AF_UNIX;
+  size_t len = strlen(name);
+  if (len > sizeof address.sun_path - 1) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(address.sun_path + 1, name, len);
+  int fd = (int)SYS_WITH_ERRNO3(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  socklen_t address_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+  if (SYS_WITH_ERRNO3(SYS_connect, fd, &address, address_len) < 0) {
+    int saved = errno;
+    close_fd(fd);
+    errno = saved;
+    return -1;
+  }
+  // Anyone can bind any abstract name: only a listener of this user (who alone can read the
+  // computation's secret) is trusted with the handshake, or it could pass a coordinator's
+  // nonce on and borrow this process's answer.
+  struct { int32_t pid; uint32_t uid, gid; } peer;  /* struct ucred, without _GNU_SOURCE */
+  socklen_t peer_len = sizeof peer;
+  if (with_errno(STASIS_SYS5(SYS_getsockopt, fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len)) < 0 ||
+      peer.uid != (uint32_t)STASIS_SYS0(SYS_getuid)) {
+    close_fd(fd);
+    errno = EACCES;
+    return -1;
+  }
+  // Blocking from here, as the TCP connections are (every read here waits with poll).
+  long flags = STASIS_SYS2(SYS_fcntl, fd, F_GETFL);
+  STASIS_SYS3(SYS_fcntl, fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
 }
 
 int stasis_connect_tcp(const char* numeric_host, uint16_t port) {

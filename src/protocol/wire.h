@@ -54,6 +54,11 @@ int stasis_connect_tcp(const char* numeric_host, uint16_t port);
 int stasis_tcp_socket_for(const char* numeric_host);
 int stasis_connect_socket(int fd, const char* numeric_host, uint16_t port);
 
+// Connects a stream socket (close-on-exec, blocking) to `name` in the abstract Unix namespace (no
+// leading NUL; a host relay's, say). Never waits: -1 with ECONNREFUSED when nobody listens
+// there, EAGAIN when its backlog is full, EACCES when the listener is another user's.
+int stasis_connect_abstract(const char* name);
+
 #ifdef __cplusplus
 }
 #endif

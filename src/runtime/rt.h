@@ -238,6 +238,12 @@ void restore_process_state();
 // then connects and authenticates it (in the checkpoint thread, off the program's path).
 bool reserve_coordinator_fd(LogLine& error);
 bool connect_to_coordinator(bool restarted, LogLine& error);
+// This host's relay (host_relay.cc), with STASIS_RELAY=1: a connected Unix socket to it, or -1
+// (none there: then start_host_relay_if_missing(), called once joined, starts one).
+bool relay_wanted();
+void may_start_host_relay(bool launched);  // true only in the process `stasis launch` started
+int connect_to_host_relay();
+void start_host_relay_if_missing();
 // One message on the process's connection, from any thread (false when it cannot be sent).
 bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint32_t len);
 // Whether the process's connection is joined (and not lost): only then may others send on it.

@@ -69,6 +69,9 @@ void wait_briefly_until_joined() {
     futex_wait(&g_join_state, kJoining, 10 * 1000000L);
 }
 std::atomic<bool> g_connection_lost{false};
+// Whether kCoordinatorFd is connected to this host's relay already (connect_to_coordinator
+// then only authenticates).
+bool g_joined_via_relay = false;
 
 void lock_send() {
   uint32_t expected = 0;
@@ -203,6 +206,7 @@ void after_restart() {
   // (their entries belong to this process); the coordinator's "restart" barrier waits in the
   // connection until this thread reads it.
   // `stasis restart` made the connection's descriptor (before lowering the program's limits).
+  g_joined_via_relay = false;  // as checkpointed; `stasis restart` made a TCP socket
   bool reserved = STASIS_SYS3(SYS_fcntl, kCoordinatorFd, F_SETFD, FD_CLOEXEC) == 0 || reserve_coordinator_fd(error);
   bool joined = reserved && connect_to_coordinator(true, error);
   g_join_state.store(joined ? kJoined : kJoinFailed);
@@ -397,6 +401,7 @@ void* checkpoint_thread_main(void*) {
   bool joined = connect_to_coordinator(false, error);
   g_join_state.store(joined ? kJoined : kJoinFailed);  // forks waiting for the join go on
   futex_wake_all(&g_join_state);
+  if (joined) start_host_relay_if_missing();
   if (!joined) {
     (error << "; running without checkpoints").emit();
     g_config.active = false;
@@ -461,6 +466,7 @@ void atfork_child() {
   g_commit_outstanding.store(false);
   g_process_ending.store(false);
   join_as_new_process();
+  may_start_host_relay(false);
   LogLine error;
   g_join_state.store(kJoining);
   g_config.active = true;  // before the thread, which clears it if it cannot join
@@ -516,6 +522,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
   }
   g_real_pid = sys_getpid();
   join_as_new_process();
+  may_start_host_relay(launched);
   if (pid_table_coordinator(g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port,
                             g_config.secret_hex, sizeof g_config.secret_hex))
     stasis_hex_decode(g_config.secret_hex, g_config.secret, sizeof g_config.secret);
@@ -573,7 +580,9 @@ void join_as_new_process() {
 }
 
 bool reserve_coordinator_fd(LogLine& error) {
-  int fd = stasis_tcp_socket_for(g_config.coord_host);
+  int relay = connect_to_host_relay();
+  g_joined_via_relay = relay >= 0;
+  int fd = g_joined_via_relay ? relay : stasis_tcp_socket_for(g_config.coord_host);
   long placed = fd < 0 ? -1 : STASIS_SYS3(SYS_dup3, fd, kCoordinatorFd, O_CLOEXEC);
   if (fd >= 0 && fd != kCoordinatorFd) STASIS_SYS1(SYS_close, fd);
   if (placed < 0) error << "cannot make the coordinator connection's descriptor " << kCoordinatorFd;
@@ -581,7 +590,8 @@ bool reserve_coordinator_fd(LogLine& error) {
 }
 
 bool connect_to_coordinator(bool restarted, LogLine& error) {
-  if (stasis_connect_socket(kCoordinatorFd, g_config.coord_host, g_config.coord_port) != 0) {
+  if (!g_joined_via_relay &&
+      stasis_connect_socket(kCoordinatorFd, g_config.coord_host, g_config.coord_port) != 0) {
     error << "cannot reach the coordinator at " << g_config.coord_host << ":"
           << static_cast<unsigned>(g_config.coord_port);
     return false;
@@ -614,6 +624,15 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
   if (stasis_client_handshake(kCoordinatorFd, g_config.secret, sizeof g_config.secret,
                               STASIS_ROLE_PROCESS, &info, &client_id, reason, sizeof reason) != 0) {
     STASIS_SYS1(SYS_close, kCoordinatorFd);
+    // A relay that refuses (one of another computation at the same address, say) or fails: the
+    // coordinator itself, once. The socket is made here, beside the program, only on this path.
+    if (g_joined_via_relay) {
+      g_joined_via_relay = false;
+      int fd = stasis_tcp_socket_for(g_config.coord_host);
+      long placed = fd < 0 ? -1 : STASIS_SYS3(SYS_dup3, fd, kCoordinatorFd, O_CLOEXEC);
+      if (fd >= 0 && fd != kCoordinatorFd) STASIS_SYS1(SYS_close, fd);
+      if (placed >= 0) return connect_to_coordinator(restarted, error);
+    }
     error << "the coordinator at " << g_config.coord_host << ":"
           << static_cast<unsigned>(g_config.coord_port) << " refused this process: " << reason;
     return false;

@@ -45,6 +45,7 @@ const SettingRow kRows[] = {
     row("STASIS_EXTERNAL_INODES", g_settings.external_inodes),
     row("STASIS_EXE", g_settings.exe),
     row("STASIS_SSH_RELAY", g_settings.ssh_relay),
+    row("STASIS_RELAY", g_settings.relay),
     row("STASIS_RUNTIME_DIR", g_settings.runtime_dir),
     row("STASIS_IB", g_settings.ib),
     row("STASIS_REMOTE_LAUNCHERS", g_settings.remote_launchers),

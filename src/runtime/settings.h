@@ -49,6 +49,7 @@ struct Settings {
   // line carries and which programs are remote launchers.
   Setting<STASIS_IMAGE_PATH_MAX> exe;          // STASIS_EXE: the stasis command, for remote commands
   Setting<8> ssh_relay;                        // STASIS_SSH_RELAY: 0 keeps ssh's plain rewrite
+  Setting<8> relay;                            // STASIS_RELAY: 1 joins through this host's relay
   Setting<STASIS_IMAGE_PATH_MAX> runtime_dir;  // STASIS_RUNTIME_DIR: where the secret file is
   Setting<256> ib;                             // STASIS_IB: the verbs plugin's mode (launch --ib)
   Setting<1024> remote_launchers;              // STASIS_REMOTE_LAUNCHERS: more launcher names

@@ -10,12 +10,15 @@ With --again-same-hosts, the same generation is then restarted a second time, on
 With --real-ssh, each host runs a real sshd (hosts.RealSsh) and mpirun's agent is OpenSSH's
 client, found as "ssh" in PATH: under Stasis it becomes an ssh relay (src/plugins/ssh), and the
 restart is given no --rsh (the daemon's part comes back through a new ssh session like mpirun's).
+With --relay, the job runs under `launch --relay` (STASIS_RELAY=1, forwarded to the other host):
+each host's first process starts that host's relay, and the coordinator's log must show a relay
+joining from each host.
 With --mpich, the job is MPICH's (MPIRUN is mpirun.mpich, Hydra with `-launcher ssh`, UCX over
 TCP; MPI_RING is then mpi_shm built with MPICH, run without MPI_Finalize, in which MPICH over UCX's
 TCP hangs one run in ten without Stasis too): its process manager's proxy runs on both hosts, the
 one on host 2 started through ssh.
 usage: mpi_test.py --stasis STASIS --mpirun MPIRUN --program MPI_RING [--nsrsh NSRSH] [--swap] [--again-same-hosts]
-                   [--mode same_hosts|swap|swap_then_same_hosts] [--real-ssh] [--mpich]
+                   [--mode same_hosts|swap|swap_then_same_hosts] [--real-ssh] [--mpich] [--relay]
 """
 import argparse
 import os
@@ -81,6 +84,7 @@ def main():
                         help="the same as none, --swap, or --swap --again-same-hosts")
     parser.add_argument("--real-ssh", action="store_true", help="a real sshd on each host, OpenSSH as mpirun's agent")
     parser.add_argument("--mpich", action="store_true", help="MPICH's mpirun (Hydra) instead of Open MPI's")
+    parser.add_argument("--relay", action="store_true", help="under launch --relay: a relay per host")
     args = parser.parse_args()
     args.swap = args.swap or args.mode in ("swap", "swap_then_same_hosts")
     args.again_same_hosts = args.again_same_hosts or args.mode == "swap_then_same_hosts"
@@ -113,10 +117,17 @@ def main():
         if reference.returncode != 0 or "done ranks 2" not in reference.stdout:
             fail(f"the reference run failed: {reference.stdout[-500:]}{reference.stderr[-500:]}")
         out_path = os.path.join(tmp, "out.txt")
+        if args.relay:
+            env = dict(env, STASIS_RELAY="1")
         launch = launch_on_host1(HOSTS, args.stasis, coord, ckpt_dir, job, out_path, env)
         wait_for(lambda: open(out_path).read().count("step ") >= 10 or launch.poll() is not None, "10 steps", 90)
         generation = checkpoint_and_kill(HOSTS, args.stasis, coord, env, launch, out_path, log_path)
         steps_before = open(out_path).read().count("step ")
+        if args.relay:
+            log = open(log_path, errors="replace").read()
+            for host in (h1, h2):
+                if f"relay joined from {host}:" not in log:
+                    fail(f"no relay joined from host {host} under launch --relay", log_path)
         # Each host has its own /tmp and /dev/shm: a process restarted on the other host finds none
         # of its session files there, and each restarted mpirun removes its session directory when
         # it ends. With --again-same-hosts the same generation is restarted a second time, on the

@@ -46,6 +46,14 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
     set_tests_properties(multihost.mpi.${mode} PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
                          RUN_SERIAL TRUE)
   endforeach()
+  # Host relays (src/relay): each host's first process starts its relay, the ranks and daemons
+  # after it join there; checkpointed, killed, restarted with the hosts swapped.
+  add_test(NAME multihost.mpi.relay_swap
+           COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/mpi_test.py --swap --relay
+                   --stasis ${STASIS_BIN} --mpirun ${STASIS_OPENMPI_RUN}
+                   --program ${CMAKE_BINARY_DIR}/tests/targets/mpi_ring_openmpi --nsrsh ${STASIS_NSRSH})
+  set_tests_properties(multihost.mpi.relay_swap PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
+                       RUN_SERIAL TRUE)
 else()
   stasis_skipped_group(multihost.mpi "${STASIS_NO_OPENMPI}")
 endif()

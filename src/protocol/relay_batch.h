@@ -1,0 +1,130 @@
+// RELAY_BATCH payloads (protocol.h): many processes' messages as a few wire messages, built by
+// the coordinator (down) and by a host relay (up), read by the other. C++ only: neither side is
+// the preloaded runtime.
+//
+// A message that several processes send or receive alike (every "suspend", and most answers)
+// becomes one entry with their ids; a process's own messages keep their order (a message joins
+// an earlier identical entry only when the same process has nothing after that entry).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "protocol/protocol.h"
+
+namespace stasis::protocol {
+
+class RelayBatch {
+ public:
+  void add(uint16_t type, uint64_t arg, uint32_t reserved, const void* payload, uint32_t len,
+           uint64_t id) {
+    // The common case first, without building a key: the same message as the one just added
+    // (a barrier to every process of a host, or their identical answers); joining the last
+    // entry never puts a process's message before one of its own.
+    if (!entries_.empty()) {
+      Entry& last = entries_.back();
+      if (last.type == type && last.arg == arg && last.reserved == reserved &&
+          last.payload.size() == len && (len == 0 || memcmp(last.payload.data(), payload, len) == 0)) {
+        last.ids.push_back(id);
+        last_entry_of_[id] = entries_.size() - 1;
+        return;
+      }
+    }
+    std::string key(reinterpret_cast<const char*>(&type), sizeof type);
+    key.append(reinterpret_cast<const char*>(&arg), sizeof arg);
+    key.append(reinterpret_cast<const char*>(&reserved), sizeof reserved);
+    key.append(static_cast<const char*>(payload), len);
+    auto last = last_entry_of_.find(id);
+    if (auto same = by_content_.find(key); same != by_content_.end()) {
+      if (last == last_entry_of_.end() || last->second <= same->second) {
+        entries_[same->second].ids.push_back(id);
+        last_entry_of_[id] = same->second;
+        return;
+      }
+    }
+    size_t index = entries_.size();
+    entries_.push_back(Entry{type, arg, reserved, std::string(static_cast<const char*>(payload), len),
+                             {id}});
+    by_content_[std::move(key)] = index;
+    last_entry_of_[id] = index;
+  }
+
+  bool empty() const { return entries_.empty(); }
+  size_t messages() const {
+    size_t n = 0;
+    for (const Entry& entry : entries_) n += entry.ids.size();
+    return n;
+  }
+
+  // The payloads of the RELAY_BATCH messages that carry everything added, each at most
+  // max_payload bytes (an entry with too many ids is split), in order; then empties the batch.
+  std::vector<std::string> take(size_t max_payload = STASIS_MAX_PAYLOAD) {
+    std::vector<std::string> out(1);
+    for (const Entry& entry : entries_) {
+      size_t done = 0;
+      while (done < entry.ids.size()) {
+        size_t fixed = sizeof(StasisRelayEntry) + entry.payload.size();
+        if (out.back().size() + fixed + sizeof(uint64_t) > max_payload) out.emplace_back();
+        size_t room = (max_payload - out.back().size() - fixed) / sizeof(uint64_t);
+        size_t count = std::min(room, entry.ids.size() - done);
+        StasisRelayEntry header{};
+        header.type = entry.type;
+        header.payload_len = static_cast<uint32_t>(entry.payload.size());
+        header.arg = entry.arg;
+        header.reserved = entry.reserved;
+        header.count = static_cast<uint32_t>(count);
+        std::string& bytes = out.back();
+        bytes.append(reinterpret_cast<const char*>(&header), sizeof header);
+        bytes.append(entry.payload);
+        bytes.append(reinterpret_cast<const char*>(entry.ids.data() + done), count * sizeof(uint64_t));
+        done += count;
+      }
+    }
+    entries_.clear();
+    by_content_.clear();
+    last_entry_of_.clear();
+    if (out.back().empty()) out.pop_back();
+    return out;
+  }
+
+ private:
+  struct Entry {
+    uint16_t type;
+    uint64_t arg;
+    uint32_t reserved;
+    std::string payload;
+    std::vector<uint64_t> ids;
+  };
+  std::vector<Entry> entries_;
+  std::unordered_map<std::string, size_t> by_content_;
+  std::unordered_map<uint64_t, size_t> last_entry_of_;
+};
+
+// Calls visit(entry, payload, ids) for each entry of a RELAY_BATCH payload, in order. Returns ""
+// or, for a malformed payload, what is wrong with it (nothing after the fault is visited).
+template <typename Visit>
+std::string for_each_relay_entry(const uint8_t* data, size_t len, Visit&& visit) {
+  size_t at = 0;
+  while (at < len) {
+    StasisRelayEntry entry;
+    if (len - at < sizeof entry) return "a relay batch ends inside an entry's header";
+    memcpy(&entry, data + at, sizeof entry);
+    at += sizeof entry;
+    uint64_t ids_bytes = uint64_t{entry.count} * sizeof(uint64_t);
+    if (entry.count == 0 || entry.payload_len > len - at || ids_bytes > len - at - entry.payload_len)
+      return "a relay batch entry is longer than the batch, or names no process";
+    const uint8_t* payload = data + at;
+    at += entry.payload_len;
+    std::vector<uint64_t> ids(entry.count);
+    memcpy(ids.data(), data + at, ids_bytes);
+    at += ids_bytes;
+    visit(entry, payload, ids);
+  }
+  return "";
+}
+
+}  // namespace stasis::protocol

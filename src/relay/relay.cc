@@ -1,0 +1,415 @@
+// See relay.h. One thread, one epoll loop: the coordinator's connection, the Unix listener and
+// each local process's connection. What a process says goes up in the next batch, except the
+// answers to a barrier, which wait (hold_seconds at most) for the host's other processes so
+// that a barrier costs the coordinator one message each way per host.
+#include "relay/relay.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "common/error.h"
+#include "common/hmac.h"
+#include "coordinator/authentication.h"
+#include "coordinator/basics.h"
+#include "coordinator/connections.h"
+#include "coordinator/log.h"
+#include "protocol/relay_batch.h"
+#include "protocol/wire.h"
+
+namespace stasis::relay {
+namespace {
+
+using coordinator::Clock;
+using coordinator::errno_text;
+using coordinator::Log;
+using coordinator::Secret;
+
+constexpr uint64_t kCoordinatorTag = 0;
+constexpr uint64_t kListenerTag = 1;
+constexpr uint64_t kFirstLocalId = 2;
+
+// One side of a connection: bytes read and not yet a whole message, bytes waiting to be sent.
+struct Link {
+  int fd = -1;
+  std::vector<uint8_t> in;
+  std::string out;
+  bool watching_writes = false;
+};
+
+struct Local {
+  Link link;
+  bool authenticated = false;
+  uint8_t nonce[STASIS_NONCE_BYTES] = {};
+};
+
+class Relay {
+ public:
+  Relay(const Options& options, const Log& log) : options_(options), log_(log) {}
+  // Returns false when another relay already serves this host.
+  bool start();
+  void run();
+
+ private:
+  void accept_locals();
+  void on_local_readable(uint64_t id);
+  void on_local_message(uint64_t id, Local& local, const StasisMsgHeader& header,
+                        const uint8_t* payload);
+  void close_local(uint64_t id, bool tell_coordinator);
+  void on_coordinator_readable();
+  void on_coordinator_batch(const uint8_t* payload, size_t len);
+  void send_up(protocol::RelayBatch& batch);
+  void queue(Link& link, uint64_t tag, uint16_t type, uint64_t arg, const void* payload,
+             uint32_t len, uint32_t reserved = 0);
+  bool flush(Link& link, uint64_t tag);
+  void watch_writes(Link& link, uint64_t tag, bool on);
+  // A process's message goes up with its host's others: held while it or its earlier messages
+  // wait there, else in the next batch.
+  protocol::RelayBatch& batch_for(uint64_t id) {
+    return outstanding_.count(id) || held_ids_.count(id) ? held_ : now_;
+  }
+  int next_timeout_ms() const;
+
+  const Options& options_;
+  const Log& log_;
+  Secret secret_;
+  coordinator::Fd epoll_;
+  coordinator::Fd listener_;
+  Link coordinator_;
+  bool coordinator_gone_ = false;
+  uint64_t next_id_ = kFirstLocalId;
+  std::unordered_map<uint64_t, Local> locals_;
+  protocol::RelayBatch now_;   // goes up at the end of this loop iteration
+  protocol::RelayBatch held_;  // answers to a barrier, waiting for the host's other processes
+  std::unordered_set<uint64_t> held_ids_;
+  std::optional<Clock::time_point> held_since_;
+  std::unordered_set<uint64_t> outstanding_;  // processes given a barrier, not answered yet
+};
+
+// Reads whole messages out of link.in into visit(header, payload); returns false (with `fault`)
+// for a malformed header.
+template <typename Visit>
+bool take_messages(Link& link, std::string& fault, Visit&& visit) {
+  size_t consumed = 0;
+  bool ok = true;
+  while (link.in.size() - consumed >= sizeof(StasisMsgHeader)) {
+    StasisMsgHeader header;
+    memcpy(&header, link.in.data() + consumed, sizeof header);
+    if (header.magic != STASIS_PROTOCOL_MAGIC || header.version != STASIS_PROTOCOL_VERSION ||
+        header.payload_len > STASIS_MAX_PAYLOAD) {
+      fault = "malformed message header";
+      ok = false;
+      break;
+    }
+    if (link.in.size() - consumed < sizeof header + header.payload_len) break;
+    if (!visit(header, link.in.data() + consumed + sizeof header)) {
+      ok = false;
+      break;
+    }
+    consumed += sizeof header + header.payload_len;
+  }
+  if (ok) link.in.erase(link.in.begin(), link.in.begin() + static_cast<ptrdiff_t>(consumed));
+  return ok;
+}
+
+// Appends what fd has to link.in: false once the peer closed or failed.
+bool read_into(Link& link) {
+  uint8_t buffer[65536];
+  ssize_t n = read(link.fd, buffer, sizeof buffer);
+  if (n == 0) return false;
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  link.in.insert(link.in.end(), buffer, buffer + n);
+  return true;
+}
+
+bool Relay::start() {
+  std::string hex = find_secret(options_.coordinator);
+  if (hex.size() != 2 * coordinator::kSecretBytes ||
+      stasis_hex_decode(hex.c_str(), secret_.bytes, sizeof secret_.bytes) != 0) {
+    throw Error(fmt::format("no secret for the coordinator at {} ($STASIS_SECRET or {})",
+                            options_.coordinator.str(), secret_path(options_.coordinator)));
+  }
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  signal(SIGPIPE, SIG_IGN);
+
+  int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (listener < 0) throw Error(fmt::format("cannot create a Unix socket: {}", errno_text()));
+  listener_.reset(listener);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::string name = options_.socket.empty() ? socket_name(options_.coordinator) : options_.socket;
+  memcpy(address.sun_path + 1, name.data(), std::min(name.size(), sizeof address.sun_path - 2));
+  socklen_t address_len =
+      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + std::min(name.size(), sizeof address.sun_path - 2));
+  if (bind(listener, reinterpret_cast<sockaddr*>(&address), address_len) != 0) {
+    if (errno == EADDRINUSE) {
+      log_.line(fmt::format("a relay already serves this host for {}", options_.coordinator.str()));
+      return false;
+    }
+    throw Error(fmt::format("cannot bind the relay's socket @{}: {}", name, errno_text()));
+  }
+  if (listen(listener, SOMAXCONN) != 0) throw Error(fmt::format("listen: {}", errno_text()));
+
+  int fd = stasis_connect_tcp(options_.coordinator.host.c_str(), options_.coordinator.port);
+  if (fd < 0) {
+    throw Error(fmt::format("cannot reach the coordinator at {}: {}", options_.coordinator.str(),
+                            errno_text()));
+  }
+  coordinator_.fd = fd;
+  char reason[256] = "";
+  if (stasis_client_handshake(fd, secret_.bytes, sizeof secret_.bytes, STASIS_ROLE_RELAY, nullptr,
+                              nullptr, reason, sizeof reason) != 0) {
+    throw Error(fmt::format("the coordinator at {} refused the relay: {}",
+                            options_.coordinator.str(), reason));
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+
+  epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
+  epoll_event coordinator_event{.events = EPOLLIN, .data = {.u64 = kCoordinatorTag}};
+  epoll_event listen_event{.events = EPOLLIN, .data = {.u64 = kListenerTag}};
+  if (epoll_.get() < 0 || epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &coordinator_event) != 0 ||
+      epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listener, &listen_event) != 0) {
+    throw Error(fmt::format("cannot set up the event loop: {}", errno_text()));
+  }
+  log_.line(fmt::format("relay for {} listening on @{} (pid {})", options_.coordinator.str(), name,
+                        getpid()));
+  return true;
+}
+
+void Relay::run() {
+  std::vector<epoll_event> events(256);
+  while (!coordinator_gone_) {
+    int n = epoll_wait(epoll_.get(), events.data(), static_cast<int>(events.size()),
+                       next_timeout_ms());
+    if (n < 0 && errno != EINTR) throw Error(fmt::format("epoll_wait: {}", errno_text()));
+    for (int i = 0; i < n; i++) {
+      uint64_t tag = events[i].data.u64;
+      uint32_t what = events[i].events;
+      if (tag == kListenerTag) {
+        accept_locals();
+      } else if (tag == kCoordinatorTag) {
+        if (what & EPOLLOUT) flush(coordinator_, kCoordinatorTag);
+        if (what & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_coordinator_readable();
+      } else if (auto it = locals_.find(tag); it != locals_.end()) {
+        if (what & EPOLLOUT) flush(it->second.link, tag);
+        if (what & (EPOLLIN | EPOLLHUP | EPOLLERR)) on_local_readable(tag);
+      }
+    }
+    send_up(now_);
+    bool held_too_long =
+        held_since_ && Clock::now() - *held_since_ >= std::chrono::duration<double>(options_.hold_seconds);
+    if (!held_.empty() && (outstanding_.empty() || held_too_long)) {
+      send_up(held_);
+      held_ids_.clear();
+      held_since_.reset();
+    }
+  }
+  log_.line("the coordinator is gone; the relay ends (its processes lose their connection)");
+}
+
+int Relay::next_timeout_ms() const {
+  if (!held_since_) return -1;
+  auto left = std::chrono::duration<double>(options_.hold_seconds) - (Clock::now() - *held_since_);
+  return std::max(0, static_cast<int>(std::chrono::duration<double, std::milli>(left).count()) + 1);
+}
+
+void Relay::accept_locals() {
+  for (int taken = 0; taken < 64; taken++) {
+    int fd = accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE)
+        log_.limited("out of descriptors", "out of file descriptors: a process waits to join");
+      return;
+    }
+    uint64_t id = next_id_++;
+    Local& local = locals_[id];
+    local.link.fd = fd;
+    epoll_event event{.events = EPOLLIN, .data = {.u64 = id}};
+    epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &event);
+    StasisHello hello = coordinator::make_hello(local.nonce);
+    queue(local.link, id, STASIS_MSG_HELLO, 0, &hello, sizeof hello);
+  }
+}
+
+void Relay::on_local_readable(uint64_t id) {
+  Local& local = locals_.at(id);
+  if (!read_into(local.link)) {
+    close_local(id, true);
+    return;
+  }
+  std::string fault;
+  bool closed = false;
+  bool ok = take_messages(local.link, fault, [&](const StasisMsgHeader& header, const uint8_t* payload) {
+    on_local_message(id, local, header, payload);
+    closed = !locals_.count(id);
+    return !closed;
+  });
+  if (!ok && !closed) {
+    log_.limited("malformed", fmt::format("process connection {}: {}; closed", id, fault));
+    close_local(id, true);
+  }
+}
+
+void Relay::on_local_message(uint64_t id, Local& local, const StasisMsgHeader& header,
+                             const uint8_t* payload) {
+  if (!local.authenticated) {
+    StasisAuth auth;
+    std::string refusal = "protocol error: expected AUTH";
+    if (header.type == STASIS_MSG_AUTH && header.payload_len == sizeof auth) {
+      memcpy(&auth, payload, sizeof auth);
+      refusal = auth.role == STASIS_ROLE_PROCESS ? coordinator::check_auth(secret_, local.nonce, auth)
+                                                 : "only processes join a relay";
+    }
+    if (!refusal.empty()) {
+      log_.limited("refused", fmt::format("refused a local connection: {}", refusal));
+      queue(local.link, id, STASIS_MSG_AUTH_FAIL, 0, refusal.data(),
+            static_cast<uint32_t>(refusal.size()));
+      close_local(id, false);
+      return;
+    }
+    local.authenticated = true;
+    StasisAuthOk ok{.client_id = id};
+    queue(local.link, id, STASIS_MSG_AUTH_OK, 0, &ok, sizeof ok);
+    now_.add(STASIS_MSG_RELAY_JOIN, 0, 0, &auth.process, sizeof auth.process, id);
+    return;
+  }
+  if (header.type == STASIS_MSG_RELAY_BATCH || header.type == STASIS_MSG_RELAY_JOIN ||
+      header.type == STASIS_MSG_RELAY_LEFT) {
+    close_local(id, true);  // a process does not speak for others
+    return;
+  }
+  protocol::RelayBatch& batch = batch_for(id);
+  batch.add(header.type, header.arg, header.reserved, payload, header.payload_len, id);
+  if (&batch == &held_) {
+    held_ids_.insert(id);
+    if (!held_since_) held_since_ = Clock::now();
+  }
+  if (header.type == STASIS_MSG_BARRIER_DONE) outstanding_.erase(id);
+}
+
+void Relay::close_local(uint64_t id, bool tell_coordinator) {
+  auto it = locals_.find(id);
+  if (it == locals_.end()) return;
+  Link& link = it->second.link;
+  if (!link.out.empty()) {  // an AUTH_FAIL, say: one try, never a wait
+    ssize_t ignored = ::send(link.fd, link.out.data(), link.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)ignored;
+  }
+  epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, link.fd, nullptr);
+  close(link.fd);
+  if (tell_coordinator && it->second.authenticated) {
+    protocol::RelayBatch& batch = batch_for(id);
+    batch.add(STASIS_MSG_RELAY_LEFT, 0, 0, nullptr, 0, id);
+    if (&batch == &held_) held_ids_.insert(id);
+  }
+  outstanding_.erase(id);
+  locals_.erase(it);
+}
+
+void Relay::on_coordinator_readable() {
+  if (!read_into(coordinator_)) {
+    coordinator_gone_ = true;
+    return;
+  }
+  std::string fault;
+  bool ok = take_messages(coordinator_, fault, [&](const StasisMsgHeader& header, const uint8_t* payload) {
+    if (header.type == STASIS_MSG_RELAY_BATCH) {
+      on_coordinator_batch(payload, header.payload_len);
+    } else {
+      log_.limited("unexpected", fmt::format("ignoring message type {} from the coordinator", header.type));
+    }
+    return true;
+  });
+  if (!ok) {
+    log_.line(fmt::format("the coordinator sent a {}; the relay ends", fault));
+    coordinator_gone_ = true;
+  }
+}
+
+void Relay::on_coordinator_batch(const uint8_t* payload, size_t len) {
+  std::string fault = protocol::for_each_relay_entry(
+      payload, len,
+      [&](const StasisRelayEntry& entry, const uint8_t* data, const std::vector<uint64_t>& ids) {
+        for (uint64_t id : ids) {
+          auto it = locals_.find(id);
+          if (it == locals_.end()) continue;  // it left; the coordinator hears of it
+          if (entry.type == STASIS_MSG_RELAY_LEFT) {
+            close_local(id, false);
+            continue;
+          }
+          if (entry.type == STASIS_MSG_BARRIER) outstanding_.insert(id);
+          queue(it->second.link, id, entry.type, entry.arg, data, entry.payload_len, entry.reserved);
+        }
+      });
+  if (!fault.empty()) {
+    log_.line(fmt::format("the coordinator's batch is malformed ({}); the relay ends", fault));
+    coordinator_gone_ = true;
+  }
+}
+
+void Relay::send_up(protocol::RelayBatch& batch) {
+  if (batch.empty()) return;
+  for (const std::string& payload : batch.take()) {
+    queue(coordinator_, kCoordinatorTag, STASIS_MSG_RELAY_BATCH, 0, payload.data(),
+          static_cast<uint32_t>(payload.size()));
+  }
+}
+
+void Relay::queue(Link& link, uint64_t tag, uint16_t type, uint64_t arg, const void* payload,
+                  uint32_t len, uint32_t reserved) {
+  coordinator::append_message(link.out, type, arg, payload, len, reserved);
+  if (!flush(link, tag) && tag == kCoordinatorTag) coordinator_gone_ = true;
+}
+
+// Sends what it can without blocking; false when the connection failed (its reader then finds
+// it closed).
+bool Relay::flush(Link& link, uint64_t tag) {
+  if (!coordinator::send_without_blocking(link.fd, link.out)) return false;
+  watch_writes(link, tag, !link.out.empty());
+  return true;
+}
+
+void Relay::watch_writes(Link& link, uint64_t tag, bool on) {
+  if (link.watching_writes == on) return;
+  epoll_event event{.events = EPOLLIN | (on ? EPOLLOUT : 0u), .data = {.u64 = tag}};
+  epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, link.fd, &event);
+  link.watching_writes = on;
+}
+
+}  // namespace
+
+std::string socket_name(const CoordAddress& coordinator) {
+  return fmt::format("stasis-relay-{}-{}-{}", getuid(), coordinator.host, coordinator.port);
+}
+
+int run_relay(const Options& options) {
+  coordinator::Fd log_fd(-1);
+  if (!options.log_file.empty()) {
+    log_fd.reset(open(options.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    if (log_fd.get() < 0)
+      throw Error(fmt::format("cannot open {}: {}", options.log_file, errno_text()));
+  }
+  Log log(log_fd.get() >= 0 ? log_fd.get() : STDERR_FILENO);
+  Relay relay(options, log);
+  if (!relay.start()) return 0;
+  relay.run();
+  return 0;
+}
+
+}  // namespace stasis::relay

@@ -1,0 +1,276 @@
+// Host relays with the real `stasis` binary: stand-in processes join a relay over its Unix
+// socket, and the coordinator checkpoints them through it. What must hold: the checkpoint is the
+// same as without relays, the coordinator's message count follows relays and not processes, a
+// relay that dies fails the checkpoint at once and leaves the previous one, and a process that
+// joins the relay while a checkpoint stops the computation is taken into it.
+#include <sys/un.h>
+
+#include <regex>
+
+#include "coordinator/coordinator_test_harness.h"
+
+namespace coordinator_test {
+namespace {
+
+class RelayIntegration : public CoordinatorIntegration {
+ protected:
+  // Starts `stasis relay` for a stand-in host (its own socket name) and waits until it listens.
+  void start_relay(const std::string& name, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"relay", "--coord", coord_, "--socket", name};
+    args.insert(args.end(), extra.begin(), extra.end());
+    relays_.push_back(std::make_unique<StasisRun>(tmp_, args));
+    ASSERT_TRUE(eventually([&] {
+      int fd = connect_to(name);
+      if (fd >= 0) close(fd);
+      return fd >= 0;
+    })) << log();
+  }
+
+  static int connect_to(const std::string& name) { return stasis_connect_abstract(name.c_str()); }
+
+  std::unique_ptr<FakeProcess> fake_via(const std::string& relay, uint32_t pid,
+                                        const std::string& program) {
+    int fd = connect_to(relay);
+    EXPECT_GE(fd, 0) << "no relay at @" << relay;
+    return std::make_unique<FakeProcess>(port_, secret(), pid, program, 0, "", "testhost", "", fd);
+  }
+
+  // The relay answers the handshake itself: a process is the coordinator's once status says so.
+  void wait_for_processes(size_t count) {
+    ASSERT_TRUE(eventually([&] { return status_json()["processes"].size() == count; })) << log();
+  }
+
+  struct Checkpoint {
+    int status = -1;
+    std::string error;
+    fs::path dir;
+    size_t images = 0;                // in its MANIFEST.json
+    long messages = -1;               // barrier messages the processes saw
+    long coordinator_messages = -1;   // through the coordinator's sockets
+  };
+  Checkpoint checkpoint() {
+    Output result = stasis_with_coord({"checkpoint"});
+    Checkpoint done{.status = result.status, .error = result.err};
+    if (result.status != 0) return done;
+    done.dir = trimmed(result.out);
+    json manifest = json::parse(read_text(done.dir / "MANIFEST.json"), nullptr, false);
+    if (manifest.is_object()) done.images = manifest["processes"].size();
+    std::string generation = done.dir.filename().string();
+    while (generation.size() > 1 && generation[0] == '0') generation.erase(0, 1);
+    std::smatch match;
+    std::string text = log();
+    std::regex timing("checkpoint " + generation +
+                      " timing: \\d+ process(?:es)?, (\\d+) messages;.*; (\\d+) messages at the "
+                      "coordinator's sockets");
+    if (std::regex_search(text, match, timing)) {
+      done.messages = std::stol(match[1]);
+      done.coordinator_messages = std::stol(match[2]);
+    }
+    return done;
+  }
+
+  std::string unique(const std::string& what) const {
+    return "stasis-test-" + std::to_string(getpid()) + "-" + std::to_string(port_) + "-" + what;
+  }
+
+  void TearDown() override {
+    for (auto& relay : relays_) relay->signal(SIGTERM);
+    relays_.clear();
+    CoordinatorIntegration::TearDown();
+  }
+
+  std::vector<std::unique_ptr<StasisRun>> relays_;
+};
+
+TEST_F(RelayIntegration, CheckpointsThroughRelaysWithMessagesPerHostNotPerProcess) {
+  start_coordinator();
+  std::string host_a = unique("a"), host_b = unique("b");
+  // A long hold: each relay answers each barrier in exactly one batch, so the count is exact.
+  start_relay(host_a, {"--hold", "5"});
+  start_relay(host_b, {"--hold", "5"});
+  auto direct = fake(100, "direct");
+  std::vector<std::unique_ptr<FakeProcess>> relayed;
+  for (uint32_t i = 0; i < 4; i++) {
+    relayed.push_back(fake_via(host_a, 200 + i, "a" + std::to_string(i)));
+    relayed.push_back(fake_via(host_b, 300 + i, "b" + std::to_string(i)));
+  }
+  wait_for_processes(9);
+
+  Checkpoint small = checkpoint();
+  ASSERT_EQ(small.status, 0) << small.error << log();
+  EXPECT_EQ(small.images, 9u);
+  for (const auto& process : relayed) EXPECT_EQ(process->received(), kHealthyCycle);
+
+  // Three times the processes behind the same two relays: the same count at the coordinator.
+  for (uint32_t i = 4; i < 12; i++) {
+    relayed.push_back(fake_via(host_a, 200 + i, "a" + std::to_string(i)));
+    relayed.push_back(fake_via(host_b, 300 + i, "b" + std::to_string(i)));
+  }
+  wait_for_processes(25);
+  EXPECT_EQ(status_json()["process_count"], 25);
+  Checkpoint large = checkpoint();
+  ASSERT_EQ(large.status, 0) << large.error << log();
+  EXPECT_EQ(large.images, 25u) << "every image the manifest names is there, relayed ones too";
+  // Per process, as the processes see them: six barriers each way, and its CHILDREN list.
+  EXPECT_EQ(large.messages, 13 * 25);
+  // Six barriers: the direct process's BARRIER, BARRIER_DONE (and CHILDREN), one batch each way
+  // per relay per barrier.
+  EXPECT_EQ(small.coordinator_messages, 6 * 2 + 1 + 6 * 2 * 2) << log();
+  EXPECT_EQ(large.coordinator_messages, small.coordinator_messages) << log();
+  for (const auto& process : relayed)
+    EXPECT_EQ(process->count("commit"), process->count("suspend")) << "every one committed";
+}
+
+TEST_F(RelayIntegration, ARelayKilledMidCheckpointFailsItAndKeepsThePreviousOne) {
+  start_coordinator({"--barrier-timeout", "60"});
+  std::string host = unique("doomed");
+  start_relay(host);
+  auto direct = fake(100, "direct");
+  auto first = fake_via(host, 200, "behind0");
+  auto second = fake_via(host, 201, "behind1");
+  wait_for_processes(3);
+  Checkpoint good = checkpoint();
+  ASSERT_EQ(good.status, 0) << good.error << log();
+  fs::path good_dir = good.dir;
+
+  StasisRun* relay = relays_.back().get();
+  first->set_hook([relay](const StasisBarrier& barrier, StasisBarrierDone&) {
+    if (std::string(barrier.name) == "checkpoint") {
+      relay->signal(SIGKILL);
+      return false;
+    }
+    return true;
+  });
+  auto started = std::chrono::steady_clock::now();
+  Checkpoint failed = checkpoint();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_NE(failed.status, 0);
+  EXPECT_LT(seconds, 10) << "a dead relay fails the checkpoint at once, not at the barrier timeout";
+  EXPECT_NE(failed.error.find("its host relay is gone"), std::string::npos) << failed.error;
+  EXPECT_EQ(fs::read_symlink(ckpt_dir_ / "latest").filename(), good_dir.filename());
+  EXPECT_TRUE(fs::exists(good_dir / "MANIFEST.json"));
+  size_t generations = 0;
+  for (const auto& entry : fs::directory_iterator(ckpt_dir_))
+    if (entry.is_directory() && !entry.is_symlink()) generations++;
+  EXPECT_EQ(generations, 1u) << "the failed generation is removed";
+  EXPECT_TRUE(eventually([&] { return second->gone(); })) << "its processes lose the relay";
+  EXPECT_GE(direct->count("resume"), 2u) << "the others run on";
+
+  // The computation goes on: the direct process checkpoints again, alone.
+  wait_for_processes(1);
+  Checkpoint after = checkpoint();
+  EXPECT_EQ(after.status, 0) << after.error << log();
+  EXPECT_EQ(after.images, 1u);
+}
+
+TEST_F(RelayIntegration, AProcessBehindARelayDyingMidCheckpointFailsItAndTheRelayServesOn) {
+  start_coordinator({"--barrier-timeout", "60"});
+  std::string host = unique("survives");
+  start_relay(host, {"--hold", "5"});  // a lost answer must not wait for the hold
+  auto doomed = fake_via(host, 600, "doomed");
+  auto survivor = fake_via(host, 601, "survivor");
+  wait_for_processes(2);
+  Checkpoint good = checkpoint();
+  ASSERT_EQ(good.status, 0) << good.error << log();
+
+  doomed->set_hook([](const StasisBarrier& barrier, StasisBarrierDone&) {
+    return std::string(barrier.name) != "checkpoint";  // ends instead of answering
+  });
+  auto started = std::chrono::steady_clock::now();
+  Checkpoint failed = checkpoint();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_NE(failed.status, 0);
+  EXPECT_LT(seconds, 10) << "its departure reaches the coordinator at once";
+  EXPECT_NE(failed.error.find("pid 600 (doomed) disconnected"), std::string::npos) << failed.error;
+  EXPECT_EQ(fs::read_symlink(ckpt_dir_ / "latest").filename(), good.dir.filename());
+  EXPECT_EQ(survivor->received().back(), "commit") << "the survivor was resumed and told to discard";
+  EXPECT_EQ(survivor->last_commit_barrier().abort, 1u);
+
+  wait_for_processes(1);
+  Checkpoint after = checkpoint();
+  EXPECT_EQ(after.status, 0) << after.error << log();
+  EXPECT_EQ(after.images, 1u);
+}
+
+TEST_F(RelayIntegration, AChildJoiningTheRelayDuringACheckpointIsTakenIn) {
+  start_coordinator();
+  std::string host = unique("forks");
+  start_relay(host);
+  auto parent = fake_via(host, 400, "parent");
+  wait_for_processes(1);
+  // The parent has a child that has not joined yet (its join is on its way when the checkpoint
+  // starts); the coordinator waits for it at "children" and takes it in.
+  parent->set_children({401});
+  std::unique_ptr<FakeProcess> child;
+  std::atomic<bool> child_started{false};
+  parent->set_hook([&](const StasisBarrier& barrier, StasisBarrierDone&) {
+    if (std::string(barrier.name) == "children" && !child_started.exchange(true)) {
+      std::thread([&] { child = fake_via(host, 401, "child"); }).detach();
+    }
+    return true;
+  });
+  Checkpoint done = checkpoint();
+  ASSERT_EQ(done.status, 0) << done.error << log();
+  EXPECT_EQ(done.images, 2u);
+  ASSERT_TRUE(eventually([&] { return child != nullptr; }));
+  std::vector<std::string> cycle = child->received();
+  EXPECT_EQ(cycle.front(), "suspend") << "a late joiner is suspended first";
+  EXPECT_EQ(cycle.back(), "commit");
+  EXPECT_EQ(child->count("checkpoint"), 1u);
+}
+
+TEST_F(RelayIntegration, TheRelayRefusesAWrongSecretAndTheCoordinatorNeverSeesIt) {
+  start_coordinator();
+  std::string host = unique("strict");
+  start_relay(host);
+  int fd = connect_to(host);
+  ASSERT_GE(fd, 0);
+  uint8_t wrong[32] = {1, 2, 3};
+  StasisProcessInfo info{};
+  info.pid = 999;
+  char reason[256] = "";
+  EXPECT_NE(stasis_client_handshake(fd, wrong, sizeof wrong, STASIS_ROLE_PROCESS, &info, nullptr,
+                                    reason, sizeof reason),
+            0);
+  EXPECT_STREQ(reason, "bad secret");
+  close(fd);
+  auto honest = fake_via(host, 500, "honest");
+  wait_for_processes(1);
+  EXPECT_EQ(status_json()["processes"][0]["pid"], 500);
+}
+
+// Anyone can bind an abstract name: a process must not hand its HMAC answer to another user's
+// listener squatting on its relay's name (it joins the coordinator directly instead).
+TEST(RelaySocket, AnotherUsersListenerIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a listener as another user";
+  std::string name = "stasis-test-squatter-" + std::to_string(getpid());
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t squatter = fork();
+  if (squatter == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    memcpy(address.sun_path + 1, name.data(), name.size());
+    socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (bind(fd, reinterpret_cast<sockaddr*>(&address), len) != 0 || listen(fd, 8) != 0) _exit(1);
+    if (write(ready[1], "x", 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char byte;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1) << "the squatter could not listen";
+  errno = 0;
+  int fd = stasis_connect_abstract(name.c_str());
+  int connect_errno = errno;
+  kill(squatter, SIGKILL);
+  waitpid(squatter, nullptr, 0);
+  close(ready[0]);
+  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(connect_errno, EACCES);
+}
+
+}  // namespace
+}  // namespace coordinator_test
