@@ -32,6 +32,15 @@ def skip_reason(conf_template):
     return None
 
 
+def process_gone(pid):
+    """Whether process `pid` has exited (gone, or a zombie): it may go between any two reads."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return True
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -181,7 +190,7 @@ class Cluster:
             except ProcessLookupError:
                 continue
             for _ in range(100):
-                if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+                if process_gone(pid):
                     break
                 time.sleep(0.05)
             else:
