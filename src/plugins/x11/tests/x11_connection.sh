@@ -13,14 +13,12 @@ done
 WORK=$(mktemp -d /tmp/stasis-x11.XXXXXX)
 . "$(dirname "$0")/../../../../tests/lib/private_coordinator.sh"
 SERVER=
-cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; private_coordinator_cleanup "$STASIS" "$WORK"; }
+. "$(dirname "$0")/display_numbers.sh"
+cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; private_coordinator_cleanup "$STASIS" "$WORK"; release_displays; }
 trap cleanup EXIT
 private_coordinator "$STASIS" "$WORK"
 fail() { echo "FAIL: $*"; for f in "$WORK"/*.out "$WORK"/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done; exit 1; }
-free_display() {
-  for n in $(seq 90 199); do [ ! -e /tmp/.X$n-lock ] && [ ! -e /tmp/.X11-unix/X$n ] && { echo $n; return; }; done
-  fail "no free X display number"
-}
+free_display() { reserve_display || fail "no free X display number"; }
 wait_for_display() { for _ in $(seq 100); do xdpyinfo -display ":$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; fail "display :$1 never answered"; }
 frame_lines() { grep -c 'frames in' "$1" 2>/dev/null || true; }
 

@@ -16,10 +16,9 @@ for tool in Xvfb xdpyinfo; do
 done
 [ -x "$PROGRAM" ] || { echo "SKIP: $(basename "$PROGRAM") was not built (Debian: libgl-dev libx11-dev)"; exit 77; }
 WORK=$(mktemp -d /tmp/stasis-x11gl33.XXXXXX)
-trap '[ -s "$WORK/xvfb.pid" ] && kill $(cat "$WORK/xvfb.pid") 2>/dev/null; rm -rf "$WORK"' EXIT
-display=
-for n in $(seq 90 199); do [ ! -e /tmp/.X$n-lock ] && [ ! -e /tmp/.X11-unix/X$n ] && { display=$n; break; }; done
-[ -n "$display" ] || { echo "FAIL: no free X display number"; exit 1; }
+. "$(dirname "$0")/display_numbers.sh"
+trap '[ -s "$WORK/xvfb.pid" ] && kill $(cat "$WORK/xvfb.pid") 2>/dev/null; rm -rf "$WORK"; release_displays' EXIT
+display=$(reserve_display) || { echo "FAIL: no free X display number"; exit 1; }
 # (Re)starts the test's Xvfb: the one before kills the previous server first.
 cat > "$WORK/new_xvfb.sh" <<SCRIPT
 #!/bin/bash

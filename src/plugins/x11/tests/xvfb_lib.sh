@@ -1,9 +1,10 @@
 # Sourced by the X proxy's tests: Xvfb servers of the test's own and screenshots of them.
 #   xvfb_setup STASIS TOOLS...   skips (77) without a tool; a private coordinator in $WORK
-#   free_display [NOT]           a display number nothing uses (other than NOT)
+#   free_display [NOT]           a display number nothing uses (other than NOT), reserved for this test
 #   start_xvfb N [XVFB ARGS...]  one server at a time ($SERVER), 320x240x24; stop_xvfb
 #   screenshot N NAME            $WORK/NAME.ppm of display N's root; prints its colour counts
 XVFB_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")
+. "$XVFB_LIB_DIR/display_numbers.sh"
 xvfb_setup() {
   STASIS=$1
   shift
@@ -13,14 +14,11 @@ xvfb_setup() {
   WORK=$(mktemp -d /tmp/stasis-x11proxy.XXXXXX)
   . "$XVFB_LIB_DIR/../../../../tests/lib/private_coordinator.sh"
   SERVER=
-  trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; private_coordinator_cleanup "$STASIS" "$WORK"' EXIT
+  trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; private_coordinator_cleanup "$STASIS" "$WORK"; release_displays' EXIT
   private_coordinator "$STASIS" "$WORK"
 }
 fail() { echo "FAIL: $*"; for f in "$WORK"/*.out "$WORK"/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done; exit 1; }
-free_display() {
-  for n in $(seq 90 199); do [ ! -e /tmp/.X$n-lock ] && [ ! -e /tmp/.X11-unix/X$n ] && [ "$n" != "${1:-}" ] && { echo $n; return; }; done
-  fail "no free X display number"
-}
+free_display() { reserve_display "${1:-}" || fail "no free X display number"; }
 start_xvfb() {
   Xvfb ":$1" -screen 0 320x240x24 -nolisten tcp "${@:2}" >/dev/null 2>&1 &
   SERVER=$!
