@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <chrono>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -162,6 +163,10 @@ struct Qp {
   std::deque<InFrame> incoming;  // requests waiting for a receive WQE or for RTR
   uint64_t next_seq = 1;
   Conn* conn = nullptr;  // RC: connection to the destination's context
+  // RC: the peer's connection closed with requests unanswered. A real HCA notices only when its
+  // retries run out (timeout x retry_cnt later); the requests fail then, not at once.
+  bool giving_up = false;
+  std::chrono::steady_clock::time_point give_up_at{};
 };
 
 struct Channel {
@@ -189,6 +194,7 @@ struct Context {
   std::unordered_map<std::string, Conn*> outbound;
   std::unordered_map<int, Conn*> conns_by_fd;
   std::vector<Conn*> retired;  // dead connections kept until close so no QP dangles
+  std::vector<uint32_t> giving_up;  // QPs (by number) whose retries are running out
 };
 
 inline Context* ctx_of(ibv_context* c) {

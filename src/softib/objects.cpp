@@ -374,6 +374,7 @@ SOFTIB_API int ibv_modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int mask) {
     qp->rq.clear();
     qp->incoming.clear();
     qp->conn = nullptr;
+    qp->giving_up = false;
   }
   ibqp->state = to;
   a.qp_state = to;

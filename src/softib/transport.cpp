@@ -100,11 +100,13 @@ void handle_event(Context* c, const epoll_event& ev) {
 
 void progress_loop(Context* c) {
   epoll_event evs[64];
+  int sleep_ms = -1;  // until a QP's retries run out, if one's are running
   for (;;) {
-    int n = epoll_wait(c->epoll_fd, evs, 64, -1);
+    int n = epoll_wait(c->epoll_fd, evs, 64, sleep_ms);
     std::lock_guard<std::mutex> g(c->lock);
     if (c->stopping) return;
     for (int i = 0; i < n; ++i) handle_event(c, evs[i]);
+    sleep_ms = expire_retries(c);
   }
 }
 
@@ -213,6 +215,7 @@ void progress_now(Context* c) {
   epoll_event evs[64];
   int n = epoll_wait(c->epoll_fd, evs, 64, 0);
   for (int i = 0; i < n; ++i) handle_event(c, evs[i]);
+  if (!c->giving_up.empty()) expire_retries(c);
 }
 
 bool transport_start(Context* c) {

@@ -18,6 +18,8 @@ void progress_now(Context* c);  // handle whatever is ready without blocking
 
 // Implemented by the queue layer.
 void handle_frame(Context* c, Conn* from, const FrameHeader& h, const char* payload, size_t len);
-void qp_fail_transport(Context* c, Qp* qp);
+void qp_fail_transport(Context* c, Qp* qp);  // the QP's peer is gone: its retries start running out
+void start_giving_up(Context* c, Qp* qp);  // the QP's oldest request fails when retries run out
+int expire_retries(Context* c);  // fails the QPs whose retries ran out; ms until the next, or -1
 
 }  // namespace softib

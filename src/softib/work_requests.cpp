@@ -252,6 +252,12 @@ void handle_response(Context* c, Qp* qp, const FrameHeader& h, const char* paylo
     if (status == IBV_WC_SUCCESS && static_cast<FrameType>(h.type) == FrameType::kReadResp &&
         !scatter(c, w.read_sges, 0, payload, len))
       status = IBV_WC_LOC_PROT_ERR;
+    if (status == IBV_WC_RETRY_EXC_ERR) {
+      // The responder says nobody there takes requests (its QP is gone or in error). Hardware
+      // would hear nothing and retry: the request fails when the retries run out.
+      start_giving_up(c, qp);
+      return;
+    }
     w.done = true;
     w.status = status;
     if (status != IBV_WC_SUCCESS) {
@@ -317,14 +323,44 @@ void handle_frame(Context* c, Conn* from, const FrameHeader& h, const char* payl
   }
 }
 
-void qp_fail_transport(Context*, Qp* qp) {
+// How long a real HCA keeps retrying an unanswered request: 4.096 us x 2^timeout per try, and
+// retry_cnt retries after the first. A timeout of 0 means "forever" on hardware; here the requests
+// still fail, after a minute, so that a lost peer never hangs a program for good.
+std::chrono::steady_clock::duration retry_window(const Qp* qp) {
+  using namespace std::chrono;
+  if (qp->attr.timeout == 0 || qp->attr.timeout > 31) return minutes(1);
+  auto one_try = nanoseconds(static_cast<int64_t>(4096.0 * static_cast<double>(1u << qp->attr.timeout)));
+  auto window = one_try * (qp->attr.retry_cnt + 1);
+  return std::min<steady_clock::duration>(window, minutes(1));
+}
+
+void qp_fail_transport(Context* c, Qp* qp) {
   qp->conn = nullptr;
-  if (qp->ibv.qp_type != IBV_QPT_RC || qp->ibv.state == IBV_QPS_ERR) return;
+  if (qp->ibv.qp_type != IBV_QPT_RC || qp->ibv.state == IBV_QPS_ERR || qp->giving_up) return;
   // A peer that closed after answering everything is no error (a real QP would not notice until
-  // its next send, which then fails to reach anyone). Only requests left unanswered are lost.
+  // its next send, which then fails to reach anyone). Only requests left unanswered are lost, and
+  // only once the retries would have run out: a peer that exits while a request it no longer
+  // needs is in flight (ibv_srq_pingpong's last sends) is no error to a requester that finishes
+  // first.
   bool waiting = false;
   for (const SendWqe& w : qp->sq) waiting = waiting || !w.done;
-  if (!waiting) return;
+  if (waiting) start_giving_up(c, qp);
+}
+
+void start_giving_up(Context* c, Qp* qp) {
+  if (qp->giving_up) return;
+  qp->giving_up = true;
+  qp->give_up_at = std::chrono::steady_clock::now() + retry_window(qp);
+  c->giving_up.push_back(qp->ibv.qp_num);
+  if (c->wake_fd >= 0) {  // the progress thread recomputes how long it may sleep
+    uint64_t one = 1;
+    if (write(c->wake_fd, &one, sizeof one) < 0) { /* already awake: the eventfd is full */ }
+  }
+}
+
+void give_up_retries(Qp* qp) {
+  qp->giving_up = false;
+  if (qp->ibv.state == IBV_QPS_ERR || qp->ibv.state == IBV_QPS_RESET) return;
   bool first = true;
   for (SendWqe& w : qp->sq)
     if (!w.done && first) {
@@ -332,8 +368,29 @@ void qp_fail_transport(Context*, Qp* qp) {
       w.status = IBV_WC_RETRY_EXC_ERR;
       first = false;
     }
+  if (first) return;  // everything was answered meanwhile
   retire_sq(qp);
   enter_error(qp);
+}
+
+int expire_retries(Context* c) {
+  auto now = std::chrono::steady_clock::now();
+  int sleep_ms = -1;
+  std::vector<uint32_t> still;
+  for (uint32_t qpn : c->giving_up) {
+    auto it = c->qps.find(qpn);
+    if (it == c->qps.end() || !it->second->giving_up) continue;  // destroyed or reset meanwhile
+    Qp* qp = it->second;
+    if (qp->give_up_at <= now) {
+      give_up_retries(qp);
+      continue;
+    }
+    still.push_back(qpn);
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(qp->give_up_at - now).count();
+    if (sleep_ms < 0 || left < sleep_ms) sleep_ms = static_cast<int>(left);
+  }
+  c->giving_up.swap(still);
+  return sleep_ms;
 }
 
 int op_poll_cq(ibv_cq* ibcq, int num_entries, ibv_wc* wc) {
@@ -509,12 +566,9 @@ int op_post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad) {
       continue;
     }
     if (rc && !conn) {
-      // Nobody owns the destination QP: a real HCA would retry and then give up.
-      w.done = true;
-      w.status = IBV_WC_RETRY_EXC_ERR;
+      // Nobody owns the destination QP: a real HCA retries and then gives up.
       qp->sq.push_back(std::move(w));
-      retire_sq(qp);
-      enter_error(qp);
+      start_giving_up(c, qp);
       continue;
     }
     size_t payload = type == FrameType::kReadReq ? 0 : total;
