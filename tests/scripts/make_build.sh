@@ -3,6 +3,10 @@
 # files and a header; each compile recipe pauses PAUSE seconds, so the build lasts a few seconds
 # and a checkpoint lands in the middle of it), builds it with `make -j2 --output-sync`, runs the
 # program it built, and runs make again, which must find nothing left to do.
+# The compiler runs with -pipe: without it, cc1 writes its assembly into /tmp, closes it, and
+# only then does cc start the assembler on it; a checkpoint in that instant holds the file's name
+# only in cc's memory, no descriptor on it, and the killed run's cc removes it (a known limit,
+# src/plugins/saved_files/README.md; a file still open is saved, ckpt.temp_output.*).
 # make's own output is printed sorted once the build is over: with -j2 the order in which two
 # jobs finish varies, their lines do not.
 set -euo pipefail
@@ -47,13 +51,13 @@ prog: \$(OBJECTS)
 %.o: %.c parts.h
 	@echo "compiling \$<"
 	@sleep $pause
-	\$(CC) -O1 -c \$< -o \$@
+	\$(CC) -O1 -pipe -c \$< -o \$@
 # The first object tells the script's own stdout (descriptor 3), so a checkpoint can wait for the
 # build to be under way.
 dispatch.o: dispatch.c parts.h
 	@echo "compiling \$<"
 	@sleep $pause
-	\$(CC) -O1 -c \$< -o \$@
+	\$(CC) -O1 -pipe -c \$< -o \$@
 	@echo "step first object built" >&3
 EOM
 

@@ -7,6 +7,7 @@
 #include "plugins/files/left_out_fds.h"
 #include "plugins/files/outside.h"
 #include "plugins/files/records.h"
+#include "plugins/saved_files/saved_files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -130,8 +131,13 @@ void find_owner_among_ancestors(AncestorTables& ancestors, long self, int fd, co
 // descriptors inherited from outside the computation.
 int capture_plain_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList&, LogLine&) {
   const struct stat& st = probe.st;
-  if (S_ISREG(st.st_mode) && !probe.deleted && r.path[0] == '/' && !str_starts(r.path, "/memfd:") &&
-      !named_file_saved(r.path, r.flags)) {
+  if (!S_ISREG(st.st_mode) || probe.deleted || r.path[0] != '/' || str_starts(r.path, "/memfd:")) {
+    // not a named regular file: below, or another row
+  } else if (const bool write_only = (r.flags & O_ACCMODE) == O_WRONLY;
+             !named_file_saved(r.path, r.flags) ||
+             (write_only && outside_use_of(probe.fd, st) != OutsideUse::kNone)) {
+    // (A temporary file the computation writes alone goes with its bytes, saved_files row; one
+    // the outside writes too, `stasis launch prog > /tmp/log`, is the outside's stream.)
     r.offset = STASIS_SYS3(SYS_lseek, probe.fd, 0, SEEK_CUR);
     // Written to: restart may cut the bytes after its size at the checkpoint only when they can
     // be nobody's but the computation's (README.md, Output files).
@@ -286,7 +292,7 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, FdDataList
   bool ok = true;
   bool listed = for_each_proc_number("/proc/self/fd", [&](long number, const char*, long dir) {
     const int fd = static_cast<int>(number);
-    if (fd == dir || is_runtime_fd(fd) || is_left_out_fd(fd)) return true;
+    if (fd == dir || is_runtime_fd(fd) || is_left_out_fd(fd) || is_readable_copy_fd(fd)) return true;
     if (n == cap && (cap >= kMax || !arena.grow(recs, cap))) {
       error << "the process has more than " << n << " descriptors; not checkpointing";
       return ok = false;

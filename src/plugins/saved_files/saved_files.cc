@@ -88,13 +88,46 @@ bool same_file(const struct stat& a, const struct stat& b) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-// A descriptor open write-only is output: its contents cannot be read through it, and the
-// program never reads them back. It is reopened by path like any other file.
+// A named file open write-only is output: the program never reads it back through that
+// descriptor, and it is reopened by path like any other file.
 bool readable_for_saving(uint32_t flags) { return (flags & O_ACCMODE) != O_WRONLY && !(flags & O_PATH); }
 
 bool save_files_requested(const char* path, uint32_t flags) {
   return readable_for_saving(flags) && g_save_files_pattern[0] && glob_matches(g_save_files_pattern, path);
 }
+
+// Readable descriptors this checkpoint opened on files the program holds write-only (a compiler
+// writing its assembly into /tmp); closed at resume, when a forked writer has its copy of the
+// bytes and an in-place one has written them.
+constexpr uint32_t kMaxReadableCopies = 256;
+int g_readable_copies[kMaxReadableCopies];
+uint32_t g_readable_copy_count = 0;
+
+// A descriptor that reads the file `fd` holds: `fd` itself when it can read, otherwise the file
+// opened again for reading through /proc/self/fd (which works for deleted files and memfds too).
+// Negative errno when the file cannot be read (its mode forbids it) or too many are open.
+long readable_source(int fd, uint32_t flags) {
+  if ((flags & O_ACCMODE) != O_WRONLY) return fd;
+  if (g_readable_copy_count == kMaxReadableCopies) return -EMFILE;
+  char proc_path[48] = "/proc/self/fd/";
+  format_uint(proc_path + 14, static_cast<unsigned long>(fd));
+  long copy = STASIS_SYS3(SYS_open, proc_path, O_RDONLY | O_CLOEXEC, 0);
+  if (copy >= 0) g_readable_copies[g_readable_copy_count++] = static_cast<int>(copy);
+  return copy;
+}
+
+int on_event(stasis_event_t event, const stasis_event_data_t*, void*) {
+  if (event == STASIS_EVENT_RESUME) {
+    for (uint32_t i = 0; i < g_readable_copy_count; i++) STASIS_SYS1(SYS_close, g_readable_copies[i]);
+    g_readable_copy_count = 0;
+  }
+  if (event == STASIS_EVENT_RESTART) g_readable_copy_count = 0;  // numbers from before: not ours here
+  return 0;
+}
+
+const stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "saved-files", on_event, nullptr, nullptr};
+
+__attribute__((constructor)) void register_saved_files_plugin() { stasis_register_plugin(&g_plugin); }
 
 }  // namespace
 
@@ -110,8 +143,16 @@ bool is_temporary_path(const char* path) {
 // A temporary file may be gone at restart (its owner removed its session directory when a
 // restarted run ended, or the restart runs on another node): it goes with the checkpoint, to be
 // made again only where it is missing.
+// Open write-only too: a compiler's assembly output in /tmp, which the assembler reads after a
+// restart, is gone if the killed run went on and removed it.
 bool temporary_file_saved(const char* path, uint32_t flags) {
-  return readable_for_saving(flags) && is_temporary_path(path);
+  return !(flags & O_PATH) && is_temporary_path(path);
+}
+
+bool is_readable_copy_fd(int fd) {
+  for (uint32_t i = 0; i < g_readable_copy_count; i++)
+    if (g_readable_copies[i] == fd) return true;
+  return false;
 }
 
 bool named_file_saved(const char* path, uint32_t flags) {
@@ -146,10 +187,9 @@ int capture_saved_file_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& d
           << "), which this version of Stasis cannot restore; not checkpointing";
     return -1;
   }
-  if ((r.flags & O_ACCMODE) == O_WRONLY || (r.flags & O_PATH)) {
-    error << "descriptor " << probe.fd << " is " << what << " (" << probe.link << ") open "
-          << ((r.flags & O_PATH) ? "with O_PATH" : "write-only")
-          << ", so its contents cannot be read into the checkpoint; not checkpointing";
+  if (r.flags & O_PATH) {
+    error << "descriptor " << probe.fd << " is " << what << " (" << probe.link
+          << ") open with O_PATH, so its contents cannot be read into the checkpoint; not checkpointing";
     return -1;
   }
   r.kind = STASIS_FD_SAVED_FILE;
@@ -172,7 +212,14 @@ int capture_saved_file_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& d
       return 1;
     }
   }
-  if (!data.add_file(probe.fd, STASIS_FD_DATA_FILE_BYTES, probe.fd, r.size)) {
+  const long source = readable_source(probe.fd, r.flags);
+  if (source < 0) {
+    error << "descriptor " << probe.fd << " is " << what << " (" << probe.link
+          << ") open write-only, and the file cannot be opened again to read its contents (errno "
+          << -source << "); not checkpointing";
+    return -1;
+  }
+  if (!data.add_file(probe.fd, STASIS_FD_DATA_FILE_BYTES, static_cast<int>(source), r.size)) {
     error << "too much descriptor state to save";
     return -1;
   }

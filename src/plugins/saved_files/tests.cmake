@@ -22,6 +22,13 @@ set_tests_properties(ckpt.saved_file.named.deleted ckpt.saved_file.named.changed
 stasis_ckpt_test(ckpt.changed_file.warning ARGS --wait-lines 15 --before-restart "echo tampered >> {dir}/input.dat"
                  --restart-stderr "warning: .*input.dat \\(descriptor [0-9]+\\) changed since the checkpoint"
                  --append-file append.log PROGRAM file_output {dir} 60 50)
+# Temporary files open write-only (a compiler's assembly in /tmp, a deleted scratch file): their
+# bytes go with the checkpoint. Removed after the kill, as the killed run going on would have:
+# restart makes asm.s again; kept, the lines the killed run added after the checkpoint are cut.
+stasis_ckpt_test(ckpt.temp_output.removed ARGS --wait-lines 15 --before-restart "rm {dir}/asm.s"
+                 PROGRAM temp_output {dir} 50 50)
+stasis_ckpt_test(ckpt.temp_output.kept ARGS --wait-lines 15 PROGRAM temp_output {dir} 50 50)
+stasis_plain_test(temp_output PROGRAM temp_output {dir} 40 5)
 stasis_plain_test(deleted_file PROGRAM deleted_file {dir} 40 5)
 stasis_plain_test(memfd_file PROGRAM memfd_file 40 5)
 stasis_plain_test(saved_files ARGS --compare-file notes.txt PROGRAM saved_files {dir} 40 5)
