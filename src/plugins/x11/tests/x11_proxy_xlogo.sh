@@ -14,7 +14,7 @@ start_xvfb "$first"
 STASIS_X11_VERBOSE=1 DISPLAY=":$first" "$STASIS" launch --x11 -- xlogo > "$WORK/xlogo.out" 2> "$WORK/xlogo.err" &
 program=$!
 # Drawn once mapped: the same screenshot twice in a row.
-for _ in $(seq 100); do
+for _ in $(seq 600); do
   screenshot "$first" before > "$WORK/before.colours" && grep -qv "nonblack=0 " "$WORK/before.colours" &&
     screenshot "$first" again >/dev/null && cmp -s "$WORK/before.ppm" "$WORK/again.ppm" && break
   sleep 0.1
@@ -33,8 +33,8 @@ DISPLAY=":$second" "$STASIS" restart "$generation" >> "$WORK/xlogo.out" 2>> "$WO
 program=$!
 # Screenshots once the proxy has replayed: xwd interns atoms, and before the replay it would
 # number them before the program's (the replay is then refused, as it must be).
-for _ in $(seq 400); do grep -q "reconnected to\|cannot be replaced" "$WORK/xlogo.err" && break; sleep 0.05; done
-for _ in $(seq 100); do
+for _ in $(seq 2400); do grep -q "reconnected to\|cannot be replaced" "$WORK/xlogo.err" && break; sleep 0.05; done
+for _ in $(seq 600); do
   screenshot "$second" after > "$WORK/after.colours" && cmp -s "$WORK/before.ppm" "$WORK/after.ppm" && break
   sleep 0.1
 done

@@ -22,7 +22,7 @@ free_display() { reserve_display "${1:-}" || fail "no free X display number"; }
 start_xvfb() {
   Xvfb ":$1" -screen 0 320x240x24 -nolisten tcp "${@:2}" >/dev/null 2>&1 &
   SERVER=$!
-  for _ in $(seq 100); do xdpyinfo -display ":$1" >/dev/null 2>&1 && return 0; sleep 0.05; done
+  for _ in $(seq 1200); do xdpyinfo -display ":$1" >/dev/null 2>&1 && return 0; sleep 0.05; done
   fail "display :$1 never answered"
 }
 stop_xvfb() { kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=; }
