@@ -62,19 +62,22 @@ static void release_waiting_calls(void) {
 }
 
 /* Every thread of the program out of the lower half, and kept out, before the checkpoint's
- * signal stops them: its handler must run on the upper half's thread pointer. A call that does
- * not come out in time (a receive or a collective waiting on a rank that is already held at
- * the safe point) fails the checkpoint, naming the call; the job runs on. */
+ * signal stops them: its handler must run on the upper half's thread pointer. The blocking
+ * point-to-point calls and collectives wait in the upper half (a test a turn), so they come out
+ * at once; a call that does not come out in time (one still blocking in the library, such as
+ * MPI_Comm_split, waiting on a rank that is already held) fails the checkpoint, naming the call;
+ * the job runs on. */
 static int reach_safe_point(void) {
   stasis_mpi_is_checkpoint_thread = 1;
   atomic_store(&stasis_mpi_checkpoint_pending, 1);
   for (int waited = 0; atomic_load(&stasis_mpi_calls_in_lower) != 0; waited++) {
     if (waited == SAFE_POINT_PATIENCE_MS) {
-      static char refusal[200];
+      static char refusal[300];
       const char *call = atomic_load(&stasis_mpi_last_lower_call);
       snprintf(refusal, sizeof refusal,
-               "split MPI: a thread stayed inside the MPI library (the lower half's %s) for %d ms; blocking calls "
-               "are not yet safe points (src/plugins/mpi_split/README.md)",
+               "split MPI: a thread stayed inside the MPI library (the lower half's %s) for %d ms; only "
+               "point-to-point calls and MPI_Barrier, MPI_Bcast, MPI_Allreduce and MPI_Reduce wait at safe points "
+               "(src/plugins/mpi_split/README.md)",
                call ? call : "?", SAFE_POINT_PATIENCE_MS);
       release_waiting_calls();
       stasis_plugin_refuse(refusal);
@@ -130,14 +133,21 @@ static int leave_lower_half_out(const char *generation_dir) {
  * collective over the world, every rank's checkpoint thread at once, while the program's threads
  * are stopped outside the lower half. */
 static int drain_messages(uint64_t generation) {
+  static char error[300], refusal[400];
+  if (stasis_mpi_collectives_settle(error, sizeof error) != 0) {
+    snprintf(refusal, sizeof refusal, "split MPI: a collective in progress cannot be settled: %s", error);
+    stasis_plugin_refuse(refusal);
+    return 1;
+  }
   long long taken = 0;
   if (stasis_mpi_drain_all(&taken) != MPI_SUCCESS) {
     stasis_plugin_refuse("split MPI: the drain of the messages in flight failed (see the rank's stderr)");
     return 1;
   }
-  char line[160];
-  snprintf(line, sizeof line, "split MPI: checkpoint %llu drained %lld message%s in flight to this rank",
-           (unsigned long long)generation, taken, taken == 1 ? "" : "s");
+  char line[200];
+  snprintf(line, sizeof line, "split MPI: checkpoint %llu drained %lld message%s in flight to this rank (rank %d, %s%s)",
+           (unsigned long long)generation, taken, taken == 1 ? "" : "s", stasis_mpi_own_world_rank,
+           stasis_mpi_blocked_in ? "waiting in " : "not waiting in MPI", stasis_mpi_blocked_in ? stasis_mpi_blocked_in : "");
   stasis_plugin_log(line);
   return 0;
 }
@@ -191,7 +201,8 @@ static int restart_lower_half(void) {
     snprintf(error, sizeof error, "the new MPI_COMM_WORLD has %d ranks, the checkpoint's %d", size, old_size);
     goto failed;
   }
-  if (post_receives_again(error, sizeof error) != 0) goto failed;
+  if (post_receives_again(error, sizeof error) != 0 || stasis_mpi_collectives_restarted(error, sizeof error) != 0)
+    goto failed;
   release_waiting_calls();
   char restarted[200];
   snprintf(restarted, sizeof restarted,
