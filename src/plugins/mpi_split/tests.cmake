@@ -144,8 +144,13 @@ function(stasis_split_library_tests implementation compiler launcher)
   add_test(NAME mpi_split.${implementation}.blocking_restart
            COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/blocking_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
                    ${launcher} 2 ${native_blocking} $<TARGET_FILE:blocking_ranks_split> 4)
-  set_tests_properties(mpi_split.${implementation}.blocking_restart PROPERTIES TIMEOUT 400
-                       LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  # The same program ungated, collectives back to back, checkpointed 4 times as it runs (every
+  # second one killed and restarted): the drain's agreement on the collective in progress.
+  add_test(NAME mpi_split.${implementation}.blocking_restart.storm
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/blocking_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${launcher} 2 ${native_blocking} $<TARGET_FILE:blocking_ranks_split> 300 storm 4)
+  set_tests_properties(mpi_split.${implementation}.blocking_restart mpi_split.${implementation}.blocking_restart.storm
+                       PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
   # Both ways of starting the halves: the lower-half program first, and the program first.
   foreach(mode IN ITEMS own_libc lower_started)
     set(lower_program ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation})

@@ -134,7 +134,8 @@ static int leave_lower_half_out(const char *generation_dir) {
  * are stopped outside the lower half. */
 static int drain_messages(uint64_t generation) {
   static char error[300], refusal[400];
-  if (stasis_mpi_collectives_settle(error, sizeof error) != 0) {
+  const char *completed = NULL;
+  if (stasis_mpi_collectives_settle(&completed, error, sizeof error) != 0) {
     snprintf(refusal, sizeof refusal, "split MPI: a collective in progress cannot be settled: %s", error);
     stasis_plugin_refuse(refusal);
     return 1;
@@ -144,10 +145,12 @@ static int drain_messages(uint64_t generation) {
     stasis_plugin_refuse("split MPI: the drain of the messages in flight failed (see the rank's stderr)");
     return 1;
   }
-  char line[200];
-  snprintf(line, sizeof line, "split MPI: checkpoint %llu drained %lld message%s in flight to this rank (rank %d, %s%s)",
+  char line[260];
+  snprintf(line, sizeof line,
+           "split MPI: checkpoint %llu drained %lld message%s in flight to this rank (rank %d, %s%s)%s%s%s",
            (unsigned long long)generation, taken, taken == 1 ? "" : "s", stasis_mpi_own_world_rank,
-           stasis_mpi_blocked_in ? "waiting in " : "not waiting in MPI", stasis_mpi_blocked_in ? stasis_mpi_blocked_in : "");
+           stasis_mpi_blocked_in ? "waiting in " : "not waiting in MPI", stasis_mpi_blocked_in ? stasis_mpi_blocked_in : "",
+           completed ? "; its " : "", completed ? completed : "", completed ? " was completed first (a member had)" : "");
   stasis_plugin_log(line);
   return 0;
 }

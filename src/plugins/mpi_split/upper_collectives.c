@@ -205,7 +205,8 @@ API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
  * before it gives up: every member then completes it, unless one is lost. */
 enum { SETTLE_PATIENCE_SECONDS = 30 };
 
-int stasis_mpi_collectives_settle(char *error, size_t error_size) {
+int stasis_mpi_collectives_settle(const char **completed, char *error, size_t error_size) {
+  *completed = NULL;
   int in_progress = current.active && !current.done;
   memset(published, 0, 2 * (size_t)world_ranks * sizeof *published);
   if (in_progress) {
@@ -245,6 +246,7 @@ int stasis_mpi_collectives_settle(char *error, size_t error_size) {
       return -1;
     }
   }
+  *completed = collective_names[current.kind];
   return 0;
 }
 

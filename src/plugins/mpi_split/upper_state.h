@@ -75,9 +75,9 @@ int stasis_mpi_collectives_init(int world_rank, int world_size);
 extern int stasis_mpi_own_world_rank; /* this rank in MPI_COMM_WORLD */
 void stasis_mpi_collectives_comm_made(int parent, int made, int color);
 /* At the checkpoint's drain, every rank at once: a collective that some member has got past its
- * point of no return is completed on every member; the others are left posted. 0, or -1 with
- * a message. */
-int stasis_mpi_collectives_settle(char *error, size_t error_size);
+ * point of no return is completed on every member (*completed: its name, else NULL); the others
+ * are left posted. 0, or -1 with a message. */
+int stasis_mpi_collectives_settle(const char **completed, char *error, size_t error_size);
 /* After a restart: the collective left posted is posted again in the fresh library. */
 int stasis_mpi_collectives_restarted(char *error, size_t error_size);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""blocking_restart.py STASIS MPI_RUN LAUNCHER RANKS NATIVE SPLIT STEPS
+"""blocking_restart.py STASIS MPI_RUN LAUNCHER RANKS NATIVE SPLIT STEPS [storm CHECKPOINTS]
 
 Checkpoints taken while ranks wait in blocking calls (README.md, Safe points inside blocking
 calls). SPLIT and NATIVE are blocking_ranks: in each of its first two steps' four phases, the last
@@ -9,7 +9,13 @@ the first step the job is checkpointed and runs on; at every phase of the second
 checkpointed, checkpointed again with --kill, and restarted with `LAUNCHER -np RANKS stasis
 restart --mpi-rank` (fresh lower halves), which the next phase checkpoints. No checkpoint may be
 refused, and each rank must report the call it was found waiting in (the last rank: none).
-Everything the runs printed, in order, must be the native build's uninterrupted output."""
+Everything the runs printed, in order, must be the native build's uninterrupted output.
+
+With `storm CHECKPOINTS` nothing is gated: the job runs collectives back to back (2 ms of computing
+between them) and is checkpointed up to CHECKPOINTS times while it runs, every second one with
+--kill and a restart; no checkpoint may be refused, at least two must be taken, the output must be
+the native one, and the checkpoints that completed a collective some member had completed (the
+drain's agreement) are counted."""
 import re
 import subprocess
 import sys
@@ -31,6 +37,7 @@ def program_lines(path):
 
 def main():
     stasis, mpi_run, launcher, ranks, native, split, steps = sys.argv[1:8]
+    storm = int(sys.argv[9]) if len(sys.argv) > 9 and sys.argv[8] == "storm" else 0
     ranks_n = int(ranks)
     last = ranks_n - 1
     job = [mpi_run, launcher, "-np", ranks, "--"]
@@ -62,24 +69,43 @@ def main():
                 process.kill()
                 fail(f"{name} did not end: {(tmp / f'{name}.err').read_text()[-2000:]}")
 
-        def checkpoint(phase, kill):
-            """A checkpoint that must not be refused; returns its directory and each rank's report."""
+        def checkpoint(phase, kill, job_may_end=False):
+            """A checkpoint that must not be refused; returns its directory and each rank's report
+            (None when the job ended first and job_may_end)."""
             done = c.run("checkpoint", *(["--kill"] if kill else []), timeout=120)
+            if done.returncode != 0 and job_may_end and runs[-1][1].poll() is not None:
+                return None, None
             if done.returncode != 0:
                 fail(f"the checkpoint at phase {phase} ({PHASE_CALLS[phase % 4]}) exited {done.returncode}: "
                      f"{done.stderr.strip()[-2000:]}")
             reports = {int(r): call for r, call in REPORT.findall(done.stdout + done.stderr)}
             if sorted(reports) != list(range(ranks_n)):
                 fail(f"phase {phase}: reports from ranks {sorted(reports)}:\n{done.stdout}{done.stderr}")
+            seen_completed.append(len(re.findall(r"was completed first", done.stdout + done.stderr)))
             return Path(done.stdout.strip().splitlines()[-1]), reports
 
         def found_waiting(reports, waiting, call):
             return all(reports[r] == call for r in waiting) and reports[last] == ""
 
-        seen = []
+        seen, seen_completed = [], []
         try:
-            start("launch", ["launch", "--mpi", "--", *job, split, steps, str(GATED_STEPS), str(gate)], True)
-            for phase in range(GATED_STEPS * 4):
+            start("launch", ["launch", "--mpi", "--", *job, split, steps, "0" if storm else str(GATED_STEPS),
+                             str(gate)], True)
+            for taken in range(storm):
+                if taken == 0:
+                    wait_for(lambda: lines(runs[-1][2]), "the job's first line", 90)
+                generation, _ = checkpoint(taken, taken % 2 == 1, job_may_end=True)
+                if generation is None:
+                    break
+                seen.append(generation.name)
+                if taken % 2 == 1:
+                    ended(len(runs) - 1)
+                    start(f"restart{taken}", [*job, stasis, "restart", "--mpi-rank", str(generation)], False)
+                    # every rank is back once rank 0 prints again (each line follows a reduction)
+                    wait_for(lambda: lines(runs[-1][2]), f"a line from {runs[-1][0]}", 90)
+            if storm and len(seen) < 2:
+                fail(f"the job ended after {len(seen)} checkpoints, fewer than 2")
+            for phase in range(0 if storm else GATED_STEPS * 4):
                 call = PHASE_CALLS[phase % 4]
                 waiting = [0] if phase % 4 < 2 else list(range(last))
                 markers = [gate / f"at-{phase}"] + [gate / f"in-{phase}-{r}" for r in waiting]
@@ -112,7 +138,11 @@ def main():
                 if process.poll() is None:
                     process.kill()
             c.cleanup()
-    print("checkpoints with ranks waiting: " + "; ".join(seen))
+    if storm:
+        print(f"{len(seen)} checkpoints in a storm of collectives; {sum(seen_completed)} rank reports of a collective "
+              "completed at the checkpoint because a member had")
+    else:
+        print("checkpoints with ranks waiting: " + "; ".join(seen))
     print(f"the launch and {len(runs) - 1} restarts printed the native output ({len(expected)} lines)")
 
 
