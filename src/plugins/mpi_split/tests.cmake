@@ -116,7 +116,7 @@ function(stasis_split_library_tests implementation compiler launcher)
   set(native_in_flight ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_${implementation})
   add_custom_command(OUTPUT ${native_in_flight}
                      COMMAND ${compiler} -O2 -o ${native_in_flight} ${MPI_SPLIT_DIR}/tests/ring_in_flight.c
-                     DEPENDS ${MPI_SPLIT_DIR}/tests/ring_in_flight.c VERBATIM)
+                     DEPENDS ${MPI_SPLIT_DIR}/tests/ring_in_flight.c ${MPI_SPLIT_DIR}/tests/split_test_common.h VERBATIM)
   add_custom_target(ring_in_flight_${implementation} ALL DEPENDS ${native_in_flight})
   add_test(NAME mpi_split.${implementation}.split_checkpoint.drain
            COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_checkpoint.py ${STASIS_BIN} ${SPLIT_MPI_RUN}

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <string.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -53,6 +55,7 @@ API int STASIS_MPI_Lower_descriptors(int *fds, int capacity, int *count) {
  * MPI_Init when the runtime is there and the lower half can list what it owns. */
 enum { SAFE_POINT_PATIENCE_MS = 3000, MAX_LEFT_OUT_RANGES = 4096, MAX_LEFT_OUT_FDS = 4096, MAX_LOWER_THREADS = 64 };
 static StasisMpiLowerRange left_out_ranges[MAX_LEFT_OUT_RANGES];
+static int left_out_range_count; /* saved with the image: a restart knows where the old lower half was */
 static int left_out_fds[MAX_LEFT_OUT_FDS];
 static int lower_threads[MAX_LOWER_THREADS];
 
@@ -113,6 +116,7 @@ static int leave_lower_half_out(const char *generation_dir) {
     return 1;
   }
   int range_count = 0, thread_count = 0, fd_count = 0;
+  left_out_range_count = 0;
   if (LOWER_CALL(lower, inventory, left_out_ranges, MAX_LEFT_OUT_RANGES, &range_count, lower_threads,
                  MAX_LOWER_THREADS, &thread_count) != 0 ||
       LOWER_CALL(lower, descriptors, left_out_fds, MAX_LEFT_OUT_FDS, &fd_count) != 0) {
@@ -126,7 +130,31 @@ static int leave_lower_half_out(const char *generation_dir) {
     stasis_plugin_refuse("split MPI: the runtime cannot leave the lower half out of the image");
     return 1;
   }
+  left_out_range_count = range_count;
   return 0;
+}
+
+/* Signal handlers the old lower half installed (Open MPI's for SIGABRT, SIGBUS, SIGFPE, SIGSEGV)
+ * were restored with the process's dispositions and point into memory that is gone; a fresh
+ * Open MPI would not install its own over them (it leaves a signal that has a handler alone).
+ * Each goes back to SIG_DFL before the fresh lower half starts; returns how many. */
+static int reset_old_lower_handlers(void) {
+  int reset = 0;
+  for (int sig = 1; sig < 65; sig++) {
+    struct sigaction action;
+    if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &action) != 0) continue;
+    uint64_t handler = (uint64_t)(uintptr_t)action.sa_handler;
+    if (action.sa_handler == SIG_DFL || action.sa_handler == SIG_IGN) continue;
+    for (int i = 0; i < left_out_range_count; i++) {
+      if (handler < left_out_ranges[i].start || handler >= left_out_ranges[i].end) continue;
+      struct sigaction default_action;
+      memset(&default_action, 0, sizeof default_action);
+      default_action.sa_handler = SIG_DFL;
+      if (sigaction(sig, &default_action, NULL) == 0) reset++;
+      break;
+    }
+  }
+  return reset;
 }
 
 /* Every message in flight to this rank is received into the upper half (README.md, Draining):
@@ -187,6 +215,7 @@ static int restart_lower_half(void) {
   int old_size = peers.world_size, size = 0, provided = 0;
   stasis_mpi_lower_tls = 0; /* the old lower half's thread pointer means nothing now */
   atomic_store(&stasis_mpi_calls_in_lower, 0);
+  int handlers_reset = reset_old_lower_handlers();
   const StasisMpiLower *fresh = stasis_mpi_load_lower_half(error, sizeof error);
   if (!fresh || !fresh->inventory || !fresh->descriptors || !fresh->set_thread_hook) {
     if (fresh) snprintf(error, sizeof error, "the fresh lower half is not a program of its own");
@@ -207,9 +236,10 @@ static int restart_lower_half(void) {
   if (post_receives_again(error, sizeof error) != 0 || stasis_mpi_collectives_restarted(error, sizeof error) != 0)
     goto failed;
   release_waiting_calls();
-  char restarted[200];
+  char restarted[260];
   snprintf(restarted, sizeof restarted,
-           "split MPI: restarted over a fresh lower half (%s); its objects were made again", lower->implementation);
+           "split MPI: restarted over a fresh lower half (%s); its objects were made again; %d signal handler%s of "
+           "the old lower half reset", lower->implementation, handlers_reset, handlers_reset == 1 ? "" : "s");
   stasis_plugin_log(restarted);
   return 0;
 failed:;
