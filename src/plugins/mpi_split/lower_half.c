@@ -215,6 +215,16 @@ static int lower_wait(StasisMpiRealHandle *request, StasisMpiRealHandle recv_typ
   if (rc == MPI_SUCCESS) status_up(&real, recv_type ? AS(MPI_Datatype, recv_type) : MPI_DATATYPE_NULL, status);
   return rc;
 }
+static int lower_test(StasisMpiRealHandle *request, StasisMpiRealHandle recv_type, int *flag,
+                      StasisMpiLowerStatus *status) {
+  MPI_Request handle = AS(MPI_Request, *request);
+  MPI_Status real;
+  int rc = MPI_Test(&handle, flag, &real);
+  *request = REAL(handle);
+  if (rc == MPI_SUCCESS && *flag)
+    status_up(&real, recv_type ? AS(MPI_Datatype, recv_type) : MPI_DATATYPE_NULL, status);
+  return rc;
+}
 static int lower_iprobe(int source, int tag, StasisMpiRealHandle comm, int *flag, StasisMpiLowerStatus *status) {
   MPI_Status real;
   int rc = MPI_Iprobe(peer_down(source), tag_down(tag), AS(MPI_Comm, comm), flag, &real);
@@ -256,6 +266,31 @@ static int lower_reduce(const void *sendbuf, void *recvbuf, int count, StasisMpi
                         StasisMpiRealHandle op, int root, StasisMpiRealHandle comm) {
   return MPI_Reduce(send_buffer(sendbuf), recvbuf, count, AS(MPI_Datatype, type), AS(MPI_Op, op), root,
                     AS(MPI_Comm, comm));
+}
+/* The nonblocking collectives: the library's request comes back widened. */
+#define STARTED(call)                                                                                           \
+  ({                                                                                                            \
+    MPI_Request started_ = MPI_REQUEST_NULL;                                                                    \
+    int started_rc_ = call;                                                                                     \
+    *request = REAL(started_);                                                                                  \
+    started_rc_;                                                                                                \
+  })
+static int lower_ibarrier(StasisMpiRealHandle comm, StasisMpiRealHandle *request) {
+  return STARTED(MPI_Ibarrier(AS(MPI_Comm, comm), &started_));
+}
+static int lower_ibcast(void *buf, int count, StasisMpiRealHandle type, int root, StasisMpiRealHandle comm,
+                        StasisMpiRealHandle *request) {
+  return STARTED(MPI_Ibcast(buf, count, AS(MPI_Datatype, type), root, AS(MPI_Comm, comm), &started_));
+}
+static int lower_iallreduce(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type,
+                            StasisMpiRealHandle op, StasisMpiRealHandle comm, StasisMpiRealHandle *request) {
+  return STARTED(MPI_Iallreduce(send_buffer(sendbuf), recvbuf, count, AS(MPI_Datatype, type), AS(MPI_Op, op),
+                                AS(MPI_Comm, comm), &started_));
+}
+static int lower_ireduce(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type,
+                         StasisMpiRealHandle op, int root, StasisMpiRealHandle comm, StasisMpiRealHandle *request) {
+  return STARTED(MPI_Ireduce(send_buffer(sendbuf), recvbuf, count, AS(MPI_Datatype, type), AS(MPI_Op, op), root,
+                             AS(MPI_Comm, comm), &started_));
 }
 static int lower_reduce_scatter_block(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type,
                                       StasisMpiRealHandle op, StasisMpiRealHandle comm) {
@@ -300,6 +335,7 @@ static const StasisMpiLower lower_half = {
     .isend = lower_isend,
     .irecv = lower_irecv,
     .wait = lower_wait,
+    .test = lower_test,
     .cancel = lower_cancel,
     .iprobe = lower_iprobe,
     .recv_packed = lower_recv_packed,
@@ -308,6 +344,10 @@ static const StasisMpiLower lower_half = {
     .bcast = lower_bcast,
     .allreduce = lower_allreduce,
     .reduce = lower_reduce,
+    .ibarrier = lower_ibarrier,
+    .ibcast = lower_ibcast,
+    .iallreduce = lower_iallreduce,
+    .ireduce = lower_ireduce,
     .reduce_scatter_block = lower_reduce_scatter_block,
     .inventory = stasis_mpi_lower_inventory,
     .descriptors = stasis_mpi_lower_descriptors,

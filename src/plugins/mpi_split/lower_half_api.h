@@ -29,7 +29,7 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 6
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 7
 
 /* An address range [start, end) the lower half owns (inventory below). */
 typedef struct StasisMpiLowerRange {
@@ -84,6 +84,10 @@ typedef struct StasisMpiLower {
   /* Completes *request and sets it to the library's REQUEST_NULL. recv_type is the datatype of
    * a receive (the status counts its bytes with it), 0 for a send. */
   int (*wait)(StasisMpiRealHandle *request, StasisMpiRealHandle recv_type, StasisMpiLowerStatus *status);
+  /* Whether *request is complete (*flag); when it is, sets it to the library's REQUEST_NULL and
+   * fills status as wait does. The upper half's blocking calls are these in a loop (README.md,
+   * Safe points inside blocking calls). */
+  int (*test)(StasisMpiRealHandle *request, StasisMpiRealHandle recv_type, int *flag, StasisMpiLowerStatus *status);
   /* Asks the library to cancel *request; a wait then completes it, status->cancelled telling. */
   int (*cancel)(StasisMpiRealHandle *request);
 
@@ -102,6 +106,14 @@ typedef struct StasisMpiLower {
                    StasisMpiRealHandle comm);
   int (*reduce)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type, StasisMpiRealHandle op,
                 int root, StasisMpiRealHandle comm);
+  /* The nonblocking collectives the upper half's blocking ones are made of (test completes them). */
+  int (*ibarrier)(StasisMpiRealHandle comm, StasisMpiRealHandle *request);
+  int (*ibcast)(void *buf, int count, StasisMpiRealHandle type, int root, StasisMpiRealHandle comm,
+                StasisMpiRealHandle *request);
+  int (*iallreduce)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type, StasisMpiRealHandle op,
+                    StasisMpiRealHandle comm, StasisMpiRealHandle *request);
+  int (*ireduce)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type, StasisMpiRealHandle op,
+                 int root, StasisMpiRealHandle comm, StasisMpiRealHandle *request);
   int (*reduce_scatter_block)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type,
                               StasisMpiRealHandle op, StasisMpiRealHandle comm);
 

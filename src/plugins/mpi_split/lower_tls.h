@@ -53,6 +53,19 @@ static inline void stasis_mpi_safe_point_enter(const char *call) {
 
 static inline void stasis_mpi_safe_point_leave(void) { atomic_fetch_sub(&stasis_mpi_calls_in_lower, 1); }
 
+/* A safe region: between stasis_mpi_safe_point_enter and _leave a thread counts as inside the
+ * lower half, so a checkpoint never stops it there. The upper half's state that a checkpoint's
+ * drain changes (requests, the drained messages, a collective in progress) is read and written
+ * only inside one, and the lower half is called there with LOWER_CALL_IN_REGION (a nested
+ * LOWER_CALL could wait for a checkpoint that waits for this region). */
+#define LOWER_CALL_IN_REGION(table, fn, ...)                            \
+  ({                                                                    \
+    uint64_t lower_call_upper_tls_ = stasis_mpi_enter_lower();          \
+    __typeof__((table)->fn(__VA_ARGS__)) lower_call_result_ = (table)->fn(__VA_ARGS__); \
+    stasis_mpi_leave_lower(lower_call_upper_tls_);                      \
+    lower_call_result_;                                                 \
+  })
+
 /* lower->fn(args) on the lower half's TLS: LOWER_CALL(lower, fn, args...). */
 #define LOWER_CALL(table, fn, ...)                                      \
   ({                                                                    \

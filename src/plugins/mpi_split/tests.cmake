@@ -8,7 +8,7 @@
 # lower_inventory (tests/lower_inventory.c): what the lower-half program says it owns, against
 # /proc/self/maps and the upper half's own memory; ends with "lower_inventory ok".
 set(MPI_SPLIT_DIR ${CMAKE_CURRENT_LIST_DIR})
-foreach(program IN ITEMS split_ring in_flight lower_inventory ring_in_flight)
+foreach(program IN ITEMS split_ring in_flight lower_inventory ring_in_flight blocking_ranks)
   set(target ${program}_split)
   add_executable(${target} ${MPI_SPLIT_DIR}/tests/${program}.c)
   target_link_libraries(${target} PRIVATE stasis_mpi)
@@ -116,7 +116,7 @@ function(stasis_split_library_tests implementation compiler launcher)
   set(native_in_flight ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_${implementation})
   add_custom_command(OUTPUT ${native_in_flight}
                      COMMAND ${compiler} -O2 -o ${native_in_flight} ${MPI_SPLIT_DIR}/tests/ring_in_flight.c
-                     DEPENDS ${MPI_SPLIT_DIR}/tests/ring_in_flight.c VERBATIM)
+                     DEPENDS ${MPI_SPLIT_DIR}/tests/ring_in_flight.c ${MPI_SPLIT_DIR}/tests/split_test_common.h VERBATIM)
   add_custom_target(ring_in_flight_${implementation} ALL DEPENDS ${native_in_flight})
   add_test(NAME mpi_split.${implementation}.split_checkpoint.drain
            COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_checkpoint.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
@@ -132,6 +132,25 @@ function(stasis_split_library_tests implementation compiler launcher)
                    ${launcher} 2 ${native_in_flight} $<TARGET_FILE:ring_in_flight_split> 24 300)
   set_tests_properties(mpi_split.${implementation}.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
                        RESOURCE_LOCK mpi_ports)
+  # Checkpoints while ranks wait in blocking calls (README.md, Safe points inside blocking calls):
+  # blocking_ranks holds its other ranks in MPI_Recv, MPI_Wait, MPI_Barrier and MPI_Allreduce while
+  # its last rank computes until the test lets it go; a checkpoint at each, live, then with --kill
+  # and a restart under mpirun; never refused, each rank found in its call, the native output.
+  set(native_blocking ${CMAKE_BINARY_DIR}/tests/targets/blocking_ranks_${implementation})
+  add_custom_command(OUTPUT ${native_blocking}
+                     COMMAND ${compiler} -O2 -o ${native_blocking} ${MPI_SPLIT_DIR}/tests/blocking_ranks.c
+                     DEPENDS ${MPI_SPLIT_DIR}/tests/blocking_ranks.c VERBATIM)
+  add_custom_target(blocking_ranks_${implementation} ALL DEPENDS ${native_blocking})
+  add_test(NAME mpi_split.${implementation}.blocking_restart
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/blocking_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${launcher} 2 ${native_blocking} $<TARGET_FILE:blocking_ranks_split> 4)
+  # The same program ungated, collectives back to back, checkpointed 4 times as it runs (every
+  # second one killed and restarted): the drain's agreement on the collective in progress.
+  add_test(NAME mpi_split.${implementation}.blocking_restart.storm
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/blocking_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${launcher} 2 ${native_blocking} $<TARGET_FILE:blocking_ranks_split> 300 storm 4)
+  set_tests_properties(mpi_split.${implementation}.blocking_restart mpi_split.${implementation}.blocking_restart.storm
+                       PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
   # Both ways of starting the halves: the lower-half program first, and the program first.
   foreach(mode IN ITEMS own_libc lower_started)
     set(lower_program ${STASIS_LIBDIR}/stasis-mpi-lower-${implementation})

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <string.h>
 #include <linux/futex.h>
 #include <stdio.h>
 #include <sys/syscall.h>
@@ -53,6 +55,7 @@ API int STASIS_MPI_Lower_descriptors(int *fds, int capacity, int *count) {
  * MPI_Init when the runtime is there and the lower half can list what it owns. */
 enum { SAFE_POINT_PATIENCE_MS = 3000, MAX_LEFT_OUT_RANGES = 4096, MAX_LEFT_OUT_FDS = 4096, MAX_LOWER_THREADS = 64 };
 static StasisMpiLowerRange left_out_ranges[MAX_LEFT_OUT_RANGES];
+static int left_out_range_count; /* saved with the image: a restart knows where the old lower half was */
 static int left_out_fds[MAX_LEFT_OUT_FDS];
 static int lower_threads[MAX_LOWER_THREADS];
 
@@ -62,19 +65,22 @@ static void release_waiting_calls(void) {
 }
 
 /* Every thread of the program out of the lower half, and kept out, before the checkpoint's
- * signal stops them: its handler must run on the upper half's thread pointer. A call that does
- * not come out in time (a receive or a collective waiting on a rank that is already held at
- * the safe point) fails the checkpoint, naming the call; the job runs on. */
+ * signal stops them: its handler must run on the upper half's thread pointer. The blocking
+ * point-to-point calls and collectives wait in the upper half (a test a turn), so they come out
+ * at once; a call that does not come out in time (one still blocking in the library, such as
+ * MPI_Comm_split, waiting on a rank that is already held) fails the checkpoint, naming the call;
+ * the job runs on. */
 static int reach_safe_point(void) {
   stasis_mpi_is_checkpoint_thread = 1;
   atomic_store(&stasis_mpi_checkpoint_pending, 1);
   for (int waited = 0; atomic_load(&stasis_mpi_calls_in_lower) != 0; waited++) {
     if (waited == SAFE_POINT_PATIENCE_MS) {
-      static char refusal[200];
+      static char refusal[300];
       const char *call = atomic_load(&stasis_mpi_last_lower_call);
       snprintf(refusal, sizeof refusal,
-               "split MPI: a thread stayed inside the MPI library (the lower half's %s) for %d ms; blocking calls "
-               "are not yet safe points (src/plugins/mpi_split/README.md)",
+               "split MPI: a thread stayed inside the MPI library (the lower half's %s) for %d ms; only "
+               "point-to-point calls and MPI_Barrier, MPI_Bcast, MPI_Allreduce and MPI_Reduce wait at safe points "
+               "(src/plugins/mpi_split/README.md)",
                call ? call : "?", SAFE_POINT_PATIENCE_MS);
       release_waiting_calls();
       stasis_plugin_refuse(refusal);
@@ -110,6 +116,7 @@ static int leave_lower_half_out(const char *generation_dir) {
     return 1;
   }
   int range_count = 0, thread_count = 0, fd_count = 0;
+  left_out_range_count = 0;
   if (LOWER_CALL(lower, inventory, left_out_ranges, MAX_LEFT_OUT_RANGES, &range_count, lower_threads,
                  MAX_LOWER_THREADS, &thread_count) != 0 ||
       LOWER_CALL(lower, descriptors, left_out_fds, MAX_LEFT_OUT_FDS, &fd_count) != 0) {
@@ -123,21 +130,55 @@ static int leave_lower_half_out(const char *generation_dir) {
     stasis_plugin_refuse("split MPI: the runtime cannot leave the lower half out of the image");
     return 1;
   }
+  left_out_range_count = range_count;
   return 0;
+}
+
+/* Signal handlers the old lower half installed (Open MPI's for SIGABRT, SIGBUS, SIGFPE, SIGSEGV)
+ * were restored with the process's dispositions and point into memory that is gone; a fresh
+ * Open MPI would not install its own over them (it leaves a signal that has a handler alone).
+ * Each goes back to SIG_DFL before the fresh lower half starts; returns how many. */
+static int reset_old_lower_handlers(void) {
+  int reset = 0;
+  for (int sig = 1; sig < 65; sig++) {
+    struct sigaction action;
+    if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &action) != 0) continue;
+    uint64_t handler = (uint64_t)(uintptr_t)action.sa_handler;
+    if (action.sa_handler == SIG_DFL || action.sa_handler == SIG_IGN) continue;
+    for (int i = 0; i < left_out_range_count; i++) {
+      if (handler < left_out_ranges[i].start || handler >= left_out_ranges[i].end) continue;
+      struct sigaction default_action;
+      memset(&default_action, 0, sizeof default_action);
+      default_action.sa_handler = SIG_DFL;
+      if (sigaction(sig, &default_action, NULL) == 0) reset++;
+      break;
+    }
+  }
+  return reset;
 }
 
 /* Every message in flight to this rank is received into the upper half (README.md, Draining):
  * collective over the world, every rank's checkpoint thread at once, while the program's threads
  * are stopped outside the lower half. */
 static int drain_messages(uint64_t generation) {
+  static char error[300], refusal[400];
+  const char *completed = NULL;
+  if (stasis_mpi_collectives_settle(&completed, error, sizeof error) != 0) {
+    snprintf(refusal, sizeof refusal, "split MPI: a collective in progress cannot be settled: %s", error);
+    stasis_plugin_refuse(refusal);
+    return 1;
+  }
   long long taken = 0;
   if (stasis_mpi_drain_all(&taken) != MPI_SUCCESS) {
     stasis_plugin_refuse("split MPI: the drain of the messages in flight failed (see the rank's stderr)");
     return 1;
   }
-  char line[160];
-  snprintf(line, sizeof line, "split MPI: checkpoint %llu drained %lld message%s in flight to this rank",
-           (unsigned long long)generation, taken, taken == 1 ? "" : "s");
+  char line[260];
+  snprintf(line, sizeof line,
+           "split MPI: checkpoint %llu drained %lld message%s in flight to this rank (rank %d, %s%s)%s%s%s",
+           (unsigned long long)generation, taken, taken == 1 ? "" : "s", stasis_mpi_own_world_rank,
+           stasis_mpi_blocked_in ? "waiting in " : "not waiting in MPI", stasis_mpi_blocked_in ? stasis_mpi_blocked_in : "",
+           completed ? "; its " : "", completed ? completed : "", completed ? " was completed first (a member had)" : "");
   stasis_plugin_log(line);
   return 0;
 }
@@ -174,6 +215,7 @@ static int restart_lower_half(void) {
   int old_size = peers.world_size, size = 0, provided = 0;
   stasis_mpi_lower_tls = 0; /* the old lower half's thread pointer means nothing now */
   atomic_store(&stasis_mpi_calls_in_lower, 0);
+  int handlers_reset = reset_old_lower_handlers();
   const StasisMpiLower *fresh = stasis_mpi_load_lower_half(error, sizeof error);
   if (!fresh || !fresh->inventory || !fresh->descriptors || !fresh->set_thread_hook) {
     if (fresh) snprintf(error, sizeof error, "the fresh lower half is not a program of its own");
@@ -191,11 +233,13 @@ static int restart_lower_half(void) {
     snprintf(error, sizeof error, "the new MPI_COMM_WORLD has %d ranks, the checkpoint's %d", size, old_size);
     goto failed;
   }
-  if (post_receives_again(error, sizeof error) != 0) goto failed;
+  if (post_receives_again(error, sizeof error) != 0 || stasis_mpi_collectives_restarted(error, sizeof error) != 0)
+    goto failed;
   release_waiting_calls();
-  char restarted[200];
+  char restarted[260];
   snprintf(restarted, sizeof restarted,
-           "split MPI: restarted over a fresh lower half (%s); its objects were made again", lower->implementation);
+           "split MPI: restarted over a fresh lower half (%s); its objects were made again; %d signal handler%s of "
+           "the old lower half reset", lower->implementation, handlers_reset, handlers_reset == 1 ? "" : "s");
   stasis_plugin_log(restarted);
   return 0;
 failed:;

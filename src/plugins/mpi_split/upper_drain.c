@@ -13,7 +13,7 @@ int receive_drained(const char *function, void *buf, int count, StasisMpiRealHan
                            int tag, MPI_Comm comm, StasisMpiRealHandle real_comm, StasisMpiLowerStatus *status) {
   StasisMpiDrained *message = stasis_mpi_drain_take(&drained, comm, source, tag);
   if (!message) return -1;
-  int rc = LOWER_CALL(lower, unpack, message->data, message->bytes, buf, count, real_type, real_comm);
+  int rc = LOWER_CALL_IN_REGION(lower, unpack, message->data, message->bytes, buf, count, real_type, real_comm);
   StasisMpiLowerStatus served = {message->source, message->tag, 0, 0, message->bytes};
   *status = served;
   stasis_mpi_drained_free(message);

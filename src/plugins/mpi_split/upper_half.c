@@ -8,6 +8,7 @@
  * Supported threading: up to MPI_THREAD_SERIALIZED (no locks on the tables). The drain is in
  * upper_drain.c; the state both share is declared in upper_state.h. */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,10 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     complain("MPI_Init", "cannot set up the per-peer message counts (out of memory, or the library refused)");
     return MPI_ERR_INTERN;
   }
+  if (stasis_mpi_collectives_init(world_rank, world_size) != 0) {
+    complain("MPI_Init", "out of memory for the collectives' checkpoint agreement");
+    return MPI_ERR_INTERN;
+  }
   initialized = 1;
   int most = lower_provided < MPI_THREAD_SERIALIZED ? lower_provided : MPI_THREAD_SERIALIZED;
   if (provided) *provided = required < most ? required : most;
@@ -229,6 +234,7 @@ API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   int rc = LOWER_CALL(lower, comm_dup, real_comm, &made);
   if (rc != 0) return library_error(rc);
   rc = remember("MPI_Comm_dup", &handles.comms, made, STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm);
+  if (rc == MPI_SUCCESS) stasis_mpi_collectives_comm_made(comm, *newcomm, 0);
   return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_dup", *newcomm) : rc;
 }
 
@@ -241,6 +247,7 @@ API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   if (made == handles.comms.entries[STASIS_MPI_INDEX_COMM_NULL].real) {
     /* No communicator for this rank, but it took part: replay must take part again. */
     *newcomm = MPI_COMM_NULL;
+    stasis_mpi_collectives_comm_made(comm, MPI_COMM_NULL, color);
     if (stasis_mpi_replay_append(&replay, STASIS_MPI_REPLAY_COMM_SPLIT, MPI_COMM_NULL, comm, color, key, 0) != 0) {
       complain("MPI_Comm_split", "the replay log is full");
       return MPI_ERR_INTERN;
@@ -248,6 +255,7 @@ API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
     return MPI_SUCCESS;
   }
   rc = remember("MPI_Comm_split", &handles.comms, made, STASIS_MPI_REPLAY_COMM_SPLIT, comm, color, key, 0, newcomm);
+  if (rc == MPI_SUCCESS) stasis_mpi_collectives_comm_made(comm, *newcomm, color);
   return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_split", *newcomm) : rc;
 }
 
@@ -364,64 +372,7 @@ static void count_sent(MPI_Comm comm, int dest) {
   if (dest != MPI_PROC_NULL) stasis_mpi_peers_sent(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), dest);
 }
 
-API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  NEED_LOWER("MPI_Send");
-  REAL_TYPE("MPI_Send", datatype, real_type);
-  REAL_COMM("MPI_Send", comm, real_comm);
-  int rc = LOWER_CALL(lower, send, buf, count, real_type, dest, tag, real_comm);
-  if (rc == 0) count_sent(comm, dest);
-  return library_error(rc);
-}
-
-API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-                 MPI_Status *status) {
-  NEED_LOWER("MPI_Recv");
-  REAL_TYPE("MPI_Recv", datatype, real_type);
-  REAL_COMM("MPI_Recv", comm, real_comm);
-  StasisMpiLowerStatus lower_status;
-  if (drained.count != 0) {
-    int rc = receive_drained("MPI_Recv", buf, count, real_type, source, tag, comm, real_comm, &lower_status);
-    if (rc != -1) {
-      if (rc == MPI_SUCCESS) status_up(&lower_status, status);
-      return rc;
-    }
-  }
-  int rc = LOWER_CALL(lower, recv, buf, count, real_type, source, tag, real_comm, &lower_status);
-  if (rc != 0) return library_error(rc);
-  if (lower_status.source != MPI_PROC_NULL)
-    stasis_mpi_peers_received(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), lower_status.source);
-  status_up(&lower_status, status);
-  return MPI_SUCCESS;
-}
-
-API int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
-                     int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
-  NEED_LOWER("MPI_Sendrecv");
-  REAL_TYPE("MPI_Sendrecv", sendtype, real_send_type);
-  REAL_TYPE("MPI_Sendrecv", recvtype, real_recv_type);
-  REAL_COMM("MPI_Sendrecv", comm, real_comm);
-  StasisMpiLowerStatus lower_status;
-  if (drained.count != 0 && stasis_mpi_drain_has(&drained, comm, source, recvtag)) {
-    /* The message to receive was drained: send alone, then serve the receive from the upper half. */
-    int rc = LOWER_CALL(lower, send, sendbuf, sendcount, real_send_type, dest, sendtag, real_comm);
-    if (rc != 0) return library_error(rc);
-    count_sent(comm, dest);
-    rc = receive_drained("MPI_Sendrecv", recvbuf, recvcount, real_recv_type, source, recvtag, comm, real_comm,
-                         &lower_status);
-    if (rc == MPI_SUCCESS) status_up(&lower_status, status);
-    return rc;
-  }
-  int rc = LOWER_CALL(lower, sendrecv, sendbuf, sendcount, real_send_type, dest, sendtag, recvbuf, recvcount,
-                      real_recv_type, source, recvtag, real_comm, &lower_status);
-  if (rc != 0) return library_error(rc);
-  count_sent(comm, dest);
-  if (lower_status.source != MPI_PROC_NULL)
-    stasis_mpi_peers_received(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), lower_status.source);
-  status_up(&lower_status, status);
-  return MPI_SUCCESS;
-}
-
-/* A new request id for the library's request; recv_type is 0 for a send. */
+/* A new request id for the library's request; recv_type is 0 for a send. In a safe region. */
 static int remember_request(const char *function, StasisMpiRealHandle real, StasisMpiRealHandle recv_type,
                             MPI_Comm comm, MPI_Request *request) {
   if (stasis_mpi_ids_add(&handles.requests, real, request) != 0) {
@@ -434,23 +385,20 @@ static int remember_request(const char *function, StasisMpiRealHandle real, Stas
   return MPI_SUCCESS;
 }
 
-API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-                  MPI_Request *request) {
-  NEED_LOWER("MPI_Isend");
-  REAL_TYPE("MPI_Isend", datatype, real_type);
-  REAL_COMM("MPI_Isend", comm, real_comm);
+/* Point-to-point calls run whole in a safe region (lower_tls.h): the library's request and the
+ * upper half's record of it are made together, so a checkpoint's drain never finds one without
+ * the other, and a receive never misses a message the drain took while it was held. */
+static int isend_in_region(const void *buf, int count, StasisMpiRealHandle real_type, int dest, int tag, MPI_Comm comm,
+                           StasisMpiRealHandle real_comm, MPI_Request *request) {
   StasisMpiRealHandle made;
-  int rc = LOWER_CALL(lower, isend, buf, count, real_type, dest, tag, real_comm, &made);
+  int rc = LOWER_CALL_IN_REGION(lower, isend, buf, count, real_type, dest, tag, real_comm, &made);
   if (rc != 0) return library_error(rc);
   count_sent(comm, dest);
   return remember_request("MPI_Isend", made, 0, comm, request);
 }
 
-API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
-                  MPI_Request *request) {
-  NEED_LOWER("MPI_Irecv");
-  REAL_TYPE("MPI_Irecv", datatype, real_type);
-  REAL_COMM("MPI_Irecv", comm, real_comm);
+static int irecv_in_region(void *buf, int count, MPI_Datatype datatype, StasisMpiRealHandle real_type, int source,
+                           int tag, MPI_Comm comm, StasisMpiRealHandle real_comm, MPI_Request *request) {
   if (drained.count != 0) {
     StasisMpiLowerStatus served;
     int rc = receive_drained("MPI_Irecv", buf, count, real_type, source, tag, comm, real_comm, &served);
@@ -465,7 +413,7 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
     }
   }
   StasisMpiRealHandle made;
-  int rc = LOWER_CALL(lower, irecv, buf, count, real_type, source, tag, real_comm, &made);
+  int rc = LOWER_CALL_IN_REGION(lower, irecv, buf, count, real_type, source, tag, real_comm, &made);
   if (rc != 0) return library_error(rc);
   rc = remember_request("MPI_Irecv", made, real_type, comm, request);
   if (rc != MPI_SUCCESS) return rc;
@@ -479,8 +427,61 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
   return MPI_SUCCESS;
 }
 
-API int MPI_Wait(MPI_Request *request, MPI_Status *status) {
-  NEED_LOWER("MPI_Wait");
+API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                  MPI_Request *request) {
+  NEED_LOWER("MPI_Isend");
+  REAL_TYPE("MPI_Isend", datatype, real_type);
+  REAL_COMM("MPI_Isend", comm, real_comm);
+  stasis_mpi_safe_point_enter("MPI_Isend");
+  int rc = isend_in_region(buf, count, real_type, dest, tag, comm, real_comm, request);
+  stasis_mpi_safe_point_leave();
+  return rc;
+}
+
+API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                  MPI_Request *request) {
+  NEED_LOWER("MPI_Irecv");
+  REAL_TYPE("MPI_Irecv", datatype, real_type);
+  REAL_COMM("MPI_Irecv", comm, real_comm);
+  stasis_mpi_safe_point_enter("MPI_Irecv");
+  int rc = irecv_in_region(buf, count, datatype, real_type, source, tag, comm, real_comm, request);
+  stasis_mpi_safe_point_leave();
+  return rc;
+}
+
+/* One test of request `index`, in a safe region: 1 when it is complete (*status filled, its
+ * receive counted), 0 when not, or -1 with *rc the library's error. The request's state is read
+ * here and nowhere outside a region: a checkpoint's drain may have completed it, parked and posted
+ * it again, or a restart posted it in a fresh library, while the caller was held. */
+static int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc) {
+  RequestSide *side = &request_side[index];
+  if (side->done) {
+    *status = side->done_status; /* counted when the drain received it */
+    return 1;
+  }
+  int flag = 0;
+  *rc = LOWER_CALL_IN_REGION(lower, test, &handles.requests.entries[index].real, side->recv_type, &flag, status);
+  if (*rc != 0) return -1;
+  if (!flag) return 0;
+  if (side->recv_type && status->source != MPI_PROC_NULL)
+    stasis_mpi_peers_received(&peers, side->comm_index, status->source);
+  return 1;
+}
+
+/* The blocking calls wait here, in the upper half: one test a turn, each in a safe region, so a
+ * checkpoint holds the caller between two tests, never inside the library (README.md, Safe points
+ * inside blocking calls). After SPINS_BEFORE_YIELD turns each turn gives the core away: ranks
+ * oversubscribe cores, and the rank waited for may need this one. */
+void stasis_mpi_wait_turn(unsigned turn) {
+  if (turn >= SPINS_BEFORE_YIELD) sched_yield();
+}
+
+const char *stasis_mpi_blocked_in;
+
+/* Completes a request: the test loop of every blocking point-to-point call, `function` naming
+ * the call the program made (what a checkpoint reports it found the rank waiting in). */
+static int wait_request(const char *function, MPI_Request *request, MPI_Status *status) {
+  NEED_LOWER(function);
   if (*request == MPI_REQUEST_NULL) {
     /* The standard's empty status. */
     if (status) {
@@ -490,24 +491,24 @@ API int MPI_Wait(MPI_Request *request, MPI_Status *status) {
     return MPI_SUCCESS;
   }
   int64_t index = stasis_mpi_ids_index(&handles.requests, *request);
-  if (index < (int64_t)handles.requests.predefined_count)
-    return not_live("MPI_Wait", "request", *request, MPI_ERR_REQUEST);
-  StasisMpiRealHandle real = handles.requests.entries[index].real;
+  if (index < (int64_t)handles.requests.predefined_count) return not_live(function, "request", *request, MPI_ERR_REQUEST);
   StasisMpiLowerStatus lower_status;
-  const RequestSide *side = &request_side[index];
-  if (side->done) {
-    lower_status = side->done_status; /* counted when the drain received it */
-  } else {
-    int rc = LOWER_CALL(lower, wait, &real, side->recv_type, &lower_status);
-    if (rc != 0) return library_error(rc);
-    if (side->recv_type && lower_status.source != MPI_PROC_NULL)
-      stasis_mpi_peers_received(&peers, side->comm_index, lower_status.source);
+  int rc = 0, complete = 0;
+  for (unsigned turn = 0; !complete; turn++) {
+    stasis_mpi_safe_point_enter(function);
+    complete = test_request_in_region(index, &lower_status, &rc);
+    stasis_mpi_blocked_in = complete ? NULL : function;
+    stasis_mpi_safe_point_leave();
+    if (complete < 0) return library_error(rc);
+    if (!complete) stasis_mpi_wait_turn(turn);
   }
   status_up(&lower_status, status);
   stasis_mpi_ids_remove(&handles.requests, *request);
   *request = MPI_REQUEST_NULL;
   return MPI_SUCCESS;
 }
+
+API int MPI_Wait(MPI_Request *request, MPI_Status *status) { return wait_request("MPI_Wait", request, status); }
 
 API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   int result = MPI_SUCCESS;
@@ -518,38 +519,30 @@ API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   return result;
 }
 
-API int MPI_Barrier(MPI_Comm comm) {
-  NEED_LOWER("MPI_Barrier");
-  REAL_COMM("MPI_Barrier", comm, real_comm);
-  return library_error(LOWER_CALL(lower, barrier, real_comm));
+/* The blocking point-to-point calls are the nonblocking ones and MPI_Wait's loop. */
+API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  MPI_Request request;
+  int rc = MPI_Isend(buf, count, datatype, dest, tag, comm, &request);
+  return rc == MPI_SUCCESS ? wait_request("MPI_Send", &request, MPI_STATUS_IGNORE) : rc;
 }
 
-API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  NEED_LOWER("MPI_Bcast");
-  REAL_TYPE("MPI_Bcast", datatype, real_type);
-  REAL_COMM("MPI_Bcast", comm, real_comm);
-  return library_error(LOWER_CALL(lower, bcast, buffer, count, real_type, root, real_comm));
+API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                 MPI_Status *status) {
+  MPI_Request request;
+  int rc = MPI_Irecv(buf, count, datatype, source, tag, comm, &request);
+  return rc == MPI_SUCCESS ? wait_request("MPI_Recv", &request, status) : rc;
 }
 
-/* MPI_IN_PLACE and the lower half's stand-in for it are the same value. */
-_Static_assert(MPI_IN_PLACE == STASIS_MPI_LOWER_IN_PLACE, "MPI_IN_PLACE must pass through unchanged");
-
-API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                      MPI_Comm comm) {
-  NEED_LOWER("MPI_Allreduce");
-  REAL_TYPE("MPI_Allreduce", datatype, real_type);
-  REAL_OP("MPI_Allreduce", op, real_op);
-  REAL_COMM("MPI_Allreduce", comm, real_comm);
-  return library_error(LOWER_CALL(lower, allreduce, sendbuf, recvbuf, count, real_type, real_op, real_comm));
-}
-
-API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                   MPI_Comm comm) {
-  NEED_LOWER("MPI_Reduce");
-  REAL_TYPE("MPI_Reduce", datatype, real_type);
-  REAL_OP("MPI_Reduce", op, real_op);
-  REAL_COMM("MPI_Reduce", comm, real_comm);
-  return library_error(LOWER_CALL(lower, reduce, sendbuf, recvbuf, count, real_type, real_op, root, real_comm));
+API int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                     int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  MPI_Request received, sent;
+  int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &received);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &sent);
+  int received_rc = wait_request("MPI_Sendrecv", &received, status);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = wait_request("MPI_Sendrecv", &sent, MPI_STATUS_IGNORE);
+  return received_rc != MPI_SUCCESS ? received_rc : rc;
 }
 
 API int STASIS_MPI_Remake_objects(int *remade) {

@@ -60,6 +60,27 @@ int stasis_mpi_drain_all(long long *taken);
  * lists what it owns (upper_checkpoint.c). After the lower half is loaded, before MPI_Init. */
 void stasis_mpi_join_checkpoints(void);
 
+/* The blocking calls' loops (README.md, Safe points inside blocking calls): after this many
+ * tests a turn gives the core away (sched_yield). */
+enum { SPINS_BEFORE_YIELD = 64 };
+void stasis_mpi_wait_turn(unsigned turn);
+/* The blocking call the program's thread waits in (its name), NULL when none: what a checkpoint
+ * reports it found. Written in safe regions. */
+extern const char *stasis_mpi_blocked_in;
+
+/* The collectives (upper_collectives.c). _init at MPI_Init (world rank and size); _comm_made
+ * after a communicator is made from `parent` (made is MPI_COMM_NULL where this rank got none;
+ * color 0 for a dup): its key, the same on every member. */
+int stasis_mpi_collectives_init(int world_rank, int world_size);
+extern int stasis_mpi_own_world_rank; /* this rank in MPI_COMM_WORLD */
+void stasis_mpi_collectives_comm_made(int parent, int made, int color);
+/* At the checkpoint's drain, every rank at once: a collective that some member has got past its
+ * point of no return is completed on every member (*completed: its name, else NULL); the others
+ * are left posted. 0, or -1 with a message. */
+int stasis_mpi_collectives_settle(const char **completed, char *error, size_t error_size);
+/* After a restart: the collective left posted is posted again in the fresh library. */
+int stasis_mpi_collectives_restarted(char *error, size_t error_size);
+
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);
 int not_initialized(const char *function);
@@ -70,7 +91,7 @@ int library_error(int rc);
 /* The lower half's status as the program's. */
 void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *status);
 /* Serves a receive from the drained messages: MPI_SUCCESS (status filled) or an error when one
- * matched, -1 when none did (the library is asked as usual). */
+ * matched, -1 when none did (the library is asked as usual). In a safe region (lower_tls.h). */
 int receive_drained(const char *function, void *buf, int count, StasisMpiRealHandle real_type, int source, int tag,
                     MPI_Comm comm, StasisMpiRealHandle real_comm, StasisMpiLowerStatus *status);
 

@@ -2,13 +2,16 @@
  * next rank (MPI_Isend: 16 KiB, above the eager limits, so it waits for its receive), sleeps
  * DELAY_MS with the message in flight, then receives the previous rank's block; rank 0 prints the
  * step's sum. A checkpoint during the sleep finds one message in flight to every rank, which the
- * split checkpoint's drain takes into the upper half. Built against Stasis's abi/mpi.h and a
- * library's own mpi.h: both print the same lines. */
+ * split checkpoint's drain takes into the upper half. At the end every signal handler must lie in
+ * an executable mapping. Built against Stasis's abi/mpi.h and a library's own mpi.h: both print
+ * the same lines. */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#define STASIS_SPLIT_CHECK_SIGNALS
+#include "split_test_common.h"
 
 enum { WORDS = 2048 };
 
@@ -34,6 +37,9 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
   }
+  /* Every handler must be somewhere, restarted or not (after a restart under another library, the
+   * old lower half's would be gone). */
+  CHECK(stray_signal_handlers() == 0);
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   if (rank == 0) printf("done ranks %d\n", size);

@@ -13,4 +13,37 @@
   } while (0)
 #define MPI_OK(call) CHECK((call) == MPI_SUCCESS)
 
+#ifdef STASIS_SPLIT_CHECK_SIGNALS
+#include <signal.h>
+#include <string.h>
+/* How many signals have a handler that lies in no executable mapping of this process (each said
+ * on stderr): after a restart, a handler the old lower half installed points at memory that is
+ * gone (README.md, Missing, signal handlers). */
+static int stray_signal_handlers(void) {
+  int stray = 0;
+  for (int sig = 1; sig < 65; sig++) {
+    struct sigaction action;
+    if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &action) != 0) continue;
+    if (action.sa_handler == SIG_DFL || action.sa_handler == SIG_IGN) continue;
+    unsigned long address = (unsigned long)action.sa_handler;
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512];
+    int mapped = 0;
+    while (maps && !mapped && fgets(line, sizeof line, maps)) {
+      unsigned long start, end;
+      char perms[8];
+      if (sscanf(line, "%lx-%lx %7s", &start, &end, perms) == 3 && address >= start && address < end &&
+          strchr(perms, 'x'))
+        mapped = 1;
+    }
+    if (maps) fclose(maps);
+    if (!mapped) {
+      fprintf(stderr, "signal %d's handler %#lx is in no executable mapping\n", sig, address);
+      stray++;
+    }
+  }
+  return stray;
+}
+#endif
+
 #endif

@@ -1,0 +1,115 @@
+/* blocking_ranks STEPS GATED_STEPS GATE_DIR: ranks that wait in blocking calls while the last rank
+ * computes. Every step has four phases, in each of which the last rank computes first while the
+ * others wait: in MPI_Recv (rank 0 for a message from the last rank), in MPI_Wait (rank 0, on an
+ * MPI_Irecv of a 16 KiB message: above the eager limits), in MPI_Barrier and in MPI_Allreduce
+ * (every rank but the last). Then an MPI_Bcast from the last rank and an MPI_Reduce to rank 0,
+ * which prints the step's figures.
+ *
+ * In the first GATED_STEPS steps the last rank's computing lasts until a test opens its gate: at
+ * phase K (step * 4 + phase) each waiting rank R creates GATE_DIR/in-K-R just before its blocking
+ * call and the last rank GATE_DIR/at-K, and the last rank computes until GATE_DIR/go-K exists. So
+ * a test can checkpoint while the others wait, at every phase. GATE_DIR "-": no gate (a 2 ms
+ * computation), the uninterrupted reference. Built against Stasis's abi/mpi.h and a library's
+ * own mpi.h: both print the same lines. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { WORDS = 2048, PHASES = 4 };
+static const char *gate_dir;
+static int rank, size, gated_steps;
+
+static void touch(const char *name, int phase, int who) {
+  char path[4096];
+  if (who >= 0) snprintf(path, sizeof path, "%s/%s-%d-%d", gate_dir, name, phase, who);
+  else snprintf(path, sizeof path, "%s/%s-%d", gate_dir, name, phase);
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    perror(path);
+    exit(2);
+  }
+  close(fd);
+}
+
+/* The last rank's computing at phase K: until the gate opens, or 2 ms. */
+static void compute(int step, int phase) {
+  int k = step * PHASES + phase;
+  struct timespec pause = {0, 2 * 1000 * 1000};
+  if (strcmp(gate_dir, "-") == 0 || step >= gated_steps) {
+    nanosleep(&pause, NULL);
+    return;
+  }
+  touch("at", k, -1);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/go-%d", gate_dir, k);
+  while (access(path, F_OK) != 0) nanosleep(&pause, NULL);
+}
+
+/* A waiting rank says it is about to block at phase K. */
+static void about_to_wait(int step, int phase) {
+  if (strcmp(gate_dir, "-") != 0 && step < gated_steps) touch("in", step * PHASES + phase, rank);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int steps = argc > 1 ? atoi(argv[1]) : 6;
+  gated_steps = argc > 2 ? atoi(argv[2]) : 0;
+  gate_dir = argc > 3 ? argv[3] : "-";
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int last = size - 1;
+  static double block[WORDS];
+  for (int step = 0; step < steps; step++) {
+    double mine = (rank + 1) * 1.25 + step, got = 0, sum = 0, max[2] = {0, 0}, reduced = 0;
+    /* MPI_Recv */
+    if (rank == last) {
+      compute(step, 0);
+      double value = mine * 3;
+      MPI_Send(&value, 1, MPI_DOUBLE, 0, 10 + step, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+      about_to_wait(step, 0);
+      MPI_Recv(&got, 1, MPI_DOUBLE, last, 10 + step, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    /* MPI_Wait on a receive above the eager limits */
+    if (rank == last) {
+      compute(step, 1);
+      for (int i = 0; i < WORDS; i++) block[i] = (double)((i * 7 + step) % 101);
+      MPI_Send(block, WORDS, MPI_DOUBLE, 0, 20 + step, MPI_COMM_WORLD);
+    } else if (rank == 0) {
+      MPI_Request request;
+      MPI_Irecv(block, WORDS, MPI_DOUBLE, last, 20 + step, MPI_COMM_WORLD, &request);
+      about_to_wait(step, 1);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
+    /* MPI_Barrier */
+    if (rank == last) compute(step, 2);
+    else about_to_wait(step, 2);
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* MPI_Allreduce, and one in place */
+    if (rank == last) compute(step, 3);
+    else about_to_wait(step, 3);
+    MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    max[0] = mine;
+    max[1] = -mine;
+    MPI_Allreduce(MPI_IN_PLACE, max, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    /* Rooted: a broadcast from the last rank, a reduction to rank 0 */
+    double from_last = rank == last ? mine * 7 : 0;
+    MPI_Bcast(&from_last, 1, MPI_DOUBLE, last, MPI_COMM_WORLD);
+    double local = from_last + got;
+    for (int i = 0; rank == 0 && i < WORDS; i++) local += block[i] * (i % 5 + 1);
+    MPI_Reduce(&local, &reduced, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+      printf("step %d got %.2f sum %.2f max %.2f %.2f reduced %.2f\n", step, got, sum, max[0], max[1], reduced);
+      fflush(stdout);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Finalize();
+  if (rank == 0) printf("done ranks %d\n", size);
+  return 0;
+}

@@ -1,0 +1,264 @@
+/* The collectives, made safe points (README.md, Safe points inside blocking calls). A blocking
+ * collective is the library's nonblocking one and a test loop in the upper half, each test in a
+ * safe region, so a checkpoint holds a rank between two tests. Every communicator counts the
+ * collectives this rank started on it (its sequence number) and those it got past the point of
+ * no return: for MPI_Barrier and MPI_Allreduce, completion (no member completes one before every
+ * member started it); for the rooted MPI_Bcast and MPI_Reduce (a root may finish a broadcast
+ * before the others start it), an MPI_Ibarrier first, whose completion is that point (MANA's
+ * two phases). At the checkpoint's drain every rank publishes its collective in progress
+ * (communicator key, sequence number) and learns from every member whether one has got past that
+ * point: then every member completes it before the image is taken; otherwise no member has, and
+ * each leaves it posted (a restart posts it again in the fresh library). Two reductions over the
+ * private world, whatever the number of communicators. Part of libstasis_mpi.so. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower_tls.h"
+#include "upper_state.h"
+
+enum CollectiveKind { COLLECTIVE_BARRIER, COLLECTIVE_ALLREDUCE, COLLECTIVE_BCAST, COLLECTIVE_REDUCE };
+static const char *const collective_names[] = {"MPI_Barrier", "MPI_Allreduce", "MPI_Bcast", "MPI_Reduce"};
+
+/* The collective in progress: one at most (threads up to MPI_THREAD_SERIALIZED). Read and
+ * written only in safe regions, by the program's thread or, at the drain, the checkpoint's. */
+typedef struct Collective {
+  int active, done, result;
+  enum CollectiveKind kind;
+  int comm;                    /* the program's id */
+  uint32_t comm_index;
+  uint64_t sequence;           /* its number among the collectives this rank started on comm, from 1 */
+  int two_phase;               /* an MPI_Ibarrier first: the rooted kinds, and MPI_IN_PLACE (below) */
+  int entry_barrier;           /* still in that MPI_Ibarrier */
+  StasisMpiRealHandle request; /* the library's request of the current phase; 0: not posted in this library */
+  const void *sendbuf;
+  void *recvbuf;
+  int count, datatype, op, root;
+} Collective;
+static Collective current;
+
+/* Per communicator index: its key (the same on every member), the collectives started and
+ * those past the point of no return, and the communicators made from it (for its children's keys). */
+static uint64_t comm_key[COMM_CAPACITY], comm_started[COMM_CAPACITY], comm_decided[COMM_CAPACITY],
+    comm_children[COMM_CAPACITY];
+/* The drain's agreement: every rank's (key, sequence) and its votes, one slot per world rank;
+ * allocated at MPI_Init (the drain may not allocate: the program's threads may be stopped in malloc). */
+static uint64_t *published, *votes;
+int stasis_mpi_own_world_rank;
+static int world_ranks;
+
+static uint64_t mix(uint64_t value) { /* splitmix64's finaliser */
+  value += 0x9E3779B97F4A7C15ull;
+  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ull;
+  value = (value ^ (value >> 27)) * 0x94D049BB133111EBull;
+  return (value ^ (value >> 31)) | 1; /* never 0: 0 is "nothing in progress" */
+}
+
+int stasis_mpi_collectives_init(int world_rank, int world_size) {
+  stasis_mpi_own_world_rank = world_rank;
+  world_ranks = world_size;
+  published = calloc(2 * (size_t)world_size, sizeof *published);
+  votes = calloc((size_t)world_size, sizeof *votes);
+  if (!published || !votes) return -1;
+  comm_key[STASIS_MPI_INDEX_COMM_WORLD] = mix(1);
+  comm_key[STASIS_MPI_INDEX_COMM_SELF] = mix(mix(2) + (uint64_t)world_rank); /* one rank's own */
+  return 0;
+}
+
+void stasis_mpi_collectives_comm_made(int parent, int made, int color) {
+  uint32_t from = (uint32_t)stasis_mpi_ids_index(&handles.comms, parent);
+  uint64_t child = ++comm_children[from]; /* every member of the parent counts it, none or not */
+  if (made == MPI_COMM_NULL) return;
+  uint32_t index = (uint32_t)stasis_mpi_ids_index(&handles.comms, made);
+  comm_key[index] = mix(comm_key[from] ^ mix(child) ^ mix((uint64_t)(uint32_t)color << 1));
+  comm_started[index] = comm_decided[index] = comm_children[index] = 0;
+}
+
+/* Posts the current phase in the library of the moment (the ids' handles are looked up now: a
+ * restart made them again). In a safe region. */
+static int post_phase(Collective *c) {
+  StasisMpiRealHandle real_comm, real_type = 0, real_op = 0;
+  if (stasis_mpi_ids_real(&handles.comms, c->comm, &real_comm) != 0 ||
+      (c->kind != COLLECTIVE_BARRIER && stasis_mpi_ids_real(&handles.datatypes, c->datatype, &real_type) != 0) ||
+      ((c->kind == COLLECTIVE_ALLREDUCE || c->kind == COLLECTIVE_REDUCE) &&
+       stasis_mpi_ids_real(&handles.ops, c->op, &real_op) != 0))
+    return MPI_ERR_ARG;
+  if (c->entry_barrier || c->kind == COLLECTIVE_BARRIER)
+    return library_error(LOWER_CALL_IN_REGION(lower, ibarrier, real_comm, &c->request));
+  switch (c->kind) {
+    case COLLECTIVE_ALLREDUCE:
+      return library_error(LOWER_CALL_IN_REGION(lower, iallreduce, c->sendbuf, c->recvbuf, c->count, real_type,
+                                                real_op, real_comm, &c->request));
+    case COLLECTIVE_BCAST:
+      return library_error(
+          LOWER_CALL_IN_REGION(lower, ibcast, c->recvbuf, c->count, real_type, c->root, real_comm, &c->request));
+    default:
+      return library_error(LOWER_CALL_IN_REGION(lower, ireduce, c->sendbuf, c->recvbuf, c->count, real_type, real_op,
+                                                c->root, real_comm, &c->request));
+  }
+}
+
+/* One step of the collective in progress: posts its phase where none is posted, else tests it;
+ * the entry barrier's completion, or a single-phase collective's, is the point of no return. In a
+ * safe region. */
+static void collective_step(Collective *c) {
+  int rc = MPI_SUCCESS, flag = 0;
+  if (!c->request) {
+    rc = post_phase(c);
+  } else {
+    rc = library_error(LOWER_CALL_IN_REGION(lower, test, &c->request, 0, &flag, NULL));
+    if (rc == MPI_SUCCESS && flag) {
+      c->request = 0;
+      if (c->entry_barrier || !c->two_phase) comm_decided[c->comm_index] = c->sequence;
+      if (c->entry_barrier) c->entry_barrier = 0; /* the next step posts the collective itself */
+      else c->done = 1;
+    }
+  }
+  if (rc != MPI_SUCCESS) {
+    c->done = 1;
+    c->result = rc;
+  }
+}
+
+static int run_collective(const Collective *asked) {
+  const char *name = collective_names[asked->kind];
+  stasis_mpi_safe_point_enter(name);
+  current = *asked;
+  current.active = 1;
+  current.comm_index = (uint32_t)stasis_mpi_ids_index(&handles.comms, asked->comm);
+  current.sequence = ++comm_started[current.comm_index];
+  /* A library may write partial results into the receive buffer before it completes: an
+   * MPI_IN_PLACE reduction left unfinished at a checkpoint could not be posted again from its
+   * start after a restart, so it waits at an entry barrier too, and its buffer is untouched until
+   * every member has passed that. */
+  current.two_phase = asked->kind == COLLECTIVE_BCAST || asked->kind == COLLECTIVE_REDUCE ||
+                      asked->sendbuf == MPI_IN_PLACE;
+  current.entry_barrier = current.two_phase;
+  stasis_mpi_safe_point_leave();
+  for (unsigned turn = 0;; turn++) {
+    stasis_mpi_safe_point_enter(name);
+    if (!current.done) collective_step(&current);
+    int done = current.done, result = current.result;
+    if (done) current.active = 0;
+    stasis_mpi_blocked_in = done ? NULL : name;
+    stasis_mpi_safe_point_leave();
+    if (done) return result;
+    stasis_mpi_wait_turn(turn);
+  }
+}
+
+API int MPI_Barrier(MPI_Comm comm) {
+  NEED_LOWER("MPI_Barrier");
+  if (stasis_mpi_ids_index(&handles.comms, comm) <= STASIS_MPI_INDEX_COMM_NULL)
+    return not_live("MPI_Barrier", "communicator", comm, MPI_ERR_COMM);
+  Collective asked = {.kind = COLLECTIVE_BARRIER, .comm = comm};
+  return run_collective(&asked);
+}
+
+/* The ids are checked here, so that a bad one is refused before anything is posted. */
+static int check_ids(const char *function, MPI_Comm comm, MPI_Datatype datatype, MPI_Op op, int has_op) {
+  StasisMpiRealHandle real;
+  if (stasis_mpi_ids_index(&handles.comms, comm) <= STASIS_MPI_INDEX_COMM_NULL ||
+      stasis_mpi_ids_real(&handles.comms, comm, &real) != 0)
+    return not_live(function, "communicator", comm, MPI_ERR_COMM);
+  if (stasis_mpi_ids_real(&handles.datatypes, datatype, &real) != 0)
+    return not_live(function, "datatype", datatype, MPI_ERR_TYPE);
+  if (has_op && stasis_mpi_ids_real(&handles.ops, op, &real) != 0)
+    return not_live(function, "operation", op, MPI_ERR_OP);
+  return MPI_SUCCESS;
+}
+
+API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+  NEED_LOWER("MPI_Bcast");
+  int rc = check_ids("MPI_Bcast", comm, datatype, 0, 0);
+  if (rc != MPI_SUCCESS) return rc;
+  Collective asked = {.kind = COLLECTIVE_BCAST, .comm = comm, .recvbuf = buffer, .count = count,
+                      .datatype = datatype, .root = root};
+  return run_collective(&asked);
+}
+
+/* MPI_IN_PLACE and the lower half's stand-in for it are the same value. */
+_Static_assert(MPI_IN_PLACE == STASIS_MPI_LOWER_IN_PLACE, "MPI_IN_PLACE must pass through unchanged");
+
+API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                      MPI_Comm comm) {
+  NEED_LOWER("MPI_Allreduce");
+  int rc = check_ids("MPI_Allreduce", comm, datatype, op, 1);
+  if (rc != MPI_SUCCESS) return rc;
+  Collective asked = {.kind = COLLECTIVE_ALLREDUCE, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                      .count = count, .datatype = datatype, .op = op};
+  return run_collective(&asked);
+}
+
+API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                   MPI_Comm comm) {
+  NEED_LOWER("MPI_Reduce");
+  int rc = check_ids("MPI_Reduce", comm, datatype, op, 1);
+  if (rc != MPI_SUCCESS) return rc;
+  Collective asked = {.kind = COLLECTIVE_REDUCE, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                      .count = count, .datatype = datatype, .op = op, .root = root};
+  return run_collective(&asked);
+}
+
+/* How long the drain drives a collective that some member got past its point of no return
+ * before it gives up: every member then completes it, unless one is lost. */
+enum { SETTLE_PATIENCE_SECONDS = 30 };
+
+int stasis_mpi_collectives_settle(const char **completed, char *error, size_t error_size) {
+  *completed = NULL;
+  int in_progress = current.active && !current.done;
+  memset(published, 0, 2 * (size_t)world_ranks * sizeof *published);
+  if (in_progress) {
+    published[2 * stasis_mpi_own_world_rank] = comm_key[current.comm_index];
+    published[2 * stasis_mpi_own_world_rank + 1] = current.sequence;
+  }
+  StasisMpiRealHandle uint64_type = handles.datatypes.entries[STASIS_MPI_INDEX_UINT64_T].real;
+  StasisMpiRealHandle sum = handles.ops.entries[STASIS_MPI_INDEX_SUM].real;
+  if (LOWER_CALL(lower, allreduce, STASIS_MPI_LOWER_IN_PLACE, published, 2 * world_ranks, uint64_type, sum,
+                 private_world) != 0) {
+    snprintf(error, error_size, "the library refused the collectives' agreement (allreduce)");
+    return -1;
+  }
+  /* A vote for each rank whose collective in progress is on a communicator of this rank's that
+   * this rank got past that collective's point of no return on. */
+  memset(votes, 0, (size_t)world_ranks * sizeof *votes);
+  for (int rank = 0; rank < world_ranks; rank++) {
+    uint64_t key = published[2 * rank], sequence = published[2 * rank + 1];
+    if (!key) continue;
+    for (uint32_t index = STASIS_MPI_INDEX_COMM_NULL + 1; index < handles.comms.next_unused; index++)
+      if (handles.comms.entries[index].live && comm_key[index] == key && comm_decided[index] >= sequence)
+        votes[rank] = 1;
+  }
+  uint64_t past_no_return = 0;
+  if (LOWER_CALL(lower, reduce_scatter_block, votes, &past_no_return, 1, uint64_type, sum, private_world) != 0) {
+    snprintf(error, error_size, "the library refused the collectives' agreement (reduce_scatter_block)");
+    return -1;
+  }
+  if (!in_progress || !past_no_return) return 0; /* left posted: no member has completed it */
+  double started = LOWER_CALL(lower, wtime);
+  while (!current.done) {
+    collective_step(&current);
+    if (LOWER_CALL(lower, wtime) - started > SETTLE_PATIENCE_SECONDS) {
+      snprintf(error, error_size, "%s on a communicator (collective %llu on it) did not complete in %d s though a "
+               "member had completed it", collective_names[current.kind], (unsigned long long)current.sequence,
+               SETTLE_PATIENCE_SECONDS);
+      return -1;
+    }
+  }
+  *completed = collective_names[current.kind];
+  return 0;
+}
+
+int stasis_mpi_collectives_restarted(char *error, size_t error_size) {
+  if (!current.active || current.done) return 0;
+  /* The drain completed every collective a member had got past its point of no return: what is
+   * left is before it on every member, and is posted again from its start. */
+  if (current.two_phase && !current.entry_barrier) {
+    snprintf(error, error_size, "%s was past its entry barrier at the checkpoint but not completed",
+             collective_names[current.kind]);
+    return -1;
+  }
+  current.request = 0; /* the next step posts it in the fresh library */
+  return 0;
+}
