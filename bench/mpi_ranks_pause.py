@@ -25,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,12 +51,15 @@ def measure(args, ranks: int) -> tuple[list[dict], int]:
         launch = subprocess.Popen([args.stasis, "launch", "--compress", "none", "--", "mpirun.openmpi", "-np", str(ranks),
                                    "--oversubscribe", "--bind-to", "none", args.program, "1000000", "20",
                                    str(args.words)],
-                                  env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env=env, cwd=tmp, stdout=(tmp / "out").open("wb"), stderr=subprocess.DEVNULL,
                                   start_new_session=True)
         # mpirun, its orted or prted daemon where it has one, and the ranks.
         wait_until(lambda: len(status(args.stasis, env).get("processes", [])) >= ranks + 1, 300,
                    f"{ranks} ranks to join")
-        time.sleep(1)  # past MPI_Init everywhere
+        # Past MPI_Init everywhere: rank 0 prints a step once the ring went round (its stdout is a
+        # pipe, so the first lines come in a block). A checkpoint during MPI_Init can meet
+        # wire-up sockets in passing states, which it refuses.
+        wait_until(lambda: b"step " in (tmp / "out").read_bytes(), 300, "the ring's first steps")
         generation = None
         for _ in range(args.runs):
             r = subprocess.run([args.stasis, "checkpoint"], env=env, capture_output=True, timeout=600)

@@ -44,8 +44,11 @@ typedef struct StasisFdDataHeader StasisFdDataHeader;
 // Version 3 added the INDEX record and END's index_offset; version 2 images (no index, a shorter
 // END) are still read, by scanning every record header. Version 4 added the compression
 // STASIS_COMPRESS_ZSTD_LANES; a version 3 image is a version 4 image without it. Version 5 added
-// the MEMORY_MARKS record; a version 4 image is one whose memory had no marks to keep.
-#define STASIS_IMAGE_VERSION 5
+// the MEMORY_MARKS record; a version 4 image is one whose memory had no marks to keep. Version 6
+// saves a shared temporary file without its holes (SHM_FILE_BYTES: each record at its extent's
+// offset, zeros between); a version 5 image holds every byte.
+#define STASIS_IMAGE_VERSION 6
+#define STASIS_IMAGE_VERSION_WITHOUT_HOLES 5
 #define STASIS_IMAGE_VERSION_WITHOUT_MARKS 4
 #define STASIS_IMAGE_VERSION_WITHOUT_LANES 3
 #define STASIS_IMAGE_VERSION_WITHOUT_INDEX 2
@@ -439,7 +442,7 @@ enum StasisFdDataTag STASIS_ENUM_BASE {
   // mapped shared, saved by one of them per host (src/plugins/memory/named_shm.h); `fd` is the
   // file's index in this image.
   STASIS_FD_DATA_SHM_FILE = 0x104,        // StasisShmFile
-  STASIS_FD_DATA_SHM_FILE_BYTES = 0x105,  // the file's contents (StasisShmFile::size bytes)
+  STASIS_FD_DATA_SHM_FILE_BYTES = 0x105,  // the file's data extents, at their offsets (holes are zeros)
   STASIS_FD_DATA_KVM_VM_STATE = 0x106,    // StasisKvmVmState (src/plugins/kvm/records.h)
   STASIS_FD_DATA_KVM_VCPU_STATE = 0x107,  // StasisKvmVcpuState
 };

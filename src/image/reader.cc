@@ -471,7 +471,7 @@ void Image::take_record(const StasisRecordHeader& h, uint64_t offset, const std:
       break;
     }
     case STASIS_REC_MEMORY_MARKS:
-      if (header_.format_version < STASIS_IMAGE_VERSION || have_memory_marks_ ||
+      if (header_.format_version <= STASIS_IMAGE_VERSION_WITHOUT_MARKS || have_memory_marks_ ||
           h.stored_size != h.raw_size || h.compression != STASIS_COMPRESS_NONE || h.raw_size == 0 ||
           h.raw_size % sizeof(StasisMemoryMark) != 0)
         throw Error(fmt::format("{} is corrupt: the memory marks record at byte {} has an impossible size ({} "
@@ -584,14 +584,28 @@ void Image::load_fd_data() {
   }
 }
 
-std::vector<char> Image::fd_data(int fd, uint32_t tag) const {
+std::vector<char> Image::fd_data(int fd, uint32_t tag) const { return joined_fd_data(fd, tag, std::nullopt); }
+
+std::vector<char> Image::fd_data_with_holes(int fd, uint32_t tag, uint64_t size) const {
+  std::vector<char> out = joined_fd_data(fd, tag, size);
+  out.resize(size);
+  return out;
+}
+
+std::vector<char> Image::joined_fd_data(int fd, uint32_t tag, std::optional<uint64_t> holes_within) const {
   std::vector<char> out, payload;
   for (size_t i = 0; i < fd_data_.size(); i++) {
     const FdDataRef& ref = fd_data_[i];
     if (ref.fd != fd || ref.tag != tag) continue;
-    if (ref.offset != out.size())
-      throw Error(fmt::format("{} is corrupt: data of descriptor {} is not contiguous at byte {}", path_,
-                              fd, ref.offset));
+    // Records follow each other; with holes (a file's extents), a record may start further on,
+    // and none ends past the file's size.
+    const bool in_order = holes_within ? ref.offset >= out.size() && ref.offset <= *holes_within &&
+                                             ref.raw_size <= *holes_within - ref.offset
+                                       : ref.offset == out.size();
+    if (!in_order)
+      throw Error(fmt::format("{} is corrupt: data of descriptor {} is not in order at byte {}{}", path_, fd,
+                              ref.offset, holes_within ? fmt::format(" (of {})", *holes_within) : ""));
+    out.resize(ref.offset);
     if (i < fd_data_payloads_.size()) {
       payload = fd_data_payloads_[i];
     } else {

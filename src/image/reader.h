@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,9 @@ class Image {
   // The whole variable-length state of descriptor `fd` with `tag` (StasisFdDataTag), joined from
   // its FD_DATA records, verified and decompressed; empty if there is none.
   std::vector<char> fd_data(int fd, uint32_t tag) const;
+  // The same for data saved without its holes (a file's extents, each at its offset): `size`
+  // bytes, zeros where no record is.
+  std::vector<char> fd_data_with_holes(int fd, uint32_t tag, uint64_t size) const;
   bool has_fd_data(int fd, uint32_t tag) const;
   // Reads every FD_DATA payload into memory now, so fd_data() keeps working after the image's
   // descriptor is closed (restart closes everything before it rebuilds the program's table).
@@ -120,6 +124,7 @@ class Image {
   std::vector<StasisThreadRecord> threads_;
   std::vector<StasisFdRecord> fds_;
   std::vector<Region> regions_;
+  std::vector<char> joined_fd_data(int fd, uint32_t tag, std::optional<uint64_t> holes_within) const;
   std::vector<FdDataRef> fd_data_;
   std::vector<std::vector<char>> fd_data_payloads_;  // by index in fd_data_, after load_fd_data()
   StasisEndRecord end_{};

@@ -1,6 +1,6 @@
-// The reader on small images built here record by record: version 5 (with its record index,
-// zstd's lanes form and memory marks), 3 (without lanes) and 2 (without index), and damaged copies, each refused
-// with a message naming the damage.
+// The reader on small images built here record by record: version 6 (with its record index,
+// zstd's lanes form, memory marks and a file's extents), 3 (without lanes) and 2 (without
+// index), and damaged copies, each refused with a message naming the damage.
 #include "image/reader.h"
 
 #include <gtest/gtest.h>
@@ -337,6 +337,59 @@ TEST(ImageReader, RefusesMemoryMarksThatCannotBeSetAgain) {
   std::string message = refusal(
       image_with_marks(STASIS_IMAGE_VERSION_WITHOUT_MARKS, {{kRegionStart, end, STASIS_MARK_DONTFORK, 0}}), false);
   EXPECT_NE(message.find("is in a version 4 image"), std::string::npos) << message;
+}
+
+
+// A file saved without its holes (version 6): its extents at their offsets, zeros between; out
+// of order, overlapping or past the file's size is refused.
+std::vector<char> image_with_extents(const std::vector<std::pair<uint64_t, std::string>>& extents) {
+  ImageBuilder b(STASIS_IMAGE_VERSION);
+  add_process_and_region(b, 1);
+  std::vector<char> page(kPageBytes);
+  b.record(STASIS_REC_PAGES, page.data(), page.size(), kRegionStart);
+  for (const auto& [offset, bytes] : extents) {
+    std::vector<char> payload(sizeof(StasisFdDataHeader));
+    const StasisFdDataHeader header = {3, STASIS_FD_DATA_SHM_FILE_BYTES, offset};
+    std::memcpy(payload.data(), &header, sizeof header);
+    payload.insert(payload.end(), bytes.begin(), bytes.end());
+    b.record(STASIS_REC_FD_DATA, payload.data(), payload.size());
+  }
+  return b.finish();
+}
+
+std::string holes_refusal(const std::vector<char>& bytes, uint64_t size) {
+  ImageFile file(bytes);
+  try {
+    Image::open(file.path(), true).fd_data_with_holes(3, STASIS_FD_DATA_SHM_FILE_BYTES, size);
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+TEST(ImageReader, PlacesAFilesExtentsAtTheirOffsets) {
+  ImageFile file(image_with_extents({{4096, "abcd"}, {12288, "wxyz"}}));
+  Image image = Image::open(file.path(), true);
+  std::vector<char> bytes = image.fd_data_with_holes(3, STASIS_FD_DATA_SHM_FILE_BYTES, 16384);
+  ASSERT_EQ(bytes.size(), 16384u);
+  std::vector<char> expected(16384);
+  std::memcpy(expected.data() + 4096, "abcd", 4);
+  std::memcpy(expected.data() + 12288, "wxyz", 4);
+  EXPECT_EQ(bytes, expected);
+  // Read as contiguous data, the gap is damage.
+  EXPECT_THROW(image.fd_data(3, STASIS_FD_DATA_SHM_FILE_BYTES), Error);
+  // No extent at all: the file is all holes.
+  EXPECT_EQ(image.fd_data_with_holes(4, STASIS_FD_DATA_SHM_FILE_BYTES, 100), std::vector<char>(100));
+}
+
+TEST(ImageReader, RefusesExtentsOutOfOrderOrPastTheFile) {
+  EXPECT_NE(holes_refusal(image_with_extents({{8192, "abcd"}, {4096, "wxyz"}}), 16384).find("not in order at byte 4096"),
+            std::string::npos);
+  EXPECT_NE(holes_refusal(image_with_extents({{4096, "abcd"}, {4098, "wxyz"}}), 16384).find("not in order"),
+            std::string::npos);
+  EXPECT_NE(holes_refusal(image_with_extents({{16382, "abcd"}}), 16384).find("not in order at byte 16382 (of 16384)"),
+            std::string::npos);
+  EXPECT_EQ(holes_refusal(image_with_extents({{16380, "abcd"}}), 16384), "");
 }
 
 }  // namespace

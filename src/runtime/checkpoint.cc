@@ -89,7 +89,7 @@ int write_image(const char* dir, uint32_t compression, StasisFdRecord* fds, uint
     ok = writer.add_record(STASIS_REC_FD, static_cast<uint64_t>(fds[i].fd), &fds[i], sizeof fds[i]);
   for (uint32_t i = 0; ok && i < fd_data.count(); i++)
     ok = writer.add_fd_data(fd_data[i].fd, fd_data[i].tag, fd_data[i].bytes, fd_data[i].len,
-                            fd_data[i].source_fd);
+                            fd_data[i].source_fd, fd_data[i].offset);
   ok = ok && write_memory(writer, g_arena, plan, &g_process.vdso, error);
   ok = ok && writer.add_record(STASIS_REC_PROCESS, g_process.pid, &g_process, sizeof g_process);
   ok = ok && writer.finish();

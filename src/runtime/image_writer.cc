@@ -233,14 +233,15 @@ bool ImageWriter::write_raw_pages(uint64_t addr, const char* src, uint64_t n) {
   return put_record(STASIS_REC_PAGES, STASIS_COMPRESS_NONE, addr, src, n, n);
 }
 
-bool ImageWriter::add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t len, int source_fd) {
+bool ImageWriter::add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t len, int source_fd,
+                              uint64_t offset) {
   for (uint64_t off = 0; off < len; off += kChunkBytes) {
     uint64_t n = len - off < kChunkBytes ? len - off : kChunkBytes;
     CompressJob* job = next_job();
     if (!job) return false;
     if (source_fd >= 0) {
       for (uint64_t got = 0; got < n;) {
-        long r = STASIS_SYS4(SYS_pread64, source_fd, job->input + got, n - got, off + got);
+        long r = STASIS_SYS4(SYS_pread64, source_fd, job->input + got, n - got, offset + off + got);
         if (r == -EINTR) continue;
         if (r <= 0) {
           failure_ = "reading a descriptor's contents for the image failed";
@@ -252,7 +253,7 @@ bool ImageWriter::add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t 
       __builtin_memcpy(job->input, static_cast<const char*>(bytes) + off, n);
     }
     job->kind = JobKind::kFdData;
-    job->fd_header = {fd, tag, off};
+    job->fd_header = {fd, tag, offset + off};
     job->len = n;
     pipeline_.submit();
   }

@@ -25,8 +25,9 @@ class ImageWriter {
   bool add_pages(uint64_t addr, uint64_t len, bool via_proc_mem, bool skip_zero_pages,
                  const char* source = nullptr);
   // Writes a descriptor's variable-length state as FD_DATA records (compressed like pages):
-  // `len` bytes from `bytes`, or, with source_fd >= 0, the first `len` bytes of that file.
-  bool add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t len, int source_fd);
+  // `len` bytes from `bytes`, or, with source_fd >= 0, `len` bytes of that file from `offset`;
+  // recorded at `offset` of the descriptor's data.
+  bool add_fd_data(int fd, uint32_t tag, const void* bytes, uint64_t len, int source_fd, uint64_t offset);
   // Writes END, fsyncs and closes. The caller renames the file into place.
   bool finish();
   // Stops the compression threads and closes (also after a failure).

@@ -19,7 +19,8 @@ struct FdDataItem {
   uint32_t tag;        // StasisFdDataTag
   const void* bytes;   // in the arena, or nullptr with source_fd
   uint64_t len;
-  int32_t source_fd;   // >= 0: the first `len` bytes of this file, read when the image is written
+  int32_t source_fd;   // >= 0: `len` bytes of this file from `offset`, read when the image is written
+  uint64_t offset;     // where these bytes start in the descriptor's data (a file's extent)
 };
 
 class FdDataList {
@@ -29,8 +30,9 @@ class FdDataList {
   bool add_copy(int fd, uint32_t tag, const void* bytes, uint64_t len);
   // `bytes` already lives in the arena (or other memory that outlives the write).
   bool add_ref(int fd, uint32_t tag, const void* bytes, uint64_t len);
-  // Keeps a reference: the data is read from source_fd when the image is written.
-  bool add_file(int fd, uint32_t tag, int source_fd, uint64_t len);
+  // Keeps a reference: the data is read from source_fd when the image is written. `offset`: the
+  // extent of a file saved without its holes (a reader then places each extent at its offset).
+  bool add_file(int fd, uint32_t tag, int source_fd, uint64_t len, uint64_t offset = 0);
   // Reads every file's bytes into the arena now (for a forked writer: a fork freezes memory, not
   // files). False when they do not fit; items read so far keep their copy.
   bool read_files_now();

@@ -259,7 +259,7 @@ bool FdDataList::read_files_now() {
     char* copy = static_cast<char*>(arena_->alloc(item.len));
     if (!copy) return false;
     for (uint64_t got = 0; got < item.len;) {
-      long r = STASIS_SYS4(SYS_pread64, item.source_fd, copy + got, item.len - got, got);
+      long r = STASIS_SYS4(SYS_pread64, item.source_fd, copy + got, item.len - got, item.offset + got);
       if (r == -EINTR) continue;
       if (r <= 0) return false;
       got += static_cast<uint64_t>(r);
@@ -272,13 +272,13 @@ bool FdDataList::read_files_now() {
 
 bool FdDataList::add_ref(int fd, uint32_t tag, const void* bytes, uint64_t len) {
   if (count_ == cap_) return false;
-  items_[count_++] = {fd, tag, bytes, len, -1};
+  items_[count_++] = {fd, tag, bytes, len, -1, 0};
   return true;
 }
 
-bool FdDataList::add_file(int fd, uint32_t tag, int source_fd, uint64_t len) {
+bool FdDataList::add_file(int fd, uint32_t tag, int source_fd, uint64_t len, uint64_t offset) {
   if (count_ == cap_) return false;
-  items_[count_++] = {fd, tag, nullptr, len, source_fd};
+  items_[count_++] = {fd, tag, nullptr, len, source_fd, offset};
   return true;
 }
 

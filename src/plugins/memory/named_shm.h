@@ -30,8 +30,9 @@ void host_marker_path(char* out, size_t cap, const char* generation_dir, const c
 int claim_for_host(const char* marker, const char* what, uint64_t count, LogLine& error);
 
 // While the computation is stopped, at capture time: for each such file this process maps and
-// wins, FD_DATA SHM_FILE (index i) and SHM_FILE_BYTES (read from a descriptor, copied now by
-// FdDataList::read_files_now for a forked writer). Fails, naming the file, when one cannot be saved.
+// wins, FD_DATA SHM_FILE (index i) and SHM_FILE_BYTES, one item per data extent (read from a
+// descriptor, copied now by FdDataList::read_files_now for a forked writer; holes are skipped).
+// Fails, naming the file, when one cannot be saved.
 // `maps`: the process's mappings, read once for the whole pause.
 bool capture_named_shm_files(Arena& arena, const Mapping* maps, uint32_t count, FdDataList& data,
                              const char* generation_dir, LogLine& error);

@@ -73,7 +73,7 @@ std::set<std::string> recreate_named_shm_files(const std::vector<image::Image>& 
   for (const auto& img : images)
     for (int index = 0; img.has_fd_data(index, STASIS_FD_DATA_SHM_FILE); index++) {
       StasisShmFile header = saved_header(img, index);
-      std::vector<char> bytes = img.fd_data(index, STASIS_FD_DATA_SHM_FILE_BYTES);
+      std::vector<char> bytes = img.fd_data_with_holes(index, STASIS_FD_DATA_SHM_FILE_BYTES, header.size);
       if (bytes.size() != header.size)
         throw Error(fmt::format("{}: the shared memory file {} should hold {} bytes, the image has {}",
                                 img.path(), header.path, header.size, bytes.size()));

@@ -87,6 +87,13 @@ add_test(NAME memory.fork_marks
                  $<TARGET_FILE:wipe_on_fork>)
 set_tests_properties(memory.fork_marks PROPERTIES TIMEOUT 60 LABELS ckpt)
 
+# ---- shared temporary files: saved without their holes (named_shm.cc) -------------------------
+add_executable(sparse_shm ${CMAKE_CURRENT_LIST_DIR}/tests/sparse_shm.c)
+set_target_properties(sparse_shm PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/targets)
+# A 64 MiB file in /dev/shm with 16 pages written, uncompressed: the image holds the 16 pages, and
+# the restarted program finds them at their offsets and zeros between them.
+stasis_ckpt_test(ckpt.sparse_shm ARGS --wait-lines 10 --compress none --max-image-mb 8 PROGRAM sparse_shm 40 50 64)
+
 # ---- memory a plugin leaves out (left_out_memory.h; the split MPI mode's lower half) ------------
 add_executable(left_out_memory ${CMAKE_CURRENT_LIST_DIR}/tests/left_out_memory.c)
 target_include_directories(left_out_memory PRIVATE ${PROJECT_SOURCE_DIR}/include)
