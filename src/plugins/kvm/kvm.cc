@@ -36,8 +36,29 @@ LogLine& refuse(LogLine& error, const FdProbe& probe, const char* what) {
   return error << "descriptor " << probe.fd << " (" << probe.link << ") is " << what << ": ";
 }
 
+// Each eventfd the VM's irqfds and ioeventfds were bound to is still open at its number (the
+// restart binds the eventfd restored there): one closed or replaced since is refused.
+bool bindings_open(const FdProbe& probe, const StasisKvmVmWiring& w, LogLine& error) {
+  auto open_eventfd = [&](int fd, const char* call) {
+    if (descriptor_link_starts(fd, "anon_inode:[eventfd]")) return true;
+    refuse(error, probe, "a KVM virtual machine") << "its " << call << " binding names descriptor " << fd
+                                                  << ", which is no longer that eventfd; not checkpointing";
+    return false;
+  };
+  for (uint32_t i = 0; i < w.irqfd_count; i++) {
+    const kvm_irqfd& b = w.irqfds[i];
+    if (!open_eventfd(static_cast<int>(b.fd), "KVM_IRQFD")) return false;
+    if ((b.flags & KVM_IRQFD_FLAG_RESAMPLE) && !open_eventfd(static_cast<int>(b.resamplefd), "KVM_IRQFD (resample)"))
+      return false;
+  }
+  for (uint32_t i = 0; i < w.ioeventfd_count; i++)
+    if (!open_eventfd(w.ioeventfds[i].fd, "KVM_IOEVENTFD")) return false;
+  return true;
+}
+
 bool save_vm(const FdProbe& probe, const KvmVmBuild& b, StasisKvmVmState& s, LogLine& error) {
   s = b.built;
+  if (!bindings_open(probe, s.wiring, error)) return false;
   const char* failed = nullptr;
   if (kvm(probe.fd, KVM_GET_CLOCK, &s.clock) != 0) failed = "KVM_GET_CLOCK";
   s.pic_master.chip_id = KVM_IRQCHIP_PIC_MASTER;
@@ -144,6 +165,7 @@ bool save_vcpu(const FdProbe& probe, const KvmVcpuBuild& v, FdDataList& data, St
   s.magic = STASIS_KVM_VCPU_MAGIC;
   s.vm_fd = v.vm_fd;
   s.vcpu_id = v.id;
+  s.wiring = v.wiring;
   const KvmVmBuild* vm = kvm_vm_built_at(v.vm_fd);
   if (!vm || !descriptor_link_starts(v.vm_fd, "anon_inode:kvm-vm")) {  // rebuilt with its VM, so that must be open too
     refuse(error, probe, "a KVM vCPU") << "its VM (descriptor " << v.vm_fd << ") is no longer open; not checkpointing";
@@ -183,7 +205,7 @@ bool save_vcpu(const FdProbe& probe, const KvmVcpuBuild& v, FdDataList& data, St
     else get(KVM_GET_FPU, &s.fpu, "KVM_GET_FPU");
     s.have_xcrs = kvm(probe.fd, KVM_GET_XCRS, &s.xcrs) == 0;
     get(KVM_GET_DEBUGREGS, &s.debugregs, "KVM_GET_DEBUGREGS");
-    if (vm->built.irqchip) get(KVM_GET_LAPIC, &s.lapic, "KVM_GET_LAPIC");
+    if (vm->built.irqchip || vm->built.wiring.split_irqchip) get(KVM_GET_LAPIC, &s.lapic, "KVM_GET_LAPIC");
     long khz = kvm(probe.fd, KVM_GET_TSC_KHZ);
     s.tsc_khz = khz > 0 ? static_cast<uint32_t>(khz) : 0;
     s.cpuid.nent = STASIS_KVM_MAX_CPUID;
