@@ -56,12 +56,15 @@ add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/qemu_guest.bin
                    COMMENT "the QEMU KVM test's firmware")
 add_custom_target(kvm_qemu_guest ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/qemu_guest.bin)
 function(stasis_kvm_qemu_test name)
+  cmake_parse_arguments(T "" "" "ARGS;QEMU_ARGS" ${ARGN})
   add_test(NAME ${name}
            COMMAND sh -c "command -v qemu-system-x86_64 >/dev/null || { echo 'SKIP: no qemu-system-x86_64 (Debian: qemu-system-x86)'; exit 77; }; [ -r /dev/kvm ] && [ -w /dev/kvm ] || { echo 'SKIP: no /dev/kvm this user can open'; exit 77; }; exec \"$@\""
-                   sh ${STASIS_TEST_PYTHON} ${DRIVER} --stasis ${STASIS_BIN} --name ${name} ${ARGN}
+                   sh ${STASIS_TEST_PYTHON} ${DRIVER} --stasis ${STASIS_BIN} --name ${name} ${T_ARGS}
                    -- qemu-system-x86_64 -accel kvm -nodefaults -no-reboot -display none -m 16 -serial stdio
-                   -bios ${CMAKE_CURRENT_BINARY_DIR}/qemu_guest.bin)
+                   -bios ${CMAKE_CURRENT_BINARY_DIR}/qemu_guest.bin ${T_QEMU_ARGS})
   set_tests_properties(${name} PROPERTIES TIMEOUT 150 LABELS "ckpt;vm" SKIP_RETURN_CODE 77)
 endfunction()
-stasis_kvm_qemu_test(kvm.qemu --wait-lines 40)
-stasis_kvm_qemu_test(kvm.qemu.chain2 --wait-lines 40 --chain 2 --between-lines 40 --kill ckpt-kill)
+stasis_kvm_qemu_test(kvm.qemu ARGS --wait-lines 40)
+# Two vCPUs (the second waits for a start-up IPI that never comes), checkpointed with --kill twice.
+stasis_kvm_qemu_test(kvm.qemu.smp2.chain2 ARGS --wait-lines 40 --chain 2 --between-lines 40 --kill ckpt-kill
+                     QEMU_ARGS -smp 2)
