@@ -109,6 +109,11 @@ static const uint8_t kPitGuest[] = {
     0xeb, 0xfd,              //   jmp idle
 };
 
+// A handler's end, after its report: the last step reports PORT_DONE and stops; any other waits
+// for the next interrupt (16 bytes): je done; sti; wait: hlt; jmp wait; 3 nops;
+// done: mov dx, PORT_DONE; out dx, eax; jmp $.
+#define HANDLER_END 0x74, 0x07, 0xfb, 0xf4, 0xeb, 0xfd, 0x90, 0x90, 0x90, 0x66, 0xba, PORT_DONE, 0x00, 0xef, 0xeb, 0xfe
+
 // Every vector's handler: end of interrupt (to the LAPIC and the PIC: whichever delivered it),
 // then one step.
 static const uint8_t kTimerHandler[] = {
@@ -117,14 +122,7 @@ static const uint8_t kTimerHandler[] = {
     0xbc, 0x00, 0x00, 0x10, 0x00,  //   mov esp, 0x100000 (drop the interrupt's frame)
     STEP_COUNT_AND_HASH,
     STEP_REPORT,
-    0x74, 0x07,                    //   je done
-    0xfb,                          //   sti
-    0xf4,                          // wait: hlt
-    0xeb, 0xfd,                    //   jmp wait
-    0x90, 0x90, 0x90,              //   (padding)
-    0x66, 0xba, PORT_DONE, 0x00,   // done: mov dx, PORT_DONE
-    0xef,                          //   out dx, eax
-    0xeb, 0xfe,                    //   jmp $
+    HANDLER_END,
 };
 
 // The "irqfd" guest: its LAPIC enabled (software), then it halts; the monitor's MSIs wake it.
@@ -143,14 +141,7 @@ static const uint8_t kWiredHandler[] = {
     0x66, 0xba, PORT_DOORBELL, 0x00, 0xef,               // mov dx, PORT_DOORBELL; out dx, eax
     0x89, 0xf8, 0x66, 0xba, PORT_COALESCED, 0x00, 0xef,  // mov eax, edi; mov dx, PORT_COALESCED; out dx, eax
     STEP_REPORT,
-    0x74, 0x07,                    //   je done
-    0xfb,                          //   sti
-    0xf4,                          // wait: hlt
-    0xeb, 0xfd,                    //   jmp wait
-    0x90, 0x90, 0x90,              //   (padding)
-    0x66, 0xba, PORT_DONE, 0x00,   // done: mov dx, PORT_DONE
-    0xef,                          //   out dx, eax
-    0xeb, 0xfe,                    //   jmp $
+    HANDLER_END,
 };
 
 static void flat_segment(struct kvm_segment* s, uint16_t selector, uint8_t type) {
