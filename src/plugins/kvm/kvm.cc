@@ -161,6 +161,26 @@ bool save_msrs(int kvm_dev, const FdProbe& probe, FdDataList& data, StasisKvmVcp
   }
 }
 
+// Whether the guest runs guests of its own (VMX operation, SVM guest mode, or its global
+// interrupt flag cleared): that state lives where no KVM_GET_* above reads (KVM_GET_NESTED_STATE),
+// so such a vCPU is refused rather than restarted without it.
+bool runs_nested_guests(int vm_fd, int vcpu_fd) {
+  if (kvm(vm_fd, KVM_CHECK_EXTENSION, reinterpret_cast<void*>(KVM_CAP_NESTED_STATE)) <= 0) return false;
+  struct {
+    uint16_t flags, format;
+    uint32_t size;
+    uint64_t vmxon_pa;  // the header's first field when format is VMX
+    uint8_t rest[112];
+  } header{};
+  static_assert(sizeof header == 128, "struct kvm_nested_state's header, as C lays it out");
+  header.size = sizeof header;
+  long r = kvm(vcpu_fd, kvm_c::kGetNestedState, &header);
+  if (r == -E2BIG) return true;  // more than the header: a VMCS or VMCB of the guest's own
+  if (r != 0) return false;      // no nested support in this kernel: nothing to lose
+  if (header.format == KVM_STATE_NESTED_FORMAT_VMX) return header.vmxon_pa != ~0ull;
+  return (header.flags & KVM_STATE_NESTED_GUEST_MODE) || !(header.flags & KVM_STATE_NESTED_GIF_SET);
+}
+
 bool save_vcpu(const FdProbe& probe, const KvmVcpuBuild& v, FdDataList& data, StasisKvmVcpuState& s, LogLine& error) {
   s.magic = STASIS_KVM_VCPU_MAGIC;
   s.vm_fd = v.vm_fd;
@@ -188,6 +208,11 @@ bool save_vcpu(const FdProbe& probe, const KvmVcpuBuild& v, FdDataList& data, St
     ok = false;
   }
   s.run_bytes = static_cast<uint32_t>(run_bytes);
+  if (ok && runs_nested_guests(v.vm_fd, probe.fd)) {
+    refuse(error, probe, "a KVM vCPU") << "its guest runs guests of its own (nested virtualisation: "
+                                          "KVM_GET_NESTED_STATE), which Stasis does not save; not checkpointing";
+    ok = false;
+  }
   ok = ok && find_run_mappings(probe, data, s, error) && finish_pending_exit(probe, s, error);
   // Firecracker's order: MP state first (reading it may deliver LAPIC events), events last.
   const char* failed = nullptr;
