@@ -166,9 +166,9 @@ class Rebuild {
   template <unsigned N>
   void enable_caps(long fd, const kvm_enable_cap (&caps)[N], uint32_t count) {
     for (uint32_t i = 0; ok_ && i < count && i < N; i++)
-      if (STASIS_SYS3(SYS_ioctl, fd, KVM_ENABLE_CAP, &caps[i]) != 0 && ok_) {
+      if (long r = STASIS_SYS3(SYS_ioctl, fd, KVM_ENABLE_CAP, &caps[i]); r != 0) {
         error_ << "restart: KVM descriptor " << current_ << ": KVM_ENABLE_CAP of capability " << caps[i].cap
-               << " failed";
+               << " failed (errno " << -r << ")";
         ok_ = false;
       }
   }
