@@ -93,8 +93,10 @@ bool find_run_mappings(const FdProbe& probe, FdDataList& data, StasisKvmVcpuStat
 
 // The exit the program was handling when it was stopped (kvm_run as it sees it): an OUT or an
 // MMIO write completes in the kernel without it, so the vCPU runs once with immediate_exit to
-// finish it now (KVM keeps that half of the exit where no KVM_GET reaches). A read is
-// waiting for the program's answer: refused.
+// finish it now (KVM keeps that half of the exit where no KVM_GET reaches). A single read (IN,
+// MMIO) waits for the program's answer, which may come after the restart: the guest's RIP is
+// still on the instruction, so the restart makes the new vCPU take the same exit again
+// (recreate.cc) and the program's KVM_RUN completes it. A string read (INS of several) is refused.
 bool finish_pending_exit(const FdProbe& probe, StasisKvmVcpuState& s, LogLine& error) {
   long area = STASIS_SYS6(SYS_mmap, 0, s.run_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, probe.fd, 0);
   if (area < 0 && area > -4096) {
@@ -116,10 +118,13 @@ bool finish_pending_exit(const FdProbe& probe, StasisKvmVcpuState& s, LogLine& e
       ok = false;
   }
   if (ok && (run->exit_reason == KVM_EXIT_IO || run->exit_reason == KVM_EXIT_MMIO) && !complete) {
-    refuse(error, probe, "a KVM vCPU") << "it was stopped while its monitor answered a guest read ("
-                                      << (run->exit_reason == KVM_EXIT_IO ? "port I/O" : "MMIO")
-                                      << "); not checkpointing (a later checkpoint may find it elsewhere)";
-    ok = false;
+    s.pending_read = run->exit_reason == KVM_EXIT_MMIO || run->io.count == 1;
+    if (!s.pending_read) {
+      refuse(error, probe, "a KVM vCPU") << "it was stopped while its monitor answered a string port read of "
+                                        << run->io.count << " values; not checkpointing (a later checkpoint may find it "
+                                                            "elsewhere)";
+      ok = false;
+    }
   }
   if (ok && complete) {
     run->immediate_exit = 1;

@@ -119,7 +119,10 @@ typedef struct StasisKvmVcpuState {
   uint32_t tsc_khz;  // 0: the kernel did not say
   uint32_t have_xcrs;
   uint32_t have_xsave;  // 0: KVM offers no XSAVE (KVM_CAP_XSAVE): `fpu` holds the FPU/SSE state
-  uint32_t reserved;
+  // 1: stopped while its monitor answered a guest read (a port IN or an MMIO read, its RIP still
+  // on the instruction): the restart runs the new vCPU into the same exit, which the monitor's
+  // answer then completes.
+  uint32_t pending_read;
   StasisKvmVcpuWiring wiring;  // as the program made it (construction.cc)
   struct kvm_fpu fpu;
   struct kvm_mp_state mp_state;

@@ -150,6 +150,7 @@ class Rebuild {
     if (ok_) ioctl(vcpu, KVM_SET_MP_STATE, &s->mp_state, "KVM_SET_MP_STATE");
     if (ok_) ioctl(vcpu, KVM_SET_REGS, &s->regs, "KVM_SET_REGS");
     if (ok_) ioctl(vcpu, KVM_SET_SREGS, &s->sregs, "KVM_SET_SREGS");
+    if (ok_ && s->pending_read) take_pending_read_again(vcpu, *s);
     if (ok_ && s->have_xsave) ioctl(vcpu, kvm_c::kSetXsave, s->xsave, "KVM_SET_XSAVE");
     if (ok_ && !s->have_xsave) ioctl(vcpu, KVM_SET_FPU, &s->fpu, "KVM_SET_FPU");
     if (ok_ && s->have_xcrs) ioctl(vcpu, KVM_SET_XCRS, &s->xcrs, "KVM_SET_XCRS");
@@ -205,6 +206,37 @@ class Rebuild {
       }
       first = static_cast<uint32_t>(set) + 1;
     }
+  }
+
+  // The vCPU was stopped in a read exit its monitor had not answered yet (kvm.cc). The new vCPU,
+  // its registers and memory as saved (RIP on the read) and nothing pending yet (its LAPIC,
+  // events and the VM's irqchip are set after this), runs into the same exit; the program's next
+  // KVM_RUN then completes it with the answer it writes into kvm_run, as it would have. Any other
+  // exit means the guest did something else: the restart ends.
+  void take_pending_read_again(long vcpu, const StasisKvmVcpuState& s) {
+    long area = STASIS_SYS6(SYS_mmap, 0, s.run_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, vcpu, 0);
+    if (area < 0 && area > -4096) {
+      fail(current_, "its kvm_run area cannot be mapped");
+      return;
+    }
+    const auto* now = reinterpret_cast<const kvm_run*>(area);
+    const auto* saved = reinterpret_cast<const kvm_run*>(s.run);
+    long r = -EINTR;
+    for (int tries = 0; r == -EINTR && tries < 100; tries++) r = STASIS_SYS3(SYS_ioctl, vcpu, KVM_RUN, 0);
+    bool same = r == 0 && now->exit_reason == saved->exit_reason;
+    if (same && saved->exit_reason == KVM_EXIT_IO)
+      same = now->io.direction == saved->io.direction && now->io.port == saved->io.port &&
+             now->io.size == saved->io.size && now->io.count == saved->io.count &&
+             now->io.data_offset == saved->io.data_offset;
+    else if (same)
+      same = now->mmio.phys_addr == saved->mmio.phys_addr && now->mmio.len == saved->mmio.len && !now->mmio.is_write;
+    if (!same && ok_) {
+      error_ << "restart: KVM descriptor " << current_ << ": running into the guest read it was stopped in gave "
+             << (r == 0 ? "exit " : "error ") << (r == 0 ? static_cast<long>(now->exit_reason) : -r)
+             << " instead of exit " << saved->exit_reason;
+      ok_ = false;
+    }
+    STASIS_SYS2(SYS_munmap, area, s.run_bytes);
   }
 
   // The kvm_run area where the program had it (the loader reserved the range), with the bytes

@@ -124,6 +124,7 @@ void describe_kvm(const image::Image& img, const StasisFdRecord& rec, nlohmann::
   state["enabled_caps"] = vcpu->wiring.cap_count;
   state["mce_cap"] = vcpu->wiring.have_mce ? static_cast<int64_t>(vcpu->wiring.mce_cap) : -1;
   state["kvm_signal_mask"] = vcpu->wiring.have_signal_mask != 0;
+  state["pending_read"] = vcpu->pending_read != 0;
   state["run_exit_reason"] = reinterpret_cast<const kvm_run*>(vcpu->run)->exit_reason;
 }
 

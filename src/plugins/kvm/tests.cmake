@@ -40,6 +40,9 @@ stasis_kvm_test(kvm.two_vcpus.chain2 ARGS --wait-lines 40 --chain 2 --between-li
 # signal mask and an enabled capability: all made again at restart.
 stasis_kvm_test(kvm.irqfd ARGS --wait-lines 40 PROGRAM 300 0 irqfd)
 stasis_kvm_test(kvm.irqfd.chain2 ARGS --wait-lines 40 --chain 2 --between-lines 40 PROGRAM 300 0 irqfd)
+# Checkpointed mostly while the monitor answers a port read: the restart runs the new vCPU into the
+# same read, which the monitor's answer completes (no read lost or made twice).
+stasis_kvm_test(kvm.reads ARGS --wait-lines 40 PROGRAM 150 20 reads)
 # What the kind does not restore is refused at checkpoint, naming it; the VM runs on to the end.
 stasis_kvm_test(kvm.refused_guest_debug ARGS --wait-lines 20 --expect-refusal "KVM_SET_GUEST_DEBUG" PROGRAM 200 0 refused)
 

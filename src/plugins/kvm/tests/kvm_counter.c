@@ -25,12 +25,18 @@
 // to the monitor, which stops ("unexpected port access"). The monitor prints the doorbell
 // eventfd's count at the end.
 //
+// With "reads", each step of the first guest also reads a port (a port IN exit) and adds the value
+// to its hash; the monitor answers with a value of its own sequence, and paces the steps while
+// it answers (half before writing the answer, half after), so a checkpoint mostly stops it in
+// the middle of a read. The monitor checks that every step is one read, then the counter, then
+// the hash: a read the guest makes twice after a restart, or never, stops it.
+//
 // With "refused", the timer guest runs, and the monitor also calls KVM_SET_GUEST_DEBUG, which
 // Stasis does not restore: its checkpoint must be refused, naming the call.
 //
 // With "pit", the guest of "timer" is driven by the in-kernel PIT through the PIC instead.
 //
-// usage: kvm_counter STEPS [PACE_MS [timer|pit|2vcpus|irqfd|refused]]   (exit 77: no /dev/kvm this user can open)
+// usage: kvm_counter STEPS [PACE_MS [timer|pit|2vcpus|irqfd|reads|refused]]   (exit 77: no /dev/kvm this user can open)
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -53,6 +59,7 @@
 #define PORT_DOORBELL 0x13   // "irqfd": bound to an eventfd (KVM_IOEVENTFD)
 #define PORT_COALESCED 0x14  // "irqfd": coalesced PIO
 #define IRQFD_GSI 24
+#define PORT_INPUT 0x15      // "reads": the guest reads its input here
 #define IDT_GPA 0x500u  // 256 gates
 #define GDT_GPA 0xd00u  // null, code 0x08, data 0x10: what interrupts and iret load
 #define HANDLER_GPA 0x1100u
@@ -79,6 +86,20 @@ static const uint8_t kGuest[] = {
     0x75, 0xe0,                    //   jne loop
     0xf4,                          //   hlt
 };
+
+// The "reads" guest: the first guest with a read of PORT_INPUT added to each step's hash.
+static const uint8_t kReadGuest[] = {
+    STEP_COUNT_AND_HASH,           // loop:
+    0x66, 0xba, PORT_INPUT, 0x00,  //   mov dx, PORT_INPUT
+    0xed,                          //   in eax, dx
+    0x01, 0xc7,                    //   add edi, eax
+    STEP_REPORT,
+    0x75, 0xe1,                    //   jne loop
+    0xf4,                          //   hlt
+};
+
+// The "reads" guest's input for the read before step `step` (Knuth's multiplicative hash).
+static uint32_t input_for(uint32_t step) { return step * 2654435761u; }
 
 // The timer guest: the LAPIC (at 0xfee00000) enabled, its timer periodic at vector 0x40 every
 // 20,000,000 bus cycles (KVM's APIC bus: 1 ns each), then it halts; each tick's handler makes
@@ -165,6 +186,7 @@ struct vcpu {
   int fd;
   struct kvm_run* run;
   int print;  // vCPU 0 prints its steps
+  int reads;  // "reads": the guest reads PORT_INPUT each step
   struct kvm_coalesced_mmio_ring* ring;  // "irqfd": the coalesced writes, drained at each hash
   long pace_ms;
   uint32_t final_steps, final_hash;
@@ -221,7 +243,7 @@ static void* run_vcpu(void* arg) {
   // an OUT the guest makes twice (an exit a restart did not finish) or never stops it here, even
   // where the output would hide it (a line printed again just after a checkpoint looks legal).
   uint32_t counter = 0, last = 0;
-  int have_counter = 0;
+  int have_counter = 0, have_input = 0;
   for (;;) {
     if (ioctl(v->fd, KVM_RUN, 0) < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;  // a signal (a checkpoint) came
@@ -229,6 +251,19 @@ static void* run_vcpu(void* arg) {
     }
     switch (run->exit_reason) {
       case KVM_EXIT_IO: {
+        if (v->reads && run->io.direction == KVM_EXIT_IO_IN && run->io.port == PORT_INPUT && run->io.size == 4 &&
+            run->io.count == 1) {
+          if (have_input || have_counter) {
+            fprintf(stderr, "kvm_counter: the guest read its input twice for step %u\n", last + 1);
+            exit(1);
+          }
+          pace(v->pace_ms / 2);  // a checkpoint mostly finds the read unanswered, or answered and not run
+          uint32_t input = input_for(last + 1);
+          memcpy((uint8_t*)run + run->io.data_offset, &input, sizeof input);
+          pace(v->pace_ms - v->pace_ms / 2);
+          have_input = 1;
+          break;
+        }
         if (run->io.direction != KVM_EXIT_IO_OUT || run->io.size != 4) {
           fprintf(stderr, "kvm_counter: unexpected port access to %#x\n", run->io.port);
           exit(1);
@@ -236,9 +271,9 @@ static void* run_vcpu(void* arg) {
         uint32_t value;
         memcpy(&value, (uint8_t*)run + run->io.data_offset, sizeof value);
         if (run->io.port == PORT_COUNTER) {
-          if (have_counter || value != last + 1) {
+          if (have_counter || value != last + 1 || have_input != v->reads) {
             fprintf(stderr, "kvm_counter: the guest counted %u after %u%s\n", value, last,
-                    have_counter ? " without reporting its hash" : "");
+                    have_counter ? " without reporting its hash" : have_input != v->reads ? " without reading its input" : "");
             exit(1);
           }
           counter = value, have_counter = 1;
@@ -251,12 +286,12 @@ static void* run_vcpu(void* arg) {
             exit(1);
           }
           if (v->ring) drain_coalesced(v->ring, value);
-          last = counter, have_counter = 0;
+          last = counter, have_counter = 0, have_input = 0;
           if (v->print) {
             printf("step %u hash %08x\n", counter, value);
             fflush(stdout);
           }
-          pace(v->pace_ms);
+          if (!v->reads) pace(v->pace_ms);
         }
         break;
       }
@@ -272,7 +307,7 @@ static void* run_vcpu(void* arg) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: kvm_counter STEPS [PACE_MS [timer|pit|2vcpus|irqfd|refused]]\n");
+    fprintf(stderr, "usage: kvm_counter STEPS [PACE_MS [timer|pit|2vcpus|irqfd|reads|refused]]\n");
     return 2;
   }
   uint32_t steps = (uint32_t)strtoul(argv[1], NULL, 10);
@@ -281,6 +316,7 @@ int main(int argc, char** argv) {
   int vcpu_count = argc > 3 && strcmp(argv[3], "2vcpus") == 0 ? 2 : 1;
   int irqfd = argc > 3 && strcmp(argv[3], "irqfd") == 0;
   int refused = argc > 3 && strcmp(argv[3], "refused") == 0;
+  int reads = argc > 3 && strcmp(argv[3], "reads") == 0;
   int pit = argc > 3 && strcmp(argv[3], "pit") == 0;
   timer |= irqfd | pit | refused;  // the timer guests: with an in-kernel irqchip, HLT no longer exits
   int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
@@ -308,6 +344,8 @@ int main(int argc, char** argv) {
       gate[4] = 0, gate[5] = 0x8e;  // present, ring 0, interrupt gate
       gate[6] = 0, gate[7] = 0;
     }
+  } else if (reads) {
+    memcpy(ram + CODE_GPA, kReadGuest, sizeof kReadGuest);
   } else {
     memcpy(ram + CODE_GPA, kGuest, sizeof kGuest);
   }
@@ -357,6 +395,7 @@ int main(int argc, char** argv) {
     if (v->run == MAP_FAILED) die("mmap kvm_run");
     v->print = i == 0;
     v->ring = NULL;
+    v->reads = reads;
     if (irqfd) {
       if (run_size < (KVM_COALESCED_MMIO_PAGE_OFFSET + 1) * 4096) die("the kvm_run area has no coalesced ring");
       v->ring = (struct kvm_coalesced_mmio_ring*)((uint8_t*)v->run + KVM_COALESCED_MMIO_PAGE_OFFSET * 4096);
