@@ -21,6 +21,7 @@ struct KvmVcpuBuild {
   int vm_fd = -1;
   uint32_t id = 0;
   bool cpuid_set = false;  // KVM_SET_CPUID2 was called (some kernels give nothing back before)
+  StasisKvmVcpuWiring wiring{};
 };
 
 // Whether `request` is a KVM ioctl (the wrapper's one cheap test for every other ioctl).
@@ -33,6 +34,9 @@ const KvmVcpuBuild* kvm_vcpu_built_at(int fd);
 const KvmVcpuBuild* kvm_vcpu_entry(unsigned index);  // index < kKvmMaxVcpus
 // Whether descriptor `fd` is open now on a file whose /proc/self/fd link starts with `prefix`.
 bool descriptor_link_starts(int fd, const char* prefix);
+// `mask` (a sigset of 8 bytes) without the checkpoint signal: a vCPU thread must take it inside
+// KVM_RUN, whatever mask the program gave KVM_SET_SIGNAL_MASK.
+uint64_t kvm_run_mask_without_checkpoint_signal(uint64_t mask);
 // The first KVM call the program made that Stasis cannot bring back (its name), or nullptr.
 const char* kvm_unsupported_call();
 

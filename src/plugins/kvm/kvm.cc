@@ -36,8 +36,29 @@ LogLine& refuse(LogLine& error, const FdProbe& probe, const char* what) {
   return error << "descriptor " << probe.fd << " (" << probe.link << ") is " << what << ": ";
 }
 
+// Each eventfd the VM's irqfds and ioeventfds were bound to is still open at its number (the
+// restart binds the eventfd restored there): one closed or replaced since is refused.
+bool bindings_open(const FdProbe& probe, const StasisKvmVmWiring& w, LogLine& error) {
+  auto open_eventfd = [&](int fd, const char* call) {
+    if (descriptor_link_starts(fd, "anon_inode:[eventfd]")) return true;
+    refuse(error, probe, "a KVM virtual machine") << "its " << call << " binding names descriptor " << fd
+                                                  << ", which is no longer that eventfd; not checkpointing";
+    return false;
+  };
+  for (uint32_t i = 0; i < w.irqfd_count; i++) {
+    const kvm_irqfd& b = w.irqfds[i];
+    if (!open_eventfd(static_cast<int>(b.fd), "KVM_IRQFD")) return false;
+    if ((b.flags & KVM_IRQFD_FLAG_RESAMPLE) && !open_eventfd(static_cast<int>(b.resamplefd), "KVM_IRQFD (resample)"))
+      return false;
+  }
+  for (uint32_t i = 0; i < w.ioeventfd_count; i++)
+    if (!open_eventfd(w.ioeventfds[i].fd, "KVM_IOEVENTFD")) return false;
+  return true;
+}
+
 bool save_vm(const FdProbe& probe, const KvmVmBuild& b, StasisKvmVmState& s, LogLine& error) {
   s = b.built;
+  if (!bindings_open(probe, s.wiring, error)) return false;
   const char* failed = nullptr;
   if (kvm(probe.fd, KVM_GET_CLOCK, &s.clock) != 0) failed = "KVM_GET_CLOCK";
   s.pic_master.chip_id = KVM_IRQCHIP_PIC_MASTER;
@@ -72,8 +93,10 @@ bool find_run_mappings(const FdProbe& probe, FdDataList& data, StasisKvmVcpuStat
 
 // The exit the program was handling when it was stopped (kvm_run as it sees it): an OUT or an
 // MMIO write completes in the kernel without it, so the vCPU runs once with immediate_exit to
-// finish it now (KVM keeps that half of the exit where no KVM_GET reaches). A read is
-// waiting for the program's answer: refused.
+// finish it now (KVM keeps that half of the exit where no KVM_GET reaches). A single read (IN,
+// MMIO) waits for the program's answer, which may come after the restart: the guest's RIP is
+// still on the instruction, so the restart makes the new vCPU take the same exit again
+// (recreate.cc) and the program's KVM_RUN completes it. A string read (INS of several) is refused.
 bool finish_pending_exit(const FdProbe& probe, StasisKvmVcpuState& s, LogLine& error) {
   long area = STASIS_SYS6(SYS_mmap, 0, s.run_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, probe.fd, 0);
   if (area < 0 && area > -4096) {
@@ -95,10 +118,13 @@ bool finish_pending_exit(const FdProbe& probe, StasisKvmVcpuState& s, LogLine& e
       ok = false;
   }
   if (ok && (run->exit_reason == KVM_EXIT_IO || run->exit_reason == KVM_EXIT_MMIO) && !complete) {
-    refuse(error, probe, "a KVM vCPU") << "it was stopped while its monitor answered a guest read ("
-                                      << (run->exit_reason == KVM_EXIT_IO ? "port I/O" : "MMIO")
-                                      << "); not checkpointing (a later checkpoint may find it elsewhere)";
-    ok = false;
+    s.pending_read = run->exit_reason == KVM_EXIT_MMIO || run->io.count == 1;
+    if (!s.pending_read) {
+      refuse(error, probe, "a KVM vCPU") << "it was stopped while its monitor answered a string port read of "
+                                        << run->io.count << " values; not checkpointing (a later checkpoint may find it "
+                                                            "elsewhere)";
+      ok = false;
+    }
   }
   if (ok && complete) {
     run->immediate_exit = 1;
@@ -140,10 +166,31 @@ bool save_msrs(int kvm_dev, const FdProbe& probe, FdDataList& data, StasisKvmVcp
   }
 }
 
+// Whether the guest runs guests of its own (VMX operation, SVM guest mode, or its global
+// interrupt flag cleared): that state lives where no KVM_GET_* above reads (KVM_GET_NESTED_STATE),
+// so such a vCPU is refused rather than restarted without it.
+bool runs_nested_guests(int vm_fd, int vcpu_fd) {
+  if (kvm(vm_fd, KVM_CHECK_EXTENSION, reinterpret_cast<void*>(KVM_CAP_NESTED_STATE)) <= 0) return false;
+  struct {
+    uint16_t flags, format;
+    uint32_t size;
+    uint64_t vmxon_pa;  // the header's first field when format is VMX
+    uint8_t rest[112];
+  } header{};
+  static_assert(sizeof header == 128, "struct kvm_nested_state's header, as C lays it out");
+  header.size = sizeof header;
+  long r = kvm(vcpu_fd, kvm_c::kGetNestedState, &header);
+  if (r == -E2BIG) return true;  // more than the header: a VMCS or VMCB of the guest's own
+  if (r != 0) return false;      // no nested support in this kernel: nothing to lose
+  if (header.format == KVM_STATE_NESTED_FORMAT_VMX) return header.vmxon_pa != ~0ull;
+  return (header.flags & KVM_STATE_NESTED_GUEST_MODE) || !(header.flags & KVM_STATE_NESTED_GIF_SET);
+}
+
 bool save_vcpu(const FdProbe& probe, const KvmVcpuBuild& v, FdDataList& data, StasisKvmVcpuState& s, LogLine& error) {
   s.magic = STASIS_KVM_VCPU_MAGIC;
   s.vm_fd = v.vm_fd;
   s.vcpu_id = v.id;
+  s.wiring = v.wiring;
   const KvmVmBuild* vm = kvm_vm_built_at(v.vm_fd);
   if (!vm || !descriptor_link_starts(v.vm_fd, "anon_inode:kvm-vm")) {  // rebuilt with its VM, so that must be open too
     refuse(error, probe, "a KVM vCPU") << "its VM (descriptor " << v.vm_fd << ") is no longer open; not checkpointing";
@@ -166,6 +213,11 @@ bool save_vcpu(const FdProbe& probe, const KvmVcpuBuild& v, FdDataList& data, St
     ok = false;
   }
   s.run_bytes = static_cast<uint32_t>(run_bytes);
+  if (ok && runs_nested_guests(v.vm_fd, probe.fd)) {
+    refuse(error, probe, "a KVM vCPU") << "its guest runs guests of its own (nested virtualisation: "
+                                          "KVM_GET_NESTED_STATE), which Stasis does not save; not checkpointing";
+    ok = false;
+  }
   ok = ok && find_run_mappings(probe, data, s, error) && finish_pending_exit(probe, s, error);
   // Firecracker's order: MP state first (reading it may deliver LAPIC events), events last.
   const char* failed = nullptr;
@@ -183,7 +235,7 @@ bool save_vcpu(const FdProbe& probe, const KvmVcpuBuild& v, FdDataList& data, St
     else get(KVM_GET_FPU, &s.fpu, "KVM_GET_FPU");
     s.have_xcrs = kvm(probe.fd, KVM_GET_XCRS, &s.xcrs) == 0;
     get(KVM_GET_DEBUGREGS, &s.debugregs, "KVM_GET_DEBUGREGS");
-    if (vm->built.irqchip) get(KVM_GET_LAPIC, &s.lapic, "KVM_GET_LAPIC");
+    if (vm->built.irqchip || vm->built.wiring.split_irqchip) get(KVM_GET_LAPIC, &s.lapic, "KVM_GET_LAPIC");
     long khz = kvm(probe.fd, KVM_GET_TSC_KHZ);
     s.tsc_khz = khz > 0 ? static_cast<uint32_t>(khz) : 0;
     s.cpuid.nent = STASIS_KVM_MAX_CPUID;

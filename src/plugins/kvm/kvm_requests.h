@@ -21,4 +21,5 @@ constexpr unsigned long kGetCpuid2 = request(kRW, 0x91, 8);
 constexpr unsigned long kGetXsave = request(_IOC_READ, 0xa4, 4096);  // struct kvm_xsave
 constexpr unsigned long kSetXsave = request(_IOC_WRITE, 0xa5, 4096);
 constexpr unsigned long kSetGsiRouting = request(_IOC_WRITE, 0x6a, 8);  // struct kvm_irq_routing
+constexpr unsigned long kGetNestedState = request(kRW, 0xbe, 128);    // struct kvm_nested_state
 }  // namespace stasis::kvm_c

@@ -14,6 +14,14 @@
 #define STASIS_KVM_MAX_MSRS 512
 #define STASIS_KVM_MAX_RUN_BYTES (4 * 4096)  // kvm_run, the port I/O page, the coalesced MMIO ring
 #define STASIS_KVM_MAX_RUN_MAPS 4
+// How the program wired the VM (construction.cc records each call, recreate.cc makes it again).
+#define STASIS_KVM_MAX_CAPS 16          // KVM_ENABLE_CAP on a VM (8 on a vCPU)
+#define STASIS_KVM_MAX_VCPU_CAPS 8
+#define STASIS_KVM_MAX_ROUTES 128       // KVM_SET_GSI_ROUTING entries
+#define STASIS_KVM_MAX_IOEVENTFDS 64
+#define STASIS_KVM_MAX_IRQFDS 32
+#define STASIS_KVM_MAX_COALESCED 16     // KVM_REGISTER_COALESCED_MMIO zones (MMIO and PIO)
+#define STASIS_KVM_MSR_BITMAP_BYTES 256 // of one KVM_X86_SET_MSR_FILTER range (2048 MSRs)
 
 // kind_data of both kinds.
 typedef struct StasisKvmData {
@@ -33,6 +41,48 @@ typedef struct StasisKvmMsrs {
   struct kvm_msr_entry entries[STASIS_KVM_MAX_MSRS];
 } StasisKvmMsrs;
 
+// struct kvm_irq_routing with room for its entries.
+typedef struct StasisKvmRouting {
+  uint32_t nr, flags;
+  struct kvm_irq_routing_entry entries[STASIS_KVM_MAX_ROUTES];
+} StasisKvmRouting;
+
+// KVM_X86_SET_MSR_FILTER's argument with its bitmaps copied (the program's may be gone: QEMU's
+// is on its stack).
+typedef struct StasisKvmMsrFilter {
+  uint32_t set;  // the program set a filter
+  uint32_t flags;
+  struct {
+    uint32_t flags, nmsrs, base, reserved;
+  } ranges[KVM_MSR_FILTER_MAX_RANGES];
+  uint8_t bitmaps[KVM_MSR_FILTER_MAX_RANGES][STASIS_KVM_MSR_BITMAP_BYTES];
+} StasisKvmMsrFilter;
+
+// How the program wired the VM after making it, each as it last stood (the wrapper follows
+// deassignments and unregistrations).
+typedef struct StasisKvmVmWiring {
+  uint32_t cap_count;  // in the order enabled
+  uint32_t split_irqchip;  // KVM_CAP_SPLIT_IRQCHIP enabled: LAPICs in the kernel, no PIC/IOAPIC
+  uint32_t ioeventfd_count, irqfd_count, coalesced_count, routing_set;
+  struct kvm_enable_cap caps[STASIS_KVM_MAX_CAPS];
+  struct kvm_ioeventfd ioeventfds[STASIS_KVM_MAX_IOEVENTFDS];
+  struct kvm_irqfd irqfds[STASIS_KVM_MAX_IRQFDS];
+  struct kvm_coalesced_mmio_zone coalesced[STASIS_KVM_MAX_COALESCED];
+  StasisKvmMsrFilter msr_filter;
+  StasisKvmRouting routing;  // when routing_set
+} StasisKvmVmWiring;
+
+// The same for a vCPU.
+typedef struct StasisKvmVcpuWiring {
+  uint32_t cap_count;
+  uint32_t have_mce, have_signal_mask, have_tpr_access, have_vapic, reserved;
+  struct kvm_enable_cap caps[STASIS_KVM_MAX_VCPU_CAPS];
+  uint64_t mce_cap;           // KVM_X86_SETUP_MCE
+  uint64_t signal_mask;       // KVM_SET_SIGNAL_MASK, as the program gave it (8-byte sigset)
+  struct kvm_tpr_access_ctl tpr_access;  // KVM_TPR_ACCESS_REPORTING
+  struct kvm_vapic_addr vapic;           // KVM_SET_VAPIC_ADDR
+} StasisKvmVcpuWiring;
+
 // How the program built the VM (the runtime's ioctl wrapper saw each call: nothing reads these
 // back), then the state the kernel gives back at the checkpoint.
 typedef struct StasisKvmVmState {
@@ -46,6 +96,7 @@ typedef struct StasisKvmVmState {
   uint32_t slot_count;
   uint32_t reserved;
   struct kvm_userspace_memory_region slots[STASIS_KVM_MAX_SLOTS];
+  StasisKvmVmWiring wiring;
   struct kvm_clock_data clock;
   struct kvm_irqchip pic_master, pic_slave, ioapic;  // when irqchip
   struct kvm_pit_state2 pit_state;                   // when pit
@@ -68,7 +119,11 @@ typedef struct StasisKvmVcpuState {
   uint32_t tsc_khz;  // 0: the kernel did not say
   uint32_t have_xcrs;
   uint32_t have_xsave;  // 0: KVM offers no XSAVE (KVM_CAP_XSAVE): `fpu` holds the FPU/SSE state
-  uint32_t reserved;
+  // 1: stopped while its monitor answered a guest read (a port IN or an MMIO read, its RIP still
+  // on the instruction): the restart runs the new vCPU into the same exit, which the monitor's
+  // answer then completes.
+  uint32_t pending_read;
+  StasisKvmVcpuWiring wiring;  // as the program made it (construction.cc)
   struct kvm_fpu fpu;
   struct kvm_mp_state mp_state;
   struct kvm_regs regs;

@@ -26,6 +26,32 @@ Expected expected_state(const StasisFdRecord& rec) {
   return {STASIS_FD_DATA_KVM_VCPU_STATE, sizeof(StasisKvmVcpuState), STASIS_KVM_VCPU_MAGIC};
 }
 
+// Every count in a state within its table (the runtime would read past it otherwise).
+void check_counts(const image::Image& img, const StasisFdRecord& rec, const std::vector<char>& bytes) {
+  auto over = [&](const char* what, uint64_t count, uint64_t most) {
+    if (count > most)
+      throw Error(fmt::format("{}: the saved state of KVM descriptor {} has {} {}, more than the {} it can hold "
+                              "(damaged)", img.path(), rec.fd, count, what, most));
+  };
+  if (rec.kind == STASIS_FD_KVM_VM) {
+    const auto* vm = reinterpret_cast<const StasisKvmVmState*>(bytes.data());
+    const StasisKvmVmWiring& w = vm->wiring;
+    over("memory slots", vm->slot_count, STASIS_KVM_MAX_SLOTS);
+    over("enabled capabilities", w.cap_count, STASIS_KVM_MAX_CAPS);
+    over("GSI routes", w.routing.nr, STASIS_KVM_MAX_ROUTES);
+    over("ioeventfds", w.ioeventfd_count, STASIS_KVM_MAX_IOEVENTFDS);
+    over("irqfds", w.irqfd_count, STASIS_KVM_MAX_IRQFDS);
+    over("coalesced MMIO zones", w.coalesced_count, STASIS_KVM_MAX_COALESCED);
+    for (const auto& range : w.msr_filter.ranges) over("MSRs in a filter range", range.nmsrs, 8 * STASIS_KVM_MSR_BITMAP_BYTES);
+    return;
+  }
+  const auto* vcpu = reinterpret_cast<const StasisKvmVcpuState*>(bytes.data());
+  over("enabled capabilities", vcpu->wiring.cap_count, STASIS_KVM_MAX_VCPU_CAPS);
+  over("kvm_run mappings", vcpu->mapping_count, STASIS_KVM_MAX_RUN_MAPS);
+  over("CPUID entries", vcpu->cpuid.nent, STASIS_KVM_MAX_CPUID);
+  over("MSRs", vcpu->msrs.nmsrs, STASIS_KVM_MAX_MSRS);
+}
+
 // The saved state of `rec`, checked: the size and magic this build writes.
 std::vector<char> saved_state(const image::Image& img, const StasisFdRecord& rec) {
   const Expected want = expected_state(rec);
@@ -38,6 +64,7 @@ std::vector<char> saved_state(const image::Image& img, const StasisFdRecord& rec
     throw Error(fmt::format("{}: the saved state of KVM descriptor {} is {} bytes with magic {:#x}; this build "
                             "reads {} bytes with magic {:#x} (damaged, or from another version)",
                             img.path(), rec.fd, bytes.size(), magic, want.size, want.magic));
+  check_counts(img, rec, bytes);
   return bytes;
 }
 
@@ -76,6 +103,14 @@ void describe_kvm(const image::Image& img, const StasisFdRecord& rec, nlohmann::
     for (uint32_t i = 0; i < vm->slot_count && i < STASIS_KVM_MAX_SLOTS; i++)
       slots.push_back({{"slot", vm->slots[i].slot}, {"guest_phys_addr", vm->slots[i].guest_phys_addr},
                        {"size", vm->slots[i].memory_size}, {"userspace_addr", vm->slots[i].userspace_addr}});
+    const StasisKvmVmWiring& w = vm->wiring;
+    auto& caps = state["enabled_caps"] = nlohmann::json::array();
+    for (uint32_t i = 0; i < w.cap_count; i++) caps.push_back(w.caps[i].cap);
+    state["gsi_routes"] = w.routing_set ? static_cast<int64_t>(w.routing.nr) : -1;
+    state["irqfds"] = w.irqfd_count;
+    state["ioeventfds"] = w.ioeventfd_count;
+    state["coalesced_zones"] = w.coalesced_count;
+    state["msr_filter"] = w.msr_filter.set != 0;
     return;
   }
   const auto* vcpu = reinterpret_cast<const StasisKvmVcpuState*>(bytes.data());
@@ -86,6 +121,10 @@ void describe_kvm(const image::Image& img, const StasisFdRecord& rec, nlohmann::
   state["fpu"] = vcpu->have_xsave ? "xsave" : "legacy";
   state["msrs"] = vcpu->msrs.nmsrs;
   state["cpuid_entries"] = vcpu->cpuid.nent;
+  state["enabled_caps"] = vcpu->wiring.cap_count;
+  state["mce_cap"] = vcpu->wiring.have_mce ? static_cast<int64_t>(vcpu->wiring.mce_cap) : -1;
+  state["kvm_signal_mask"] = vcpu->wiring.have_signal_mask != 0;
+  state["pending_read"] = vcpu->pending_read != 0;
   state["run_exit_reason"] = reinterpret_cast<const kvm_run*>(vcpu->run)->exit_reason;
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """A QEMU KVM guest is refused at once, naming KVM and the call Stasis cannot restore, and runs on.
 
-QEMU builds its VM with calls the KVM kind does not bring back (KVM_ENABLE_CAP, KVM_IRQFD,
-KVM_SET_GSI_ROUTING, coalesced MMIO...; src/plugins/kvm/README.md), so the refusal must name one.
+QEMU is asked to drop the PIT's lost ticks (`-global kvm-pit.lost_tick_policy=discard`), which it
+does with KVM_REINJECT_CONTROL, a call the KVM kind does not bring back (src/plugins/kvm/README.md):
+the refusal must name it.
 
 QEMU with -accel kvm holds /dev/kvm, a VM and a vCPU descriptor, and (on recent kernels) a kernel
 worker thread in its thread group (`kvm-nx-lpage-recovery`) that never runs a signal handler.
@@ -59,6 +60,7 @@ def main():
         try:
             vm = subprocess.Popen([stasis, "launch", "--", qemu, "-accel", "kvm", "-m", "64",
                                    "-display", "none", "-nodefaults", "-serial", "none",
+                                   "-global", "kvm-pit.lost_tick_policy=discard",
                                    "-monitor", "stdio"],
                                   env=c.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=open(Path(tmp) / "qemu.err", "w"))
@@ -81,7 +83,7 @@ def main():
                 fail(f"a KVM guest was checkpointed: {refused.stdout.strip()}")
             if "KVM" not in refused.stderr:
                 fail(f"the refusal does not name KVM: {refused.stderr.strip()!r}")
-            if not re.search(r"used KVM_[A-Z0-9_]+", refused.stderr):
+            if not re.search(r"used KVM_REINJECT_CONTROL\b", refused.stderr):
                 fail(f"the refusal does not name the KVM call it cannot restore: {refused.stderr.strip()!r}")
             if seconds > 10:
                 fail(f"the refusal took {seconds:.1f} s")
