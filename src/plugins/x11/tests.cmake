@@ -1,7 +1,7 @@
 # X11 connections (README.md): registered by tests/CMakeLists.txt. Skipped (77) without Xvfb,
 # glxgears and xdpyinfo (Debian: xvfb mesa-utils x11-utils).
 add_test(NAME x11.connection COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_connection.sh ${STASIS_BIN})
-set_tests_properties(x11.connection PROPERTIES TIMEOUT 120 LABELS ckpt SKIP_RETURN_CODE 77)
+set_tests_properties(x11.connection PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
 # `stasis launch --x11` (README.md, The X proxy): glxgears restarted on new Xvfb servers, screenshots
 # compared. Skipped (77) without Xvfb, glxgears, xdpyinfo, xwd or python3.
 add_test(NAME x11.proxy_glxgears COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_proxy_glxgears.sh ${STASIS_BIN})
@@ -50,7 +50,7 @@ set_tests_properties(x11.refuse_gpu_device PROPERTIES TIMEOUT 120 LABELS ckpt SK
 # xlogo (Xt, Xaw: atoms, properties, core drawing, Expose) restarted on a new Xvfb: the screen
 # pixel for pixel as before the checkpoint. Skipped (77) without xlogo (Debian: x11-apps).
 add_test(NAME x11.proxy_xlogo COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_proxy_xlogo.sh ${STASIS_BIN})
-set_tests_properties(x11.proxy_xlogo PROPERTIES TIMEOUT 120 LABELS ckpt SKIP_RETURN_CODE 77)
+set_tests_properties(x11.proxy_xlogo PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
 # PyMOL (issue 19's acceptance): restarted mid-rotation on a new Xvfb, its OpenGL PNG byte for byte
 # an uninterrupted run's. Skipped (77) without pymol (Debian: pymol).
 add_test(NAME x11.pymol COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_pymol.sh ${STASIS_BIN})
@@ -58,7 +58,7 @@ set_tests_properties(x11.pymol PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CO
 # Requests the old server never answered (it is stopped before the checkpoint) asked again of the
 # new one: round_trips ends with an uninterrupted run's output.
 add_test(NAME x11.unanswered COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_unanswered.sh ${STASIS_BIN} "${STASIS_ROUND_TRIPS}")
-set_tests_properties(x11.unanswered PROPERTIES TIMEOUT 120 LABELS ckpt SKIP_RETURN_CODE 77)
+set_tests_properties(x11.unanswered PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
 # OpenArena (issue 19's acceptance): a timedemo restarted mid-demo on a new Xvfb, its frame count
 # and every frame it recorded as an uninterrupted run's. Skipped (77) without openarena (Debian:
 # openarena). fixed_seed.so makes both runs' random effects alike.

@@ -45,7 +45,8 @@ STASIS_X11_VERBOSE=1 DISPLAY=":$first" LD_PRELOAD=$FIXED_SEED "$STASIS" launch -
   $(openarena_args restarted) > "$WORK/openarena.out" 2> "$WORK/openarena.err" &
 program=$!
 recorded() { python3 "$HELPER" count "$VIDEOS/restarted.avi"; }
-for _ in $(seq 1200); do [ "$(recorded)" -ge $CHECKPOINT_AT ] && break; kill -0 $program 2>/dev/null || break; sleep 0.1; done
+recorded_enough_or_ended() { [ "$(recorded)" -ge $CHECKPOINT_AT ] || ! kill -0 $program 2>/dev/null; }
+wait_for recorded_enough_or_ended
 [ "$(recorded)" -ge $CHECKPOINT_AT ] || fail "OpenArena under Stasis never recorded $CHECKPOINT_AT frames"
 generation=$("$STASIS" checkpoint --kill 2> "$WORK/checkpoint.err") || fail "checkpoint: $(cat "$WORK/checkpoint.err")"
 wait "$program" 2>/dev/null
