@@ -31,6 +31,9 @@ PACKAGES=(
   xvfb mesa-utils x11-utils x11-apps libgl-dev libx11-dev
   libvulkan1  # the Vulkan loader, refused at checkpoint (x11.refuse_vulkan)
   pymol       # Qt and OpenGL 3.x through the X proxy (x11.pymol)
+  # an SDL2 game's timedemo through the X proxy (x11.openarena): 30 packages, 453 MB fetched in
+  # 35 s and installed in 64 s on the build machine
+  openarena
 )
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then

@@ -361,6 +361,11 @@ enum StasisFdKind STASIS_ENUM_BASE {
   // STASIS_FD_UNIX_SOCKET's. The owner saves its queued messages with their senders' names (FD_DATA
   // SOCKET_DATAGRAMS) and the name of the socket it is connected to (FD_DATA SOCKET_PEER_NAME).
   STASIS_FD_UNIX_DATAGRAM = 20,
+  // A netlink socket listening to the kernel's device events (NETLINK_KOBJECT_UEVENT, as libudev's
+  // monitor and SDL open): kind_data StasisNetlinkData (src/plugins/sockets/records.h); its socket
+  // filter, when one is attached, is FD_DATA SOCKET_FILTER. Made again and subscribed to the same
+  // groups; events queued at the checkpoint are not kept.
+  STASIS_FD_NETLINK_UEVENT = 21,
   STASIS_FD_MQUEUE = 32,  // a POSIX message queue; kind_data: src/plugins/ipc/records.h
   STASIS_FD_KVM_VM = 33,    // a KVM virtual machine; kind_data and FD_DATA: src/plugins/kvm/records.h
   STASIS_FD_KVM_VCPU = 34,  // one of its vCPUs
@@ -433,6 +438,7 @@ enum StasisFdDataTag STASIS_ENUM_BASE {
   // A TCP or UDP socket the program has seen other addresses of since a restart moved it (a
   // StasisTcpData): a later restart shows it these again. kind_data keeps the real ones.
   STASIS_FD_DATA_SOCKET_SEEN_NAMES = 10,
+  STASIS_FD_DATA_SOCKET_FILTER = 11,  // a socket's classic BPF filter: struct sock_filter[]
   STASIS_FD_DATA_MQUEUE_MESSAGES = 0x100,  // StasisMqueueMessage + bytes, in receive order
   // Process-wide state of the ipc kind, not descriptors: src/plugins/ipc/records.h.
   STASIS_FD_DATA_SYSV_OBJECTS = 0x101,

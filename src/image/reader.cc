@@ -739,6 +739,7 @@ constexpr FdKindName kFdKindNames[] = {
     {STASIS_FD_UNIX_SOCKET, "unix-socket"},  {STASIS_FD_UNIX_LISTENER, "unix-listener"},
     {STASIS_FD_TCP_LISTENER, "tcp-listener"},  {STASIS_FD_TCP_CONNECTION, "tcp-connection"},
     {STASIS_FD_UDP_SOCKET, "udp-socket"},  {STASIS_FD_UNIX_DATAGRAM, "unix-datagram"},
+    {STASIS_FD_NETLINK_UEVENT, "netlink-uevent"},
     {STASIS_FD_MQUEUE, "mqueue"},
     {STASIS_FD_KVM_VM, "kvm-vm"},
     {STASIS_FD_KVM_VCPU, "kvm-vcpu"},

@@ -40,6 +40,7 @@ constexpr RestoreKind kRestoreKinds[] = {
     {STASIS_FD_TCP_CONNECTION, nullptr,           prepare_tcp,          enter_sockets, open_tcp_socket,      nullptr,          describe_socket, nullptr, true},
     {STASIS_FD_UDP_SOCKET,     nullptr,           prepare_datagrams,    enter_sockets, open_datagram_socket, nullptr,          describe_socket},
     {STASIS_FD_UNIX_DATAGRAM,  nullptr,           prepare_datagrams,    enter_sockets, open_datagram_socket, nullptr,          describe_socket},
+    {STASIS_FD_NETLINK_UEVENT, nullptr,           nullptr,              nullptr,       open_uevent_socket,   nullptr,          describe_socket},
     {STASIS_FD_REGULAR,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_DIRECTORY,      check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},
     {STASIS_FD_CHARDEV,        check_path_exists, nullptr,              nullptr,       open_regular_file,    nullptr,          nullptr},

@@ -29,3 +29,15 @@ typedef struct StasisUnixListenerData {
 STASIS_KIND_FIELD(StasisUnixListenerData, backlog, 0);
 STASIS_KIND_FIELD(StasisUnixListenerData, type, 1);
 STASIS_KIND_FIELD(StasisUnixListenerData, passcred, 2);
+
+// STASIS_FD_NETLINK_UEVENT: what restart needs to subscribe a new socket as the old one was.
+typedef struct StasisNetlinkData {
+  uint64_t type;            // [0] SOCK_DGRAM or SOCK_RAW
+  uint64_t groups;          // [1] the multicast groups it is bound to (1: the kernel's, 2: udevd's)
+  uint64_t receive_buffer;  // [2] SO_RCVBUF as getsockopt reports it
+  uint64_t passcred;        // [3] SO_PASSCRED (libudev checks that an event comes from root)
+} StasisNetlinkData;
+STASIS_KIND_FIELD(StasisNetlinkData, type, 0);
+STASIS_KIND_FIELD(StasisNetlinkData, groups, 1);
+STASIS_KIND_FIELD(StasisNetlinkData, receive_buffer, 2);
+STASIS_KIND_FIELD(StasisNetlinkData, passcred, 3);

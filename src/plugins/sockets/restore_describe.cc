@@ -107,6 +107,17 @@ void describe_socket(const image::Image& img, const StasisFdRecord& rec, nlohman
     case STASIS_FD_UDP_SOCKET:
       describe_inet(img, rec, state);
       break;
+    case STASIS_FD_NETLINK_UEVENT: {
+      const auto n = kind_data_of<StasisNetlinkData>(rec);
+      state["type"] = socket_type_name(n.type);
+      state["groups"] = n.groups;
+      state["receive_buffer"] = n.receive_buffer;
+      state["passcred"] = n.passcred != 0;
+      state["filter_instructions"] = img.has_fd_data(rec.fd, STASIS_FD_DATA_SOCKET_FILTER)
+                                         ? img.fd_data(rec.fd, STASIS_FD_DATA_SOCKET_FILTER).size() / 8
+                                         : 0;
+      return;
+    }
     default:
       return;
   }

@@ -28,6 +28,8 @@ int open_tcp_socket(const image::Image& img, const StasisFdRecord& rec);
 // before the tree is forked, after create_tcp_sockets (which learns moved addresses).
 void create_datagram_sockets(const std::vector<image::Image>& images, bool several_hosts);
 int open_datagram_socket(const image::Image& img, const StasisFdRecord& rec);
+// A device-event netlink socket, subscribed again as it was (restore_netlink.cc).
+int open_uevent_socket(const image::Image& img, const StasisFdRecord& rec);
 // A restart on several hosts: where every host of the checkpoint is now (old -> new address, the
 // unmoved ones too), before any socket is made.
 void note_new_host_addresses(const std::map<std::string, std::string>& old_to_new);

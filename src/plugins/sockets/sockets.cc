@@ -6,6 +6,7 @@
 // refused with a message naming the descriptor and what it is. What the program sees of the
 // addresses after a restart moved sockets or hosts: socket_addresses.cc.
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
@@ -423,6 +424,32 @@ int capture_unix_datagram(const FdProbe& probe, const UnixSocketState& state, St
   return peek_messages(fd, data, error, true) ? 1 : -1;
 }
 
+// A device-event socket (libudev's monitor, SDL's hot-plug watch): its groups, options and socket
+// filter, so that restart subscribes a new one alike. The events queued now are not kept: they
+// describe devices of this host at this moment, and the program reads them as a stream of
+// changes that may have gaps (a monitor started late sees none of the earlier ones either).
+int capture_uevent_socket(int fd, StasisFdRecord& r, FdDataList& data, LogLine& error) {
+  struct sockaddr_nl self = {};
+  socklen_t len = sizeof self;
+  STASIS_SYS3(SYS_getsockname, fd, &self, &len);
+  r.kind = STASIS_FD_NETLINK_UEVENT;
+  set_kind_data(r, StasisNetlinkData{static_cast<uint64_t>(socket_option(fd, SO_TYPE)), self.nl_groups,
+                                     static_cast<uint64_t>(socket_option(fd, SO_RCVBUF)),
+                                     socket_option(fd, SO_PASSCRED) > 0 ? 1u : 0u});
+  if (r.owner_pid != static_cast<int32_t>(g_config.original_pid) || r.owner_fd != fd) return 1;
+  socklen_t instructions = 0;  // SO_GET_FILTER with no room answers the filter's length
+  if (STASIS_SYS5(SYS_getsockopt, fd, SOL_SOCKET, SO_GET_FILTER, nullptr, &instructions) != 0 || instructions == 0)
+    return 1;
+  uint64_t bytes = static_cast<uint64_t>(instructions) * sizeof(struct sock_filter);
+  void* filter = data.arena().alloc(bytes);
+  if (!filter || STASIS_SYS5(SYS_getsockopt, fd, SOL_SOCKET, SO_GET_FILTER, filter, &instructions) != 0 ||
+      !data.add_ref(fd, STASIS_FD_DATA_SOCKET_FILTER, filter, bytes)) {
+    error << "descriptor " << fd << ": cannot save the socket filter of a device-event socket; not checkpointing";
+    return -1;
+  }
+  return 1;
+}
+
 }  // namespace
 
 void push_held_back_tcp_bytes() {
@@ -444,6 +471,7 @@ int capture_socket_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data,
     return capture_tcp_fd(fd, domain, r, data, error);
   if ((domain == AF_INET || domain == AF_INET6) && type == SOCK_DGRAM && protocol == IPPROTO_UDP)
     return capture_udp_fd(fd, domain, r, data, error);
+  if (domain == AF_NETLINK && protocol == NETLINK_KOBJECT_UEVENT) return capture_uevent_socket(fd, r, data, error);
   if (domain != AF_UNIX) return 0;  // refused with the general message ("a socket")
   bool listening = socket_option(fd, SO_ACCEPTCONN) > 0;
   UnixSocketState state;

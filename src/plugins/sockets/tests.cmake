@@ -2,7 +2,7 @@
 # included by tests/CMakeLists.txt (which defines stasis_test_target, stasis_ckpt_test,
 # stasis_plain_test and the tools they use).
 # tcp_peer: the two ends of one TCP connection on two hosts (tests/multihost/ runs it).
-foreach(t socketpair_tree stream_server datagram_peers tcp_peer)
+foreach(t socketpair_tree stream_server datagram_peers tcp_peer uevent_monitor)
   stasis_test_target(${t} ${CMAKE_CURRENT_LIST_DIR}/tests/${t}.c)
 endforeach()
 # Unix socketpairs: bytes queued in both directions, in one process and between two
@@ -28,3 +28,6 @@ stasis_ckpt_test(ckpt.unix.dgram_abstract.chain2 TIMEOUT 200 ARGS --chain 2 --be
 stasis_ckpt_test(ckpt.socketpair.dgram ARGS --wait-lines 10 PROGRAM socketpair_tree 60 40 dgram)
 stasis_ckpt_test(ckpt.socketpair.seqpacket.chain2 TIMEOUT 200 ARGS --chain 2 --between-lines 10
                  PROGRAM socketpair_tree 60 40 seqpacket)
+# A device-event netlink socket (libudev's monitor, SDL2's): groups, SO_PASSCRED and its socket
+# filter as before, the filter still judging messages alike
+stasis_ckpt_test(ckpt.netlink.uevent ARGS --wait-lines 10 PROGRAM uevent_monitor 40 40)

@@ -5,7 +5,7 @@ set_tests_properties(x11.connection PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETU
 # `stasis launch --x11` (README.md, The X proxy): glxgears restarted on new Xvfb servers, screenshots
 # compared. Skipped (77) without Xvfb, glxgears, xdpyinfo, xwd or python3.
 add_test(NAME x11.proxy_glxgears COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_proxy_glxgears.sh ${STASIS_BIN})
-set_tests_properties(x11.proxy_glxgears PROPERTIES TIMEOUT 180 LABELS ckpt SKIP_RETURN_CODE 77)
+set_tests_properties(x11.proxy_glxgears PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77)
 # An OpenGL 3.3 core-profile program (tests/gl33_frames.c) restarted twice on new Xvfb servers
 # through the driver: every frame's checksum equal to an uninterrupted run's. Built where libGL
 # and libX11 are (Debian: libgl-dev libx11-dev); skipped (77) without them or without Xvfb.
@@ -59,3 +59,11 @@ set_tests_properties(x11.pymol PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CO
 # new one: round_trips ends with an uninterrupted run's output.
 add_test(NAME x11.unanswered COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_unanswered.sh ${STASIS_BIN} "${STASIS_ROUND_TRIPS}")
 set_tests_properties(x11.unanswered PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
+# OpenArena (issue 19's acceptance): a timedemo restarted mid-demo on a new Xvfb, its frame count
+# and every frame it recorded as an uninterrupted run's. Skipped (77) without openarena (Debian:
+# openarena). fixed_seed.so makes both runs' random effects alike.
+add_library(fixed_seed MODULE ${CMAKE_CURRENT_LIST_DIR}/tests/fixed_seed.c)
+target_link_libraries(fixed_seed PRIVATE ${CMAKE_DL_LIBS})
+set_target_properties(fixed_seed PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+add_test(NAME x11.openarena COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_openarena.sh ${STASIS_BIN} $<TARGET_FILE:fixed_seed>)
+set_tests_properties(x11.openarena PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77)

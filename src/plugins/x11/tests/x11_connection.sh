@@ -19,7 +19,7 @@ trap cleanup EXIT
 private_coordinator "$STASIS" "$WORK"
 fail() { echo "FAIL: $*"; for f in "$WORK"/*.out "$WORK"/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done; exit 1; }
 free_display() { reserve_display || fail "no free X display number"; }
-wait_for_display() { for _ in $(seq 1200); do xdpyinfo -display ":$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; fail "display :$1 never answered"; }
+wait_for_display() { for _ in $(seq 900); do xdpyinfo -display ":$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; fail "display :$1 never answered"; }
 frame_lines() { grep -c 'frames in' "$1" 2>/dev/null || true; }
 
 for shm in on off; do
@@ -45,7 +45,7 @@ done
 # The X server inside the computation: an ordinary peer.
 display=$(free_display)
 "$STASIS" launch -- bash -c "Xvfb :$display -screen 0 320x240x24 -nolisten tcp -extension MIT-SHM >/dev/null 2>&1 &
-  for _ in \$(seq 1200); do xdpyinfo -display :$display >/dev/null 2>&1 && break; sleep 0.05; done
+  for _ in \$(seq 900); do xdpyinfo -display :$display >/dev/null 2>&1 && break; sleep 0.1; done
   DISPLAY=:$display exec glxgears" > "$WORK/inside.out" 2> "$WORK/inside.err" &
 program=$!
 wait_for_display "$display"
@@ -58,8 +58,8 @@ before=$(frame_lines "$WORK/inside.out")
 "$STASIS" restart "$generation" >> "$WORK/inside.out" 2> "$WORK/restart.err" &
 program=$!
 wait_for_display "$display"
-for _ in $(seq 1200); do [ "$(frame_lines "$WORK/inside.out")" -gt "$before" ] && break; sleep 0.05; done
-[ "$(frame_lines "$WORK/inside.out")" -gt "$before" ] || fail "the restarted glxgears printed no new frame-rate line in 60 s"
+for _ in $(seq 900); do [ "$(frame_lines "$WORK/inside.out")" -gt "$before" ] && break; sleep 0.1; done
+[ "$(frame_lines "$WORK/inside.out")" -gt "$before" ] || fail "the restarted glxgears printed no new frame-rate line in 90 s"
 kill -0 "$program" 2>/dev/null || fail "the restarted computation ended"
 "$STASIS" kill >/dev/null; wait "$program" 2>/dev/null
 echo "PASS: refused with an outside X server; restarted with the X server inside, rendering on"

@@ -24,11 +24,11 @@ cat > "$WORK/new_xvfb.sh" <<SCRIPT
 #!/bin/bash
 if [ -s "$WORK/xvfb.pid" ]; then
   kill \$(cat "$WORK/xvfb.pid") 2>/dev/null
-  for _ in \$(seq 1200); do [ -e /tmp/.X$display-lock ] || break; sleep 0.05; done
+  for _ in \$(seq 900); do [ -e /tmp/.X$display-lock ] || break; sleep 0.1; done
 fi
 setsid Xvfb :$display -screen 0 320x240x24 -nolisten tcp >/dev/null 2>&1 < /dev/null &
 echo \$! > "$WORK/xvfb.pid"
-for _ in \$(seq 1200); do xdpyinfo -display :$display >/dev/null 2>&1 && exit 0; sleep 0.05; done
+for _ in \$(seq 900); do xdpyinfo -display :$display >/dev/null 2>&1 && exit 0; sleep 0.1; done
 echo "display :$display never answered" >&2; exit 1
 SCRIPT
 chmod +x "$WORK/new_xvfb.sh"

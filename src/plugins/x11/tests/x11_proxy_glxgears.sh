@@ -24,7 +24,7 @@ shows_gears() {
 X_ERRORS="XIO\|cannot be replaced"
 x_errors() { grep -c "$X_ERRORS" "$WORK/gears.err"; }
 wait_for_gears() {
-  for _ in $(seq 600); do shows_gears "$1" && return 0; sleep 0.1; done
+  wait_for shows_gears "$1" && return 0
   fail "$2: no gears on display :$1 ($(cat "$WORK/last-colours"))"
 }
 

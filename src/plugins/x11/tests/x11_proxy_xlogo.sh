@@ -14,11 +14,11 @@ start_xvfb "$first"
 STASIS_X11_VERBOSE=1 DISPLAY=":$first" "$STASIS" launch --x11 -- xlogo > "$WORK/xlogo.out" 2> "$WORK/xlogo.err" &
 program=$!
 # Drawn once mapped: the same screenshot twice in a row.
-for _ in $(seq 600); do
+steady_window() {
   screenshot "$first" before > "$WORK/before.colours" && grep -qv "nonblack=0 " "$WORK/before.colours" &&
-    screenshot "$first" again >/dev/null && cmp -s "$WORK/before.ppm" "$WORK/again.ppm" && break
-  sleep 0.1
-done
+    screenshot "$first" again >/dev/null && cmp -s "$WORK/before.ppm" "$WORK/again.ppm"
+}
+wait_for steady_window
 cmp -s "$WORK/before.ppm" "$WORK/again.ppm" || fail "xlogo never drew a steady window on display :$first"
 echo "before the checkpoint, display :$first: $(cat "$WORK/before.colours")"
 generation=$("$STASIS" checkpoint --kill 2> "$WORK/checkpoint.err") || fail "checkpoint: $(cat "$WORK/checkpoint.err")"
@@ -33,11 +33,9 @@ DISPLAY=":$second" "$STASIS" restart "$generation" >> "$WORK/xlogo.out" 2>> "$WO
 program=$!
 # Screenshots once the proxy has replayed: xwd interns atoms, and before the replay it would
 # number them before the program's (the replay is then refused, as it must be).
-for _ in $(seq 2400); do grep -q "reconnected to\|cannot be replaced" "$WORK/xlogo.err" && break; sleep 0.05; done
-for _ in $(seq 600); do
-  screenshot "$second" after > "$WORK/after.colours" && cmp -s "$WORK/before.ppm" "$WORK/after.ppm" && break
-  sleep 0.1
-done
+wait_for grep -q "reconnected to\|cannot be replaced" "$WORK/xlogo.err"
+screen_as_before() { screenshot "$second" after > "$WORK/after.colours" && cmp -s "$WORK/before.ppm" "$WORK/after.ppm"; }
+wait_for screen_as_before
 cmp -s "$WORK/before.ppm" "$WORK/after.ppm" ||
   fail "display :$second after the restart ($(cat "$WORK/after.colours")) differs from display :$first before the checkpoint"
 grep "reconnected to DISPLAY=:$second" "$WORK/xlogo.err" || fail "the proxy did not say it reconnected"

@@ -23,7 +23,7 @@ DISPLAY=":$first" timeout 120 pymol -q "$SCRIPT" -- $PDB $STEPS "$WORK/reference
 STASIS_X11_VERBOSE=1 DISPLAY=":$first" "$STASIS" launch --x11 -- pymol -q "$SCRIPT" -- $PDB $STEPS "$WORK/restarted.png" \
   > "$WORK/pymol.out" 2> "$WORK/pymol.err" &
 program=$!
-for _ in $(seq 2400); do grep -q "^step 40$" "$WORK/pymol.out" && break; sleep 0.05; done
+wait_for grep -q "^step 40$" "$WORK/pymol.out"
 grep -q "^step 40$" "$WORK/pymol.out" || fail "PyMOL under Stasis never reached step 40"
 generation=$("$STASIS" checkpoint --kill 2> "$WORK/checkpoint.err") || fail "checkpoint: $(cat "$WORK/checkpoint.err")"
 wait "$program" 2>/dev/null
@@ -39,13 +39,14 @@ program=$!
 # PyMOL's windows, made again on the new display (its script keeps Qt's event loop from
 # repainting them until it ends: the PNG is the picture). Looked at once the proxy has replayed:
 # xwininfo interns atoms, and before the replay it would number them before the program's.
-for _ in $(seq 2400); do grep -q "reconnected to\|cannot be replaced" "$WORK/pymol.err" && break; sleep 0.05; done
+wait_for grep -q "reconnected to\|cannot be replaced" "$WORK/pymol.err"
 viewable_windows() {  # PyMOL's Qt windows (its main window and widgets) shown on display $1
   for id in $(xwininfo -root -tree -display ":$1" | awk '/"PyMOL": \("PyMOL"/ { print $1 }'); do
     xwininfo -id "$id" -display ":$1" | grep -q IsViewable && echo "$id"
   done | wc -l
 }
-for _ in $(seq 1200); do [ "$(viewable_windows "$second")" -gt 0 ] && break; sleep 0.05; done
+windows_shown() { [ "$(viewable_windows "$second")" -gt 0 ]; }
+wait_for windows_shown
 shown=$(viewable_windows "$second")
 [ "$shown" -gt 0 ] || fail "no viewable PyMOL window on display :$second after the restart"
 echo "display :$second after the restart: $shown PyMOL windows viewable"

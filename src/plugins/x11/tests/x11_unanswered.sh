@@ -15,7 +15,7 @@ start_xvfb "$first"
 DISPLAY=":$first" "$PROGRAM" 60 > "$WORK/reference.out" 2>&1 || fail "round_trips without Stasis: $(tail -2 "$WORK/reference.out")"
 STASIS_X11_VERBOSE=1 DISPLAY=":$first" "$STASIS" launch --x11 -- "$PROGRAM" 60 > "$WORK/run.out" 2> "$WORK/run.err" &
 program=$!
-for _ in $(seq 1200); do grep -q "^step 10 " "$WORK/run.out" && break; sleep 0.05; done
+wait_for grep -q "^step 10 " "$WORK/run.out"
 grep -q "^step 10 " "$WORK/run.out" || fail "round_trips under Stasis never reached step 10"
 kill -STOP "$SERVER"
 sleep 0.3  # the program sends its next request and waits

@@ -3,6 +3,7 @@
 #   free_display [NOT]           a display number nothing uses (other than NOT), reserved for this test
 #   start_xvfb N [XVFB ARGS...]  one server at a time ($SERVER), 320x240x24; stop_xvfb
 #   screenshot N NAME            $WORK/NAME.ppm of display N's root; prints its colour counts
+#   wait_for COMMAND...          runs COMMAND every 0.1 s until it succeeds, for at most 90 s
 XVFB_LIB_DIR=$(dirname "${BASH_SOURCE[0]}")
 . "$XVFB_LIB_DIR/display_numbers.sh"
 xvfb_setup() {
@@ -18,11 +19,21 @@ xvfb_setup() {
   private_coordinator "$STASIS" "$WORK"
 }
 fail() { echo "FAIL: $*"; for f in "$WORK"/*.out "$WORK"/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done; exit 1; }
+# A loaded machine (the whole suite at -j2 on 2 cores) can take tens of seconds for what a quiet
+# one does in a tenth: conditions are polled with a generous deadline, never timed.
+wait_for() {
+  local deadline=$((SECONDS + 90))
+  until "$@"; do
+    [ "$SECONDS" -ge "$deadline" ] && return 1
+    sleep 0.1
+  done
+}
+display_answers() { xdpyinfo -display ":$1" >/dev/null 2>&1; }
 free_display() { reserve_display "${1:-}" || fail "no free X display number"; }
 start_xvfb() {
   Xvfb ":$1" -screen 0 320x240x24 -nolisten tcp "${@:2}" >/dev/null 2>&1 &
   SERVER=$!
-  for _ in $(seq 1200); do xdpyinfo -display ":$1" >/dev/null 2>&1 && return 0; sleep 0.05; done
+  wait_for display_answers "$1" && return 0
   fail "display :$1 never answered"
 }
 stop_xvfb() { kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=; }
