@@ -18,7 +18,9 @@ steady_window() {
   screenshot "$first" before > "$WORK/before.colours" && grep -qv "nonblack=0 " "$WORK/before.colours" &&
     screenshot "$first" again >/dev/null && cmp -s "$WORK/before.ppm" "$WORK/again.ppm"
 }
-wait_for steady_window
+steady_window_or_ended() { steady_window || ! kill -0 "$program" 2>/dev/null; }
+wait_for steady_window_or_ended
+kill -0 "$program" 2>/dev/null || fail "the computation ended before xlogo drew on display :$first"
 cmp -s "$WORK/before.ppm" "$WORK/again.ppm" || fail "xlogo never drew a steady window on display :$first"
 echo "before the checkpoint, display :$first: $(cat "$WORK/before.colours")"
 generation=$("$STASIS" checkpoint --kill 2> "$WORK/checkpoint.err") || fail "checkpoint: $(cat "$WORK/checkpoint.err")"

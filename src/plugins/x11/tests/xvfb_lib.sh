@@ -15,10 +15,17 @@ xvfb_setup() {
   WORK=$(mktemp -d /tmp/stasis-x11proxy.XXXXXX)
   . "$XVFB_LIB_DIR/../../../../tests/lib/private_coordinator.sh"
   SERVER=
-  trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; private_coordinator_cleanup "$STASIS" "$WORK"; release_displays' EXIT
+  # The server is waited for before its number is released: another test must not find it there.
+  trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null; private_coordinator_cleanup "$STASIS" "$WORK"; release_displays' EXIT
   private_coordinator "$STASIS" "$WORK"
 }
-fail() { echo "FAIL: $*"; for f in "$WORK"/*.out "$WORK"/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done; exit 1; }
+fail() {
+  echo "FAIL: $*"
+  for f in "$WORK"/*.out "$WORK"/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done
+  # Which processes listen as X displays (the proxy's are 1024 and up), to tell a clash from a bug.
+  command -v ss >/dev/null && { echo "--- X listeners"; ss -xlp 2>/dev/null | grep "X11-unix" | head -20; }
+  exit 1
+}
 # A loaded machine (the whole suite at -j2 on 2 cores) can take tens of seconds for what a quiet
 # one does in a tenth: conditions are polled with a generous deadline, never timed.
 wait_for() {
@@ -33,8 +40,9 @@ free_display() { reserve_display "${1:-}" || fail "no free X display number"; }
 start_xvfb() {
   Xvfb ":$1" -screen 0 320x240x24 -nolisten tcp "${@:2}" >/dev/null 2>&1 &
   SERVER=$!
-  wait_for display_answers "$1" && return 0
-  fail "display :$1 never answered"
+  wait_for display_answers "$1" || fail "display :$1 never answered"
+  # Answered, but by our server? One that found the display taken has exited.
+  kill -0 "$SERVER" 2>/dev/null || fail "the Xvfb on display :$1 exited: another X server answers there"
 }
 stop_xvfb() { kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=; }
 screenshot() {
