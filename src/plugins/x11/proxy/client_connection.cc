@@ -485,7 +485,12 @@ bool ClientConnection::open_server(std::string& why) {
 // its peer closed: connect to the display the restart names (STASIS_X11_DISPLAY, which `stasis
 // restart` sets from its own DISPLAY), give the new server the pruned log, and carry on.
 bool ClientConnection::reconnect() {
-  if (!setup_answered_ || setup_reply_[0] != 1) return false;  // never a working connection: nothing to rebuild
+  if (!setup_answered_) {  // the program is told by the closed connection; this says why
+    fprintf(stderr, "stasis-x11-proxy: the X server on DISPLAY=%s closed the connection before answering its set-up\n",
+            display_.c_str());
+    return false;
+  }
+  if (setup_reply_[0] != 1) return false;  // never a working connection: nothing to rebuild
   const char* restart_display = getenv("STASIS_X11_DISPLAY");
   if (restart_display && *restart_display) display_ = restart_display;
   const auto start = std::chrono::steady_clock::now();

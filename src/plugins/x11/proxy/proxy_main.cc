@@ -106,7 +106,9 @@ int main(int argc, char** argv) {
       struct ucred peer = {};
       socklen_t len = sizeof peer;
       if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != getuid())) {
-        close(fd);  // an abstract socket has no permissions: only this user's programs may use it
+        // An abstract socket has no permissions: only this user's programs may use it.
+        fprintf(stderr, "stasis-x11-proxy: refused a connection from uid %u (pid %d)\n", peer.uid, peer.pid);
+        close(fd);
       } else if (fd >= 0) {
         // After a restart, new connections go to the restart's display too.
         const char* restart_display = getenv("STASIS_X11_DISPLAY");
