@@ -4,6 +4,7 @@
 // Every kind, these included, is a row of the capture table (capture_table.cc), tried in order;
 // what none takes is refused with a message naming the descriptor and its kind.
 #include "plugins/files/files.h"
+#include "plugins/files/checkpoint_sources.h"
 #include "plugins/files/left_out_fds.h"
 #include "plugins/files/outside.h"
 #include "plugins/files/records.h"
@@ -289,10 +290,11 @@ bool capture_fds(Arena& arena, StasisFdRecord** out, uint32_t* count, FdDataList
   const long pid = sys_getpid();
   AncestorTables ancestors(arena);
   begin_outside_lookups();
+  close_checkpoint_sources();  // a checkpoint that failed before resume left them
   bool ok = true;
   bool listed = for_each_proc_number("/proc/self/fd", [&](long number, const char*, long dir) {
     const int fd = static_cast<int>(number);
-    if (fd == dir || is_runtime_fd(fd) || is_left_out_fd(fd) || is_readable_copy_fd(fd)) return true;
+    if (fd == dir || is_runtime_fd(fd) || is_left_out_fd(fd) || is_checkpoint_source(fd)) return true;
     if (n == cap && (cap >= kMax || !arena.grow(recs, cap))) {
       error << "the process has more than " << n << " descriptors; not checkpointing";
       return ok = false;

@@ -6,21 +6,11 @@
 #include <sys/utsname.h>
 
 #include "common/fixed_text.h"
+#include "plugins/files/checkpoint_sources.h"
 #include "plugins/memory/mappings.h"
 
 namespace stasis::rt {
 namespace {
-
-// Descriptors this checkpoint reads saved files through; closed at resume (a forked writer has
-// its copy of the bytes by then, and an in-place one has written them).
-constexpr uint32_t kMaxSavedFiles = 256;
-int g_source_fds[kMaxSavedFiles];
-uint32_t g_source_fd_count = 0;
-
-void close_source_fds() {
-  for (uint32_t i = 0; i < g_source_fd_count; i++) STASIS_SYS1(SYS_close, g_source_fds[i]);
-  g_source_fd_count = 0;
-}
 
 // A temporary file mapped shared (is_temporary_path): POSIX shared memory objects (shm_open, or
 // a file made directly in /dev/shm as Open MPI's vader does), session files under /tmp (PMIx's
@@ -63,18 +53,18 @@ bool add_file_extents(FdDataList& data, int key, int fd, uint64_t size) {
 }
 
 bool save(Arena& arena, FdDataList& data, const Mapping& m, uint32_t index, LogLine& error) {
-  if (g_source_fd_count == kMaxSavedFiles) {
-    error << "more than " << kMaxSavedFiles << " temporary files mapped shared to save (" << m.path
-          << "); not checkpointing";
-    return false;
-  }
   long fd = STASIS_SYS3(SYS_open, m.path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) {
     error << "the temporary file " << m.path << " is mapped shared but cannot be opened to save it (errno "
           << -fd << "); not checkpointing";
     return false;
   }
-  g_source_fds[g_source_fd_count++] = static_cast<int>(fd);
+  if (!hold_checkpoint_source(static_cast<int>(fd))) {  // read when the image is written; closed at resume
+    STASIS_SYS1(SYS_close, fd);
+    error << "too many files to read into one checkpoint to save the temporary file " << m.path
+          << ", mapped shared; not checkpointing";
+    return false;
+  }
   struct stat st;
   if (STASIS_SYS2(SYS_fstat, fd, &st) != 0 || st.st_dev != m.dev || st.st_ino != m.inode) {
     error << "the temporary file " << m.path << " now names another file than the one mapped (it was "
@@ -98,16 +88,6 @@ bool save(Arena& arena, FdDataList& data, const Mapping& m, uint32_t index, LogL
   }
   return true;
 }
-
-int on_event(stasis_event_t event, const stasis_event_data_t*, void*) {
-  if (event == STASIS_EVENT_RESUME) close_source_fds();
-  if (event == STASIS_EVENT_RESTART) g_source_fd_count = 0;  // numbers from before: not ours here
-  return 0;
-}
-
-const stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "named-shm", on_event, nullptr, nullptr};
-
-__attribute__((constructor)) void register_named_shm_plugin() { stasis_register_plugin(&g_plugin); }
 
 }  // namespace
 
@@ -147,7 +127,6 @@ int claim_for_host(const char* marker, const char* what, uint64_t count, LogLine
 
 bool capture_named_shm_files(Arena& arena, const Mapping* maps, uint32_t count, FdDataList& data,
                              const char* generation_dir, LogLine& error) {
-  close_source_fds();  // a checkpoint that failed before resume left them
   uint32_t saved = 0;
   for (uint32_t i = 0; i < count; i++) {
     const Mapping& m = maps[i];
@@ -160,8 +139,7 @@ bool capture_named_shm_files(Arena& arena, const Mapping* maps, uint32_t count, 
     host_marker_path(marker, sizeof marker, generation_dir, "shm", m.dev, m.inode);
     int won = claim_for_host(marker, m.path, 0, error);
     if (won < 0 || (won == 1 && !save(arena, data, m, saved++, error))) {
-      close_source_fds();
-      return false;
+      return false;  // the checkpoint fails: its sources are closed at the next capture or resume
     }
   }
   return true;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/statfs.h>
 
+#include "plugins/files/checkpoint_sources.h"
 #include "plugins/saved_files/records.h"
 #include "plugins/saved_files/saved_files.h"
 
@@ -96,38 +97,21 @@ bool save_files_requested(const char* path, uint32_t flags) {
   return readable_for_saving(flags) && g_save_files_pattern[0] && glob_matches(g_save_files_pattern, path);
 }
 
-// Readable descriptors this checkpoint opened on files the program holds write-only (a compiler
-// writing its assembly into /tmp); closed at resume, when a forked writer has its copy of the
-// bytes and an in-place one has written them.
-constexpr uint32_t kMaxReadableCopies = 256;
-int g_readable_copies[kMaxReadableCopies];
-uint32_t g_readable_copy_count = 0;
-
 // A descriptor that reads the file `fd` holds: `fd` itself when it can read, otherwise the file
-// opened again for reading through /proc/self/fd (which works for deleted files and memfds too).
-// Negative errno when the file cannot be read (its mode forbids it) or too many are open.
+// opened again for reading through /proc/self/fd (which works for deleted files and memfds too),
+// kept until resume (checkpoint_sources.h). Negative errno when the file cannot be read (its mode
+// forbids it) or too many are kept.
 long readable_source(int fd, uint32_t flags) {
   if ((flags & O_ACCMODE) != O_WRONLY) return fd;
-  if (g_readable_copy_count == kMaxReadableCopies) return -EMFILE;
   char proc_path[48] = "/proc/self/fd/";
   format_uint(proc_path + 14, static_cast<unsigned long>(fd));
   long copy = STASIS_SYS3(SYS_open, proc_path, O_RDONLY | O_CLOEXEC, 0);
-  if (copy >= 0) g_readable_copies[g_readable_copy_count++] = static_cast<int>(copy);
+  if (copy >= 0 && !hold_checkpoint_source(static_cast<int>(copy))) {
+    STASIS_SYS1(SYS_close, copy);
+    return -EMFILE;
+  }
   return copy;
 }
-
-int on_event(stasis_event_t event, const stasis_event_data_t*, void*) {
-  if (event == STASIS_EVENT_RESUME) {
-    for (uint32_t i = 0; i < g_readable_copy_count; i++) STASIS_SYS1(SYS_close, g_readable_copies[i]);
-    g_readable_copy_count = 0;
-  }
-  if (event == STASIS_EVENT_RESTART) g_readable_copy_count = 0;  // numbers from before: not ours here
-  return 0;
-}
-
-const stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "saved-files", on_event, nullptr, nullptr};
-
-__attribute__((constructor)) void register_saved_files_plugin() { stasis_register_plugin(&g_plugin); }
 
 }  // namespace
 
@@ -147,12 +131,6 @@ bool is_temporary_path(const char* path) {
 // restart, is gone if the killed run went on and removed it.
 bool temporary_file_saved(const char* path, uint32_t flags) {
   return !(flags & O_PATH) && is_temporary_path(path);
-}
-
-bool is_readable_copy_fd(int fd) {
-  for (uint32_t i = 0; i < g_readable_copy_count; i++)
-    if (g_readable_copies[i] == fd) return true;
-  return false;
 }
 
 bool named_file_saved(const char* path, uint32_t flags) {

@@ -16,9 +16,6 @@ bool temporary_file_saved(const char* path, uint32_t flags);
 // process's $TMPDIR (as it was at start), at any depth, or directly in /dev/shm (a POSIX shared
 // memory object; subdirectories of /dev/shm hold tools' machine-wide state and are left alone).
 bool is_temporary_path(const char* path);
-// A descriptor this checkpoint opened to read a file the program holds write-only (not the
-// program's: the descriptor listing skips it).
-bool is_readable_copy_fd(int fd);
 // A descriptor of the program open on the file (dev, ino), or -1.
 int descriptor_holding_file(uint64_t dev, uint64_t ino);
 }  // namespace stasis::rt
