@@ -24,6 +24,7 @@
 #include <sys/shm.h>
 
 #include "common/fixed_text.h"
+#include "plugins/files/checkpoint_sources.h"
 #include "plugins/ipc/ipc.h"
 #include "plugins/ipc/records.h"
 #include "plugins/memory/mappings.h"
@@ -135,11 +136,6 @@ int obtained(uint32_t kind, int kernel_id) {
 }
 
 // ---- capture ----------------------------------------------------------------------------------
-
-// Segment copies the image writer reads (possibly from a forked writer, which has its own
-// descriptor table): closed at "resume".
-int g_content_fds[STASIS_MAX_SYSV_OBJECTS];
-uint32_t g_content_fd_count;
 
 // The segments this process knew at "drain" and who saves each (see the top of this file).
 struct SegmentClaim {
@@ -486,7 +482,6 @@ class SysvCapture {
   // a forked writer is still writing the image); the image writer reads it from there.
   bool save_segment(const StasisSysvObject& o, uint32_t index) {
     if (o.size == 0) return true;
-    if (g_content_fd_count == STASIS_MAX_SYSV_OBJECTS) return out_of_memory();
     long addr = STASIS_SYS3(SYS_shmat, o.kernel_id, 0, SHM_RDONLY);
     if (addr < 0 && addr > -4096) return refuse(o, "cannot be attached to read it");
     long fd = STASIS_SYS2(SYS_memfd_create, "stasis-sysv-shm", MFD_CLOEXEC);
@@ -498,7 +493,13 @@ class SysvCapture {
       if (ok) done += static_cast<uint64_t>(n);
     }
     STASIS_SYS1(SYS_shmdt, addr);
-    if (fd >= 0) g_content_fds[g_content_fd_count++] = static_cast<int>(fd);
+    // The image writer reads the copy (a forked one through its own descriptor table); it is
+    // closed at resume, or when the next capture starts after a failed checkpoint.
+    if (fd >= 0 && !hold_checkpoint_source(static_cast<int>(fd))) {
+      STASIS_SYS1(SYS_close, fd);
+      name_object(error_, o) << ": too many copies of files and segments for one checkpoint; not checkpointing";
+      return false;
+    }
     if (!ok) {
       name_object(error_, o) << ": cannot copy its " << o.size << " bytes (errno " << (fd < 0 ? -fd : 0)
                              << "); not checkpointing";
@@ -567,11 +568,8 @@ int claim_shared_segments(const char* generation_dir) {
 int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
   if (event == STASIS_EVENT_DRAIN) return claim_shared_segments(data ? data->ckpt_dir : nullptr);
   if (event == STASIS_EVENT_RESUME) {
-    for (uint32_t i = 0; i < g_content_fd_count; i++) STASIS_SYS1(SYS_close, g_content_fds[i]);
-    g_content_fd_count = 0;
     forget_claims();
   } else if (event == STASIS_EVENT_RESTART) {
-    g_content_fd_count = 0;  // numbers from before the checkpoint: not ours in this process
     forget_claims();
     g_translation.replace(g_restart_info.sysv.ids, g_restart_info.sysv.object_count);
   }
