@@ -8,6 +8,7 @@
 //   fsync, rename to DIR/<comm>-<pid>.stasis, fsync DIR
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -130,6 +131,19 @@ struct WriterOutcome {
 long g_writer_pid = 0;
 WriterOutcome* g_writer_outcome = nullptr;
 const IncrementPlan* g_writer_plan = nullptr;
+// In the shared arena: 0 until release_writer(). Shared futexes, as it crosses processes.
+std::atomic<uint32_t>* g_writer_gate = nullptr;
+
+// The writer's wait for the computation to resume. Bounded: a process that never gets to
+// "resume" (its coordinator gone mid-checkpoint without the loss being noticed) must not leave
+// a writer waiting forever; writing late is harmless, the image is committed only by "commit".
+void wait_at_writer_gate(std::atomic<uint32_t>* gate) {
+  constexpr int kMaxWaits = 120;  // of half a second: a minute
+  for (int i = 0; i < kMaxWaits && gate->load() == 0; i++) {
+    struct timespec half_second = {0, 500000000L};
+    STASIS_SYS4(SYS_futex, gate, FUTEX_WAIT, 0, &half_second);
+  }
+}
 
 // The image of this checkpoint is complete: dirty tracking may build the next one on it.
 void image_complete(const CheckpointResult& result, const IncrementPlan& plan, uint64_t header_checksum) {
@@ -191,6 +205,9 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
   }
   WriterOutcome* outcome =
       forked ? static_cast<WriterOutcome*>(g_arena.alloc(sizeof(WriterOutcome))) : nullptr;
+  auto* gate = forked ? static_cast<std::atomic<uint32_t>*>(g_arena.alloc(sizeof(std::atomic<uint32_t>))) : nullptr;
+  if (!gate) outcome = nullptr;  // no room for it: in place
+  if (gate) gate->store(0);
   // Who saves memory shared with other processes, decided while all of them are stopped (and a
   // copy of it for a forked writer, which does not freeze shared memory).
   if (!plan_shared_memory(g_arena, maps, map_count, outcome != nullptr, error)) {
@@ -223,6 +240,7 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
     if (pid != 0) take_back_fork_excluded_memory();  // the writer has its copy (or none: in place)
     if (pid == 0) {
       STASIS_SYS2(SYS_prctl, PR_SET_NAME, "stasis-writer");  // how `ps` tells it apart
+      wait_at_writer_gate(gate);
       LogLine writer_error;
       int r = write_image(dir, compression, fds, fd_count, *fd_data, *plan, &outcome->result,
                           &outcome->header_checksum, writer_error);
@@ -235,6 +253,7 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
       g_writer_pid = pid;
       g_writer_outcome = outcome;  // the arena stays mapped until wait_for_writer()
       g_writer_plan = plan;
+      g_writer_gate = gate;
       *result = {};
       return 0;
     }
@@ -255,7 +274,14 @@ void stop_writer() {
   if (g_writer_pid > 0) STASIS_SYS2(SYS_kill, g_writer_pid, SIGKILL);
 }
 
+void release_writer() {
+  if (g_writer_pid <= 0 || !g_writer_gate || g_writer_gate->load() != 0) return;
+  g_writer_gate->store(1);
+  STASIS_SYS3(SYS_futex, g_writer_gate, FUTEX_WAKE, 0x7fffffff);
+}
+
 int wait_for_writer(CheckpointResult* result, LogLine& error) {
+  release_writer();  // "commit" comes after "resume"; never wait on a writer that waits on us
   int status = 0;
   long r;
   do r = STASIS_SYS4(SYS_wait4, g_writer_pid, &status, __WALL, nullptr);
@@ -274,6 +300,7 @@ int wait_for_writer(CheckpointResult* result, LogLine& error) {
   g_arena.destroy();
   g_writer_pid = 0;
   g_writer_outcome = nullptr;
+  g_writer_gate = nullptr;
   return rc;
 }
 
@@ -283,6 +310,7 @@ void forget_parent_writer() {
   g_writer_pid = 0;
   g_writer_outcome = nullptr;
   g_writer_plan = nullptr;
+  g_writer_gate = nullptr;
 }
 
 void restore_process_state() { restore_process_record(&g_process); }

@@ -227,6 +227,10 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
 bool writer_pending();
 long writer_pid();  // the forked image writer, 0 if none
 void stop_writer();  // the checkpoint failed elsewhere: wait_for_writer() then reports failure
+// A forked writer starts writing only once the computation runs again (release_writer(), at
+// "resume"): on a host with more processes than cores, writers that began at once took the CPU
+// from the processes still capturing, and every process's pause is the slowest one's.
+void release_writer();
 int wait_for_writer(CheckpointResult* result, LogLine& error);
 // In a forked child: the writer and its scratch memory are the parent's.
 void forget_parent_writer();

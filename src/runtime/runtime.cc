@@ -377,6 +377,7 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     g_suspend_requested.store(0);
     futex_wake_all(&g_suspend_requested);
     report_barrier(name, 0, nullptr, nullptr);
+    release_writer();  // after the answer: the last processes to resume need the CPU first
     break;
   case protocol::Barrier::Restart:
     report_barrier(name, 0, nullptr, nullptr);
@@ -416,6 +417,7 @@ void* checkpoint_thread_main(void*) {
             << static_cast<unsigned>(g_config.coord_port) << "; no further checkpoints")
           .emit();
       if (threads_are_suspended()) resume_user_threads();
+      release_writer();
       g_suspend_requested.store(0);  // nobody will send "resume": critical sections may begin
       futex_wake_all(&g_suspend_requested);
       g_commit_outstanding.store(false);  // nor "commit": nobody waits for it
