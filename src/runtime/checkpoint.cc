@@ -186,7 +186,8 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
   g_process.thread_count = n + 1;
 
   LogLine marks_error;
-  if (!read_memory_marks(g_arena, marks_error)) {
+  if (!(forked ? read_memory_marks_for_fork(g_arena, maps, map_count, marks_error)
+               : read_memory_marks(g_arena, marks_error))) {
     error << marks_error.c_str();
     g_arena.destroy();
     return -1;
@@ -230,6 +231,7 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
     // Restarted: this is a new kernel thread made by the loader; memory is as written below.
     restore_own_thread_state(&g_threads[g_own_thread_index]);
     g_dirty_tracker.forget();  // nothing is registered in this process
+    forget_cached_fork_marks();  // a new process: its marks are the image's, set by the restart
     return 1;
   }
 
@@ -293,6 +295,9 @@ int wait_for_writer(CheckpointResult* result, LogLine& error) {
   } else if (g_writer_outcome->status != 0) {
     error << g_writer_outcome->message;
     rc = -1;
+  }
+  if (rc != 0) {
+    forget_cached_fork_marks();  // the writer may have failed on their check: read smaps next time
   } else {
     *result = g_writer_outcome->result;
     image_complete(*result, *g_writer_plan, g_writer_outcome->header_checksum);

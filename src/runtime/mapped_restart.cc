@@ -19,6 +19,7 @@
 
 #include <cerrno>
 
+#include "plugins/memory/fork_exclusions.h"
 #include "plugins/memory/mappings.h"
 #include "runtime/rt.h"
 
@@ -161,6 +162,10 @@ void* mremap_near_image_memory(void* old, size_t old_size, size_t new_size, int 
 extern "C" {
 
 __attribute__((visibility("default"))) int madvise(void* addr, size_t len, int advice) {
+  // The fork marks: the next checkpoint reads smaps again (fork_exclusions.h).
+  if (__builtin_expect(advice >= MADV_DONTFORK && advice <= MADV_KEEPONFORK, 0) &&
+      (advice <= MADV_DOFORK || advice >= MADV_WIPEONFORK))
+    stasis::rt::note_fork_mark_advice();
   if (__builtin_expect(stasis::rt::g_image_range_count != 0, 0))
     return stasis::rt::madvise_near_image_memory(addr, len, advice);
   return next_symbol(stasis::rt::g_madvise, "madvise")(addr, len, advice);

@@ -5,11 +5,15 @@
  * kept out: not mapped), and the program prints the marks /proc/self/smaps shows for them and for
  * a third mapping marked MADV_DONTDUMP: a restart must set every mark again, or the children of
  * the restarted program see the parent's secrets.
- * usage: wipe_on_fork [STEPS=40] [DELAY_MS=50] [children] */
+ * With "raw", a fourth mapping is made at step 15 and marked MADV_WIPEONFORK through syscall(),
+ * which no madvise() wrapper sees, and its contents count in the checksum from then on.
+ * usage: wipe_on_fork [STEPS=40] [DELAY_MS=50] [children|raw] */
 #include "target_common.h" /* first: defines _GNU_SOURCE */
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* The marks among dc (DONTFORK), wf (WIPEONFORK), dd (DONTDUMP) of the mapping starting at addr. */
 static void print_marks(const char *name, void *addr) {
@@ -38,6 +42,8 @@ int main(int argc, char **argv) {
   long steps = arg_long(argc, argv, 1, 40);
   long delay = arg_long(argc, argv, 2, 50);
   int children = argc > 3 && strcmp(argv[3], "children") == 0;
+  int raw = argc > 3 && strcmp(argv[3], "raw") == 0;
+  unsigned char *late = NULL;
   size_t size = 1 << 20;
   unsigned char *wipe = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   unsigned char *keep = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -52,7 +58,15 @@ int main(int argc, char **argv) {
   for (long step = 1; step <= steps; step++) {
     wipe[step * 4096] = (unsigned char)step;
     keep[step * 4096] = (unsigned char)(step + 1);
+    if (raw && step == 15) {
+      late = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      CHECK(late != MAP_FAILED);
+      memset(late, 0x77, size);
+      CHECK(syscall(SYS_madvise, late, size, MADV_WIPEONFORK) == 0);
+      printf("step %ld raw marked\n", step);
+    }
     uint64_t h = fnv1a(fnv1a(FNV_INIT, wipe, size), keep, size);
+    if (late) h = fnv1a(h, late, size);
     printf("step %ld wipe %02x keep %02x checksum %016llx\n", step, wipe[size - 1], keep[size - 1],
            (unsigned long long)h);
     if (children) {

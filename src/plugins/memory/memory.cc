@@ -366,6 +366,7 @@ bool write_memory(ImageWriter& writer, Arena& arena, const IncrementPlan& plan,
     error << "cannot read /proc/self/pagemap";
     return false;
   }
+  if (!complete_memory_marks(arena, error)) return false;
   KeptMarks marks;
   if (!marks.init(arena, count)) {
     error << "no scratch memory for the memory's madvise marks";
