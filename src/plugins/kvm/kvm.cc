@@ -139,10 +139,20 @@ bool finish_pending_exit(const FdProbe& probe, StasisKvmVcpuState& s, LogLine& e
   return ok;
 }
 
+// struct kvm_msr_list as C lays it out: u32 nmsrs, then the indices. In C++ <linux/kvm.h>'s
+// flexible array starts 4 bytes later (kvm_requests.h), which skipped the list's first MSR
+// (IA32_SYSENTER_CS: a long-mode guest returning to user mode with SYSEXIT then faulted after a
+// restart) and read one index past the list's end.
+struct StasisKvmMsrList {
+  uint32_t nmsrs;
+  uint32_t indices[STASIS_KVM_MAX_MSRS];
+};
+static_assert(offsetof(StasisKvmMsrList, indices) == 4, "struct kvm_msr_list's C layout");
+
 // MSR_IA32_TSC and the others KVM lists; one the kernel will not read is left out (as
 // Firecracker filters its list).
 bool save_msrs(int kvm_dev, const FdProbe& probe, FdDataList& data, StasisKvmVcpuState& s, LogLine& error) {
-  auto* list = static_cast<kvm_msr_list*>(data.arena().alloc(sizeof(kvm_msr_list) + 4 * STASIS_KVM_MAX_MSRS));
+  auto* list = static_cast<StasisKvmMsrList*>(data.arena().alloc(sizeof(StasisKvmMsrList)));
   if (!list) return false;
   list->nmsrs = STASIS_KVM_MAX_MSRS;
   if (long r = kvm(kvm_dev, kvm_c::kGetMsrIndexList, list); r != 0) {
@@ -152,7 +162,7 @@ bool save_msrs(int kvm_dev, const FdProbe& probe, FdDataList& data, StasisKvmVcp
     return false;
   }
   uint32_t n = 0;
-  for (uint32_t i = 0; i < list->nmsrs; i++) s.msrs.entries[n++].index = list->indices[i];
+  for (uint32_t i = 0; i < list->nmsrs && i < STASIS_KVM_MAX_MSRS; i++) s.msrs.entries[n++].index = list->indices[i];
   for (;;) {
     s.msrs.nmsrs = n;
     long got = kvm(probe.fd, kvm_c::kGetMsrs, &s.msrs);

@@ -49,18 +49,34 @@ stasis_kvm_test(kvm.reads ARGS --wait-lines 40 ${KVM_PATIENT} PROGRAM 150 20 rea
 # What the kind does not restore is refused at checkpoint, naming it; the VM runs on to the end.
 stasis_kvm_test(kvm.refused_guest_debug ARGS --wait-lines 20 --expect-refusal "KVM_SET_GUEST_DEBUG" PROGRAM 200 0 refused)
 
+# A guest image of the suite's own, assembled to a flat binary that runs from its first byte.
+function(stasis_flat_guest name mode origin)
+  add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${name}.bin
+                     COMMAND ${CMAKE_C_COMPILER} ${mode} -nostdlib -static -Wl,-Ttext=${origin} -Wl,-e,${origin}
+                             -Wl,--oformat=binary -Wl,--build-id=none -o ${CMAKE_CURRENT_BINARY_DIR}/${name}.bin
+                             ${CMAKE_CURRENT_LIST_DIR}/tests/${name}.S
+                     DEPENDS ${CMAKE_CURRENT_LIST_DIR}/tests/${name}.S
+                     COMMENT "the KVM tests' guest ${name}")
+  add_custom_target(kvm_${name} ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/${name}.bin)
+endfunction()
+stasis_flat_guest(qemu_guest -m32 0)
+
+# A guest in 64-bit long mode (tests/long_guest.S: 4-level page tables, GDT with ring-3 segments,
+# TSS, IDT, user mode and back through an exception, SYSEXIT, its LAPIC timer, MSRs it checks at
+# each system call, a counter in xmm0), on one vCPU and on two; checkpointed, killed, restarted,
+# and checkpointed and killed again.
+stasis_flat_guest(long_guest -m64 0x1000)
+set(LONG_GUEST ${CMAKE_CURRENT_BINARY_DIR}/long_guest.bin)
+stasis_kvm_test(determinism.kvm_long ARGS --plain LABELS selfcheck PROGRAM 100 0 long ${LONG_GUEST})
+stasis_kvm_test(kvm.long.chain2 ARGS --wait-lines 40 ${KVM_PATIENT} --chain 2 --between-lines 40 PROGRAM 300 0 long ${LONG_GUEST})
+stasis_kvm_test(kvm.long.smp2.chain2 ARGS --wait-lines 40 ${KVM_PATIENT} --chain 2 --between-lines 40 --kill ckpt-kill
+                PROGRAM 300 0 long2 ${LONG_GUEST})
+
 # QEMU with -accel kvm running a firmware of the suite's own (tests/qemu_guest.S, built here:
 # real mode, in-kernel PIC and PIT, "step N hash H" on the serial port): QEMU builds its VM with
 # KVM_ENABLE_CAP, KVM_SET_GSI_ROUTING, KVM_IOEVENTFD, coalesced MMIO/PIO zones, an MSR filter,
 # KVM_X86_SETUP_MCE and others, which the restart makes again. Skipped (77) without QEMU or a
 # /dev/kvm this user can open.
-add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/qemu_guest.bin
-                   COMMAND ${CMAKE_C_COMPILER} -m32 -nostdlib -static -Wl,-Ttext=0 -Wl,-e,0 -Wl,--oformat=binary
-                           -Wl,--build-id=none -o ${CMAKE_CURRENT_BINARY_DIR}/qemu_guest.bin
-                           ${CMAKE_CURRENT_LIST_DIR}/tests/qemu_guest.S
-                   DEPENDS ${CMAKE_CURRENT_LIST_DIR}/tests/qemu_guest.S
-                   COMMENT "the QEMU KVM test's firmware")
-add_custom_target(kvm_qemu_guest ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/qemu_guest.bin)
 function(stasis_kvm_qemu_test name)
   cmake_parse_arguments(T "" "" "ARGS;QEMU_ARGS" ${ARGN})
   add_test(NAME ${name}

@@ -36,7 +36,13 @@
 //
 // With "pit", the guest of "timer" is driven by the in-kernel PIT through the PIC instead.
 //
-// usage: kvm_counter STEPS [PACE_MS [timer|pit|2vcpus|irqfd|reads|refused]]   (exit 77: no /dev/kvm this user can open)
+// With "long GUEST" ("long2 GUEST": two vCPUs), the guest is the image GUEST (long_guest.S, built
+// by tests.cmake), loaded at CODE_GPA: it enters 64-bit long mode, runs a kernel and a user mode
+// and its LAPIC timer (in-kernel irqchip), and reports each step as the others do; vCPU i starts
+// with ebp = i. Its kernel reports a fault (an unexpected exception, a lost MSR) on PORT_FAULT.
+//
+// usage: kvm_counter STEPS [PACE_MS [timer|pit|2vcpus|irqfd|reads|refused|long GUEST|long2 GUEST]]
+// (exit 77: no /dev/kvm this user can open)
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -60,6 +66,7 @@
 #define PORT_COALESCED 0x14  // "irqfd": coalesced PIO
 #define IRQFD_GSI 24
 #define PORT_INPUT 0x15      // "reads": the guest reads its input here
+#define PORT_FAULT 0x16      // "long": the guest's kernel met an exception or a lost MSR
 #define IDT_GPA 0x500u  // 256 gates
 #define GDT_GPA 0xd00u  // null, code 0x08, data 0x10: what interrupts and iret load
 #define HANDLER_GPA 0x1100u
@@ -165,6 +172,19 @@ static const uint8_t kWiredHandler[] = {
     HANDLER_END,
 };
 
+// The "long" guest's image, up to `max` bytes (its per-vCPU areas follow).
+#define LONG_GUEST_MAX (0x80000u - CODE_GPA)
+static void load_image(const char* path, uint8_t* at, size_t max) {
+  FILE* f = fopen(path, "rb");
+  if (!f) die(path);
+  size_t got = fread(at, 1, max, f);
+  if (got == 0 || !feof(f)) {
+    fprintf(stderr, "kvm_counter: %s: %s\n", path, got == 0 ? "empty or unreadable" : "larger than the guest's room");
+    exit(1);
+  }
+  fclose(f);
+}
+
 static void flat_segment(struct kvm_segment* s, uint16_t selector, uint8_t type) {
   memset(s, 0, sizeof *s);
   s->base = 0;
@@ -184,6 +204,7 @@ static void pace(long ms) {
 
 struct vcpu {
   int fd;
+  uint8_t* ram;  // the guest's memory (a fault's report reads its stack)
   struct kvm_run* run;
   int print;  // vCPU 0 prints its steps
   int reads;  // "reads": the guest reads PORT_INPUT each step
@@ -233,6 +254,22 @@ static void* ring_irq(void* arg) {
     pace(20);
   }
   return NULL;
+}
+
+// The "long" guest's kernel stopped: its stack holds the exception's frame (an error code first
+// for some vectors) or, from a failed check, the return address.
+static void report_fault(struct vcpu* v) {
+  struct kvm_regs regs;
+  if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0) die("KVM_GET_REGS");
+  fprintf(stderr, "kvm_counter: the guest's kernel stopped on a fault at rip %#llx; its stack at %#llx:",
+          (unsigned long long)regs.rip, (unsigned long long)regs.rsp);
+  for (uint64_t at = regs.rsp; at < regs.rsp + 48 && at + 8 <= GUEST_RAM; at += 8) {
+    uint64_t word;
+    memcpy(&word, v->ram + at, sizeof word);
+    fprintf(stderr, " %#llx", (unsigned long long)word);
+  }
+  fprintf(stderr, "\n");
+  exit(1);
 }
 
 // Runs one vCPU until its guest halts (or reports PORT_DONE).
@@ -292,6 +329,11 @@ static void* run_vcpu(void* arg) {
             fflush(stdout);
           }
           if (!v->reads) pace(v->pace_ms);
+        } else if (run->io.port == PORT_FAULT) {
+          report_fault(v);
+        } else {
+          fprintf(stderr, "kvm_counter: unexpected port access to %#x\n", run->io.port);
+          exit(1);
         }
         break;
       }
@@ -318,7 +360,9 @@ int main(int argc, char** argv) {
   int refused = argc > 3 && strcmp(argv[3], "refused") == 0;
   int reads = argc > 3 && strcmp(argv[3], "reads") == 0;
   int pit = argc > 3 && strcmp(argv[3], "pit") == 0;
-  timer |= irqfd | pit | refused;  // the timer guests: with an in-kernel irqchip, HLT no longer exits
+  int long_mode = argc > 4 && (strcmp(argv[3], "long") == 0 || strcmp(argv[3], "long2") == 0);
+  if (long_mode && strcmp(argv[3], "long2") == 0) vcpu_count = 2;
+  timer |= irqfd | pit | refused | long_mode;  // the timer guests: with an in-kernel irqchip, HLT no longer exits
   int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
   if (kvm < 0) {
     printf("SKIP: cannot open /dev/kvm: %s\n", strerror(errno));
@@ -331,7 +375,9 @@ int main(int argc, char** argv) {
   if (ram == MAP_FAILED) die("mmap guest RAM");
   const uint64_t gdt[3] = {0, 0x00cf9a000000ffffull, 0x00cf92000000ffffull};  // flat 4 GiB
   memcpy(ram + GDT_GPA, gdt, sizeof gdt);
-  if (timer) {
+  if (long_mode) {
+    load_image(argv[4], ram + CODE_GPA, LONG_GUEST_MAX);
+  } else if (timer) {
     if (pit) memcpy(ram + CODE_GPA, kPitGuest, sizeof kPitGuest);
     else if (irqfd) memcpy(ram + CODE_GPA, kWiredGuest, sizeof kWiredGuest);
     else memcpy(ram + CODE_GPA, kTimerGuest, sizeof kTimerGuest);
@@ -394,6 +440,7 @@ int main(int argc, char** argv) {
     v->run = mmap(NULL, (size_t)run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
     if (v->run == MAP_FAILED) die("mmap kvm_run");
     v->print = i == 0;
+    v->ram = ram;
     v->ring = NULL;
     v->reads = reads;
     if (irqfd) {
@@ -423,8 +470,12 @@ int main(int argc, char** argv) {
     sregs.idt.limit = 256 * 8 - 1;
     if (ioctl(v->fd, KVM_SET_SREGS, &sregs) < 0) die("KVM_SET_SREGS");
     struct kvm_regs regs = {.rip = CODE_GPA, .rflags = 2, .rsp = 0x100000 - 0x10000 * i, .rsi = 0,
-                            .rdi = 7 + 6 * i, .rbx = steps};
+                            .rdi = 7 + 6 * i, .rbx = steps, .rbp = (uint64_t)i};
     if (ioctl(v->fd, KVM_SET_REGS, &regs) < 0) die("KVM_SET_REGS");
+    // With the in-kernel irqchip a vCPU other than the first waits for a start-up IPI: this one
+    // starts where its registers say, as the first does.
+    struct kvm_mp_state runnable = {.mp_state = KVM_MP_STATE_RUNNABLE};
+    if (timer && i > 0 && ioctl(v->fd, KVM_SET_MP_STATE, &runnable) < 0) die("KVM_SET_MP_STATE");
   }
   pthread_t second, ringer;
   if (irqfd && pthread_create(&ringer, NULL, ring_irq, &irq_fd) != 0) die("pthread_create");
