@@ -61,9 +61,10 @@ class RestartCommand : public Command {
     app.add_option("--clock", clock_,
                    "What the program's monotonic clocks (CLOCK_MONOTONIC, BOOTTIME and their RAW and "
                    "COARSE forms, and absolute deadlines on them) show after the restart: 'elapsed' "
-                   "(default) includes the time since the checkpoint, never going back; 'continue' "
+                   "includes the time since the checkpoint, never going back; 'continue' "
                    "resumes them from their checkpoint values, as if no time had passed (a VM's "
-                   "guest then sees no gap: no soft lockup)")
+                   "guest then sees no gap: no soft lockup). Default: 'continue' where the "
+                   "computation holds a KVM virtual machine, 'elapsed' otherwise")
         ->check(CLI::IsMember({"elapsed", "continue"}));
     app.add_option("--setenv", options_.setenv,
                    "NAME=VALUE: every restarted process finds this in its environment (which is otherwise "
@@ -103,6 +104,7 @@ class RestartCommand : public Command {
     if (!part_.empty()) options_.part = restart::parse_part_name(part_, "--part");
     options_.checkpoint = path_;
     options_.clock_continue = clock_ == "continue";
+    options_.clock_chosen = !clock_.empty();
     if (options_.checkpoint.empty())
       options_.checkpoint = CommandEnvironment::read().ckpt_dir;
     if (options_.checkpoint.empty()) options_.checkpoint = "stasis-ckpt";
@@ -124,7 +126,7 @@ class RestartCommand : public Command {
  private:
   restart::RestartOptions options_;
   std::string path_;        // the positional PATH
-  std::string clock_ = "elapsed";  // --clock
+  std::string clock_;  // --clock; empty: continue for a computation holding a KVM VM, else elapsed
   std::string ib_library_;  // --ib soft|PATH
   std::string part_;        // --part VPID[@PID_SPACE]
   std::string task_parts_;  // --task-parts P0,P1,...

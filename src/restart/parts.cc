@@ -230,7 +230,7 @@ void PartStarter::exec_part(const PartName& part, const std::string& host, const
                                    "--coord", coord};
   if (!hosts_text.empty()) args.insert(args.end(), {"--hosts", hosts_text});
   for (const auto& assignment : setenv) args.insert(args.end(), {"--setenv", assignment});
-  if (clock_continue) args.insert(args.end(), {"--clock", "continue"});
+  args.insert(args.end(), {"--clock", clock_continue ? "continue" : "elapsed"});
   const CommandEnvironment env = CommandEnvironment::read();
   std::string rsh = !this->rsh.empty() ? this->rsh : !env.rsh.empty() ? env.rsh : "ssh";
   args.insert(args.end(), {"--rsh", rsh, checkpoint_dir});

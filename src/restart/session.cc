@@ -27,6 +27,13 @@ bool several_hosts_or_pid_spaces(const Checkpoint& ckpt) {
   };
   return differ(ckpt.hosts) || differ(ckpt.pid_spaces);
 }
+
+bool holds_virtual_machine(const std::vector<image::Image>& images) {
+  return std::any_of(images.begin(), images.end(), [](const image::Image& img) {
+    return std::any_of(img.fds().begin(), img.fds().end(),
+                       [](const StasisFdRecord& fd) { return fd.kind == STASIS_FD_KVM_VM; });
+  });
+}
 }  // namespace
 
 void RestartSession::run() {
@@ -34,6 +41,10 @@ void RestartSession::run() {
   Checkpoint ckpt = load_checkpoint(options_.checkpoint);
   cli::ProgressSampler verifying("stasis restart: verifying images", image::payload_bytes_verified);
   open_images(ckpt);
+  // No --clock: a computation holding a virtual machine continues its clocks (its guest would
+  // see the time between checkpoint and restart pass at once); decided on every image of the
+  // generation, so that every part of a restart on several hosts decides alike.
+  if (!options_.clock_chosen) options_.clock_continue = holds_virtual_machine(images_);
   tree_ = ProcessTree::plan(images_);
   const size_t total_processes = images_.size();
   set_aside_srun_tasks(ckpt);
@@ -155,7 +166,7 @@ void RestartSession::set_aside_srun_tasks(Checkpoint& ckpt) {
   std::vector<std::string> args = {"--restart-id", new_restart_id(), "--coord", addr.str()};
   for (const auto& assignment : options_.setenv) args.insert(args.end(), {"--setenv", assignment});
   if (options_.lazy) args.push_back("--lazy");
-  if (options_.clock_continue) args.insert(args.end(), {"--clock", "continue"});
+  args.insert(args.end(), {"--clock", options_.clock_continue ? "continue" : "elapsed"});
   for (auto& [parent, steps] : srun_steps_)
     for (SrunStep& step : steps) {
       step.restart_args = args;

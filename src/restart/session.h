@@ -33,6 +33,7 @@ struct RestartOptions {
   PartName part;           // restart only the part rooted at this process (vpid 0: the first restart)
   std::string restart_id;  // names this restart's meetings (given to the parts)
   bool clock_continue = false;  // --clock=continue: monotonic clocks resume from the checkpoint's
+  bool clock_chosen = false;    // --clock given; otherwise continue where an image holds a KVM VM
   std::set<int> keep_fds;       // descriptors of this process the restored one keeps (an MPI launcher's, --mpi-rank)
 };
 

@@ -7,9 +7,14 @@
  * An uninterrupted run prints 1 everywhere. Restarted with `stasis restart --clock=continue` some
  * seconds after the checkpoint it must print the same; with the default (elapsed) the step
  * across the restart shows the gap.
- * usage: clock_continue [STEPS=40] [DELAY_MS=100] */
+ * With "vm" it also holds a KVM virtual machine (no vCPU): `stasis restart` without --clock
+ * then continues the clocks by itself.
+ * usage: clock_continue [STEPS=40] [DELAY_MS=100] [vm] */
 #include "target_common.h" /* first: defines _GNU_SOURCE */
 
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <sys/ioctl.h>
 #include <sys/timerfd.h>
 
 static const int64_t kSecond = 1000000000LL;
@@ -28,6 +33,11 @@ int main(int argc, char **argv) {
   const clockid_t clocks[] = {CLOCK_MONOTONIC, CLOCK_MONOTONIC_RAW, CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME};
   int64_t last[4];
   for (int c = 0; c < 4; c++) last[c] = clock_now_ns(clocks[c]);
+  if (argc > 3 && strcmp(argv[3], "vm") == 0) {
+    int kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+    CHECK(kvm >= 0);
+    CHECK(ioctl(kvm, KVM_CREATE_VM, 0) >= 0);
+  }
   int tfd = timerfd_create(CLOCK_MONOTONIC, 0);
   CHECK(tfd >= 0);
   for (long step = 1; step <= steps; step++) {

@@ -90,3 +90,11 @@ stasis_kvm_qemu_test(kvm.qemu ARGS --wait-lines 40 ${KVM_PATIENT})
 # Two vCPUs (the second waits for a start-up IPI that never comes), checkpointed with --kill twice.
 stasis_kvm_qemu_test(kvm.qemu.smp2.chain2 ARGS --wait-lines 40 ${KVM_PATIENT} --chain 2 --between-lines 40 --kill ckpt-kill
                      QEMU_ARGS -smp 2)
+
+# A computation holding a KVM VM continues its monotonic clocks after a restart without
+# --clock (3 s after the checkpoint: with 'elapsed' the step across the restart shows the gap).
+add_test(NAME kvm.clock_default
+         COMMAND sh -c "[ -r /dev/kvm ] && [ -w /dev/kvm ] || { echo 'SKIP: no /dev/kvm this user can open'; exit 77; }; exec \"$@\""
+                 sh ${STASIS_TEST_PYTHON} ${DRIVER} --stasis ${STASIS_BIN} --name kvm.clock_default
+                 --wait-lines 10 --before-restart "sleep 3" -- $<TARGET_FILE:clock_continue> 40 100 vm)
+set_tests_properties(kvm.clock_default PROPERTIES TIMEOUT 120 LABELS "ckpt;vm" SKIP_RETURN_CODE 77)
