@@ -1,0 +1,52 @@
+# The Open MPI ABI front (README.md), included by ../tests.cmake: the suite's own split test
+# programs, built with Open MPI's plain mpicc (the native builds ../tests.cmake makes:
+# split_ring_openmpi, ring_in_flight_openmpi), run unchanged through the front as split
+# processes, and are checkpointed, killed and restarted, under Open MPI and under MPICH.
+set(OMPI_ABI_DIR ${MPI_SPLIT_DIR}/ompi_abi)
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
+  set(native_dir ${CMAKE_BINARY_DIR}/tests/targets)
+  set(not_forwarded ${native_dir}/ompi_abi_not_forwarded_openmpi)
+  add_custom_command(OUTPUT ${not_forwarded}
+                     COMMAND ${STASIS_OPENMPI_CC} -O2 -o ${not_forwarded} ${OMPI_ABI_DIR}/tests/not_forwarded.c -ldl
+                     DEPENDS ${OMPI_ABI_DIR}/tests/not_forwarded.c VERBATIM)
+  add_custom_target(ompi_abi_not_forwarded_openmpi ALL DEPENDS ${not_forwarded})
+  # What the front exports against the installed Open MPI, and its lists against their generator.
+  add_test(NAME mpi_split.ompi_abi.exports
+           COMMAND ${STASIS_TEST_PYTHON} ${OMPI_ABI_DIR}/tests/exports.py $<TARGET_FILE:stasis_ompi_abi>
+                   $<TARGET_FILE:stasis_mpi> ${STASIS_OPENMPI_CC} ${native_dir}/ring_in_flight_openmpi)
+  set_tests_properties(mpi_split.ompi_abi.exports PROPERTIES TIMEOUT 60 LABELS mpi_split)
+  # split_ring (communicator splits and dups, a vector datatype, groups, nonblocking exchanges,
+  # collectives) prints what its native run prints, every rank through the front.
+  add_test(NAME mpi_split.ompi_abi.same_output
+           COMMAND ${OMPI_ABI_DIR}/tests/front_same_output.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} 3
+                   ${STASIS_LIBDIR}/ompi_abi ${native_dir}/split_ring_openmpi 12)
+  # A function the front does not forward ends the job with a line naming it.
+  add_test(NAME mpi_split.ompi_abi.not_forwarded
+           COMMAND ${OMPI_ABI_DIR}/tests/not_forwarded.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN}
+                   ${STASIS_LIBDIR}/ompi_abi ${not_forwarded})
+  set_tests_properties(mpi_split.ompi_abi.same_output mpi_split.ompi_abi.not_forwarded PROPERTIES
+                       TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports ENVIRONMENT OMPI_MCA_rmaps_base_oversubscribe=1)
+  # The split restart (../tests/split_restart.py) of ring_in_flight's Open MPI build through the
+  # front: `stasis launch --mpi -- mpirun`, checkpoint --kill with a message in flight to every
+  # rank, restarts under a new mpirun (each rank must say it started a fresh Open MPI lower half),
+  # a chain and a second restart of the first checkpoint: each the native output.
+  set(restart_to openmpi:${STASIS_OPENMPI_RUN})
+  # And every restart under MPICH's launcher and library: a binary built for Open MPI's ABI
+  # checkpointed under Open MPI and restarted under MPICH.
+  if(STASIS_MPICH_RUN)
+    list(APPEND restart_to mpich:${STASIS_MPICH_RUN})
+  endif()
+  foreach(target IN LISTS restart_to)
+    string(REPLACE ":" ";" pair ${target})
+    list(GET pair 0 to)
+    list(GET pair 1 to_run)
+    add_test(NAME mpi_split.ompi_abi.openmpi_to_${to}.split_restart
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${STASIS_OPENMPI_RUN} 2 ${native_dir}/ring_in_flight_openmpi ${native_dir}/ring_in_flight_openmpi
+                     16 250 ${to_run} ${to})
+    set_tests_properties(mpi_split.ompi_abi.openmpi_to_${to}.split_restart PROPERTIES TIMEOUT 400
+                         LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  endforeach()
+else()
+  stasis_skipped_group(mpi_split.ompi_abi "no mpicc.openmpi and mpirun.openmpi (Debian: openmpi-bin libopenmpi-dev)")
+endif()
