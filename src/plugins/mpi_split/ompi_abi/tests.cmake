@@ -10,6 +10,15 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                      COMMAND ${STASIS_OPENMPI_CC} -O2 -o ${not_forwarded} ${OMPI_ABI_DIR}/tests/not_forwarded.c -ldl
                      DEPENDS ${OMPI_ABI_DIR}/tests/not_forwarded.c VERBATIM)
   add_custom_target(ompi_abi_not_forwarded_openmpi ALL DEPENDS ${not_forwarded})
+  # split_ring as a position-dependent executable: it copy-relocates Open MPI's predefined
+  # objects (MPI_COMM_WORLD, MPI_COMM_NULL, MPI_REQUEST_NULL...) into itself, so the handles it
+  # compares with are its copies, which the front must hand out.
+  set(split_ring_no_pie ${native_dir}/split_ring_openmpi_no_pie)
+  add_custom_command(OUTPUT ${split_ring_no_pie}
+                     COMMAND ${STASIS_OPENMPI_CC} -O2 -fno-pie -no-pie -o ${split_ring_no_pie}
+                             ${MPI_SPLIT_DIR}/tests/split_ring.c
+                     DEPENDS ${MPI_SPLIT_DIR}/tests/split_ring.c ${MPI_SPLIT_DIR}/tests/split_test_common.h VERBATIM)
+  add_custom_target(split_ring_openmpi_no_pie ALL DEPENDS ${split_ring_no_pie})
   # What the front exports against the installed Open MPI, and its lists against their generator.
   add_test(NAME mpi_split.ompi_abi.exports
            COMMAND ${STASIS_TEST_PYTHON} ${OMPI_ABI_DIR}/tests/exports.py $<TARGET_FILE:stasis_ompi_abi>
@@ -20,12 +29,19 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
   add_test(NAME mpi_split.ompi_abi.same_output
            COMMAND ${OMPI_ABI_DIR}/tests/front_same_output.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} 3
                    ${STASIS_LIBDIR}/ompi_abi ${native_dir}/split_ring_openmpi 12)
+  add_test(NAME mpi_split.ompi_abi.copy_relocated.same_output
+           COMMAND ${OMPI_ABI_DIR}/tests/front_same_output.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} 3
+                   ${STASIS_LIBDIR}/ompi_abi ${split_ring_no_pie} 12)
+  set_tests_properties(mpi_split.ompi_abi.copy_relocated.same_output PROPERTIES ENVIRONMENT
+                       "OMPI_MCA_rmaps_base_oversubscribe=1;FRONT_COPY_RELOCATED=ompi_mpi_comm_null")
   # A function the front does not forward ends the job with a line naming it.
   add_test(NAME mpi_split.ompi_abi.not_forwarded
            COMMAND ${OMPI_ABI_DIR}/tests/not_forwarded.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN}
                    ${STASIS_LIBDIR}/ompi_abi ${not_forwarded})
-  set_tests_properties(mpi_split.ompi_abi.same_output mpi_split.ompi_abi.not_forwarded PROPERTIES
-                       TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports ENVIRONMENT OMPI_MCA_rmaps_base_oversubscribe=1)
+  set_tests_properties(mpi_split.ompi_abi.same_output PROPERTIES ENVIRONMENT OMPI_MCA_rmaps_base_oversubscribe=1)
+  set_tests_properties(mpi_split.ompi_abi.same_output mpi_split.ompi_abi.copy_relocated.same_output
+                       mpi_split.ompi_abi.not_forwarded PROPERTIES
+                       TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
   # The split restart (../tests/split_restart.py) of ring_in_flight's Open MPI build through the
   # front: `stasis launch --mpi -- mpirun`, checkpoint --kill with a message in flight to every
   # rank, restarts under a new mpirun (each rank must say it started a fresh Open MPI lower half),

@@ -3,7 +3,8 @@
 # Open MPI's own mpicc) on RANKS ranks natively, then through the Open MPI front in FRONT_DIR as
 # `stasis launch --mpi` sets it up (the split layer underneath, a lower-half program in every
 # rank). Passes when both jobs end with status 0 and print the same non-empty stdout, and the
-# front was initialised in every rank of the second (the loader's LD_DEBUG=files lines).
+# front was initialised in every rank of the second (the loader's LD_DEBUG=files lines). With
+# FRONT_COPY_RELOCATED=SYMBOL, PROGRAM must also hold a copy relocation of that Open MPI object.
 set -u
 mpi_run=$1 launcher=$2 ranks=$3 front=$4
 shift 4
@@ -16,6 +17,10 @@ fail() {
   exit 1
 }
 run="$(dirname "$0")/../../tests/run_mpi_job.sh"
+if [ -n "${FRONT_COPY_RELOCATED:-}" ]; then
+  readelf -rW "$1" | grep -q "R_X86_64_COPY .* $FRONT_COPY_RELOCATED + 0\$" ||
+    { echo "FAIL: $1 has no copy relocation of $FRONT_COPY_RELOCATED"; exit 1; }
+fi
 "$run" "$work/native.out" "$work/native.err" "$mpi_run" "$launcher" -np "$ranks" -- "$@" ||
   fail "the native job ended with status $?"
 LD_DEBUG=files LD_LIBRARY_PATH="$front${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" STASIS_MPI_OMPI_ABI_DIR="$front" \
