@@ -42,6 +42,13 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
   set_tests_properties(mpi_split.ompi_abi.same_output mpi_split.ompi_abi.copy_relocated.same_output
                        mpi_split.ompi_abi.not_forwarded PROPERTIES
                        TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  # Debian's hpcc, unmodified, through the front: reads its input, then runs to its end or stops
+  # by name at the first function the front does not forward (today MPI_Testany).
+  add_test(NAME mpi_split.ompi_abi.hpcc
+           COMMAND ${OMPI_ABI_DIR}/tests/hpcc_front.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} ${STASIS_LIBDIR}/ompi_abi
+                   ${OMPI_ABI_DIR}/tests/hpccinf.txt)
+  set_tests_properties(mpi_split.ompi_abi.hpcc PROPERTIES TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports
+                       SKIP_RETURN_CODE 77)
   # The split restart (../tests/split_restart.py) of ring_in_flight's Open MPI build through the
   # front: `stasis launch --mpi -- mpirun`, checkpoint --kill with a message in flight to every
   # rank, restarts under a new mpirun (each rank must say it started a fresh Open MPI lower half),
