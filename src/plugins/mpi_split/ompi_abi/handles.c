@@ -144,6 +144,15 @@ OmpiAbiHandle ompi_abi_handle(const char *function, int vid) {
   ompi_abi_fatal(function, what);
 }
 
+OmpiAbiHandle ompi_abi_handle_of(const char *function, int vid, int kind) {
+  if ((((uint32_t)vid >> 16) & 0xff) != (uint32_t)kind) {
+    char what[96];
+    snprintf(what, sizeof what, "%d (0x%x) is not a handle of this kind", vid, (unsigned)vid);
+    ompi_abi_fatal(function, what);
+  }
+  return ompi_abi_handle(function, vid);
+}
+
 /* Each entry typed by abi/mpi.h's own prototype: a change there that the table does not follow
  * fails to build here. */
 #define RESOLVE(name)                                                                                     \

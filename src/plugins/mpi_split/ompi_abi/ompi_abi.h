@@ -49,6 +49,9 @@ int ompi_abi_vid(const char *function, const void *handle) __attribute__((visibi
  * object's address, or the slot of that kind and index (its id written into it). An id the
  * front has no place for ends the job the same way. */
 OmpiAbiHandle ompi_abi_handle(const char *function, int vid) __attribute__((visibility("hidden")));
+/* The handle for a Fortran handle (a virtual id) that must be of `kind` (enum StasisMpiKind):
+ * one of another kind or none ends the job as ompi_abi_handle does. */
+OmpiAbiHandle ompi_abi_handle_of(const char *function, int vid, int kind) __attribute__((visibility("hidden")));
 /* Ends the job (the split layer's MPI_Abort once MPI is up, else exit status 1) after the line
  * "stasis ompi_abi: FUNCTION: WHAT" on stderr. */
 __attribute__((noreturn)) void ompi_abi_fatal(const char *function, const char *what)

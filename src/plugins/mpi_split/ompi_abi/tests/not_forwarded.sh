@@ -1,7 +1,8 @@
 #!/bin/bash
 # not_forwarded.sh MPI_RUN LAUNCHER FRONT_DIR PROGRAM: runs not_forwarded (tests/not_forwarded.c,
 # built with Open MPI's mpicc) on 2 ranks through the Open MPI front in FRONT_DIR, as `stasis
-# launch --mpi` sets it up. Passes when every rank ran through the front, said "before", and the
+# launch --mpi` sets it up. Passes when every rank ran through the front, found the functions the
+# front answers itself right and said "before", and the
 # job then ended with a nonzero status and the front's line naming MPI_Alltoall, no rank said
 # "after", and no rank died of a signal.
 set -u
