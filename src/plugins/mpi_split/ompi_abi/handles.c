@@ -14,6 +14,7 @@
 
 #include "abi/mpi.h"
 #include "ompi_abi.h"
+#include "upper_state.h" /* the split layer's table capacities */
 
 /* Open MPI 4.1's values that the front passes through unconverted (its mpi.h). */
 _Static_assert(MPI_ANY_SOURCE == -1 && MPI_PROC_NULL == -2 && MPI_ANY_TAG == -1, "Open MPI's ranks and tags");
@@ -85,9 +86,10 @@ static const int predefined_count[KIND_COUNT] = {
     [STASIS_MPI_KIND_REQUEST] = STASIS_MPI_PREDEFINED_REQUEST_COUNT,
 };
 
-/* The made objects' handles: one slot per index of the split layer's tables (upper_state.h's
- * capacities; an index beyond them is refused, never wrapped). */
-static OmpiAbiObject comm_slots[4096], datatype_slots[4096], group_slots[1024], request_slots[65536];
+/* The made objects' handles: one slot per index of the split layer's tables (an index beyond
+ * them is refused, never wrapped). */
+static OmpiAbiObject comm_slots[COMM_CAPACITY], datatype_slots[DATATYPE_CAPACITY], group_slots[GROUP_CAPACITY],
+    request_slots[REQUEST_CAPACITY];
 static OmpiAbiObject *const slots[KIND_COUNT] = {
     [STASIS_MPI_KIND_COMM] = comm_slots,
     [STASIS_MPI_KIND_DATATYPE] = datatype_slots,
