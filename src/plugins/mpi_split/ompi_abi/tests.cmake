@@ -34,6 +34,15 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                    ${STASIS_LIBDIR}/ompi_abi ${split_ring_no_pie} 12)
   set_tests_properties(mpi_split.ompi_abi.copy_relocated.same_output PROPERTIES ENVIRONMENT
                        "OMPI_MCA_rmaps_base_oversubscribe=1;FRONT_COPY_RELOCATED=ompi_mpi_comm_null")
+  # The Open MPI build of split_ring launched by MPICH's mpirun, over MPICH, through the front.
+  if(STASIS_MPICH_RUN)
+    add_test(NAME mpi_split.ompi_abi.on_mpich.same_output
+             COMMAND ${OMPI_ABI_DIR}/tests/front_same_output.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} 3
+                     ${STASIS_LIBDIR}/ompi_abi ${native_dir}/split_ring_openmpi 12)
+    set_tests_properties(mpi_split.ompi_abi.on_mpich.same_output PROPERTIES TIMEOUT 200 LABELS "mpi;mpi_split"
+                         RESOURCE_LOCK mpi_ports ENVIRONMENT
+                         "OMPI_MCA_rmaps_base_oversubscribe=1;FRONT_LAUNCHER=${STASIS_MPICH_RUN}")
+  endif()
   # A function the front does not forward ends the job with a line naming it.
   add_test(NAME mpi_split.ompi_abi.not_forwarded
            COMMAND ${OMPI_ABI_DIR}/tests/not_forwarded.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN}

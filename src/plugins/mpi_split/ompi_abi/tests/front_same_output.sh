@@ -5,6 +5,8 @@
 # rank). Passes when both jobs end with status 0 and print the same non-empty stdout, and the
 # front was initialised in every rank of the second (the loader's LD_DEBUG=files lines). With
 # FRONT_COPY_RELOCATED=SYMBOL, PROGRAM must also hold a copy relocation of that Open MPI object.
+# With FRONT_LAUNCHER (MPICH's mpirun.mpich), the second job runs under that launcher, over
+# that launcher's library: the Open MPI binary on MPICH.
 set -u
 mpi_run=$1 launcher=$2 ranks=$3 front=$4
 shift 4
@@ -24,7 +26,8 @@ fi
 "$run" "$work/native.out" "$work/native.err" "$mpi_run" "$launcher" -np "$ranks" -- "$@" ||
   fail "the native job ended with status $?"
 LD_DEBUG=files LD_LIBRARY_PATH="$front${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" STASIS_MPI_OMPI_ABI_DIR="$front" \
-  STASIS_MPI_LOWER_MODE=program "$run" "$work/front.out" "$work/front.err" "$mpi_run" "$launcher" -np "$ranks" -- "$@" ||
+  STASIS_MPI_LOWER_MODE=program "$run" "$work/front.out" "$work/front.err" "$mpi_run" "${FRONT_LAUNCHER:-$launcher}" \
+  -np "$ranks" -- "$@" ||
   fail "the job through the front ended with status $?"
 [ -s "$work/native.out" ] || fail "the native job printed nothing"
 cmp -s "$work/native.out" "$work/front.out" || fail "the two jobs printed different lines"
