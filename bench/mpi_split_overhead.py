@@ -7,7 +7,9 @@ Builds bench/mpi_split_pingpong.c twice, with the library's own compiler wrapper
 against abi/mpi.h linked with libstasis_mpi.so from --build, and runs three ways alternately
 --runs times: native; split (the lower half loaded into the program); split-own (the program
 started by the lower-half program stasis-mpi-lower-IMPL: two libcs, the FS base switched on
-every call) (so that load from elsewhere hits both alike). Prints the median and
+every call); and front: the native build, unchanged, through the Open MPI front (ompi_abi/:
+Open MPI's handles translated to virtual ids, then the split-own path; --mpi openmpi only), all
+alternately (so that load from elsewhere hits each alike). Prints the median and
 the best of each and the split build's overhead against native, and the cost of one
 MPI_Comm_rank call (no communication: the layer's own cost per call). No Stasis runtime, no checkpoint:
 the layer alone.
@@ -26,8 +28,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_job(launcher, options, program, args):
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
+def run_job(launcher, options, program, args, extra_env=None):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1",
+               **(extra_env or {}))
     out = subprocess.run([launcher, "-np", "2", *options, *program, *args], env=env, capture_output=True, text=True,
                          timeout=600, check=True).stdout
     latency = float(re.search(r"^latency_us (\S+)", out, re.M).group(1))
@@ -59,11 +62,16 @@ def main():
         options = ["--mca", "btl", f"{a.btl},self"] if a.btl and a.mpi == "openmpi" else []
         args = [a.latency_iters, a.bandwidth_iters]
         lower_program = os.path.join(libdir, f"stasis-mpi-lower-{a.mpi}")
-        ways = (("native", [native]), ("split", [split]), ("split-own", [lower_program, split]))
-        results = {name: [] for name, _ in ways}
+        ways = [("native", [native], None), ("split", [split], None), ("split-own", [lower_program, split], None)]
+        front = os.path.join(libdir, "ompi_abi")
+        if a.mpi == "openmpi" and os.path.exists(os.path.join(front, "libmpi.so.40")):
+            # What `stasis launch --mpi` sets for such a program (src/cli/cmd_launch.cc).
+            ways.append(("front", [native], {"LD_LIBRARY_PATH": front, "STASIS_MPI_OMPI_ABI_DIR": front,
+                                             "STASIS_MPI_LOWER_MODE": "program"}))
+        results = {name: [] for name, _, _ in ways}
         for _ in range(a.runs):
-            for name, program in ways:
-                results[name].append(run_job(launcher, options, program, args))
+            for name, program, extra_env in ways:
+                results[name].append(run_job(launcher, options, program, args, extra_env))
     print(f"{a.mpi} {'btl ' + a.btl if options else 'default transports'}, 2 ranks, {a.runs} runs each")
     summary = {}
     for name in results:
@@ -76,7 +84,7 @@ def main():
               f" bandwidth median {summary[name][2]:.0f} MB/s best {summary[name][3]:.0f} MB/s;"
               f" MPI_Comm_rank best {summary[name][4]:.2f} ns")
     n = summary["native"]
-    for name in ("split", "split-own"):
+    for name in [name for name in summary if name != "native"]:
         s = summary[name]
         print(f"  {name} overhead: latency median {100 * (s[0] / n[0] - 1):+.1f}% best {100 * (s[1] / n[1] - 1):+.1f}%;"
               f" bandwidth median {100 * (1 - s[2] / n[2]):+.1f}% best {100 * (1 - s[3] / n[3]):+.1f}%;"

@@ -158,7 +158,8 @@ class LaunchCommand : public Command {
                  "program on an X server outside the computation; src/plugins/x11/README.md)");
     app.add_flag("--mpi", mpi_,
                  "Split-process MPI (src/plugins/mpi_split/README.md): PROGRAM is an MPI launcher (mpirun, "
-                 "mpiexec) of a program built against Stasis's abi/mpi.h; the launcher stays outside the "
+                 "mpiexec) of a program built against Stasis's abi/mpi.h or Open MPI's own mpi.h (through "
+                 "Stasis's Open MPI front); the launcher stays outside the "
                  "computation, each rank is checkpointed without its MPI library (the lower half it starts "
                  "itself)");
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
@@ -226,6 +227,14 @@ class LaunchCommand : public Command {
       // The launcher does not join; each rank does, as the root of its own tree (split_launch.h).
       setenv("STASIS_LAUNCH_PID", "mpi-rank", 1);
       setenv("STASIS_MPI_LOWER_MODE", "program", 1);
+      // A program built against Open MPI's mpi.h loads Stasis's Open MPI front as its
+      // libmpi.so.40 (src/plugins/mpi_split/ompi_abi/README.md); its lower half does not.
+      std::filesystem::path front = std::filesystem::path(runtime).parent_path() / "ompi_abi";
+      if (std::filesystem::exists(front / "libmpi.so.40")) {
+        const char* path = getenv("LD_LIBRARY_PATH");
+        setenv("LD_LIBRARY_PATH", (front.string() + (path && *path ? ":" + std::string(path) : "")).c_str(), 1);
+        setenv("STASIS_MPI_OMPI_ABI_DIR", front.c_str(), 1);
+      }
     }
     if (interval_ > 0) setenv("STASIS_INTERVAL", fmt::format("{}", interval_).c_str(), 1);
     if (incremental_) setenv("STASIS_INCREMENTAL", "1", 1);

@@ -21,6 +21,7 @@
 
 #include "common/raw_syscall.h"
 #include "lower_tls.h"
+#include "ompi_abi/lower_environment.h"
 #include "program_loader.h"
 
 extern char **environ;
@@ -130,8 +131,10 @@ const StasisMpiLower *stasis_mpi_start_lower_program(const char *path, char *err
     if (!stale_launcher_variable(environ[i], launcher_variables) && strncmp(environ[i], "LD_PRELOAD=", 11) != 0 &&
         strncmp(environ[i], "STASIS_MPI_LOWER_", 17) != 0 &&
         strncmp(environ[i], "STASIS_MPI_HAND_BACK=", 21) != 0 &&
-        strncmp(environ[i], "STASIS_MPI_INHERITED_SOCKETS=", 29) != 0)
-      envp[kept++] = environ[i];
+        strncmp(environ[i], "STASIS_MPI_INHERITED_SOCKETS=", 29) != 0) {
+      const char *variable = stasis_mpi_lower_environment_variable(environ[i]); /* ompi_abi/README.md */
+      if (variable) envp[kept++] = (char *)variable;
+    }
   envp[kept++] = inherited_sockets;
   /* The process's real pid (the lower half's getpid): after a restart the program's getpid says
    * the pid it had at the checkpoint. The stack is made by the loader below; its range is known only then, and the variable's

@@ -242,3 +242,5 @@ if(STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
 else()
   stasis_skipped_group(mpi_split.one_binary "needs both mpirun.openmpi and mpirun.mpich")
 endif()
+# The Open MPI ABI front: programs built with Open MPI's own mpicc as split processes.
+include(${MPI_SPLIT_DIR}/ompi_abi/tests.cmake)

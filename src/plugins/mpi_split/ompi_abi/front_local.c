@@ -1,0 +1,66 @@
+/* The Open MPI ABI front's functions that need no MPI library (README.md): answered here, the
+ * same under any lower half and across restarts. Fortran handles (MPI_*_c2f, MPI_*_f2c) are the
+ * virtual ids themselves: ints that stay the same across a restart, whatever the library. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "abi/stasis_mpi_predefined.h"
+#include "ompi_abi.h"
+
+typedef OmpiAbiHandle MPI_Comm, MPI_Datatype, MPI_Op, MPI_Group, MPI_Request;
+typedef int MPI_Fint;
+typedef long MPI_Aint;
+
+#define EXPORTED __attribute__((visibility("default")))
+#define FORWARDED(name) extern __typeof__(name) P##name EXPORTED __attribute__((alias(#name)));
+
+#define FORTRAN_HANDLES(Name, Handle, kind)                                                               \
+  EXPORTED MPI_Fint MPI_##Name##_c2f(Handle handle) { return ompi_abi_vid(__func__, handle); }            \
+  FORWARDED(MPI_##Name##_c2f)                                                                             \
+  EXPORTED Handle MPI_##Name##_f2c(MPI_Fint handle) { return ompi_abi_handle_of(__func__, handle, kind); } \
+  FORWARDED(MPI_##Name##_f2c)
+FORTRAN_HANDLES(Comm, MPI_Comm, STASIS_MPI_KIND_COMM)
+FORTRAN_HANDLES(Type, MPI_Datatype, STASIS_MPI_KIND_DATATYPE)
+FORTRAN_HANDLES(Group, MPI_Group, STASIS_MPI_KIND_GROUP)
+FORTRAN_HANDLES(Request, MPI_Request, STASIS_MPI_KIND_REQUEST)
+FORTRAN_HANDLES(Op, MPI_Op, STASIS_MPI_KIND_OP)
+
+/* One flat address space: an address is the pointer's value, as in every MPI on x86-64. */
+EXPORTED int MPI_Get_address(const void *location, MPI_Aint *address) {
+  *address = (MPI_Aint)(intptr_t)location;
+  return OMPI_ABI_SUCCESS;
+}
+FORWARDED(MPI_Get_address)
+
+/* The split layer returns error classes only (abi/mpi.h), Open MPI's numbers: a code is its
+ * class, and its text is Open MPI's. */
+static const char *error_text(int code) {
+  switch (code) {
+    case 0: return "MPI_SUCCESS: no errors";
+    case 3: return "MPI_ERR_TYPE: invalid datatype";
+    case 5: return "MPI_ERR_COMM: invalid communicator";
+    case 8: return "MPI_ERR_GROUP: invalid group";
+    case 9: return "MPI_ERR_OP: invalid reduce operation";
+    case 12: return "MPI_ERR_ARG: invalid argument of some other kind";
+    case 15: return "MPI_ERR_OTHER: known error not in list";
+    case 17: return "MPI_ERR_INTERN: internal error";
+    case 19: return "MPI_ERR_REQUEST: invalid request";
+    case 52: return "MPI_ERR_UNSUPPORTED_OPERATION: operation not supported";
+    default: return NULL;
+  }
+}
+EXPORTED int MPI_Error_class(int code, int *error_class) {
+  if (!error_text(code)) return OMPI_ABI_ERR_ARG;
+  *error_class = code;
+  return OMPI_ABI_SUCCESS;
+}
+FORWARDED(MPI_Error_class)
+EXPORTED int MPI_Error_string(int code, char *text, int *length) {
+  const char *known = error_text(code);
+  if (!known) return OMPI_ABI_ERR_ARG;
+  /* The caller's buffer holds MPI_MAX_ERROR_STRING (256) characters. */
+  *length = snprintf(text, 256, "%s", known);
+  return OMPI_ABI_SUCCESS;
+}
+FORWARDED(MPI_Error_string)

@@ -1,0 +1,113 @@
+# The Open MPI ABI front (README.md), included by ../tests.cmake: the suite's own split test
+# programs, built with Open MPI's plain mpicc (the native builds ../tests.cmake makes:
+# split_ring_openmpi, ring_in_flight_openmpi), run unchanged through the front as split
+# processes, and are checkpointed, killed and restarted, under Open MPI and under MPICH.
+set(OMPI_ABI_DIR ${MPI_SPLIT_DIR}/ompi_abi)
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
+  set(native_dir ${CMAKE_BINARY_DIR}/tests/targets)
+  set(not_forwarded ${native_dir}/ompi_abi_not_forwarded_openmpi)
+  add_custom_command(OUTPUT ${not_forwarded}
+                     COMMAND ${STASIS_OPENMPI_CC} -O2 -o ${not_forwarded} ${OMPI_ABI_DIR}/tests/not_forwarded.c -ldl
+                     DEPENDS ${OMPI_ABI_DIR}/tests/not_forwarded.c VERBATIM)
+  add_custom_target(ompi_abi_not_forwarded_openmpi ALL DEPENDS ${not_forwarded})
+  # split_ring as a position-dependent executable (copy_relocated.same_output below).
+  set(split_ring_no_pie ${native_dir}/split_ring_openmpi_no_pie)
+  add_custom_command(OUTPUT ${split_ring_no_pie}
+                     COMMAND ${STASIS_OPENMPI_CC} -O2 -fno-pie -no-pie -o ${split_ring_no_pie}
+                             ${MPI_SPLIT_DIR}/tests/split_ring.c
+                     DEPENDS ${MPI_SPLIT_DIR}/tests/split_ring.c ${MPI_SPLIT_DIR}/tests/split_test_common.h VERBATIM)
+  add_custom_target(split_ring_openmpi_no_pie ALL DEPENDS ${split_ring_no_pie})
+  # What the front exports against the installed Open MPI, and its lists against their generator.
+  add_test(NAME mpi_split.ompi_abi.exports
+           COMMAND ${STASIS_TEST_PYTHON} ${OMPI_ABI_DIR}/tests/exports.py $<TARGET_FILE:stasis_ompi_abi>
+                   $<TARGET_FILE:stasis_mpi> ${STASIS_OPENMPI_CC} ${native_dir}/ring_in_flight_openmpi)
+  set_tests_properties(mpi_split.ompi_abi.exports PROPERTIES TIMEOUT 60 LABELS mpi_split)
+  # split_ring (communicator splits and dups, a split giving MPI_COMM_NULL, a vector datatype,
+  # groups, nonblocking exchanges, collectives) built -no-pie: it copy-relocates Open MPI's
+  # predefined objects into itself, so the handles it compares with (MPI_COMM_NULL,
+  # MPI_REQUEST_NULL) are its copies, which the front must hand out. 3 ranks through the front
+  # print what its native run prints. (Its PIE build is restarted under MPICH below.)
+  add_test(NAME mpi_split.ompi_abi.copy_relocated.same_output
+           COMMAND ${OMPI_ABI_DIR}/tests/front_same_output.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} 3
+                   ${STASIS_LIBDIR}/ompi_abi ${split_ring_no_pie} 12)
+  set_tests_properties(mpi_split.ompi_abi.copy_relocated.same_output PROPERTIES ENVIRONMENT
+                       "OMPI_MCA_rmaps_base_oversubscribe=1;FRONT_COPY_RELOCATED=ompi_mpi_comm_null")
+  # The PIE build of split_ring launched by MPICH's mpirun, over MPICH, through the front.
+  if(STASIS_MPICH_RUN)
+    add_test(NAME mpi_split.ompi_abi.on_mpich.same_output
+             COMMAND ${OMPI_ABI_DIR}/tests/front_same_output.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} 3
+                     ${STASIS_LIBDIR}/ompi_abi ${native_dir}/split_ring_openmpi 12)
+    set_tests_properties(mpi_split.ompi_abi.on_mpich.same_output PROPERTIES TIMEOUT 200 LABELS "mpi;mpi_split"
+                         RESOURCE_LOCK mpi_ports ENVIRONMENT
+                         "OMPI_MCA_rmaps_base_oversubscribe=1;FRONT_LAUNCHER=${STASIS_MPICH_RUN}")
+  endif()
+  # A function the front does not forward ends the job with a line naming it.
+  add_test(NAME mpi_split.ompi_abi.not_forwarded
+           COMMAND ${OMPI_ABI_DIR}/tests/not_forwarded.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN}
+                   ${STASIS_LIBDIR}/ompi_abi ${not_forwarded})
+  set_tests_properties(mpi_split.ompi_abi.copy_relocated.same_output
+                       mpi_split.ompi_abi.not_forwarded PROPERTIES
+                       TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  # Debian's hpcc, unmodified, through the front: reads its input, then runs to its end or stops
+  # by name at the first function the front does not forward (today MPI_Testany).
+  add_test(NAME mpi_split.ompi_abi.hpcc
+           COMMAND ${OMPI_ABI_DIR}/tests/hpcc_front.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} ${STASIS_LIBDIR}/ompi_abi
+                   ${OMPI_ABI_DIR}/tests/hpccinf.txt)
+  set_tests_properties(mpi_split.ompi_abi.hpcc PROPERTIES TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports
+                       SKIP_RETURN_CODE 77)
+  # Checkpoints while ranks wait in MPI_Recv, MPI_Wait, MPI_Barrier and MPI_Allreduce
+  # (../tests/blocking_restart.py), blocking_ranks' Open MPI build through the front: the front
+  # adds no place where a rank waits outside the split layer's safe points.
+  add_test(NAME mpi_split.ompi_abi.blocking_restart
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/blocking_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} 2 ${native_dir}/blocking_ranks_openmpi ${native_dir}/blocking_ranks_openmpi 4)
+  set_tests_properties(mpi_split.ompi_abi.blocking_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
+                       RESOURCE_LOCK mpi_ports)
+  # The split restart (../tests/split_restart.py) through the front: `stasis launch --mpi --
+  # mpirun`, checkpoint --kill, restart under a new launcher (each rank must say it started a
+  # fresh lower half of the library named), checkpoint --kill of the restarted job and its
+  # restart to the end, the first checkpoint restarted again: each the native output.
+  # ring_in_flight under Open MPI again, with a message in flight to every rank at each
+  # checkpoint (an Isend request the program holds across it).
+  add_test(NAME mpi_split.ompi_abi.openmpi_to_openmpi.split_restart
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} 2 ${native_dir}/ring_in_flight_openmpi ${native_dir}/ring_in_flight_openmpi
+                   12 200 ${STASIS_OPENMPI_RUN} openmpi)
+  set_tests_properties(mpi_split.ompi_abi.openmpi_to_openmpi.split_restart PROPERTIES TIMEOUT 400
+                       LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  # split_ring on 3 ranks restarted under MPICH's launcher and library: the communicators (a
+  # dup, a split, one giving two ranks MPI_COMM_NULL) and the vector datatype it made under Open
+  # MPI keep their handles, now made by MPICH. A binary built for Open MPI's ABI goes on over MPICH.
+  # Debian's unmodified LAMMPS (lmp: C++, liblammps.so.0 on libmpi.so.40) on an input that
+  # needs no simulation box (whose MPI_Cart_create the front does not forward yet): rank 0 reads
+  # every command and broadcasts it, and the input loops by reading itself again
+  # (tests/lammps_steps.in). Checkpointed and killed under Open MPI, restarted under MPICH
+  # (under Open MPI where MPICH is missing), chained and restarted twice: the native output.
+  find_program(STASIS_LMP lmp)
+  if(STASIS_LMP)
+    set(lammps_to openmpi)
+    set(lammps_to_run ${STASIS_OPENMPI_RUN})
+    if(STASIS_MPICH_RUN)
+      set(lammps_to mpich)
+      set(lammps_to_run ${STASIS_MPICH_RUN})
+    endif()
+    add_test(NAME mpi_split.ompi_abi.lammps.openmpi_to_${lammps_to}.split_restart
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${STASIS_OPENMPI_RUN} 2 ${OMPI_ABI_DIR}/tests/lammps_steps.sh ${OMPI_ABI_DIR}/tests/lammps_steps.sh
+                     10 200 ${lammps_to_run} ${lammps_to})
+    set_tests_properties(mpi_split.ompi_abi.lammps.openmpi_to_${lammps_to}.split_restart PROPERTIES TIMEOUT 400
+                         LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  else()
+    stasis_skipped_group(mpi_split.ompi_abi.lammps "no lmp (Debian: lammps)")
+  endif()
+  if(STASIS_MPICH_RUN)
+    add_test(NAME mpi_split.ompi_abi.openmpi_to_mpich.split_restart
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${STASIS_OPENMPI_RUN} 3 ${native_dir}/split_ring_openmpi ${native_dir}/split_ring_openmpi
+                     14 200 ${STASIS_MPICH_RUN} mpich)
+    set_tests_properties(mpi_split.ompi_abi.openmpi_to_mpich.split_restart PROPERTIES TIMEOUT 400
+                         LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports ENVIRONMENT OMPI_MCA_rmaps_base_oversubscribe=1)
+  endif()
+else()
+  stasis_skipped_group(mpi_split.ompi_abi "no mpicc.openmpi and mpirun.openmpi (Debian: openmpi-bin libopenmpi-dev)")
+endif()
