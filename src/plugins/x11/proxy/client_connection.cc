@@ -517,12 +517,17 @@ bool ClientConnection::reconnect() {
   for (int fd : spare_server_fds_) close(fd);
   spare_server_fds_.clear();
   if (open_server(why) && replay(why)) {
-    if (verbose())
+    if (verbose()) {
+      std::string tag;  // an indirect GLX context's tag, and the new server's where it differs
+      if (program_tag_)
+        tag = ", GLX context tag " + std::to_string(program_tag_) +
+              (tags_.empty() ? std::string(" kept") : " now " + std::to_string(tags_.begin()->second));
       fprintf(stderr,
               "stasis-x11-proxy: reconnected to DISPLAY=%s: replayed %zu requests (%zu bytes) and %u atoms, "
-              "asked %zu unanswered again, in %.1f ms\n",
+              "asked %zu unanswered again%s, in %.1f ms\n",
               display_.c_str(), log_.size(), log_bytes(), highest_atom_ - kLastPredefinedAtom, asked_again_,
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+              tag.c_str(), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
     return true;
   }
   fprintf(stderr, "stasis-x11-proxy: the X server of the program's connection is gone and cannot be replaced: %s\n",
