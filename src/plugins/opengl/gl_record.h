@@ -49,6 +49,9 @@ struct gl_real {
   void (*LoadMatrixd)(const GLdouble*), (*MultMatrixd)(const GLdouble*);
   void (*Frustum)(GLdouble, GLdouble, GLdouble, GLdouble, GLdouble, GLdouble);
   void (*Ortho)(GLdouble, GLdouble, GLdouble, GLdouble, GLdouble, GLdouble);
+  void (*Clear)(GLbitfield), (*Flush)(void), (*Finish)(void), (*DrawArrays)(GLenum, GLint, GLsizei);
+  void (*DrawElements)(GLenum, GLsizei, GLenum, const void*);
+  void (*ReadPixels)(GLint, GLint, GLsizei, GLsizei, GLenum, GLenum, void*);
 };
 extern struct gl_real gl_real;
 

@@ -348,6 +348,21 @@ GL_EXPORT void glRotated(GLdouble a, GLdouble x, GLdouble y, GLdouble z) {
   REAL(Rotated)(a, x, y, z);
 }
 
+// Calls that draw or read build no state, but must not run before the replay: a glClear into the
+// fresh context would clear with its default colour. They only check for a pending replay.
+GL_EXPORT void glClear(GLbitfield mask) { GL_ENTRY(); REAL(Clear)(mask); }
+GL_EXPORT void glFlush(void) { GL_ENTRY(); REAL(Flush)(); }
+GL_EXPORT void glFinish(void) { GL_ENTRY(); REAL(Finish)(); }
+GL_EXPORT void glDrawArrays(GLenum mode, GLint first, GLsizei count) { GL_ENTRY(); REAL(DrawArrays)(mode, first, count); }
+GL_EXPORT void glDrawElements(GLenum mode, GLsizei count, GLenum type, const void* indices) {
+  GL_ENTRY();
+  REAL(DrawElements)(mode, count, type, indices);
+}
+GL_EXPORT void glReadPixels(GLint x, GLint y, GLsizei width, GLsizei height, GLenum format, GLenum type, void* pixels) {
+  GL_ENTRY();
+  REAL(ReadPixels)(x, y, width, height, format, type, pixels);
+}
+
 // Every interposed entry point: its name, where libGL's goes, and the plugin's wrapper.
 #define ENTRY(name) {"gl" #name, (void**)&gl_real.name, (void*)gl##name}
 static const struct { const char* name; void** real; void* wrapper; } g_entries[] = {
@@ -360,7 +375,8 @@ static const struct { const char* name; void** real; void* wrapper; } g_entries[
     ENTRY(CallList), ENTRY(NewList), ENTRY(EndList), ENTRY(DeleteLists), ENTRY(GenLists), ENTRY(LoadIdentity),
     ENTRY(PushMatrix), ENTRY(PopMatrix), ENTRY(Translatef), ENTRY(Translated), ENTRY(Rotatef), ENTRY(Rotated),
     ENTRY(Scalef), ENTRY(Scaled), ENTRY(LoadMatrixf), ENTRY(MultMatrixf), ENTRY(LoadMatrixd), ENTRY(MultMatrixd),
-    ENTRY(Frustum), ENTRY(Ortho),
+    ENTRY(Frustum), ENTRY(Ortho), ENTRY(Clear), ENTRY(Flush), ENTRY(Finish), ENTRY(DrawArrays),
+    ENTRY(DrawElements), ENTRY(ReadPixels),
 };
 
 void gl_resolve_real(void) {

@@ -14,3 +14,21 @@ endif()
 add_test(NAME opengl.indirect_gears
          COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/gl_indirect_gears.sh ${STASIS_BIN} ${STASIS_IGLX_DISPATCH})
 set_tests_properties(opengl.indirect_gears PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77)
+# A GL 1.x program of the suite's own (tests/gl_textures.c: a mipmapped texture, a display list,
+# a light, a material, the matrices), indirect on Xvfb +iglx, through the X driver (two restarts,
+# each on a new Xvfb): every frame's checksum equal to an uninterrupted run's.
+find_library(STASIS_GL_LIBGL GL)
+find_library(STASIS_GL_LIBX11 X11)
+set(STASIS_GL_TEXTURES "")
+if(STASIS_GL_LIBGL AND STASIS_GL_LIBX11 AND STASIS_GL_INCLUDE)
+  stasis_test_target(gl_textures ${CMAKE_CURRENT_LIST_DIR}/tests/gl_textures.c)
+  target_link_libraries(gl_textures PRIVATE ${STASIS_GL_LIBGL} ${STASIS_GL_LIBX11})
+  set(STASIS_GL_TEXTURES $<TARGET_FILE:gl_textures>)
+endif()
+if(STASIS_LIBGLDISPATCH AND STASIS_LIBGLAPI)
+  add_test(NAME opengl.textures
+           COMMAND env LIBGL_ALWAYS_INDIRECT=1 XVFB_ARGS=+iglx XVFB_PRELOAD=${STASIS_IGLX_DISPATCH}
+                   ${PROJECT_SOURCE_DIR}/src/plugins/x11/tests/x11_driver.sh ${STASIS_BIN} ${STASIS_TEST_PYTHON}
+                   ${DRIVER} opengl.textures "${STASIS_GL_TEXTURES}" 300 20)
+  set_tests_properties(opengl.textures PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
+endif()

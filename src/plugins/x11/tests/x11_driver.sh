@@ -7,6 +7,7 @@
 #     programs, a UBO), every frame's checksum;
 #   x11.round_trips: round_trips.c, a checkpoint with replies outstanding; X11_REPLAYED=[0-9]:
 #     fewer than 10 requests replayed although it set its GC's colour at every step.
+#   opengl.textures (../../opengl/tests.cmake): XVFB_ARGS and XVFB_PRELOAD go to every Xvfb.
 # usage: x11_driver.sh STASIS PYTHON DRIVER NAME PROGRAM ARGS...
 set -uo pipefail
 STASIS=$1 PYTHON=$2 DRIVER=$3 NAME=$4 PROGRAM=$5
@@ -24,9 +25,11 @@ cat > "$WORK/new_xvfb.sh" <<SCRIPT
 #!/bin/bash
 if [ -s "$WORK/xvfb.pid" ]; then
   kill \$(cat "$WORK/xvfb.pid") 2>/dev/null
-  for _ in \$(seq 900); do [ -e /tmp/.X$display-lock ] || break; sleep 0.1; done
+  for _ in \$(seq 200); do [ -e /tmp/.X$display-lock ] || break; sleep 0.1; done
+  kill -9 \$(cat "$WORK/xvfb.pid") 2>/dev/null  # one whose indirect GL client was killed may ignore SIGTERM
+  rm -f /tmp/.X$display-lock
 fi
-setsid Xvfb :$display -screen 0 320x240x24 -nolisten tcp >/dev/null 2>&1 < /dev/null &
+LD_PRELOAD=${XVFB_PRELOAD:-} setsid Xvfb :$display -screen 0 320x240x24 -nolisten tcp ${XVFB_ARGS:-} >/dev/null 2>&1 < /dev/null &
 echo \$! > "$WORK/xvfb.pid"
 for _ in \$(seq 900); do xdpyinfo -display :$display >/dev/null 2>&1 && exit 0; sleep 0.1; done
 echo "display :$display never answered" >&2; exit 1
