@@ -159,26 +159,17 @@ GL_EXPORT void glDeleteTextures(GLsizei n, const GLuint* names) {
   if (gl_recording) gl_note_delete_textures(n, names);
   REAL(DeleteTextures)(n, names);
 }
-GL_EXPORT void glTexParameterf(GLenum target, GLenum pname, GLfloat v) {
-  GL_ENTRY();
-  if (gl_recording) { const uint32_t w[3] = {target, pname, gl_fbits(v)}; gl_note(OP_TEX_PARAMETER, w, 3, 2); }
-  REAL(TexParameterf)(target, pname, v);
-}
-GL_EXPORT void glTexParameteri(GLenum target, GLenum pname, GLint v) {
-  GL_ENTRY();
-  if (gl_recording) { const uint32_t w[3] = {target, pname, gl_fbits((float)v)}; gl_note(OP_TEX_PARAMETER, w, 3, 2); }
-  REAL(TexParameteri)(target, pname, v);
-}
-GL_EXPORT void glTexEnvf(GLenum target, GLenum pname, GLfloat v) {
-  GL_ENTRY();
-  if (gl_recording) { const uint32_t w[3] = {target, pname, gl_fbits(v)}; gl_note(OP_TEX_ENV, w, 3, 2); }
-  REAL(TexEnvf)(target, pname, v);
-}
-GL_EXPORT void glTexEnvi(GLenum target, GLenum pname, GLint v) {
-  GL_ENTRY();
-  if (gl_recording) { const uint32_t w[3] = {target, pname, gl_fbits((float)v)}; gl_note(OP_TEX_ENV, w, 3, 2); }
-  REAL(TexEnvi)(target, pname, v);
-}
+// glTexParameter* and glTexEnv*: the value kept as a float (enums such as GL_LINEAR are exact).
+#define TARGET_PNAME_SET(name, op, type)                                                                \
+  GL_EXPORT void gl##name(GLenum target, GLenum pname, type v) {                                        \
+    GL_ENTRY();                                                                                         \
+    if (gl_recording) { const uint32_t w[3] = {target, pname, gl_fbits((float)v)}; gl_note(op, w, 3, 2); } \
+    REAL(name)(target, pname, v);                                                                       \
+  }
+TARGET_PNAME_SET(TexParameterf, OP_TEX_PARAMETER, GLfloat)
+TARGET_PNAME_SET(TexParameteri, OP_TEX_PARAMETER, GLint)
+TARGET_PNAME_SET(TexEnvf, OP_TEX_ENV, GLfloat)
+TARGET_PNAME_SET(TexEnvi, OP_TEX_ENV, GLint)
 GL_EXPORT void glPixelStorei(GLenum pname, GLint v) {
   GL_ENTRY();
   if (gl_recording) {

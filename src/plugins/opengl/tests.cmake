@@ -32,3 +32,13 @@ if(STASIS_LIBGLDISPATCH AND STASIS_LIBGLAPI)
                    ${DRIVER} opengl.textures "${STASIS_GL_TEXTURES}" 300 20)
   set_tests_properties(opengl.textures PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
 endif()
+# The same program asking glXGetProcAddress for an entry point the plugin does not record: the
+# checkpoint is refused naming it, the program runs on, its output as an uninterrupted run's.
+if(STASIS_LIBGLDISPATCH AND STASIS_LIBGLAPI)
+  add_test(NAME opengl.refuse_unrecorded
+           COMMAND env LIBGL_ALWAYS_INDIRECT=1 XVFB_ARGS=+iglx XVFB_PRELOAD=${STASIS_IGLX_DISPATCH}
+                   "X11_EXPECT_REFUSAL=opengl: .*glPointParameterfARB, which the plugin does not record"
+                   ${PROJECT_SOURCE_DIR}/src/plugins/x11/tests/x11_driver.sh ${STASIS_BIN} ${STASIS_TEST_PYTHON}
+                   ${DRIVER} opengl.refuse_unrecorded "${STASIS_GL_TEXTURES}" 100 20 unrecorded)
+  set_tests_properties(opengl.refuse_unrecorded PROPERTIES TIMEOUT 180 LABELS ckpt SKIP_RETURN_CODE 77)
+endif()

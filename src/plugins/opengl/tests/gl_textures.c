@@ -3,12 +3,15 @@
 // a light, a material, enables and a projection; every frame rotates the modelview, calls the
 // list, reads the frame back (glReadPixels) and prints its checksum. With indirect GLX all that
 // state is in the X server: after a restart on a new one the frames equal an uninterrupted run's
-// only if it was replayed. usage: gl_textures FRAMES [DELAY_MS]
+// only if it was replayed. With a third argument, `unrecorded`, it also asks glXGetProcAddress
+// for an entry point the plugin does not record (glPointParameterfARB), so that a checkpoint is
+// refused naming it. usage: gl_textures FRAMES [DELAY_MS [unrecorded]]
 #include <GL/gl.h>
 #include <GL/glx.h>
 #include <X11/Xlib.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 enum { kSize = 64 };
@@ -53,6 +56,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   printf("indirect %d\n", !glXIsDirect(dpy, context));
+  if (argc > 3 && strcmp(argv[3], "unrecorded") == 0) {
+    void (*point_parameter)(GLenum, GLfloat) =
+        (void (*)(GLenum, GLfloat))glXGetProcAddressARB((const GLubyte*)"glPointParameterfARB");
+    if (point_parameter) point_parameter(0x8128 /* GL_POINT_FADE_THRESHOLD_SIZE */, 2.0f);
+  }
 
   glViewport(0, 0, kSize, kSize);
   glMatrixMode(GL_PROJECTION);
