@@ -36,6 +36,8 @@ static int g_replay_enabled = 1;  // STASIS_GL_REPLAY=0: record, never replay (t
 static int g_verbose;             // STASIS_GL_VERBOSE=1: a line per replay with the log's size
 static char g_unsupported[160];   // the first thing the program did that the record cannot bring back
 static unsigned g_replays;
+static GLXContext g_asked;  // the last context glXIsDirect was asked of, and its answer
+static int g_asked_indirect;
 
 void gl_fatal(const char* what) {
   fprintf(stderr, "stasis opengl plugin: %s\n", what);
@@ -62,7 +64,10 @@ static void resolve_glx(void) {
 static void made_current(Display* dpy, GLXContext context) {
   if (!context) return;  // released: the record stays, for when it is current again
   gl_resolve_real();
-  const int indirect = glx.IsDirect && !glx.IsDirect(dpy, context);
+  // Asked once per context (for an indirect one glXIsDirect may ask the server): a program that
+  // makes its context current every frame pays a comparison.
+  if (context != g_asked) g_asked = context, g_asked_indirect = glx.IsDirect && !glx.IsDirect(dpy, context);
+  const int indirect = g_asked_indirect;
   if (indirect && g_context && context != g_context) gl_unsupported("a second indirect GLX context");
   if (indirect && !g_context) {
     g_context = context;
@@ -89,6 +94,7 @@ GL_EXPORT Bool glXMakeContextCurrent(Display* dpy, GLXDrawable draw, GLXDrawable
 
 GL_EXPORT void glXDestroyContext(Display* dpy, GLXContext context) {
   resolve_glx();
+  if (context == g_asked) g_asked = NULL;  // a new context may get its address
   if (context && context == g_context) {  // its state goes with it
     gl_record_reset();
     g_context = NULL;
