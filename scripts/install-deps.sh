@@ -28,8 +28,9 @@ PACKAGES=(
   # QEMU guests checkpointed as programs (tests/vm): qcow2 disk overlays
   qemu-utils
   # X clients and their X server (src/plugins/x11): Xvfb, glxgears (Mesa), xdpyinfo, xwd, and
-  # the headers of the OpenGL 3.3 test program (x11.gl33)
-  xvfb mesa-utils x11-utils x11-apps libgl-dev libx11-dev
+  # the headers of the OpenGL test programs (x11.gl33, opengl.textures); Mesa's libglapi for the
+  # tests' Xvfb +iglx shim (src/plugins/opengl/tests/iglx_dispatch.c)
+  xvfb mesa-utils x11-utils x11-apps libgl-dev libx11-dev libglapi-mesa
   libvulkan1  # the Vulkan loader, refused at checkpoint (x11.refuse_vulkan)
   pymol       # Qt and OpenGL 3.x through the X proxy (x11.pymol)
   # an SDL2 game's timedemo through the X proxy (x11.openarena): 30 packages, 453 MB fetched in

@@ -203,6 +203,15 @@ class LaunchCommand : public Command {
       preload_value = ib_plugin + ":" + preload_value;
       plugins_.push_back(ib_plugin);
     }
+    // With --x11 the OpenGL plugin goes first: it interposes libGL's entry points, recording the
+    // GL state an indirect context keeps in the X server (src/plugins/opengl).
+    if (x11_) {
+      std::string gl_plugin = opengl_plugin_library_path();
+      if (!gl_plugin.empty()) {
+        preload_value = gl_plugin + ":" + preload_value;
+        plugins_.push_back(gl_plugin);
+      }
+    }
     setenv("LD_PRELOAD", preload_value.c_str(), 1);
     setenv("STASIS_COORD", addr.str().c_str(), 1);
     setenv("STASIS_SECRET", secret.c_str(), 1);

@@ -62,6 +62,14 @@ std::string restart_loader_path() { return installed_file("stasis-loader"); }
 
 std::string x11_proxy_path() { return installed_file("stasis-x11-proxy"); }
 
+std::string opengl_plugin_library_path() {
+  try {
+    return installed_file("libstasis_opengl.so");
+  } catch (const Error&) {
+    return "";  // built without the GL headers: GL programs run as before, their GL state not recorded
+  }
+}
+
 std::string ib_plugin_library_path() { return installed_file("libstasis_ib.so"); }
 
 std::string softib_library_dir() {

@@ -30,6 +30,7 @@ std::string runtime_library_path();  // libstasis_runtime.so
 std::string x11_proxy_path();        // stasis-x11-proxy (launch --x11)
 std::string restart_loader_path();   // stasis-loader
 std::string softib_library_dir();    // the folder holding softib's libibverbs.so.1
+std::string opengl_plugin_library_path();  // the OpenGL plugin (launch --x11), "" where not built
 std::string ib_plugin_library_path();  // the InfiniBand plugin (libstasis_ib.so)
 
 }  // namespace stasis::cli

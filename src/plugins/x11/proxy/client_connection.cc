@@ -129,18 +129,17 @@ bool ClientConnection::read_client() {
 }
 
 void ClientConnection::take_request(std::vector<uint8_t> bytes) {
-  const uint8_t opcode = bytes[0];
-  if (glx_major_ && opcode == glx_major_ && unrestorable_.empty()) {
-    const uint8_t minor = bytes[1];
-    if (minor == kGlxRender || minor == kGlxRenderLarge || minor >= kGlxFirstSingle)
-      unrestorable_ = "indirect GLX rendering (GLX request " + std::to_string(minor) +
-                      "): its GL state is in the X server";
-    const size_t is_direct = minor == kGlxCreateNewContext ? 24 : 20;
-    if ((minor == kGlxCreateContext || minor == kGlxCreateNewContext || minor == kGlxCreateContextAttribsArb) &&
-        bytes.size() > is_direct && !bytes[is_direct])
-      unrestorable_ = "an indirect GLX context: its GL state is in the X server";
-  }
   to_server_.push_back({std::move(bytes), ++client_seq_});
+}
+
+// After a restart the re-created context may have another tag on the new server: the program's
+// requests name it by the old one.
+void ClientConnection::to_server_tags(std::vector<uint8_t>& bytes) const {
+  if (tags_.empty() || !glx_major_ || bytes[0] != glx_major_) return;
+  const size_t at = glx_context_tag_offset(bytes[1]);
+  if (at == 0 || at + 4 > bytes.size()) return;
+  const auto known = tags_.find(get32(&bytes[at]));
+  if (known != tags_.end()) put32(&bytes[at], known->second);
 }
 
 bool ClientConnection::has_reply(const std::vector<uint8_t>& bytes) const {
@@ -171,6 +170,7 @@ bool ClientConnection::write_server() {
     // The opcode as this server numbers the extension (another server may number it otherwise);
     // the request itself stays as the program wrote it, for the log.
     uint8_t opcode = server_opcode(r.bytes[0]);
+    if (to_server_offset_ == 0) to_server_tags(r.bytes);
     struct iovec parts[2] = {{&opcode, 1}, {r.bytes.data() + 1, r.bytes.size() - 1}};
     if (to_server_offset_ > 0) parts[1] = {r.bytes.data() + to_server_offset_, r.bytes.size() - to_server_offset_};
     ssize_t n = to_server_offset_ > 0 ? writev(server_fd_, parts + 1, 1) : writev(server_fd_, parts, 2);
@@ -303,6 +303,19 @@ void ClientConnection::log_request(const std::vector<uint8_t>& bytes) {
     case kGlxCreateGlxPixmap: case kGlxCreatePixmap: case kGlxCreateWindow:
       log_.push_back({bytes, word_at(bytes, 16), 0});
       return;
+    case kGlxMakeCurrent: case kGlxMakeContextCurrent: {
+      // The context current on the connection: the latest says it; its replay gives the context
+      // its tag on the new server. Made current from nothing there (no old tag).
+      std::erase_if(log_, [&](const Logged& l) {
+        return l.bytes[0] == glx_major_ && (l.bytes[1] == kGlxMakeCurrent || l.bytes[1] == kGlxMakeContextCurrent);
+      });
+      const size_t context_at = minor == kGlxMakeCurrent ? 8 : 16;
+      if (bytes.size() < context_at + 4 || word_at(bytes, context_at) == 0) return;  // released
+      std::vector<uint8_t> made = bytes;
+      put32(&made[glx_context_tag_offset(minor)], 0);
+      log_.push_back({std::move(made), word_at(bytes, context_at), 0});
+      return;
+    }
     case kGlxCreatePbuffer:
       log_.push_back({bytes, word_at(bytes, 12), 0});
       return;
@@ -378,6 +391,10 @@ bool ClientConnection::answered(uint8_t* message, size_t size) {
         message[9] = known->major, message[10] = known->first_event, message[11] = known->first_error;
       }
     }
+  } else if (type == kReply && glx_major_ && request[0] == glx_major_ &&
+             (request[1] == kGlxMakeCurrent || request[1] == kGlxMakeContextCurrent) && size >= 12) {
+    program_tag_ = get32(message + 8);  // the program's name for it from now on: as this server's
+    tags_.erase(program_tag_);
   } else if (type == kReply && request[0] == kInternAtom && get32(message + 8) != 0) {
     learn_atom(get32(message + 8), name_in(request));
   } else if (type == kReply && request[0] == kListExtensions) {
@@ -499,15 +516,18 @@ bool ClientConnection::reconnect() {
   server_fd_ = -1;
   for (int fd : spare_server_fds_) close(fd);
   spare_server_fds_.clear();
-  if (!unrestorable_.empty()) {
-    why = "the program used " + unrestorable_;
-  } else if (open_server(why) && replay(why)) {
-    if (verbose())
+  if (open_server(why) && replay(why)) {
+    if (verbose()) {
+      std::string tag;  // an indirect GLX context's tag, and the new server's where it differs
+      if (program_tag_)
+        tag = ", GLX context tag " + std::to_string(program_tag_) +
+              (tags_.empty() ? std::string(" kept") : " now " + std::to_string(tags_.begin()->second));
       fprintf(stderr,
               "stasis-x11-proxy: reconnected to DISPLAY=%s: replayed %zu requests (%zu bytes) and %u atoms, "
-              "asked %zu unanswered again, in %.1f ms\n",
+              "asked %zu unanswered again%s, in %.1f ms\n",
               display_.c_str(), log_.size(), log_bytes(), highest_atom_ - kLastPredefinedAtom, asked_again_,
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+              tag.c_str(), std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
     return true;
   }
   fprintf(stderr, "stasis-x11-proxy: the X server of the program's connection is gone and cannot be replaced: %s\n",
@@ -637,6 +657,11 @@ bool ClientConnection::replay(std::string& why) {
                false;
     } else if (type == kReply && seq == server_seq_) {
       synced = true;
+    } else if (type == kReply && seq > queries && index < log_.size() && log_[index].bytes[0] == glx_major_ &&
+               (log_[index].bytes[1] == kGlxMakeCurrent || log_[index].bytes[1] == kGlxMakeContextCurrent)) {
+      const uint32_t tag = get32(&in[8]);  // the re-created context's tag: the program holds the old one
+      tags_.clear();
+      if (tag != program_tag_) tags_[program_tag_] = tag;
     } else if (type == kExpose) {  // (core: no codes to translate)
       // The re-created windows are exposed: the program redraws them, as after any exposure. The
       // other events of the replay (MapNotify, ConfigureNotify...) tell it what it already knew.

@@ -63,6 +63,7 @@ class ClientConnection {
   };
 
   void take_request(std::vector<uint8_t> bytes);
+  void to_server_tags(std::vector<uint8_t>& bytes) const;
   void request_sent(Request& r);
   void log_request(const std::vector<uint8_t>& bytes);
   void forget_resource(const std::vector<uint8_t>& free_request);
@@ -102,7 +103,8 @@ class ClientConnection {
   uint32_t highest_atom_ = kLastPredefinedAtom;  // every atom up to it is in atom_names_ or asked for
   uint8_t glx_major_ = 0, big_requests_major_ = 0;
   size_t asked_again_ = 0;    // requests of the old server's asked again of the new one
-  std::string unrestorable_;  // why a new server could not be given this connection's state
+  uint32_t program_tag_ = 0;              // the GLX context tag the program holds (MakeCurrent's reply)
+  std::map<uint32_t, uint32_t> tags_;     // program's tag -> this server's, when a replay gave another
 };
 
 }  // namespace stasis::x11

@@ -12,6 +12,7 @@ namespace stasis::x11 {
 inline uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
 inline uint32_t get32(const uint8_t* p) { return p[0] | p[1] << 8 | p[2] << 16 | static_cast<uint32_t>(p[3]) << 24; }
 inline void put16(uint8_t* p, uint16_t v) { p[0] = v & 0xff, p[1] = v >> 8; }
+inline void put32(uint8_t* p, uint32_t v) { put16(p, v & 0xffff), put16(p + 2, v >> 16); }
 inline size_t pad4(size_t n) { return (n + 3) & ~size_t{3}; }
 
 // Core request opcodes the proxy treats specially.
@@ -55,10 +56,12 @@ inline Extension extension_named(std::string_view name) {
 
 // GLX minor opcodes (glxproto.h) that create, change or free server state, and those answered
 // by a reply. Rendering through the server (indirect GLX: Render, RenderLarge, the "single"
-// requests from 101 on) keeps GL state in the server that the proxy cannot rebuild.
+// requests from 101 on) builds GL state in the server: the OpenGL plugin in the program records
+// and replays that (src/plugins/opengl); the proxy carries the context and its tag.
 enum GlxMinor : uint8_t {
   kGlxRender = 1, kGlxRenderLarge = 2, kGlxCreateContext = 3, kGlxDestroyContext = 4,
-  kGlxMakeCurrent = 5, kGlxQueryVersion = 7, kGlxCreateGlxPixmap = 13, kGlxDestroyGlxPixmap = 15,
+  kGlxMakeCurrent = 5, kGlxQueryVersion = 7, kGlxCopyContext = 10, kGlxCreateGlxPixmap = 13,
+  kGlxDestroyGlxPixmap = 15, kGlxVendorPrivate = 16, kGlxVendorPrivateWithReply = 17,
   kGlxClientInfo = 20, kGlxCreatePixmap = 22, kGlxDestroyPixmap = 23, kGlxCreateNewContext = 24,
   kGlxMakeContextCurrent = 26, kGlxCreatePbuffer = 27, kGlxDestroyPbuffer = 28,
   kGlxChangeDrawableAttributes = 30, kGlxCreateWindow = 31, kGlxDeleteWindow = 32,
@@ -69,8 +72,24 @@ inline bool glx_request_has_reply(uint8_t minor) {
   switch (minor) {
     case 5: case 6: case 7: case 14: case 17: case 18: case 19: case 21: case 25: case 26: case 29:
       return true;
+    // the single requests without a reply: NewList, EndList, DeleteLists, FeedbackBuffer,
+    // SelectBuffer, PixelStoref, PixelStorei, Flush, DeleteTextures, DeleteQueriesARB
+    case 101: case 102: case 103: case 105: case 106: case 109: case 110: case 142: case 144: case 161:
+      return false;
     default:
-      return minor >= kGlxFirstSingle;  // most single requests are glGet*: answered
+      return minor >= kGlxFirstSingle;  // the other single requests are glGet*, glGen*, glFinish: answered
+  }
+}
+// Where a GLX request carries a context tag (the server's name for "the context current here",
+// given in MakeCurrent's reply), or 0 where it carries none.
+inline size_t glx_context_tag_offset(uint8_t minor) {
+  switch (minor) {
+    case kGlxRender: case kGlxRenderLarge: case 8: case 9: case 11: case 12: case kGlxMakeContextCurrent:
+      return 4;  // also WaitGL, WaitX, SwapBuffers, UseXFont; MakeContextCurrent's old tag
+    case kGlxVendorPrivate: case kGlxVendorPrivateWithReply: return 8;
+    case kGlxMakeCurrent: return 12;  // the old tag
+    case kGlxCopyContext: return 16;
+    default: return minor >= kGlxFirstSingle ? 4 : 0;
   }
 }
 

@@ -1,0 +1,18 @@
+// The OpenGL plugin's own parts that the record and the wrappers share (README.md).
+#pragma once
+#include <GL/gl.h>
+
+// A broken invariant of the record ends the program with a message: a silently wrong replay
+// would be worse.
+void gl_fatal(const char* what);
+#define GL_ASSERT(condition, what) \
+  do { if (!(condition)) gl_fatal(what); } while (0)
+// Something the program did that the record cannot bring back: the next checkpoint is refused
+// naming it (the first one said), the program runs on.
+void gl_unsupported(const char* what);
+void gl_replay_all(void);
+int gl_replay_blocked(void);  // between Begin and End: the replay waits for End
+// The wrapper of an entry point the plugin records, by name (glXGetProcAddress), or NULL.
+void* gl_wrapper_named(const char* name);
+void gl_resolve_real(void);
+void* gl_find_real(const char* name);  // libGL's own entry point of that name

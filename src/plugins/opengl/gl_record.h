@@ -1,0 +1,93 @@
+// The OpenGL plugin's record of one context's GL state (README.md): what the program built with
+// its calls, pruned as it goes, and replayed into the re-created context after a restart.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include <GL/gl.h>
+
+// A recorded call: its operation and its arguments as 32-bit words (floats by their bits,
+// doubles as two words). Kept inside display lists' bodies and as the latest of each state set.
+enum gl_op {
+  OP_ENABLE = 1, OP_SHADE_MODEL, OP_CULL_FACE, OP_FRONT_FACE, OP_DEPTH_FUNC, OP_DRAW_BUFFER,
+  OP_BLEND_FUNC, OP_HINT, OP_COLOR_MATERIAL, OP_CLEAR_COLOR, OP_CLEAR_DEPTH, OP_VIEWPORT,
+  OP_LIGHT, OP_LIGHT_MODEL, OP_MATERIAL, OP_TEX_ENV, OP_BIND_TEXTURE, OP_PIXEL_STORE,
+  OP_BEGIN, OP_END, OP_VERTEX2F, OP_VERTEX3F, OP_NORMAL3F, OP_COLOR3F, OP_COLOR4F, OP_TEXCOORD2F,
+  OP_CALL_LIST, OP_MATRIX_MODE, OP_LOAD_IDENTITY, OP_PUSH_MATRIX, OP_POP_MATRIX, OP_TRANSLATE,
+  OP_ROTATE, OP_SCALE, OP_LOAD_MATRIX, OP_MULT_MATRIX, OP_FRUSTUM, OP_ORTHO,
+  OP_TEX_PARAMETER, OP_TEX_IMAGE_2D,
+};
+enum { GL_MAX_WORDS = 20 };  // the most any recorded call but an image upload has
+
+// The real entry points (libGL's, found behind the plugin), for the wrappers and the replay.
+struct gl_real {
+  void (*Enable)(GLenum), (*Disable)(GLenum), (*ShadeModel)(GLenum), (*CullFace)(GLenum);
+  void (*FrontFace)(GLenum), (*DepthFunc)(GLenum), (*DrawBuffer)(GLenum), (*MatrixMode)(GLenum);
+  void (*BlendFunc)(GLenum, GLenum), (*Hint)(GLenum, GLenum), (*ColorMaterial)(GLenum, GLenum);
+  void (*ClearColor)(GLclampf, GLclampf, GLclampf, GLclampf), (*ClearDepth)(GLclampd);
+  void (*Viewport)(GLint, GLint, GLsizei, GLsizei);
+  void (*Lightfv)(GLenum, GLenum, const GLfloat*), (*Lightf)(GLenum, GLenum, GLfloat);
+  void (*LightModelfv)(GLenum, const GLfloat*), (*LightModeli)(GLenum, GLint);
+  void (*Materialfv)(GLenum, GLenum, const GLfloat*), (*Materialf)(GLenum, GLenum, GLfloat);
+  void (*TexEnvi)(GLenum, GLenum, GLint), (*TexEnvf)(GLenum, GLenum, GLfloat);
+  void (*BindTexture)(GLenum, GLuint), (*DeleteTextures)(GLsizei, const GLuint*);
+  void (*TexParameteri)(GLenum, GLenum, GLint), (*TexParameterf)(GLenum, GLenum, GLfloat);
+  void (*TexImage2D)(GLenum, GLint, GLint, GLsizei, GLsizei, GLint, GLenum, GLenum, const void*);
+  void (*PixelStorei)(GLenum, GLint);
+  void (*Begin)(GLenum), (*End)(void);
+  void (*Vertex2f)(GLfloat, GLfloat), (*Vertex3f)(GLfloat, GLfloat, GLfloat);
+  void (*Normal3f)(GLfloat, GLfloat, GLfloat), (*Color3f)(GLfloat, GLfloat, GLfloat);
+  void (*Color4f)(GLfloat, GLfloat, GLfloat, GLfloat), (*TexCoord2f)(GLfloat, GLfloat);
+  void (*CallList)(GLuint), (*NewList)(GLuint, GLenum), (*EndList)(void);
+  void (*DeleteLists)(GLuint, GLsizei);
+  GLuint (*GenLists)(GLsizei);
+  void (*LoadIdentity)(void), (*PushMatrix)(void), (*PopMatrix)(void);
+  void (*Translatef)(GLfloat, GLfloat, GLfloat), (*Translated)(GLdouble, GLdouble, GLdouble);
+  void (*Rotatef)(GLfloat, GLfloat, GLfloat, GLfloat), (*Rotated)(GLdouble, GLdouble, GLdouble, GLdouble);
+  void (*Scalef)(GLfloat, GLfloat, GLfloat), (*Scaled)(GLdouble, GLdouble, GLdouble);
+  void (*LoadMatrixf)(const GLfloat*), (*MultMatrixf)(const GLfloat*);
+  void (*LoadMatrixd)(const GLdouble*), (*MultMatrixd)(const GLdouble*);
+  void (*Frustum)(GLdouble, GLdouble, GLdouble, GLdouble, GLdouble, GLdouble);
+  void (*Ortho)(GLdouble, GLdouble, GLdouble, GLdouble, GLdouble, GLdouble);
+  void (*Clear)(GLbitfield), (*Flush)(void), (*Finish)(void), (*DrawArrays)(GLenum, GLint, GLsizei);
+  void (*DrawElements)(GLenum, GLsizei, GLenum, const void*);
+  void (*ReadPixels)(GLint, GLint, GLsizei, GLsizei, GLenum, GLenum, void*);
+};
+extern struct gl_real gl_real;
+
+// What the wrappers test on every call: one load and a branch each when nothing is to be done.
+extern volatile int gl_recording;       // the current context is indirect: its state is in the server
+extern volatile int gl_replay_pending;  // restarted: replay before the program's next GL call
+void gl_replay_now(void);
+#define GL_ENTRY() \
+  do { if (__builtin_expect(gl_replay_pending, 0)) gl_replay_now(); } while (0)
+
+// Recording, called by the wrappers while gl_recording. gl_note: a call that sets state, keyed
+// by its operation and its first `keys` words (the latest per key is kept); inside a display list
+// it joins the list's body instead (and sets state too when the list is compiled and executed).
+// Returns 1 when the call was only compiled into a list.
+int gl_note(enum gl_op op, const uint32_t* words, unsigned count, unsigned keys);
+void gl_note_state(enum gl_op op, const uint32_t* words, unsigned count, unsigned keys);  // outside any list
+// A call that only counts inside a display list (Begin, Vertex, CallList...): 1 if compiled.
+int gl_note_in_list(enum gl_op op, const uint32_t* words, unsigned count);
+void gl_note_image(const uint32_t* words, unsigned count, const void* pixels, size_t bytes);
+void gl_note_delete_textures(GLsizei n, const GLuint* names);
+void gl_note_new_list(GLuint list, GLenum mode);
+void gl_note_end_list(void);
+void gl_note_delete_lists(GLuint first, GLsizei range);
+void gl_note_gen_lists(GLuint first, GLsizei range);
+void gl_note_begin(int inside);  // Begin (1) and End (0) outside lists: no replay in between
+// The matrix stacks, tracked on the CPU: a frame's pushes, rotations and pops cost arithmetic,
+// never a log entry. Each returns 1 when the call was only compiled into a list.
+int gl_matrix_mode(GLenum mode);
+int gl_matrix_op(enum gl_op op, const float* m16);  // LoadIdentity, Push, Pop, Load, Mult
+int gl_matrix_frustum(enum gl_op op, const double* six);
+int gl_matrix_transform(enum gl_op op, float angle, float x, float y, float z);
+void gl_eye_vector(float v[4], int is_position);  // v times the modelview (lights' positions)
+
+void gl_record_reset(void);  // the recorded context was destroyed
+// Figures for the log line and the checkpoint's refusal.
+struct gl_record_stats { size_t lists, list_calls, list_bytes, sets, textures, texture_bytes, noted_bytes; };
+void gl_record_stats(struct gl_record_stats* out);
+uint32_t gl_fbits(float f);
+float gl_bitsf(uint32_t w);
