@@ -110,7 +110,7 @@ class RestartCommand : public Command {
     if (options_.checkpoint.empty()) options_.checkpoint = "stasis-ckpt";
     if (mpi_rank_) {
       restart::MpiRankPart part = restart::mpi_rank_part(options_.checkpoint);
-      options_.part = restart::PartName{part.vpid, ""};  // one host: its ranks share one pid space
+      options_.part = restart::PartName{part.vpid, part.space};
       options_.keep_fds = part.launcher_sockets;
       if (options_.restart_id.empty()) options_.restart_id = part.restart_id;
       // The launcher's variables first: the user's --setenv still wins.
