@@ -2,17 +2,17 @@
 """Split-process MPI jobs started by srun, checkpointed, cancelled and restarted in new allocations.
 
 On the private two-node Slurm cluster (slurm_nodes.py: each node a test host with its own address,
-/tmp, /dev/shm, host name, pids and slurmd), four ranks of ring_in_flight (built against Stasis's
+/tmp, /dev/shm, host name, pids and slurmd), four ranks (MPICH: two) of ring_in_flight (built against Stasis's
 abi/mpi.h; a message in flight to every rank most of the time) run as
 `srun --mpi=MPI -N 2 -n 4 stasis launch --mpi --coord NODE1:PORT -- ring_in_flight_split`: every
 rank its own launch, the one on node 1 starting the coordinator. The job is checkpointed while it
 runs and cancelled (`scancel`); then, from that one checkpoint (on the shared file system):
-  1. `srun --mpi=MPI -N 2 -n 4 stasis restart --mpi-rank`: a new job, two ranks a node;
+  1. `srun --mpi=MPI -N 2 -n 4 stasis restart --mpi-rank`: a new job, as many ranks a node;
   2. `srun --mpi=MPI -w NODE2 -N 1 -n 4 --overcommit stasis restart --mpi-rank --coord NODE2:PORT`:
      a new job on one node, node 1's ranks (another pid space) brought to node 2;
   3. with --mpi pmix only: `mpirun -np 4 stasis restart --mpi-rank` on node 1, outside Slurm (Open
      MPI's own launcher after srun).
-Checks: the four ranks join, two from each node; the checkpoint holds each rank's image and its
+Checks: the ranks join, as many from each node; the checkpoint holds each rank's image and its
 mpi_split.rank-R file naming its pid and pid space; each restart's rank-0 lines go on from the
 checkpoint (they are the uninterrupted run's from a line no earlier than those printed when the
 checkpoint was asked for and no later than those printed before the cancel) to its end, and it
@@ -35,7 +35,10 @@ from slurm.slurm_nodes import ADDRESSES, SlurmNodes, skip_reason  # noqa: E402
 from slurm.slurm_test import Failure  # noqa: E402
 
 STEPS, DELAY_MS = 50, 150
-NODES, RANKS = 2, 4
+NODES = 2
+# Ranks: MPICH 4.0 under srun --mpi=pmi2 with two ranks on a node hangs now and then at its end
+# without Stasis (seen: 2 of 3 native runs of 4 ranks, on one node and on two), so one a node.
+RANKS_OF = {"pmix": 4, "pmi2": 2}
 PORT = 7791
 PROGRAM = "ring_in_flight_"  # the process name: the program's first 15 characters
 FRESH = r"split MPI: restarted over a fresh lower half \((\w+)\)"  # each restarted rank's log line
@@ -77,6 +80,7 @@ def main():
         return 77
 
     started = time.time()
+    ranks, per_node = RANKS_OF[args.mpi], RANKS_OF[args.mpi] // NODES
     nodes = SlurmNodes(args.conf, f"stasis-slurm-mpi-split-{args.mpi}-")
     tmp, cluster = nodes.tmp, nodes.cluster
     ckpt_dir = os.path.join(tmp, "ckpt")
@@ -111,22 +115,29 @@ def main():
     try:
         nodes.up()
         print(f"cluster up in {time.time() - started:.1f} s")
-        reference = run(*srun, "-N", str(NODES), "-n", str(RANKS), args.native, str(STEPS), "0")
+        native = [*srun, "-N", str(NODES), "-n", str(ranks), args.native, str(STEPS), "0"]
+        try:
+            reference = run(*native, timeout=90)
+        except subprocess.TimeoutExpired:  # MPICH under pmi2, without Stasis: seen hanging 1 run in 4
+            print("the native run did not end in 90 s (without Stasis); run once more")
+            cluster.run("scancel", *cluster.jobs())
+            cluster.wait_no_jobs()
+            reference = run(*native, timeout=90)
         expected = program_lines(reference.stdout)
-        if reference.returncode != 0 or len(expected) != STEPS + 1 or expected[-1] != f"done ranks {RANKS}":
+        if reference.returncode != 0 or len(expected) != STEPS + 1 or expected[-1] != f"done ranks {ranks}":
             raise Failure(f"the native run under srun --mpi={args.mpi} failed ({reference.returncode}): "
                           f"{reference.stdout[-1500:]}{reference.stderr[-1500:]}")
         print(f"reference (native build, srun --mpi={args.mpi}): {len(expected)} lines")
 
-        launch = [*srun, "-N", str(NODES), "-n", str(RANKS), args.stasis, "launch", "--mpi", "--coord", coord,
+        launch = [*srun, "-N", str(NODES), "-n", str(ranks), args.stasis, "launch", "--mpi", "--coord", coord,
                   "--ckpt-dir", ckpt_dir, "--", args.split, str(STEPS), str(DELAY_MS)]
         with open(out1, "w") as out:
             job = subprocess.Popen(nodes.on(0, *launch), stdout=out, stderr=subprocess.STDOUT, env=env,
                                    start_new_session=True)
         printed = lambda: program_lines(open(out1).read())
-        two_per_node = sorted((PROGRAM, name) for name in nodes.names for _ in range(RANKS // NODES))
-        wait_for(lambda: (len(printed()) >= 5 and members() == two_per_node) or job.poll() is not None,
-                 f"the first lines and the {RANKS} ranks, two on each node, in `stasis status`", 120)
+        per_node_members = sorted((PROGRAM, name) for name in nodes.names for _ in range(per_node))
+        wait_for(lambda: (len(printed()) >= 5 and members() == per_node_members) or job.poll() is not None,
+                 f"the first lines and the {ranks} ranks, {per_node} on each node, in `stasis status`", 120)
         if job.poll() is not None:
             raise Failure(f"the job ended early ({job.returncode}): {open(out1).read()[-3000:]}")
         print("members:", members())
@@ -143,10 +154,10 @@ def main():
         manifest = json.load(open(os.path.join(generation, "MANIFEST.json")))["processes"]
         saved = {(p["pid"], p.get("pid_space", "")) for p in manifest}
         if sorted((p["program"], p["address"]) for p in manifest) != \
-                sorted((PROGRAM, a) for a in ADDRESSES[:NODES] for _ in range(RANKS // NODES)):
-            raise Failure(f"the checkpoint holds {manifest}, not the {RANKS} ranks, two at each node's address")
+                sorted((PROGRAM, a) for a in ADDRESSES[:NODES] for _ in range(per_node)):
+            raise Failure(f"the checkpoint holds {manifest}, not the {ranks} ranks, {per_node} at each node's address")
         named = set()
-        for rank in range(RANKS):
+        for rank in range(ranks):
             words = open(os.path.join(generation, f"mpi_split.rank-{rank}")).read().split()
             named.add((int(words[0]), words[1] if len(words) > 1 else ""))
         if named != saved:
@@ -165,12 +176,12 @@ def main():
         before = printed()
         print(f"cancelled job {jobs[0]} after {len(before)} lines")
 
-        restarts = [("srun, 2 nodes", ["-N", str(NODES), "-n", str(RANKS)], coord, None),
-                    ("srun, 1 node", ["-w", nodes.names[1], "-N", "1", "-n", str(RANKS), "--overcommit"],
+        restarts = [("srun, 2 nodes", ["-N", str(NODES), "-n", str(ranks)], coord, None),
+                    ("srun, 1 node", ["-w", nodes.names[1], "-N", "1", "-n", str(ranks), "--overcommit"],
                      f"{ADDRESSES[1]}:{PORT}", None)]
         if args.mpi == "pmix" and args.mpirun:
             restarts.append(("mpirun on node 1", None, coord,
-                             [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(RANKS)]))
+                             [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)]))
         for what, placement, at, launcher in restarts:
             restart_at = time.time()
             said_before = re.findall(FRESH, coordinator_log())
@@ -183,9 +194,9 @@ def main():
                               f"{restart.stderr[-3000:]}")
             start = check_continues(expected, asked_at, before, after, f"restart ({what})")
             fresh = re.findall(FRESH, restart.stderr) + re.findall(FRESH, coordinator_log())[len(said_before):]
-            if fresh != [implementation] * RANKS:
+            if fresh != [implementation] * ranks:
                 raise Failure(f"restart ({what}): the ranks said they restarted over lower halves {fresh}, not "
-                              f"{RANKS} of {implementation}")
+                              f"{ranks} of {implementation}")
             print(f"restart ({what}): {time.time() - restart_at:.1f} s, rank 0 went on from line {start}, "
                   f"{len(after)} lines; {len(fresh)} fresh lower halves ({implementation})")
             cluster.wait_no_jobs()  # its job ended with its step
