@@ -51,8 +51,8 @@ class RestartCommand : public Command {
         ->group("");
     app.add_flag("--mpi-rank", mpi_rank_,
                  "Split-process MPI (src/plugins/mpi_split/README.md): run by an MPI launcher in each rank's "
-                 "place (`mpirun -np N stasis restart --mpi-rank DIR`), restores the image of this rank, which "
-                 "starts a fresh MPI library under this launcher");
+                 "place (`mpirun -np N stasis restart --mpi-rank DIR`, or srun's, on any nodes), restores the "
+                 "image of this rank, which starts a fresh MPI library under this launcher");
     app.add_option("--restart-id", options_.restart_id, "(internal) names this restart's meetings")->group("");
     app.add_flag("--lazy", options_.lazy,
                  "Map uncompressed memory without reading it first: the program runs again at once "

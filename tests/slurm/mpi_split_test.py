@@ -8,8 +8,9 @@ abi/mpi.h; a message in flight to every rank most of the time) run as
 rank its own launch, the one on node 1 starting the coordinator. The job is checkpointed while it
 runs and cancelled (`scancel`); then, from that one checkpoint (on the shared file system):
   1. `srun --mpi=MPI -N 2 -n 4 stasis restart --mpi-rank`: a new job, as many ranks a node;
-  2. `srun --mpi=MPI -w NODE2 -N 1 -n 4 --overcommit stasis restart --mpi-rank --coord NODE2:PORT`:
-     a new job on one node, node 1's ranks (another pid space) brought to node 2;
+  2. with --mpi pmix only: `srun --mpi=pmix -w NODE2 -N 1 -n 4 --overcommit stasis restart
+     --mpi-rank --coord NODE2:PORT`: a new job on one node, node 1's ranks (another pid space)
+     brought to node 2;
   3. with --mpi pmix only: `mpirun -np 4 stasis restart --mpi-rank` on node 1, outside Slurm (Open
      MPI's own launcher after srun).
 Checks: the ranks join, as many from each node; the checkpoint holds each rank's image and its
@@ -37,7 +38,8 @@ from slurm.slurm_test import Failure  # noqa: E402
 STEPS, DELAY_MS = 50, 150
 NODES = 2
 # Ranks: MPICH 4.0 under srun --mpi=pmi2 with two ranks on a node hangs now and then at its end
-# without Stasis (seen: 2 of 3 native runs of 4 ranks, on one node and on two), so one a node.
+# without Stasis (seen: 2 of 3 native runs of 4 ranks, on one node and on two; a restart of 2
+# ranks onto one node once in 2), so one a node, and no restart onto one node.
 RANKS_OF = {"pmix": 4, "pmi2": 2}
 PORT = 7791
 PROGRAM = "ring_in_flight_"  # the process name: the program's first 15 characters
@@ -176,9 +178,10 @@ def main():
         before = printed()
         print(f"cancelled job {jobs[0]} after {len(before)} lines")
 
-        restarts = [("srun, 2 nodes", ["-N", str(NODES), "-n", str(ranks)], coord, None),
-                    ("srun, 1 node", ["-w", nodes.names[1], "-N", "1", "-n", str(ranks), "--overcommit"],
-                     f"{ADDRESSES[1]}:{PORT}", None)]
+        restarts = [("srun, 2 nodes", ["-N", str(NODES), "-n", str(ranks)], coord, None)]
+        if args.mpi == "pmix":  # MPICH under pmi2 with two ranks on a node hangs without Stasis too
+            restarts.append(("srun, 1 node", ["-w", nodes.names[1], "-N", "1", "-n", str(ranks), "--overcommit"],
+                             f"{ADDRESSES[1]}:{PORT}", None))
         if args.mpi == "pmix" and args.mpirun:
             restarts.append(("mpirun on node 1", None, coord,
                              [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(ranks)]))
@@ -187,7 +190,7 @@ def main():
             said_before = re.findall(FRESH, coordinator_log())
             restart_argv = [args.stasis, "restart", "--mpi-rank", "--coord", at, generation]
             argv = [*launcher, *restart_argv] if launcher else [*srun, *placement, *restart_argv]
-            restart = run(*argv, timeout=240)
+            restart = run(*argv, timeout=100)  # about 10 s; all within the test's 400
             after = program_lines(restart.stdout)
             if restart.returncode != 0:
                 raise Failure(f"restart ({what}) exited {restart.returncode}: {restart.stdout[-2000:]}"

@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 
 namespace {
 // What MPI launchers tell their ranks (Open MPI, PMIx, MPICH's Hydra and PMI; srun's PMI plugins
-// set the same). Slurm's own SLURM_* are not among them: they fill most of --setenv's 4 KiB, and
-// neither library's rank reads them when PMI or PMIx is there.
+// set the same). Slurm's own SLURM_* are not among them: they would fill most of --setenv's 4 KiB;
+// the fresh lower half sees the checkpoint's (tests/slurm/mpi_split_test.py restarts so).
 bool launcher_variable(const char* entry) {
   static const char* const prefixes[] = {"OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPIR_", "OPAL_"};
   for (const char* prefix : prefixes)
