@@ -76,6 +76,12 @@ void stasis_plugin_log(const char* message) __attribute__((weak));
  * threads may be stopped inside setenv. */
 const char* stasis_plugin_setting(const char* name) __attribute__((weak));
 
+/* The pid space this process's virtual pids belong to (BOOT_ID/PID_NAMESPACE_INODE of the kernel
+ * where it first ran), as MANIFEST.json records it beside its pid: a pid names a process only
+ * within its space, and the nodes of a cluster each have their own. NULL before the process
+ * joined. A restart names a process VPID@PID_SPACE (docs/clusters.md, Virtual pids across hosts). */
+const char* stasis_plugin_pid_space(void) __attribute__((weak));
+
 /* From an event handler about to return non-zero: the one-line reason (naming the object and
  * its kind) that the checkpoint's failure reports instead of "plugin NAME failed". */
 void stasis_plugin_refuse(const char* message) __attribute__((weak));

@@ -159,7 +159,8 @@ class LaunchCommand : public Command {
     app.add_flag("--mpi", mpi_,
                  "Split-process MPI (src/plugins/mpi_split/README.md): PROGRAM is an MPI launcher (mpirun, "
                  "mpiexec) of a program built against Stasis's abi/mpi.h or Open MPI's own mpi.h (through "
-                 "Stasis's Open MPI front); the launcher stays outside the "
+                 "Stasis's Open MPI front), or that program itself in each task of `srun --mpi=pmix|pmi2 ... "
+                 "stasis launch --mpi -- PROGRAM`; the launcher stays outside the "
                  "computation, each rank is checkpointed without its MPI library (the lower half it starts "
                  "itself)");
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();

@@ -51,8 +51,8 @@ class RestartCommand : public Command {
         ->group("");
     app.add_flag("--mpi-rank", mpi_rank_,
                  "Split-process MPI (src/plugins/mpi_split/README.md): run by an MPI launcher in each rank's "
-                 "place (`mpirun -np N stasis restart --mpi-rank DIR`), restores the image of this rank, which "
-                 "starts a fresh MPI library under this launcher");
+                 "place (`mpirun -np N stasis restart --mpi-rank DIR`, or srun's, on any nodes), restores the "
+                 "image of this rank, which starts a fresh MPI library under this launcher");
     app.add_option("--restart-id", options_.restart_id, "(internal) names this restart's meetings")->group("");
     app.add_flag("--lazy", options_.lazy,
                  "Map uncompressed memory without reading it first: the program runs again at once "
@@ -110,7 +110,7 @@ class RestartCommand : public Command {
     if (options_.checkpoint.empty()) options_.checkpoint = "stasis-ckpt";
     if (mpi_rank_) {
       restart::MpiRankPart part = restart::mpi_rank_part(options_.checkpoint);
-      options_.part = restart::PartName{part.vpid, ""};  // one host: its ranks share one pid space
+      options_.part = restart::PartName{part.vpid, part.space};
       options_.keep_fds = part.launcher_sockets;
       if (options_.restart_id.empty()) options_.restart_id = part.restart_id;
       // The launcher's variables first: the user's --setenv still wins.

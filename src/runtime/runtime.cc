@@ -591,6 +591,10 @@ bool reserve_coordinator_fd(LogLine& error) {
   return placed >= 0;
 }
 
+// The pid space this process's virtual pids belong to, as it last said when joining (MANIFEST.json's
+// "pid_space"): what stasis_plugin_pid_space gives plugins.
+char g_virtual_pid_space[STASIS_NAME_MAX];
+
 bool connect_to_coordinator(bool restarted, LogLine& error) {
   if (!g_joined_via_relay &&
       stasis_connect_socket(kCoordinatorFd, g_config.coord_host, g_config.coord_port) != 0) {
@@ -613,6 +617,7 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
   note_kernel_pid_space(info.pid_space);
   const char* restored_space = pid_table_space();
   str_copy(info.virtual_pid_space, restored_space ? restored_space : info.pid_space, sizeof info.virtual_pid_space);
+  str_copy(g_virtual_pid_space, info.virtual_pid_space, sizeof g_virtual_pid_space);  // stasis_plugin_pid_space
   // The thread's name is the program's (inherited when the thread was made): no descriptor is
   // opened here, as this runs beside the program, which may dup2 onto any number meanwhile.
   char comm[17] = {};
@@ -646,6 +651,10 @@ bool connect_to_coordinator(bool restarted, LogLine& error) {
 
 // ---- application API (include/stasis/stasis.h) -----------------------------------------------
 using namespace stasis::rt;
+
+extern "C" __attribute__((visibility("default"))) const char* stasis_plugin_pid_space() {
+  return g_virtual_pid_space[0] ? g_virtual_pid_space : nullptr;
+}
 
 extern "C" __attribute__((visibility("default"))) int stasis_runtime_is_enabled() {
   return g_config.active ? 1 : 0;

@@ -197,13 +197,8 @@ def main():
             raise Failure(f"the checkpoint holds {saved}, not {expected}")
         print("checkpoint:", saved)
 
-        jobs = cluster.jobs()
-        if len(jobs) != 1:
-            raise Failure(f"expected one job in the queue, found {jobs}")
-        cluster.run("scancel", jobs[0])
-        job.wait(timeout=120)
+        jobs = [cluster.cancel_the_job(job)]
         job = None
-        cluster.wait_no_jobs()
         wait_for(lambda: not members(), "the cancelled tasks' leaving the coordinator", 30)
         before = printed()
         if interval:  # the newest interval checkpoint is the one restarted

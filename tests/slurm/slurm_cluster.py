@@ -166,6 +166,17 @@ class Cluster:
         return [os.path.join(self.dir, "slurmctld.log")] + [os.path.join(self.dir, f"slurmd-{n.name}.log")
                                                              for n in self.nodes]
 
+    def cancel_the_job(self, launch):
+        """`scancel` the one job in the queue, then wait for `launch` (its srun, a Popen) to end and the
+        queue to empty; returns the job's id."""
+        jobs = self.jobs()
+        if len(jobs) != 1:
+            raise RuntimeError(f"expected one job in the queue, found {jobs}")
+        self.run("scancel", jobs[0])
+        launch.wait(timeout=120)
+        self.wait_no_jobs()
+        return jobs[0]
+
     def wait_no_jobs(self, timeout=90):
         deadline = time.time() + timeout
         while self.jobs():

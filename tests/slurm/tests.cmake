@@ -49,3 +49,35 @@ add_test(NAME slurm.checkpoint-on-signal
          COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/signal_test.py
                  --stasis ${STASIS_BIN} --task $<TARGET_FILE:slurm_task>)
 set_tests_properties(slurm.checkpoint-on-signal PROPERTIES TIMEOUT 120 LABELS ckpt)
+
+# Split-process MPI under srun (src/plugins/mpi_split/README.md, Slurm): four ranks of
+# ring_in_flight on the two-node cluster, each `stasis launch --mpi` started by srun, checkpointed,
+# cancelled, and restarted by `srun ... stasis restart --mpi-rank` in a new job on two nodes and on
+# one, and (Open MPI) by mpirun outside Slurm. pmix: Open MPI; pmi2: MPICH.
+set(STASIS_SLURM_SPLIT_MPI)
+if(TARGET ring_in_flight_split AND TARGET ring_in_flight_openmpi)
+  list(APPEND STASIS_SLURM_SPLIT_MPI "pmix:openmpi")
+else()
+  stasis_skipped_group(slurm.nodes.mpi_split.pmix "no mpicc.openmpi and mpirun.openmpi (Debian: openmpi-bin libopenmpi-dev)")
+endif()
+if(TARGET ring_in_flight_split AND TARGET ring_in_flight_mpich)
+  list(APPEND STASIS_SLURM_SPLIT_MPI "pmi2:mpich")
+else()
+  stasis_skipped_group(slurm.nodes.mpi_split.pmi2 "no mpicc.mpich and mpirun.mpich (Debian: mpich libmpich-dev)")
+endif()
+foreach(pair IN LISTS STASIS_SLURM_SPLIT_MPI)
+  string(REPLACE ":" ";" pair ${pair})
+  list(GET pair 0 pmi)
+  list(GET pair 1 implementation)
+  set(mpirun_option)
+  if(pmi STREQUAL "pmix")
+    set(mpirun_option --mpirun ${STASIS_OPENMPI_RUN})
+  endif()
+  add_test(NAME slurm.nodes.mpi_split.${pmi}
+           COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/mpi_split_test.py --stasis ${STASIS_BIN}
+                   --conf ${STASIS_SLURM_CONF_IN} --mpi ${pmi} ${mpirun_option}
+                   --native ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_${implementation}
+                   --split $<TARGET_FILE:ring_in_flight_split>)
+  set_tests_properties(slurm.nodes.mpi_split.${pmi} PROPERTIES TIMEOUT 400 LABELS "ckpt;slurm;mpi;mpi_split"
+                       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+endforeach()

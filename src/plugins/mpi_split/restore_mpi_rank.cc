@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <fmt/format.h>
 
 #include "common/error.h"
@@ -18,12 +19,36 @@ namespace stasis::restart {
 namespace fs = std::filesystem;
 
 namespace {
-// What MPI launchers tell their ranks (Open MPI, PMIx, MPICH's Hydra and PMI).
+// What MPI launchers tell their ranks (Open MPI, PMIx, MPICH's Hydra and PMI; srun's PMI plugins
+// set the same). Slurm's own SLURM_* are not among them: they would fill most of --setenv's 4 KiB;
+// the fresh lower half sees the checkpoint's (tests/slurm/mpi_split_test.py restarts so).
 bool launcher_variable(const char* entry) {
   static const char* const prefixes[] = {"OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPIR_", "OPAL_"};
   for (const char* prefix : prefixes)
     if (std::strncmp(entry, prefix, std::strlen(prefix)) == 0) return true;
   return false;
+}
+
+// What every rank of this launch has alike, on every node: the PMIx namespace (Open MPI's mpirun,
+// srun --mpi=pmix), else the Slurm job step (srun --mpi=pmi2), else the launcher's pid (Hydra's
+// mpiexec on one host, whose ranks are its children).
+std::string launch_name() {
+  if (const char* pmix = std::getenv("PMIX_NAMESPACE"); pmix && *pmix) return pmix;
+  const char *job = std::getenv("SLURM_JOB_ID"), *step = std::getenv("SLURM_STEP_ID");
+  if (job && *job && step && *step) return fmt::format("slurm-{}.{}", job, step);
+  return std::to_string(getppid());
+}
+
+// The library of this launcher: Open MPI's mpirun (OMPI_COMM_WORLD_RANK) and srun --mpi=pmix
+// (PMIX_RANK; Debian's MPICH speaks PMI only) start Open MPI ranks, Hydra and srun --mpi=pmi2
+// MPICH ones. STASIS_MPI_LAUNCHER=openmpi|mpich, set by the user, chooses otherwise.
+std::string launcher_library() {
+  if (const char* chosen = std::getenv("STASIS_MPI_LAUNCHER"); chosen && *chosen) {
+    if (std::strcmp(chosen, "openmpi") != 0 && std::strcmp(chosen, "mpich") != 0)
+      throw Error(fmt::format("--mpi-rank: STASIS_MPI_LAUNCHER={} is neither openmpi nor mpich", chosen));
+    return chosen;
+  }
+  return std::getenv("OMPI_COMM_WORLD_RANK") || std::getenv("PMIX_RANK") ? "openmpi" : "mpich";
 }
 }  // namespace
 
@@ -43,9 +68,18 @@ MpiRankPart mpi_rank_part(const std::string& path) {
                             "launched with `stasis launch --mpi` has one per rank)", named.string()));
   MpiRankPart part;
   part.vpid = static_cast<uint32_t>(vpid);
+  // Its pid space (older checkpoints: none, one host's), since two nodes may each have a process
+  // of that pid; the restart refuses a pid two spaces of the checkpoint have, naming both images.
+  std::string rest;
+  std::getline(file, rest);
+  std::istringstream words(rest);
+  words >> part.space;
+  std::string extra;
+  if (words >> extra)
+    throw Error(fmt::format("--mpi-rank: {} holds more than a process number and its pid space", named.string()));
   const char* given = std::getenv("STASIS_RESTART_ID");
-  // The ranks of one launch on a host share their launcher (its pid) and the generation.
-  part.restart_id = given && *given ? given : fmt::format("mpi-{}-{}", generation.filename().string(), getppid());
+  // The ranks of one launch share its name (on every node) and the generation.
+  part.restart_id = given && *given ? given : fmt::format("mpi-{}-{}", generation.filename().string(), launch_name());
   // The restored environment is the checkpoint's, with the old launcher's variables in it: the
   // lower half gets this launcher's alone (STASIS_MPI_LAUNCHER_VARIABLES names them), and the
   // library of this launcher (STASIS_MPI_LAUNCHER), whichever the checkpoint ran under.
@@ -57,7 +91,7 @@ MpiRankPart mpi_rank_part(const std::string& path) {
     if (equals) names += (names.empty() ? "" : ",") + std::string(*entry, static_cast<size_t>(equals - *entry));
   }
   part.setenv.push_back("STASIS_MPI_LAUNCHER_VARIABLES=" + names);
-  part.setenv.push_back(std::string("STASIS_MPI_LAUNCHER=") + (std::getenv("OMPI_COMM_WORLD_RANK") ? "openmpi" : "mpich"));
+  part.setenv.push_back("STASIS_MPI_LAUNCHER=" + launcher_library());
   std::string sockets;
   // Other descriptors a launcher leaves open (Hydra's proxy passes on pipes of its own) are not
   // the program's, whose come from its image: they close as the loader starts.

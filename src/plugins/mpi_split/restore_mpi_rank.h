@@ -10,6 +10,7 @@
 namespace stasis::restart {
 struct MpiRankPart {
   uint32_t vpid;                     // the image's process (--part)
+  std::string space;                 // its pid space, empty in older checkpoints
   std::string restart_id;            // shared by every rank of this launch
   std::vector<std::string> setenv;   // NAME=VALUE of the launcher's variables
   std::set<int> launcher_sockets;    // the sockets the launcher left open (MPICH's PMI_FD): kept

@@ -92,15 +92,18 @@ static int reach_safe_point(void) {
   return 0;
 }
 
-/* GENERATION_DIR/mpi_split.rank-R holds this rank's process number: which image a restart under
- * a new launcher gives to its rank R. Raw calls: the program's threads are stopped. */
+/* GENERATION_DIR/mpi_split.rank-R holds this rank's process number and its pid space ("VPID
+ * SPACE"): which image a restart under a new launcher gives to its rank R. The space tells apart
+ * two ranks of one pid on two nodes. Raw calls: the program's threads are stopped. */
 static int name_rank_image(const char *generation_dir) {
-  char path[4200], text[32];
+  char path[4200], text[128];
   int rank = 0;
   if (!generation_dir || LOWER_CALL(lower, comm_rank, handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, &rank))
     return -1;
   snprintf(path, sizeof path, "%s/mpi_split.rank-%d", generation_dir, rank);
-  int length = snprintf(text, sizeof text, "%ld\n", (long)getpid());
+  const char *space = stasis_plugin_pid_space ? stasis_plugin_pid_space() : NULL;
+  int length = snprintf(text, sizeof text, "%ld %s\n", (long)getpid(), space ? space : "");
+  if (length <= 0 || (size_t)length >= sizeof text) return -1;
   int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return -1;
   int ok = syscall(SYS_write, fd, text, length) == length && syscall(SYS_fsync, fd) == 0;
