@@ -16,7 +16,6 @@
 #include "plugins/process/process_state.h"
 #include "protocol/barriers.h"
 #include "protocol/wire.h"
-#include "runtime/compressors.h"
 #include "runtime/rt.h"
 #include "runtime/mapped_restart.h"
 #include "runtime/restart_environment.h"
@@ -532,10 +531,6 @@ __attribute__((constructor)) void stasis_runtime_init() {
   else if (!have_pid_table()) note_external_fds_from_env();
   note_tid_offset_candidates(sys_gettid());
   load_plugins_from_env();  // before joining: the coordinator learns the barriers they add
-  // Here, before the program runs: loading opens descriptors, and a thread doing it beside the
-  // program could close one the program had just dup2'ed onto that number.
-  LogLine no_compressors;
-  if (!load_compressors(no_compressors)) no_compressors.emit();
   install_suspend_handler();
   // A fork while the checkpoint thread is joining copies its half-made connection: such a fork
   // waits for the join to end (only forks in the first moments of a process do).
