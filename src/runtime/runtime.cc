@@ -57,13 +57,38 @@ std::atomic<bool> g_process_ending{false};
 enum JoinState : uint32_t { kJoining, kJoined, kJoinFailed };
 std::atomic<uint32_t> g_join_state{kJoining};
 
+// The join is deferred by kJoinDelayNs: most processes a shell, make or a process pool starts
+// exec or end within it and never join (a join costs the process a TCP connection and an HMAC
+// handshake, and the coordinator as much again). Nothing is lost: a checkpoint that begins
+// meanwhile waits in its "children" barrier (asked again every 20 ms) until the process, a live
+// child of a member, has joined. The launched process and the application API (stasis_checkpoint)
+// join at once; a fork child defers its join too (a shell's child execs at once).
+constexpr long kJoinDelayNs = 20 * 1000000L;
+std::atomic<uint32_t> g_join_now{0};      // set: the checkpoint thread stops waiting and joins
+std::atomic<bool> g_join_started{false};  // the thread has begun connecting
+
+void join_now() {
+  g_join_now.store(1);
+  futex_wake_all(&g_join_now);
+}
+
+void wait_out_join_delay() {
+  const uint64_t deadline = monotonic_ns() + kJoinDelayNs;
+  for (uint64_t now = monotonic_ns(); g_join_now.load() == 0 && now < deadline; now = monotonic_ns())
+    futex_wait(&g_join_now, 0, static_cast<long>(deadline - now));
+}
+
 void wait_until_joined() {
+  join_now();
   while (g_join_state.load() == kJoining) futex_wait(&g_join_state, kJoining, 10 * 1000000L);
 }
 
-// Before a fork: a join takes about a millisecond; one stuck on an unreachable coordinator does
-// not hold the program's forks for long.
+// Before a fork: a join under way is waited for, as the child would copy its half-made
+// connection (a join not begun yet is not: the child replaces the unconnected descriptor with
+// its own). A join takes about a millisecond; one stuck on an unreachable coordinator does not
+// hold the program's forks for long.
 void wait_briefly_until_joined() {
+  if (!g_join_started.load()) return;
   for (int tries = 0; tries < 20 && g_join_state.load() == kJoining; tries++)
     futex_wait(&g_join_state, kJoining, 10 * 1000000L);
 }
@@ -396,6 +421,8 @@ void* checkpoint_thread_main(void*) {
         .emit();
     g_config.tcb_tid_offset = -1;
   }
+  wait_out_join_delay();
+  g_join_started.store(true);
   LogLine error;
   bool joined = connect_to_coordinator(false, error);
   g_join_state.store(joined ? kJoined : kJoinFailed);  // forks waiting for the join go on
@@ -464,10 +491,12 @@ void atfork_child() {
   g_connection_lost.store(false);
   g_commit_outstanding.store(false);
   g_process_ending.store(false);
-  join_as_new_process();
+  join_as_new_process(/*forked=*/true);
   may_start_host_relay(false);
   LogLine error;
   g_join_state.store(kJoining);
+  g_join_started.store(false);
+  g_join_now.store(0);
   g_config.active = true;  // before the thread, which clears it if it cannot join
   // The parent's connection (made or being made) is replaced by this process's own descriptor.
   if (!reserve_coordinator_fd(error) || !start_checkpoint_thread(error)) {
@@ -520,7 +549,8 @@ __attribute__((constructor)) void stasis_runtime_init() {
     return;
   }
   g_real_pid = sys_getpid();
-  join_as_new_process();
+  if (launched) join_now();  // `stasis launch` and the commands after it expect it at once
+  join_as_new_process(/*forked=*/false);
   may_start_host_relay(launched);
   if (pid_table_coordinator(g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port,
                             g_config.secret_hex, sizeof g_config.secret_hex))
@@ -569,8 +599,11 @@ bool start_checkpoint_thread(LogLine& error) {
 
 // This process's identity in the computation: its virtual pid is its real pid unless a restarted
 // computation already has a process that sees that number (then the pid table says otherwise).
-void join_as_new_process() {
-  attach_pid_table();
+void join_as_new_process(bool forked) {
+  // A fork child has its parent's mapping of the table, or there is none (a table comes only with
+  // a restart, which restarts its parent too): looking for it again (a failed mmap, then a path
+  // under /proc) cost every child of a shell about 25 us.
+  if (!forked) attach_pid_table();
   g_config.original_pid = static_cast<uint32_t>(claim_virtual_pid(sys_getpid()));
 }
 
