@@ -63,9 +63,13 @@ std::atomic<uint32_t> g_join_state{kJoining};
 // meanwhile waits in its "children" barrier (asked again every 20 ms) until the process, a live
 // child of a member, has joined. The launched process and the application API (stasis_checkpoint)
 // join at once; a fork child defers its join too (a shell's child execs at once).
+// An orphan is the exception: once its parent is gone no member lists it, so a checkpoint would
+// go on without it; a process whose parent changes joins at once (looked at every 2 ms).
 constexpr long kJoinDelayNs = 20 * 1000000L;
+constexpr long kParentCheckNs = 2 * 1000000L;
 std::atomic<uint32_t> g_join_now{0};      // set: the checkpoint thread stops waiting and joins
 std::atomic<bool> g_join_started{false};  // the thread has begun connecting
+long g_parent_at_start = 0;               // the kernel's ppid when the process started
 
 void join_now() {
   g_join_now.store(1);
@@ -74,8 +78,11 @@ void join_now() {
 
 void wait_out_join_delay() {
   const uint64_t deadline = monotonic_ns() + kJoinDelayNs;
-  for (uint64_t now = monotonic_ns(); g_join_now.load() == 0 && now < deadline; now = monotonic_ns())
-    futex_wait(&g_join_now, 0, static_cast<long>(deadline - now));
+  for (uint64_t now = monotonic_ns(); g_join_now.load() == 0 && now < deadline; now = monotonic_ns()) {
+    if (STASIS_SYS0(SYS_getppid) != g_parent_at_start) return;  // orphaned: join now
+    const uint64_t left = deadline - now;
+    futex_wait(&g_join_now, 0, static_cast<long>(left < kParentCheckNs ? left : kParentCheckNs));
+  }
 }
 
 void wait_until_joined() {
@@ -497,6 +504,7 @@ void atfork_child() {
   g_join_state.store(kJoining);
   g_join_started.store(false);
   g_join_now.store(0);
+  g_parent_at_start = STASIS_SYS0(SYS_getppid);
   g_config.active = true;  // before the thread, which clears it if it cannot join
   // The parent's connection (made or being made) is replaced by this process's own descriptor.
   if (!reserve_coordinator_fd(error) || !start_checkpoint_thread(error)) {
@@ -549,6 +557,7 @@ __attribute__((constructor)) void stasis_runtime_init() {
     return;
   }
   g_real_pid = sys_getpid();
+  g_parent_at_start = STASIS_SYS0(SYS_getppid);
   if (launched) join_now();  // `stasis launch` and the commands after it expect it at once
   join_as_new_process(/*forked=*/false);
   may_start_host_relay(launched);
