@@ -1,14 +1,26 @@
 #!/usr/bin/python3
-"""Runtime overhead of Stasis on a fork/exec-heavy workload that checkpoints nothing.
+"""Runtime overhead of Stasis on fork/exec-heavy workloads that checkpoint nothing.
 
-A bash loop starts N short processes (`/bin/true`, each a fork + exec, each joining the
-computation under Stasis). Median of --runs runs, plain, under `stasis launch` and under
-`stasis launch --relay` (each process joins this host's relay over a Unix socket), and the ratios.
+Workloads (--workloads, comma-separated):
+  true    a bash loop starting --processes short processes (`/bin/true`, each a fork + exec)
+  make    `make -j2` of a small C project (--files tiny .c files compiled and linked: gcc starts
+          cc1, as, collect2 and ld for each)
+  python  a Python pool of 4 threads running `subprocess.run(["/bin/true"])` --processes times
 
-usage: bench/fork_exec_overhead.py [--stasis build/bin/stasis] [--processes 2000] [--runs 5]
+Each runs plain, under `stasis launch` and under `stasis launch --relay`; with --baseline, also
+under another installation's `stasis` (e.g. a build of main), so before and after are measured in
+the same invocation. The runs are interleaved (machine noise hits every variant alike); the
+medians of --runs runs are printed: wall time, the CPU time of the whole process tree (rusage of
+the waited-for children: the coordinator, a daemon, is not in it), the ratios to plain, and the
+cost per process started (counted in the plain runs by /proc/stat's fork counter, so other work
+on the machine can add to it).
+
+usage: bench/fork_exec_overhead.py [--stasis build/bin/stasis] [--baseline OTHER/bin/stasis]
+                                   [--processes 1000] [--files 40] [--runs 5] [--workloads true]
 """
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -18,34 +30,97 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def forks_so_far():
+    with open("/proc/stat") as stat:
+        for line in stat:
+            if line.startswith("processes "):
+                return int(line.split()[1])
+    return 0
+
+
 def timed(command, env, cwd):
+    """Wall seconds, CPU seconds of the process tree, processes created on the machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    forks = forks_so_far()
     start = time.monotonic()
     subprocess.run(command, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
-    return time.monotonic() - start
+    wall = time.monotonic() - start
+    forks = forks_so_far() - forks
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, forks
+
+
+def make_project(directory, files):
+    """A small C project: `files` translation units and a program linking them."""
+    directory.mkdir()
+    names = []
+    for i in range(files):
+        (directory / f"unit{i}.c").write_text(f"int unit{i}(int x) {{ return x * {i + 1} + 1; }}\n")
+        names.append(f"unit{i}")
+    calls = " + ".join(f"unit{i}(argc)" for i in range(files))
+    declarations = "".join(f"int unit{i}(int);\n" for i in range(files))
+    (directory / "main.c").write_text(f"{declarations}int main(int argc, char** argv) {{ return ({calls}) == 0; }}\n")
+    objects = " ".join(f"{n}.o" for n in names + ["main"])
+    (directory / "Makefile").write_text(
+        f"program: {objects}\n\tcc -o $@ $^\n%.o: %.c\n\tcc -O0 -c -o $@ $<\n"
+        "clean:\n\trm -f *.o program\n")
+
+
+def workload_commands(name, args, tmp):
+    """(command to time, command to run before each timing or None)."""
+    if name == "true":
+        return ["bash", "-c", f"for i in $(seq {args.processes}); do /bin/true; done"], None
+    if name == "make":
+        project = Path(tmp) / "project"
+        if not project.exists():
+            make_project(project, args.files)
+        return ["make", "-s", "-j2", "-C", str(project)], ["make", "-s", "-C", str(project), "clean"]
+    if name == "python":
+        script = ("import subprocess\nfrom concurrent.futures import ThreadPoolExecutor\n"
+                  "with ThreadPoolExecutor(4) as pool:\n"
+                  f"    list(pool.map(lambda _: subprocess.run(['/bin/true'], check=True), range({args.processes})))\n")
+        return ["python3", "-c", script], None
+    raise SystemExit(f"unknown workload {name!r} (true, make, python)")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stasis", default=str(ROOT / "build/bin/stasis"))
-    parser.add_argument("--processes", type=int, default=2000)
+    parser.add_argument("--baseline", help="another installation's stasis, measured beside --stasis")
+    parser.add_argument("--processes", type=int, default=1000)
+    parser.add_argument("--files", type=int, default=40)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--workloads", default="true")
+    parser.add_argument("--no-relay", action="store_true", help="skip the `launch --relay` variant")
     args = parser.parse_args()
-    args.stasis = os.path.abspath(args.stasis)
-    script = f"for i in $(seq {args.processes}); do /bin/true; done"
-    plain, stasis, relayed = [], [], []
+    variants = [("plain", None)]
+    if args.baseline:
+        variants.append(("baseline", [os.path.abspath(args.baseline), "launch", "--"]))
+    variants.append(("stasis", [os.path.abspath(args.stasis), "launch", "--"]))
+    if not args.no_relay:
+        variants.append(("stasis --relay", [os.path.abspath(args.stasis), "launch", "--relay", "--"]))
     with tempfile.TemporaryDirectory(prefix="stasis-bench-") as tmp:
         env = dict(os.environ, STASIS_CKPT_DIR=os.path.join(tmp, "ckpt"), STASIS_RUNTIME_DIR=tmp)
-        for _ in range(args.runs):  # interleaved, so machine noise hits both alike
-            plain.append(timed(["bash", "-c", script], env, tmp))
-            stasis.append(timed([args.stasis, "launch", "--", "bash", "-c", script], env, tmp))
-            relayed.append(timed([args.stasis, "launch", "--relay", "--", "bash", "-c", script], env, tmp))
-    p, s, r = statistics.median(plain), statistics.median(stasis), statistics.median(relayed)
-    print(f"{args.processes} processes, median of {args.runs} runs")
-    print(f"  plain        {p:7.3f} s  ({p / args.processes * 1e6:6.0f} us per process)")
-    print(f"  under stasis {s:7.3f} s  ({s / args.processes * 1e6:6.0f} us per process)")
-    print(f"  ratio        {s / p:7.2f}x  (+{(s - p) / args.processes * 1e6:.0f} us per process)")
-    print(f"  with --relay {r:7.3f} s  ({r / args.processes * 1e6:6.0f} us per process)")
-    print(f"  ratio        {r / p:7.2f}x  (+{(r - p) / args.processes * 1e6:.0f} us per process)")
+        os.chmod(tmp, 0o700)
+        for workload in args.workloads.split(","):
+            command, reset = workload_commands(workload, args, tmp)
+            results = {name: [] for name, _ in variants}
+            for _ in range(args.runs):  # interleaved, so machine noise hits every variant alike
+                for name, prefix in variants:
+                    if reset:
+                        subprocess.run(reset, env=env, cwd=tmp, check=True)
+                    results[name].append(timed((prefix or []) + command, env, tmp))
+            plain_wall = statistics.median(r[0] for r in results["plain"])
+            plain_cpu = statistics.median(r[1] for r in results["plain"])
+            processes = statistics.median(r[2] for r in results["plain"])
+            print(f"{workload}: {processes:.0f} processes started (plain run), median of {args.runs} runs")
+            print(f"  {'variant':15s} {'wall s':>8s} {'ratio':>6s} {'+us/proc':>9s} {'CPU s':>8s} {'ratio':>6s} {'+us/proc':>9s}")
+            for name, _ in variants:
+                wall = statistics.median(r[0] for r in results[name])
+                cpu = statistics.median(r[1] for r in results[name])
+                print(f"  {name:15s} {wall:8.3f} {wall / plain_wall:6.2f} {(wall - plain_wall) / processes * 1e6:9.0f}"
+                      f" {cpu:8.3f} {cpu / plain_cpu:6.2f} {(cpu - plain_cpu) / processes * 1e6:9.0f}")
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ bool CompressionContext::init(uint32_t chosen, const Compressors* loaded, Arena&
     lanes_out = static_cast<char*>(arena.alloc(lanes_out_cap));
     if (!lanes || !lanes_out) lanes = lanes_out = nullptr;  // plain zstd only
   } else if (compression == STASIS_COMPRESS_LZ4) {
-    lz4_state = arena.alloc(static_cast<size_t>(compressors->lz4_state_size));
+    lz4_state = arena.alloc(static_cast<size_t>(compressors->lz4_sizeof_state()));
     if (!lz4_state) {
       error << "out of checkpoint scratch memory for lz4";
       return false;

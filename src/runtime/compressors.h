@@ -1,5 +1,7 @@
-// zstd and lz4 for the image writer, loaded with dlopen when the runtime starts in a process (not
-// linked, so the runtime's own start does not depend on them; a fork child inherits them).
+// zstd and lz4 for the image writer, linked statically into the runtime with hidden symbols: a
+// process loads no library for them at its start (dlopen of libzstd and liblz4 cost about 330 us
+// of CPU at every process's start; docs/performance.md), and the program's own zstd or lz4, if
+// it has one, is neither used nor disturbed.
 #pragma once
 #define ZSTD_STATIC_LINKING_ONLY
 #include <lz4.h>
@@ -15,13 +17,10 @@ struct Compressors {
   decltype(&ZSTD_compress2) zstd_compress2;
   decltype(&ZSTD_isError) zstd_is_error;
   decltype(&LZ4_compress_fast_extState) lz4_compress_fast_ext_state;
-  int lz4_state_size;
+  decltype(&LZ4_sizeofState) lz4_sizeof_state;  // the library's, whatever its build's LZ4_MEMORY_USAGE
 };
 
-// In the runtime's constructor, before the program runs. False (with `error`) when a library is
-// missing; checkpoints that ask for it then fail.
-bool load_compressors(LogLine& error);
-// nullptr until loaded.
+// Never null: the compressors are part of the runtime.
 const Compressors* compressors();
 
 }  // namespace stasis::rt

@@ -24,11 +24,6 @@ bool ImageWriter::open(const char* path, uint32_t compression, Arena& arena, Log
     return false;
   }
   const Compressors* loaded = compressors();
-  if (compression_ != STASIS_COMPRESS_NONE && !loaded) {
-    error << "the compression libraries (libzstd.so.1, liblz4.so.1) could not be loaded; "
-          << "checkpoint with --compress none";
-    return false;
-  }
   long fd = STASIS_SYS3(SYS_open, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     error << "cannot create " << path << " (errno " << -fd << ")";

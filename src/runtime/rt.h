@@ -252,7 +252,7 @@ void start_host_relay_if_missing();
 bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint32_t len);
 // Whether the process's connection is joined (and not lost): only then may others send on it.
 bool coordinator_joined();
-void join_as_new_process();
+void join_as_new_process(bool forked);
 
 // ---- ending or replacing the process (runtime.cc) --------------------------------------------
 // The kernel's pid of the process whose memory this is (a vfork child shares it, with another).

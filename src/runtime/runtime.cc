@@ -16,7 +16,6 @@
 #include "plugins/process/process_state.h"
 #include "protocol/barriers.h"
 #include "protocol/wire.h"
-#include "runtime/compressors.h"
 #include "runtime/rt.h"
 #include "runtime/mapped_restart.h"
 #include "runtime/restart_environment.h"
@@ -58,13 +57,45 @@ std::atomic<bool> g_process_ending{false};
 enum JoinState : uint32_t { kJoining, kJoined, kJoinFailed };
 std::atomic<uint32_t> g_join_state{kJoining};
 
+// The join is deferred by kJoinDelayNs: most processes a shell, make or a process pool starts
+// exec or end within it and never join (a join costs the process a TCP connection and an HMAC
+// handshake, and the coordinator as much again). Nothing is lost: a checkpoint that begins
+// meanwhile waits in its "children" barrier (asked again every 20 ms) until the process, a live
+// child of a member, has joined. The launched process and the application API (stasis_checkpoint)
+// join at once; a fork child defers its join too (a shell's child execs at once).
+// An orphan is the exception: once its parent is gone no member lists it, so a checkpoint would
+// go on without it; a process whose parent changes joins at once (looked at every 2 ms).
+constexpr long kJoinDelayNs = 20 * 1000000L;
+constexpr long kParentCheckNs = 2 * 1000000L;
+std::atomic<uint32_t> g_join_now{0};      // set: the checkpoint thread stops waiting and joins
+std::atomic<bool> g_join_started{false};  // the thread has begun connecting
+long g_parent_at_start = 0;               // the kernel's ppid when the process started
+
+void join_now() {
+  g_join_now.store(1);
+  futex_wake_all(&g_join_now);
+}
+
+void wait_out_join_delay() {
+  const uint64_t deadline = monotonic_ns() + kJoinDelayNs;
+  for (uint64_t now = monotonic_ns(); g_join_now.load() == 0 && now < deadline; now = monotonic_ns()) {
+    if (STASIS_SYS0(SYS_getppid) != g_parent_at_start) return;  // orphaned: join now
+    const uint64_t left = deadline - now;
+    futex_wait(&g_join_now, 0, static_cast<long>(left < kParentCheckNs ? left : kParentCheckNs));
+  }
+}
+
 void wait_until_joined() {
+  join_now();
   while (g_join_state.load() == kJoining) futex_wait(&g_join_state, kJoining, 10 * 1000000L);
 }
 
-// Before a fork: a join takes about a millisecond; one stuck on an unreachable coordinator does
-// not hold the program's forks for long.
+// Before a fork: a join under way is waited for, as the child would copy its half-made
+// connection (a join not begun yet is not: the child replaces the unconnected descriptor with
+// its own). A join takes about a millisecond; one stuck on an unreachable coordinator does not
+// hold the program's forks for long.
 void wait_briefly_until_joined() {
+  if (!g_join_started.load()) return;
   for (int tries = 0; tries < 20 && g_join_state.load() == kJoining; tries++)
     futex_wait(&g_join_state, kJoining, 10 * 1000000L);
 }
@@ -398,6 +429,8 @@ void* checkpoint_thread_main(void*) {
         .emit();
     g_config.tcb_tid_offset = -1;
   }
+  wait_out_join_delay();
+  g_join_started.store(true);
   LogLine error;
   bool joined = connect_to_coordinator(false, error);
   g_join_state.store(joined ? kJoined : kJoinFailed);  // forks waiting for the join go on
@@ -467,10 +500,13 @@ void atfork_child() {
   g_connection_lost.store(false);
   g_commit_outstanding.store(false);
   g_process_ending.store(false);
-  join_as_new_process();
+  join_as_new_process(/*forked=*/true);
   may_start_host_relay(false);
   LogLine error;
   g_join_state.store(kJoining);
+  g_join_started.store(false);
+  g_join_now.store(0);
+  g_parent_at_start = STASIS_SYS0(SYS_getppid);
   g_config.active = true;  // before the thread, which clears it if it cannot join
   // The parent's connection (made or being made) is replaced by this process's own descriptor.
   if (!reserve_coordinator_fd(error) || !start_checkpoint_thread(error)) {
@@ -523,7 +559,9 @@ __attribute__((constructor)) void stasis_runtime_init() {
     return;
   }
   g_real_pid = sys_getpid();
-  join_as_new_process();
+  g_parent_at_start = STASIS_SYS0(SYS_getppid);
+  if (launched) join_now();  // `stasis launch` and the commands after it expect it at once
+  join_as_new_process(/*forked=*/false);
   may_start_host_relay(launched);
   if (pid_table_coordinator(g_config.coord_host, sizeof g_config.coord_host, &g_config.coord_port,
                             g_config.secret_hex, sizeof g_config.secret_hex))
@@ -534,10 +572,6 @@ __attribute__((constructor)) void stasis_runtime_init() {
   else if (!have_pid_table()) note_external_fds_from_env();
   note_tid_offset_candidates(sys_gettid());
   load_plugins_from_env();  // before joining: the coordinator learns the barriers they add
-  // Here, before the program runs: loading opens descriptors, and a thread doing it beside the
-  // program could close one the program had just dup2'ed onto that number.
-  LogLine no_compressors;
-  if (!load_compressors(no_compressors)) no_compressors.emit();
   install_suspend_handler();
   // A fork while the checkpoint thread is joining copies its half-made connection: such a fork
   // waits for the join to end (only forks in the first moments of a process do).
@@ -576,8 +610,11 @@ bool start_checkpoint_thread(LogLine& error) {
 
 // This process's identity in the computation: its virtual pid is its real pid unless a restarted
 // computation already has a process that sees that number (then the pid table says otherwise).
-void join_as_new_process() {
-  attach_pid_table();
+void join_as_new_process(bool forked) {
+  // A fork child has its parent's mapping of the table, or there is none (a table comes only with
+  // a restart, which restarts its parent too): looking for it again (a failed mmap, then a path
+  // under /proc) cost every child of a shell about 25 us.
+  if (!forked) attach_pid_table();
   g_config.original_pid = static_cast<uint32_t>(claim_virtual_pid(sys_getpid()));
 }
 

@@ -15,9 +15,9 @@ namespace {
 constexpr int kMaxContexts = 64;
 constexpr size_t kDeviceNameMax = 64;  // IBV_SYSFS_NAME_MAX
 
-struct OpenContext {
-  std::atomic<ibv_context*> context;
-  char device[kDeviceNameMax];
+struct OpenContext {  // zero-initialized members: a constant table, no start-up writes
+  std::atomic<ibv_context*> context{nullptr};
+  char device[kDeviceNameMax] = {};
 };
 OpenContext g_open[kMaxContexts];
 // Contexts beyond the table: still refused, without a name. A fork()ed child inherits the table

@@ -14,7 +14,7 @@ constexpr unsigned kKvmMaxVms = 4, kKvmMaxVcpus = 64;
 
 struct KvmVmBuild {
   int fd = -1;             // -1: a free entry
-  StasisKvmVmState built;  // its construction fields only
+  StasisKvmVmState built{};  // its construction fields only (zeroed: the table is constant-initialized, no start-up writes)
 };
 struct KvmVcpuBuild {
   int fd = -1;
