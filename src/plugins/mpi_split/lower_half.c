@@ -114,6 +114,12 @@ static int lower_comm_split(StasisMpiRealHandle comm, int color, int key, Stasis
   *made = REAL(result);
   return rc;
 }
+static int lower_comm_create(StasisMpiRealHandle comm, StasisMpiRealHandle group, StasisMpiRealHandle *made) {
+  MPI_Comm result = MPI_COMM_NULL;
+  int rc = MPI_Comm_create(AS(MPI_Comm, comm), AS(MPI_Group, group), &result);
+  *made = REAL(result);
+  return rc;
+}
 static int lower_comm_free(StasisMpiRealHandle comm) {
   MPI_Comm handle = AS(MPI_Comm, comm);
   return MPI_Comm_free(&handle);
@@ -318,6 +324,7 @@ static const StasisMpiLower lower_half = {
     .comm_size = lower_comm_size,
     .comm_dup = lower_comm_dup,
     .comm_split = lower_comm_split,
+    .comm_create = lower_comm_create,
     .comm_free = lower_comm_free,
     .comm_group = lower_comm_group,
     .group_size = lower_group_size,

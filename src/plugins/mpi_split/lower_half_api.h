@@ -29,7 +29,7 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 7
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 8
 
 /* An address range [start, end) the lower half owns (inventory below). */
 typedef struct StasisMpiLowerRange {
@@ -55,6 +55,8 @@ typedef struct StasisMpiLower {
   int (*comm_dup)(StasisMpiRealHandle comm, StasisMpiRealHandle *made);
   /* *made is the library's COMM_NULL where color was MPI_UNDEFINED (-32766). */
   int (*comm_split)(StasisMpiRealHandle comm, int color, int key, StasisMpiRealHandle *made);
+  /* *made is the library's COMM_NULL where this rank is not in group. */
+  int (*comm_create)(StasisMpiRealHandle comm, StasisMpiRealHandle group, StasisMpiRealHandle *made);
   int (*comm_free)(StasisMpiRealHandle comm);
   int (*comm_group)(StasisMpiRealHandle comm, StasisMpiRealHandle *made);
   int (*group_size)(StasisMpiRealHandle group, int *size);

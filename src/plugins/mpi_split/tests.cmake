@@ -133,9 +133,10 @@ function(stasis_split_library_tests implementation compiler launcher)
   set_tests_properties(mpi_split.${implementation}.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
                        RESOURCE_LOCK mpi_ports)
   # Checkpoints while ranks wait in blocking calls (README.md, Safe points inside blocking calls):
-  # blocking_ranks holds its other ranks in MPI_Recv, MPI_Wait, MPI_Barrier and MPI_Allreduce while
-  # its last rank computes until the test lets it go; a checkpoint at each, live, then with --kill
-  # and a restart under mpirun; never refused, each rank found in its call, the native output.
+  # blocking_ranks holds its other ranks in MPI_Recv, MPI_Wait, MPI_Barrier, MPI_Allreduce,
+  # MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create and MPI_Finalize while its last rank computes until
+  # the test lets it go; a checkpoint at each, live, then with --kill and a restart under mpirun;
+  # never refused, each rank found in its call, the native output.
   set(native_blocking ${CMAKE_BINARY_DIR}/tests/targets/blocking_ranks_${implementation})
   add_custom_command(OUTPUT ${native_blocking}
                      COMMAND ${compiler} -O2 -o ${native_blocking} ${MPI_SPLIT_DIR}/tests/blocking_ranks.c

@@ -9,7 +9,16 @@
  * (communicator key, sequence number) and learns from every member whether one has got past that
  * point: then every member completes it before the image is taken; otherwise no member has, and
  * each leaves it posted (a restart posts it again in the fresh library). Two reductions over the
- * private world, whatever the number of communicators. Part of libstasis_mpi.so. */
+ * private world, whatever the number of communicators.
+ *
+ * The communicator creations (MPI_Comm_dup, _split, _create) have no nonblocking form in MPI-3.1:
+ * each waits at an MPI_Ibarrier on its parent first, and makes the communicator in the same safe
+ * region as the test that found the barrier complete, so a member inside the blocking creation
+ * knows every member has arrived. A member held by a checkpoint before it saw its barrier
+ * complete has its creation made by its checkpoint thread (stasis_mpi_collectives_drive), so the
+ * member inside comes out. MPI_Finalize waits at an MPI_Ibarrier on the world: held there, a rank
+ * is checkpointed like one in MPI_Barrier; once every rank has reached it, no checkpoint is taken
+ * (stasis_mpi_finalizing). Part of libstasis_mpi.so. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +27,27 @@
 #include "lower_tls.h"
 #include "upper_state.h"
 
-enum CollectiveKind { COLLECTIVE_BARRIER, COLLECTIVE_ALLREDUCE, COLLECTIVE_BCAST, COLLECTIVE_REDUCE };
-static const char *const collective_names[] = {"MPI_Barrier", "MPI_Allreduce", "MPI_Bcast", "MPI_Reduce"};
+enum CollectiveKind {
+  COLLECTIVE_BARRIER,
+  COLLECTIVE_ALLREDUCE,
+  COLLECTIVE_BCAST,
+  COLLECTIVE_REDUCE,
+  COLLECTIVE_COMM_DUP,
+  COLLECTIVE_COMM_SPLIT,
+  COLLECTIVE_COMM_CREATE,
+  COLLECTIVE_FINALIZE,
+};
+static const char *const collective_names[] = {"MPI_Barrier",    "MPI_Allreduce",  "MPI_Bcast",
+                                               "MPI_Reduce",     "MPI_Comm_dup",   "MPI_Comm_split",
+                                               "MPI_Comm_create", "MPI_Finalize"};
+static int is_creation(enum CollectiveKind kind) {
+  return kind == COLLECTIVE_COMM_DUP || kind == COLLECTIVE_COMM_SPLIT || kind == COLLECTIVE_COMM_CREATE;
+}
+/* Only an MPI_Ibarrier: the barrier, a creation's entry and MPI_Finalize's. */
+static int barrier_only(enum CollectiveKind kind) {
+  return kind == COLLECTIVE_BARRIER || kind == COLLECTIVE_FINALIZE || is_creation(kind);
+}
+_Atomic int stasis_mpi_finalizing;
 
 /* The collective in progress: one at most (threads up to MPI_THREAD_SERIALIZED). Read and
  * written only in safe regions, by the program's thread or, at the drain, the checkpoint's. */
@@ -35,6 +63,8 @@ typedef struct Collective {
   const void *sendbuf;
   void *recvbuf;
   int count, datatype, op, root;
+  int color, key, group; /* a creation's arguments */
+  int made;              /* the communicator a creation made (its id), MPI_COMM_NULL where none */
 } Collective;
 static Collective current;
 
@@ -80,11 +110,11 @@ void stasis_mpi_collectives_comm_made(int parent, int made, int color) {
 static int post_phase(Collective *c) {
   StasisMpiRealHandle real_comm, real_type = 0, real_op = 0;
   if (stasis_mpi_ids_real(&handles.comms, c->comm, &real_comm) != 0 ||
-      (c->kind != COLLECTIVE_BARRIER && stasis_mpi_ids_real(&handles.datatypes, c->datatype, &real_type) != 0) ||
+      (!barrier_only(c->kind) && stasis_mpi_ids_real(&handles.datatypes, c->datatype, &real_type) != 0) ||
       ((c->kind == COLLECTIVE_ALLREDUCE || c->kind == COLLECTIVE_REDUCE) &&
        stasis_mpi_ids_real(&handles.ops, c->op, &real_op) != 0))
     return MPI_ERR_ARG;
-  if (c->entry_barrier || c->kind == COLLECTIVE_BARRIER)
+  if (c->entry_barrier || barrier_only(c->kind))
     return library_error(LOWER_CALL_IN_REGION(lower, ibarrier, real_comm, &c->request));
   switch (c->kind) {
     case COLLECTIVE_ALLREDUCE:
@@ -99,6 +129,27 @@ static int post_phase(Collective *c) {
   }
 }
 
+/* A creation's communicator, once its entry barrier is complete: made by the library (blocking,
+ * but every member has arrived) and recorded under its id, in the caller's safe region. */
+static int make_communicator(Collective *c) {
+  static const uint32_t replay_ops[] = {STASIS_MPI_REPLAY_COMM_DUP, STASIS_MPI_REPLAY_COMM_SPLIT,
+                                        STASIS_MPI_REPLAY_COMM_CREATE};
+  const char *name = collective_names[c->kind];
+  StasisMpiRealHandle real_parent, real_group = 0, made = 0;
+  if (stasis_mpi_ids_real(&handles.comms, c->comm, &real_parent) != 0 ||
+      (c->kind == COLLECTIVE_COMM_CREATE && stasis_mpi_ids_real(&handles.groups, c->group, &real_group) != 0))
+    return not_live(name, "communicator or group", c->comm, MPI_ERR_ARG);
+  int rc;
+  if (c->kind == COLLECTIVE_COMM_DUP) rc = LOWER_CALL_IN_REGION(lower, comm_dup, real_parent, &made);
+  else if (c->kind == COLLECTIVE_COMM_SPLIT)
+    rc = LOWER_CALL_IN_REGION(lower, comm_split, real_parent, c->color, c->key, &made);
+  else rc = LOWER_CALL_IN_REGION(lower, comm_create, real_parent, real_group, &made);
+  if (rc != 0) return library_error(rc);
+  uint32_t op = replay_ops[c->kind - COLLECTIVE_COMM_DUP];
+  if (c->kind == COLLECTIVE_COMM_CREATE) return stasis_mpi_record_comm(name, op, made, c->comm, 0, c->group, 0, &c->made);
+  return stasis_mpi_record_comm(name, op, made, c->comm, c->color, c->color, c->key, &c->made);
+}
+
 /* One step of the collective in progress: posts its phase where none is posted, else tests it;
  * the entry barrier's completion, or a single-phase collective's, is the point of no return. In a
  * safe region. */
@@ -111,6 +162,14 @@ static void collective_step(Collective *c) {
     if (rc == MPI_SUCCESS && flag) {
       c->request = 0;
       if (c->entry_barrier || !c->two_phase) comm_decided[c->comm_index] = c->sequence;
+      if (c->kind == COLLECTIVE_FINALIZE) atomic_store(&stasis_mpi_finalizing, 1); /* every rank has reached it */
+      if (is_creation(c->kind)) {
+        rc = make_communicator(c); /* in this region: every member has arrived */
+        c->entry_barrier = 0;
+        c->done = 1;
+        c->result = rc;
+        return;
+      }
       if (c->entry_barrier) c->entry_barrier = 0; /* the next step posts the collective itself */
       else c->done = 1;
     }
@@ -121,7 +180,7 @@ static void collective_step(Collective *c) {
   }
 }
 
-static int run_collective(const Collective *asked) {
+static int run_collective(Collective *asked) {
   const char *name = collective_names[asked->kind];
   stasis_mpi_safe_point_enter(name);
   current = *asked;
@@ -133,14 +192,17 @@ static int run_collective(const Collective *asked) {
    * start after a restart, so it waits at an entry barrier too, and its buffer is untouched until
    * every member has passed that. */
   current.two_phase = asked->kind == COLLECTIVE_BCAST || asked->kind == COLLECTIVE_REDUCE ||
-                      asked->sendbuf == MPI_IN_PLACE;
+                      is_creation(asked->kind) || asked->sendbuf == MPI_IN_PLACE;
   current.entry_barrier = current.two_phase;
   stasis_mpi_safe_point_leave();
   for (unsigned turn = 0;; turn++) {
     stasis_mpi_safe_point_enter(name);
     if (!current.done) collective_step(&current);
     int done = current.done, result = current.result;
-    if (done) current.active = 0;
+    if (done) {
+      current.active = 0;
+      asked->made = current.made;
+    }
     stasis_mpi_blocked_in = done ? NULL : name;
     stasis_mpi_safe_point_leave();
     if (done) return result;
@@ -199,6 +261,35 @@ API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
   Collective asked = {.kind = COLLECTIVE_REDUCE, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
                       .count = count, .datatype = datatype, .op = op, .root = root};
   return run_collective(&asked);
+}
+
+int stasis_mpi_create_comm(uint32_t replay_op, MPI_Comm comm, int color, int key, MPI_Group group, MPI_Comm *newcomm) {
+  enum CollectiveKind kind = replay_op == STASIS_MPI_REPLAY_COMM_DUP     ? COLLECTIVE_COMM_DUP
+                             : replay_op == STASIS_MPI_REPLAY_COMM_SPLIT ? COLLECTIVE_COMM_SPLIT
+                                                                         : COLLECTIVE_COMM_CREATE;
+  StasisMpiRealHandle real;
+  if (stasis_mpi_ids_index(&handles.comms, comm) <= STASIS_MPI_INDEX_COMM_NULL ||
+      stasis_mpi_ids_real(&handles.comms, comm, &real) != 0)
+    return not_live(collective_names[kind], "communicator", comm, MPI_ERR_COMM);
+  Collective asked = {.kind = kind, .comm = comm, .color = color, .key = key, .group = group, .made = MPI_COMM_NULL};
+  int rc = run_collective(&asked);
+  if (rc == MPI_SUCCESS) *newcomm = asked.made;
+  return rc;
+}
+
+int stasis_mpi_finalize_entry(void) {
+  Collective asked = {.kind = COLLECTIVE_FINALIZE, .comm = MPI_COMM_WORLD};
+  return run_collective(&asked);
+}
+
+int stasis_mpi_collectives_drive(int patience_ms) {
+  if (!current.active || current.done || !is_creation(current.kind) || !current.request) return 0;
+  double started = LOWER_CALL_IN_REGION(lower, wtime);
+  while (!current.done) {
+    collective_step(&current);
+    if (!current.done && (LOWER_CALL_IN_REGION(lower, wtime) - started) * 1000 > patience_ms) return 0;
+  }
+  return 1;
 }
 
 /* How long the drain drives a collective that some member got past its point of no return

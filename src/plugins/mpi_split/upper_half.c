@@ -192,7 +192,9 @@ API int MPI_Finalized(int *flag) {
 
 API int MPI_Finalize(void) {
   NEED_LOWER("MPI_Finalize");
-  int rc = LOWER_CALL(lower, finalize);
+  int rc = stasis_mpi_finalize_entry(); /* every rank there, at a safe point */
+  if (rc != MPI_SUCCESS) return rc;
+  rc = LOWER_CALL(lower, finalize);
   finalized = 1;
   return library_error(rc);
 }
@@ -227,36 +229,53 @@ API int MPI_Comm_size(MPI_Comm comm, int *size) {
   return library_error(LOWER_CALL(lower, comm_size, real_comm, size));
 }
 
-API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
-  NEED_LOWER("MPI_Comm_dup");
-  REAL_COMM("MPI_Comm_dup", comm, real_comm);
-  StasisMpiRealHandle made;
-  int rc = LOWER_CALL(lower, comm_dup, real_comm, &made);
-  if (rc != 0) return library_error(rc);
-  rc = remember("MPI_Comm_dup", &handles.comms, made, STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm);
-  if (rc == MPI_SUCCESS) stasis_mpi_collectives_comm_made(comm, *newcomm, 0);
-  return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_dup", *newcomm) : rc;
-}
-
-API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
-  NEED_LOWER("MPI_Comm_split");
-  REAL_COMM("MPI_Comm_split", comm, real_comm);
-  StasisMpiRealHandle made;
-  int rc = LOWER_CALL(lower, comm_split, real_comm, color, key, &made);
-  if (rc != 0) return library_error(rc);
+/* Gives the communicator the library just made from `parent` (a dup, split or create, logged as
+ * `op` with its arguments) its id, or MPI_COMM_NULL where this rank got none, logs it and counts it
+ * among the parent's children. In a safe region, by the program's thread or, at a checkpoint, the
+ * checkpoint's (upper_collectives.c): nothing here allocates or calls the library, so the object
+ * and its record exist together in every image. */
+int stasis_mpi_record_comm(const char *function, uint32_t op, StasisMpiRealHandle made, int parent, int color,
+                           int arg0, int arg1, int *newcomm) {
   if (made == handles.comms.entries[STASIS_MPI_INDEX_COMM_NULL].real) {
     /* No communicator for this rank, but it took part: replay must take part again. */
     *newcomm = MPI_COMM_NULL;
-    stasis_mpi_collectives_comm_made(comm, MPI_COMM_NULL, color);
-    if (stasis_mpi_replay_append(&replay, STASIS_MPI_REPLAY_COMM_SPLIT, MPI_COMM_NULL, comm, color, key, 0) != 0) {
-      complain("MPI_Comm_split", "the replay log is full");
+    stasis_mpi_collectives_comm_made(parent, MPI_COMM_NULL, color);
+    if (stasis_mpi_replay_append(&replay, op, MPI_COMM_NULL, parent, arg0, arg1, 0) != 0) {
+      complain(function, "the replay log is full");
       return MPI_ERR_INTERN;
     }
     return MPI_SUCCESS;
   }
-  rc = remember("MPI_Comm_split", &handles.comms, made, STASIS_MPI_REPLAY_COMM_SPLIT, comm, color, key, 0, newcomm);
-  if (rc == MPI_SUCCESS) stasis_mpi_collectives_comm_made(comm, *newcomm, color);
-  return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_split", *newcomm) : rc;
+  int rc = remember(function, &handles.comms, made, op, parent, arg0, arg1, 0, newcomm);
+  if (rc == MPI_SUCCESS) stasis_mpi_collectives_comm_made(parent, *newcomm, color);
+  return rc;
+}
+
+/* The creations wait at a safe point first (upper_collectives.c); the new communicator's ranks
+ * are then mapped to world ranks, outside any region (this allocates). */
+static int comm_created(const char *function, int rc, MPI_Comm *newcomm) {
+  if (rc != MPI_SUCCESS || *newcomm == MPI_COMM_NULL) return rc;
+  return map_comm_ranks(function, *newcomm);
+}
+
+API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+  NEED_LOWER("MPI_Comm_dup");
+  return comm_created("MPI_Comm_dup", stasis_mpi_create_comm(STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm),
+                      newcomm);
+}
+
+API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
+  NEED_LOWER("MPI_Comm_split");
+  return comm_created("MPI_Comm_split",
+                      stasis_mpi_create_comm(STASIS_MPI_REPLAY_COMM_SPLIT, comm, color, key, 0, newcomm), newcomm);
+}
+
+API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
+  NEED_LOWER("MPI_Comm_create");
+  REAL_GROUP("MPI_Comm_create", group, real_group);
+  (void)real_group;
+  return comm_created("MPI_Comm_create",
+                      stasis_mpi_create_comm(STASIS_MPI_REPLAY_COMM_CREATE, comm, 0, 0, group, newcomm), newcomm);
 }
 
 /* Frees an object the program made (never a predefined one) in the library, forgets its id,

@@ -4,6 +4,7 @@
 #ifndef STASIS_MPI_UPPER_STATE_H
 #define STASIS_MPI_UPPER_STATE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +79,22 @@ void stasis_mpi_collectives_comm_made(int parent, int made, int color);
  * point of no return is completed on every member (*completed: its name, else NULL); the others
  * are left posted. 0, or -1 with a message. */
 int stasis_mpi_collectives_settle(const char **completed, char *error, size_t error_size);
+/* The communicator creations (MPI_Comm_dup, _split, _create: replay_op says which; color and key
+ * for a split, group for a create) wait at an MPI_Ibarrier on comm first, a safe point; *newcomm
+ * is the id made, MPI_COMM_NULL where this rank got none. */
+int stasis_mpi_create_comm(uint32_t replay_op, MPI_Comm comm, int color, int key, MPI_Group group, MPI_Comm *newcomm);
+/* Records a communicator a creation made (upper_half.c); in a safe region, allocates nothing. */
+int stasis_mpi_record_comm(const char *function, uint32_t op, StasisMpiRealHandle made, int parent, int color,
+                           int arg0, int arg1, int *newcomm);
+/* MPI_Finalize's wait for every rank (an MPI_Ibarrier on the world, a safe point); once it is
+ * complete stasis_mpi_finalizing is set and no checkpoint is taken any more. */
+int stasis_mpi_finalize_entry(void);
+extern _Atomic int stasis_mpi_finalizing;
+/* At the safe point, by the checkpoint thread once the program's threads are out of the library:
+ * a creation whose program thread is held at its entry barrier is driven for up to patience_ms;
+ * if the barrier completes, the communicator is made here (a member may be inside the blocking
+ * creation, waiting for this one). 1 when it made one, else 0 (left posted). */
+int stasis_mpi_collectives_drive(int patience_ms);
 /* After a restart: the collective left posted is posted again in the fresh library. */
 int stasis_mpi_collectives_restarted(char *error, size_t error_size);
 

@@ -3,14 +3,17 @@
  * others wait: in MPI_Recv (rank 0 for a message from the last rank), in MPI_Wait (rank 0, on an
  * MPI_Irecv of a 16 KiB message: above the eager limits), in MPI_Barrier and in MPI_Allreduce
  * (every rank but the last). Then an MPI_Bcast from the last rank and an MPI_Reduce to rank 0,
- * which prints the step's figures.
+ * which prints the step's figures. The first two steps and every tenth have three phases more, in
+ * MPI_Comm_dup, MPI_Comm_split (by rank parity) and MPI_Comm_create (the world's group), each
+ * communicator then used by an MPI_Allreduce and freed; after the last step the others wait in
+ * MPI_Finalize while the last rank computes.
  *
  * In the first GATED_STEPS steps the last rank's computing lasts until a test opens its gate: at
- * phase K (step * 4 + phase) each waiting rank R creates GATE_DIR/in-K-R just before its blocking
- * call and the last rank GATE_DIR/at-K, and the last rank computes until GATE_DIR/go-K exists. So
- * a test can checkpoint while the others wait, at every phase. GATE_DIR "-": no gate (a 2 ms
- * computation), the uninterrupted reference. Built against Stasis's abi/mpi.h and a library's
- * own mpi.h: both print the same lines. */
+ * phase K (step * 7 + phase; GATED_STEPS * 7 for MPI_Finalize) each waiting rank R creates
+ * GATE_DIR/in-K-R just before its blocking call and the last rank GATE_DIR/at-K, and the last rank
+ * computes until GATE_DIR/go-K exists. So a test can checkpoint while the others wait, at every
+ * phase. GATE_DIR "-": no gate (a 2 ms computation), the uninterrupted reference. Built against
+ * Stasis's abi/mpi.h and a library's own mpi.h: both print the same lines. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <mpi.h>
@@ -20,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { WORDS = 2048, PHASES = 4 };
+enum { WORDS = 2048, PHASES = 7 };
 static const char *gate_dir;
 static int rank, size, gated_steps;
 
@@ -36,11 +39,15 @@ static void touch(const char *name, int phase, int who) {
   close(fd);
 }
 
+/* Phase K of (step, phase), and whether it is gated; step -1: MPI_Finalize's, after the last step. */
+static int phase_number(int step, int phase) { return step < 0 ? gated_steps * PHASES : step * PHASES + phase; }
+static int gated(int step) { return strcmp(gate_dir, "-") != 0 && (step < 0 ? gated_steps > 0 : step < gated_steps); }
+
 /* The last rank's computing at phase K: until the gate opens, or 2 ms. */
 static void compute(int step, int phase) {
-  int k = step * PHASES + phase;
+  int k = phase_number(step, phase);
   struct timespec pause = {0, 2 * 1000 * 1000};
-  if (strcmp(gate_dir, "-") == 0 || step >= gated_steps) {
+  if (!gated(step)) {
     nanosleep(&pause, NULL);
     return;
   }
@@ -52,7 +59,39 @@ static void compute(int step, int phase) {
 
 /* A waiting rank says it is about to block at phase K. */
 static void about_to_wait(int step, int phase) {
-  if (strcmp(gate_dir, "-") != 0 && step < gated_steps) touch("in", step * PHASES + phase, rank);
+  if (gated(step)) touch("in", phase_number(step, phase), rank);
+}
+
+/* Phases 4 to 6: communicators made while the last rank computes, each used once and freed. */
+static void made_communicators(int step, double mine) {
+  int last = size - 1;
+  MPI_Comm dup, half, created;
+  MPI_Group world_group;
+  if (rank == last) compute(step, 4);
+  else about_to_wait(step, 4);
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  if (rank == last) compute(step, 5);
+  else about_to_wait(step, 5);
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half);
+  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  if (rank == last) compute(step, 6);
+  else about_to_wait(step, 6);
+  MPI_Comm_create(MPI_COMM_WORLD, world_group, &created);
+  double on_dup = 0, on_half = 0, on_created = 0, value = mine * 2 + rank;
+  int half_rank = -1;
+  MPI_Allreduce(&value, &on_dup, 1, MPI_DOUBLE, MPI_SUM, dup);
+  MPI_Allreduce(&value, &on_half, 1, MPI_DOUBLE, MPI_MAX, half);
+  MPI_Allreduce(&on_half, &on_created, 1, MPI_DOUBLE, MPI_SUM, created);
+  MPI_Comm_rank(half, &half_rank);
+  if (rank == 0) {
+    printf("step %d made dup %.2f half %.2f (rank %d there) created %.2f\n", step, on_dup, on_half, half_rank,
+           on_created);
+    fflush(stdout);
+  }
+  MPI_Comm_free(&created);
+  MPI_Group_free(&world_group);
+  MPI_Comm_free(&half);
+  MPI_Comm_free(&dup);
 }
 
 int main(int argc, char **argv) {
@@ -107,8 +146,12 @@ int main(int argc, char **argv) {
       printf("step %d got %.2f sum %.2f max %.2f %.2f reduced %.2f\n", step, got, sum, max[0], max[1], reduced);
       fflush(stdout);
     }
+    if (step < 2 || step % 10 == 0) made_communicators(step, mine);
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  /* MPI_Finalize, waited in while the last rank computes (phase GATED_STEPS * 7) */
+  if (rank == last) compute(-1, 0);
+  else about_to_wait(-1, 0);
   MPI_Finalize();
   if (rank == 0) printf("done ranks %d\n", size);
   return 0;

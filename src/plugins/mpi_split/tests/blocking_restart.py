@@ -4,7 +4,8 @@
 Checkpoints taken while ranks wait in blocking calls (README.md, Safe points inside blocking
 calls). SPLIT and NATIVE are blocking_ranks: in each of its first two steps' four phases, the last
 rank computes until this script opens a gate while the others wait in MPI_Recv, MPI_Wait,
-MPI_Barrier and MPI_Allreduce. The split build runs under `stasis launch --mpi`; at every phase of
+MPI_Barrier, MPI_Allreduce, MPI_Comm_dup, MPI_Comm_split and MPI_Comm_create (seven phases), and
+at the end in MPI_Finalize (one phase more). The split build runs under `stasis launch --mpi`; at every phase of
 the first step the job is checkpointed and runs on; at every phase of the second it is
 checkpointed, checkpointed again with --kill, and restarted with `LAUNCHER -np RANKS stasis
 restart --mpi-rank` (fresh lower halves), which the next phase checkpoints. No checkpoint may be
@@ -25,7 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests"))
 from e2e_common import Computation, fail, lines, wait_for  # noqa: E402
 
-PHASE_CALLS = ["MPI_Recv", "MPI_Wait", "MPI_Barrier", "MPI_Allreduce"]
+PHASE_CALLS = ["MPI_Recv", "MPI_Wait", "MPI_Barrier", "MPI_Allreduce", "MPI_Comm_dup", "MPI_Comm_split",
+               "MPI_Comm_create"]
+PHASES = len(PHASE_CALLS)
 GATED_STEPS = 2
 REPORT = re.compile(r"drained \d+ messages? in flight to this rank \(rank (\d+), (?:waiting in (\w+)|not waiting in MPI)\)")
 
@@ -33,6 +36,11 @@ REPORT = re.compile(r"drained \d+ messages? in flight to this rank \(rank (\d+),
 def program_lines(path):
     """The program's lines (not a launcher's banner about ranks a checkpoint killed)."""
     return [line for line in lines(path) if re.match(r"^(step \d+ |done ranks )", line)]
+
+
+def phase_call(phase):
+    """The call phase K's waiting ranks block in (after the gated steps: MPI_Finalize)."""
+    return "MPI_Finalize" if phase == GATED_STEPS * PHASES else PHASE_CALLS[phase % PHASES]
 
 
 def main():
@@ -76,18 +84,19 @@ def main():
             if done.returncode != 0 and job_may_end and runs[-1][1].poll() is not None:
                 return None, None
             if done.returncode != 0:
-                fail(f"the checkpoint at phase {phase} ({PHASE_CALLS[phase % 4]}) exited {done.returncode}: "
+                fail(f"the checkpoint at phase {phase} ({phase_call(phase)}) exited {done.returncode}: "
                      f"{done.stderr.strip()[-2000:]}")
             reports = {int(r): call for r, call in REPORT.findall(done.stdout + done.stderr)}
             if sorted(reports) != list(range(ranks_n)):
                 fail(f"phase {phase}: reports from ranks {sorted(reports)}:\n{done.stdout}{done.stderr}")
             seen_completed.append(len(re.findall(r"was completed first", done.stdout + done.stderr)))
+            seen_made.append(len(re.findall(r"communicator was made at the safe point", done.stdout + done.stderr)))
             return Path(done.stdout.strip().splitlines()[-1]), reports
 
         def found_waiting(reports, waiting, call):
             return all(reports[r] == call for r in waiting) and reports[last] == ""
 
-        seen, seen_completed = [], []
+        seen, seen_completed, seen_made = [], [], []
         try:
             start("launch", ["launch", "--mpi", "--", *job, split, steps, "0" if storm else str(GATED_STEPS),
                              str(gate)], True)
@@ -105,9 +114,9 @@ def main():
                     wait_for(lambda: lines(runs[-1][2]), f"a line from {runs[-1][0]}", 90)
             if storm and len(seen) < 2:
                 fail(f"the job ended after {len(seen)} checkpoints, fewer than 2")
-            for phase in range(0 if storm else GATED_STEPS * 4):
-                call = PHASE_CALLS[phase % 4]
-                waiting = [0] if phase % 4 < 2 else list(range(last))
+            for phase in range(0 if storm else GATED_STEPS * PHASES + 1):
+                call = phase_call(phase)
+                waiting = [0] if call in ("MPI_Recv", "MPI_Wait") else list(range(last))
                 markers = [gate / f"at-{phase}"] + [gate / f"in-{phase}-{r}" for r in waiting]
                 wait_for(lambda: all(m.exists() for m in markers), f"phase {phase}'s markers in {gate}", 90)
                 # The ranks made their markers just before their calls: checkpoint until one finds
@@ -119,7 +128,7 @@ def main():
                 else:
                     fail(f"phase {phase}: 5 checkpoints did not find ranks {waiting} waiting in {call}: {reports}")
                 seen.append(f"{generation.name}: {call}")
-                if phase >= 4:
+                if phase >= PHASES:
                     generation, reports = checkpoint(phase, True)
                     if not found_waiting(reports, waiting, call):
                         fail(f"phase {phase}: the --kill checkpoint found {reports}, not ranks {waiting} in {call}")
@@ -140,7 +149,8 @@ def main():
             c.cleanup()
     if storm:
         print(f"{len(seen)} checkpoints in a storm of collectives; {sum(seen_completed)} rank reports of a collective "
-              "completed at the checkpoint because a member had")
+              f"completed at the checkpoint because a member had; {sum(seen_made)} of a communicator made at the safe "
+              "point")
     else:
         print("checkpoints with ranks waiting: " + "; ".join(seen))
     print(f"the launch and {len(runs) - 1} restarts printed the native output ({len(expected)} lines)")
