@@ -303,6 +303,45 @@ static int lower_reduce_scatter_block(const void *sendbuf, void *recvbuf, int co
   return MPI_Reduce_scatter_block(send_buffer(sendbuf), recvbuf, count, AS(MPI_Datatype, type), AS(MPI_Op, op),
                                   AS(MPI_Comm, comm));
 }
+static int lower_icollective(const StasisMpiLowerCollective *c, StasisMpiRealHandle *request) {
+  const void *send = send_buffer(c->sendbuf);
+  void *receive = c->recvbuf == STASIS_MPI_LOWER_IN_PLACE ? MPI_IN_PLACE : c->recvbuf;
+  MPI_Datatype sendtype = AS(MPI_Datatype, c->sendtype), recvtype = AS(MPI_Datatype, c->recvtype);
+  MPI_Comm comm = AS(MPI_Comm, c->comm);
+  MPI_Op op = AS(MPI_Op, c->op);
+  switch (c->kind) {
+    case STASIS_MPI_LOWER_GATHER:
+      return STARTED(MPI_Igather(send, c->sendcount, sendtype, receive, c->recvcount, recvtype, c->root, comm,
+                                 &started_));
+    case STASIS_MPI_LOWER_GATHERV:
+      return STARTED(MPI_Igatherv(send, c->sendcount, sendtype, receive, c->recvcounts, c->rdispls, recvtype, c->root,
+                                  comm, &started_));
+    case STASIS_MPI_LOWER_SCATTER:
+      return STARTED(MPI_Iscatter(send, c->sendcount, sendtype, receive, c->recvcount, recvtype, c->root, comm,
+                                  &started_));
+    case STASIS_MPI_LOWER_SCATTERV:
+      return STARTED(MPI_Iscatterv(send, c->sendcounts, c->sdispls, sendtype, receive, c->recvcount, recvtype,
+                                   c->root, comm, &started_));
+    case STASIS_MPI_LOWER_ALLGATHER:
+      return STARTED(MPI_Iallgather(send, c->sendcount, sendtype, receive, c->recvcount, recvtype, comm, &started_));
+    case STASIS_MPI_LOWER_ALLGATHERV:
+      return STARTED(MPI_Iallgatherv(send, c->sendcount, sendtype, receive, c->recvcounts, c->rdispls, recvtype, comm,
+                                     &started_));
+    case STASIS_MPI_LOWER_ALLTOALL:
+      return STARTED(MPI_Ialltoall(send, c->sendcount, sendtype, receive, c->recvcount, recvtype, comm, &started_));
+    case STASIS_MPI_LOWER_ALLTOALLV:
+      return STARTED(MPI_Ialltoallv(send, c->sendcounts, c->sdispls, sendtype, receive, c->recvcounts, c->rdispls,
+                                    recvtype, comm, &started_));
+    case STASIS_MPI_LOWER_REDUCE_SCATTER:
+      return STARTED(MPI_Ireduce_scatter(send, receive, c->recvcounts, sendtype, op, comm, &started_));
+    case STASIS_MPI_LOWER_REDUCE_SCATTER_BLOCK:
+      return STARTED(MPI_Ireduce_scatter_block(send, receive, c->recvcount, sendtype, op, comm, &started_));
+    case STASIS_MPI_LOWER_SCAN: return STARTED(MPI_Iscan(send, receive, c->sendcount, sendtype, op, comm, &started_));
+    case STASIS_MPI_LOWER_EXSCAN:
+      return STARTED(MPI_Iexscan(send, receive, c->sendcount, sendtype, op, comm, &started_));
+    default: return MPI_ERR_ARG;
+  }
+}
 
 /* Only in the lower-half program (lower_inventory.c); absent (NULL) in the library form. */
 __attribute__((weak)) int stasis_mpi_lower_inventory(StasisMpiLowerRange *ranges, int range_capacity, int *range_count,
@@ -356,6 +395,7 @@ static const StasisMpiLower lower_half = {
     .iallreduce = lower_iallreduce,
     .ireduce = lower_ireduce,
     .reduce_scatter_block = lower_reduce_scatter_block,
+    .icollective = lower_icollective,
     .inventory = stasis_mpi_lower_inventory,
     .descriptors = stasis_mpi_lower_descriptors,
     .set_thread_hook = stasis_mpi_lower_set_thread_hook,

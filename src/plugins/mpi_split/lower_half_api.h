@@ -36,6 +36,32 @@ typedef struct StasisMpiLowerRange {
   uint64_t start, end;
 } StasisMpiLowerRange;
 
+/* The nonblocking collectives beyond the four above, as one call (icollective): which one, and its
+ * arguments as the standard names them (counts and displacements point into the program's
+ * memory, valid until the request completes). Buffers may be STASIS_MPI_LOWER_IN_PLACE. */
+enum StasisMpiLowerCollectiveKind {
+  STASIS_MPI_LOWER_GATHER,
+  STASIS_MPI_LOWER_GATHERV,
+  STASIS_MPI_LOWER_SCATTER,
+  STASIS_MPI_LOWER_SCATTERV,
+  STASIS_MPI_LOWER_ALLGATHER,
+  STASIS_MPI_LOWER_ALLGATHERV,
+  STASIS_MPI_LOWER_ALLTOALL,
+  STASIS_MPI_LOWER_ALLTOALLV,
+  STASIS_MPI_LOWER_REDUCE_SCATTER,
+  STASIS_MPI_LOWER_REDUCE_SCATTER_BLOCK,
+  STASIS_MPI_LOWER_SCAN,
+  STASIS_MPI_LOWER_EXSCAN,
+};
+typedef struct StasisMpiLowerCollective {
+  int kind; /* enum StasisMpiLowerCollectiveKind */
+  const void *sendbuf;
+  void *recvbuf;
+  int sendcount, recvcount, root;
+  const int *sendcounts, *sdispls, *recvcounts, *rdispls;
+  StasisMpiRealHandle sendtype, recvtype, op, comm; /* a reduction's datatype is sendtype */
+} StasisMpiLowerCollective;
+
 typedef struct StasisMpiLower {
   uint32_t interface_version; /* STASIS_MPI_LOWER_INTERFACE_VERSION */
   const char *implementation; /* "openmpi", "mpich": for messages */
@@ -118,6 +144,7 @@ typedef struct StasisMpiLower {
                  int root, StasisMpiRealHandle comm, StasisMpiRealHandle *request);
   int (*reduce_scatter_block)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type,
                               StasisMpiRealHandle op, StasisMpiRealHandle comm);
+  int (*icollective)(const StasisMpiLowerCollective *collective, StasisMpiRealHandle *request);
 
   /* What a checkpoint leaves out (lower_inventory.h): the ranges this half mapped, sorted and
    * disjoint, page-aligned, and the threads its libc runs. Returns 0, or -1 when the lists do not

@@ -36,10 +36,31 @@ enum CollectiveKind {
   COLLECTIVE_COMM_SPLIT,
   COLLECTIVE_COMM_CREATE,
   COLLECTIVE_FINALIZE,
+  /* The rest, in the order of enum StasisMpiLowerCollectiveKind: posted with lower->icollective. */
+  COLLECTIVE_GATHER,
+  COLLECTIVE_GATHERV,
+  COLLECTIVE_SCATTER,
+  COLLECTIVE_SCATTERV,
+  COLLECTIVE_ALLGATHER,
+  COLLECTIVE_ALLGATHERV,
+  COLLECTIVE_ALLTOALL,
+  COLLECTIVE_ALLTOALLV,
+  COLLECTIVE_REDUCE_SCATTER,
+  COLLECTIVE_REDUCE_SCATTER_BLOCK,
+  COLLECTIVE_SCAN,
+  COLLECTIVE_EXSCAN,
 };
-static const char *const collective_names[] = {"MPI_Barrier",    "MPI_Allreduce",  "MPI_Bcast",
-                                               "MPI_Reduce",     "MPI_Comm_dup",   "MPI_Comm_split",
-                                               "MPI_Comm_create", "MPI_Finalize"};
+static const char *const collective_names[] = {
+    "MPI_Barrier",   "MPI_Allreduce",  "MPI_Bcast",     "MPI_Reduce",         "MPI_Comm_dup",
+    "MPI_Comm_split", "MPI_Comm_create", "MPI_Finalize", "MPI_Gather",         "MPI_Gatherv",
+    "MPI_Scatter",   "MPI_Scatterv",   "MPI_Allgather", "MPI_Allgatherv",     "MPI_Alltoall",
+    "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan"};
+_Static_assert(sizeof collective_names / sizeof collective_names[0] == COLLECTIVE_EXSCAN + 1, "a name for each");
+_Static_assert(COLLECTIVE_EXSCAN - COLLECTIVE_GATHER == STASIS_MPI_LOWER_EXSCAN, "the lower half's order");
+static int is_reduction(enum CollectiveKind kind) {
+  return kind == COLLECTIVE_ALLREDUCE || kind == COLLECTIVE_REDUCE || kind == COLLECTIVE_REDUCE_SCATTER ||
+         kind == COLLECTIVE_REDUCE_SCATTER_BLOCK || kind == COLLECTIVE_SCAN || kind == COLLECTIVE_EXSCAN;
+}
 static int is_creation(enum CollectiveKind kind) {
   return kind == COLLECTIVE_COMM_DUP || kind == COLLECTIVE_COMM_SPLIT || kind == COLLECTIVE_COMM_CREATE;
 }
@@ -63,6 +84,8 @@ typedef struct Collective {
   const void *sendbuf;
   void *recvbuf;
   int count, datatype, op, root;
+  int recvcount, recvtype; /* the gathers', scatters' and all-to-alls' receive side (count, datatype: the send side) */
+  const int *sendcounts, *sdispls, *recvcounts, *rdispls; /* the v kinds' */
   int color, key, group; /* a creation's arguments */
   int made;              /* the communicator a creation made (its id), MPI_COMM_NULL where none */
 } Collective;
@@ -105,14 +128,34 @@ void stasis_mpi_collectives_comm_made(int parent, int made, int color) {
   comm_started[index] = comm_decided[index] = comm_children[index] = 0;
 }
 
+/* A datatype argument that may be insignificant (a non-root's send side of a scatter, the
+ * receive side of an in-place call): its object, or the library's MPI_DATATYPE_NULL. */
+static StasisMpiRealHandle type_or_null(int id) {
+  StasisMpiRealHandle real;
+  if (stasis_mpi_ids_real(&handles.datatypes, id, &real) == 0) return real;
+  return handles.datatypes.entries[STASIS_MPI_INDEX_DATATYPE_NULL].real;
+}
+
+static int post_icollective(Collective *c) {
+  StasisMpiLowerCollective args = {
+      .kind = (int)(c->kind - COLLECTIVE_GATHER), .sendbuf = c->sendbuf, .recvbuf = c->recvbuf,
+      .sendcount = c->count, .recvcount = c->recvcount, .root = c->root, .sendcounts = c->sendcounts,
+      .sdispls = c->sdispls, .recvcounts = c->recvcounts, .rdispls = c->rdispls,
+      .sendtype = type_or_null(c->datatype), .recvtype = type_or_null(c->recvtype)};
+  if (stasis_mpi_ids_real(&handles.comms, c->comm, &args.comm) != 0 ||
+      (is_reduction(c->kind) && stasis_mpi_ids_real(&handles.ops, c->op, &args.op) != 0))
+    return MPI_ERR_ARG;
+  return library_error(LOWER_CALL_IN_REGION(lower, icollective, &args, &c->request));
+}
+
 /* Posts the current phase in the library of the moment (the ids' handles are looked up now: a
  * restart made them again). In a safe region. */
 static int post_phase(Collective *c) {
   StasisMpiRealHandle real_comm, real_type = 0, real_op = 0;
+  if (c->kind >= COLLECTIVE_GATHER && !c->entry_barrier) return post_icollective(c);
   if (stasis_mpi_ids_real(&handles.comms, c->comm, &real_comm) != 0 ||
       (!barrier_only(c->kind) && stasis_mpi_ids_real(&handles.datatypes, c->datatype, &real_type) != 0) ||
-      ((c->kind == COLLECTIVE_ALLREDUCE || c->kind == COLLECTIVE_REDUCE) &&
-       stasis_mpi_ids_real(&handles.ops, c->op, &real_op) != 0))
+      (is_reduction(c->kind) && stasis_mpi_ids_real(&handles.ops, c->op, &real_op) != 0))
     return MPI_ERR_ARG;
   if (c->entry_barrier || barrier_only(c->kind))
     return library_error(LOWER_CALL_IN_REGION(lower, ibarrier, real_comm, &c->request));
@@ -180,6 +223,27 @@ static void collective_step(Collective *c) {
   }
 }
 
+/* Whether a collective's completion on one member tells that every member has started it (its
+ * point of no return: no entry barrier needed). Not for the rooted ones (a root may finish a
+ * broadcast, a member its part of a gather, before the others start), the scans (rank 0's result
+ * needs nobody), the v kinds and MPI_Reduce_scatter (a member that exchanges nothing with another
+ * need not wait for it), a zero count, nor MPI_IN_PLACE (a library may write partial results over
+ * the input before it completes: left unfinished at a checkpoint, it could not be posted again from
+ * its start after a restart, so its buffer stays untouched until every member has passed the entry
+ * barrier). */
+static int needs_entry_barrier(const Collective *c) {
+  if (c->sendbuf == MPI_IN_PLACE || c->recvbuf == MPI_IN_PLACE) return 1;
+  switch (c->kind) {
+    case COLLECTIVE_BARRIER:
+    case COLLECTIVE_FINALIZE:
+    case COLLECTIVE_ALLREDUCE: return 0;
+    case COLLECTIVE_ALLGATHER:
+    case COLLECTIVE_ALLTOALL: return c->count <= 0 || c->recvcount <= 0;
+    case COLLECTIVE_REDUCE_SCATTER_BLOCK: return c->recvcount <= 0;
+    default: return 1;
+  }
+}
+
 static int run_collective(Collective *asked) {
   const char *name = collective_names[asked->kind];
   stasis_mpi_safe_point_enter(name);
@@ -187,12 +251,7 @@ static int run_collective(Collective *asked) {
   current.active = 1;
   current.comm_index = (uint32_t)stasis_mpi_ids_index(&handles.comms, asked->comm);
   current.sequence = ++comm_started[current.comm_index];
-  /* A library may write partial results into the receive buffer before it completes: an
-   * MPI_IN_PLACE reduction left unfinished at a checkpoint could not be posted again from its
-   * start after a restart, so it waits at an entry barrier too, and its buffer is untouched until
-   * every member has passed that. */
-  current.two_phase = asked->kind == COLLECTIVE_BCAST || asked->kind == COLLECTIVE_REDUCE ||
-                      is_creation(asked->kind) || asked->sendbuf == MPI_IN_PLACE;
+  current.two_phase = needs_entry_barrier(asked);
   current.entry_barrier = current.two_phase;
   stasis_mpi_safe_point_leave();
   for (unsigned turn = 0;; turn++) {
@@ -261,6 +320,120 @@ API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
   Collective asked = {.kind = COLLECTIVE_REDUCE, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
                       .count = count, .datatype = datatype, .op = op, .root = root};
   return run_collective(&asked);
+}
+
+/* The gathers, scatters, all-to-alls, reduce-scatters and scans: the communicator and the
+ * significant ids checked before anything is posted. */
+static int run_checked(Collective *asked) {
+  const char *name = collective_names[asked->kind];
+  StasisMpiRealHandle real;
+  if (stasis_mpi_ids_index(&handles.comms, asked->comm) <= STASIS_MPI_INDEX_COMM_NULL ||
+      stasis_mpi_ids_real(&handles.comms, asked->comm, &real) != 0)
+    return not_live(name, "communicator", asked->comm, MPI_ERR_COMM);
+  if (is_reduction(asked->kind) && stasis_mpi_ids_real(&handles.ops, asked->op, &real) != 0)
+    return not_live(name, "operation", asked->op, MPI_ERR_OP);
+  return run_collective(asked);
+}
+
+API int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  NEED_LOWER("MPI_Gather");
+  Collective asked = {.kind = COLLECTIVE_GATHER, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
+                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype,
+                      .root = root};
+  return run_checked(&asked);
+}
+
+API int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                    const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  NEED_LOWER("MPI_Gatherv");
+  Collective asked = {.kind = COLLECTIVE_GATHERV, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
+                      .datatype = sendtype, .recvbuf = recvbuf, .recvcounts = recvcounts, .rdispls = displs,
+                      .recvtype = recvtype, .root = root};
+  return run_checked(&asked);
+}
+
+API int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                    MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  NEED_LOWER("MPI_Scatter");
+  Collective asked = {.kind = COLLECTIVE_SCATTER, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
+                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype,
+                      .root = root};
+  return run_checked(&asked);
+}
+
+API int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                     void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  NEED_LOWER("MPI_Scatterv");
+  Collective asked = {.kind = COLLECTIVE_SCATTERV, .comm = comm, .sendbuf = sendbuf, .sendcounts = sendcounts,
+                      .sdispls = displs, .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount,
+                      .recvtype = recvtype, .root = root};
+  return run_checked(&asked);
+}
+
+API int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, MPI_Comm comm) {
+  NEED_LOWER("MPI_Allgather");
+  Collective asked = {.kind = COLLECTIVE_ALLGATHER, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
+                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype};
+  return run_checked(&asked);
+}
+
+API int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+  NEED_LOWER("MPI_Allgatherv");
+  Collective asked = {.kind = COLLECTIVE_ALLGATHERV, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
+                      .datatype = sendtype, .recvbuf = recvbuf, .recvcounts = recvcounts, .rdispls = displs,
+                      .recvtype = recvtype};
+  return run_checked(&asked);
+}
+
+API int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                     MPI_Datatype recvtype, MPI_Comm comm) {
+  NEED_LOWER("MPI_Alltoall");
+  Collective asked = {.kind = COLLECTIVE_ALLTOALL, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
+                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype};
+  return run_checked(&asked);
+}
+
+API int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                      void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                      MPI_Comm comm) {
+  NEED_LOWER("MPI_Alltoallv");
+  Collective asked = {.kind = COLLECTIVE_ALLTOALLV, .comm = comm, .sendbuf = sendbuf, .sendcounts = sendcounts,
+                      .sdispls = sdispls, .datatype = sendtype, .recvbuf = recvbuf, .recvcounts = recvcounts,
+                      .rdispls = rdispls, .recvtype = recvtype};
+  return run_checked(&asked);
+}
+
+API int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                           MPI_Op op, MPI_Comm comm) {
+  NEED_LOWER("MPI_Reduce_scatter");
+  Collective asked = {.kind = COLLECTIVE_REDUCE_SCATTER, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                      .recvcounts = recvcounts, .datatype = datatype, .op = op};
+  return run_checked(&asked);
+}
+
+API int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                 MPI_Op op, MPI_Comm comm) {
+  NEED_LOWER("MPI_Reduce_scatter_block");
+  Collective asked = {.kind = COLLECTIVE_REDUCE_SCATTER_BLOCK, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                      .recvcount = recvcount, .datatype = datatype, .op = op};
+  return run_checked(&asked);
+}
+
+API int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  NEED_LOWER("MPI_Scan");
+  Collective asked = {.kind = COLLECTIVE_SCAN, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                      .datatype = datatype, .op = op};
+  return run_checked(&asked);
+}
+
+API int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  NEED_LOWER("MPI_Exscan");
+  Collective asked = {.kind = COLLECTIVE_EXSCAN, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                      .count = count, .datatype = datatype, .op = op};
+  return run_checked(&asked);
 }
 
 int stasis_mpi_create_comm(uint32_t replay_op, MPI_Comm comm, int color, int key, MPI_Group group, MPI_Comm *newcomm) {

@@ -5,11 +5,13 @@
  * (every rank but the last). Then an MPI_Bcast from the last rank and an MPI_Reduce to rank 0,
  * which prints the step's figures. The first two steps and every tenth have three phases more, in
  * MPI_Comm_dup, MPI_Comm_split (by rank parity) and MPI_Comm_create (the world's group), each
- * communicator then used by an MPI_Allreduce and freed; after the last step the others wait in
+ * communicator then used by an MPI_Allreduce and freed. Every step then waits in MPI_Allgather
+ * (phase 7) and runs the other gathers, scatters, all-to-alls, reduce-scatters and scans, some in
+ * place, rank 0 printing a sum of what they gave. After the last step the others wait in
  * MPI_Finalize while the last rank computes.
  *
  * In the first GATED_STEPS steps the last rank's computing lasts until a test opens its gate: at
- * phase K (step * 7 + phase; GATED_STEPS * 7 for MPI_Finalize) each waiting rank R creates
+ * phase K (step * 8 + phase; GATED_STEPS * 8 for MPI_Finalize) each waiting rank R creates
  * GATE_DIR/in-K-R just before its blocking call and the last rank GATE_DIR/at-K, and the last rank
  * computes until GATE_DIR/go-K exists. So a test can checkpoint while the others wait, at every
  * phase. GATE_DIR "-": no gate (a 2 ms computation), the uninterrupted reference. Built against
@@ -23,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { WORDS = 2048, PHASES = 7 };
+enum { WORDS = 2048, PHASES = 8, MAX_RANKS = 16 };
 static const char *gate_dir;
 static int rank, size, gated_steps;
 
@@ -94,6 +96,68 @@ static void made_communicators(int step, double mine) {
   MPI_Comm_free(&dup);
 }
 
+/* Phase 7 and the other collectives of the standard's chapter 5, each result folded into one sum. */
+static void gathered(int step, double mine) {
+  int last = size - 1, counts[MAX_RANKS], displs[MAX_RANKS], ones[MAX_RANKS];
+  double all[2 * MAX_RANKS], send[2 * MAX_RANKS], from_all[2 * MAX_RANKS], part[2] = {0, 0}, sum = 0;
+  for (int r = 0; r < size; r++) {
+    counts[r] = r % 2 + 1; /* rank r gives (and gets) 1 or 2 values */
+    displs[r] = 2 * r;
+    ones[r] = 1;
+    send[2 * r] = mine * (r + 1);
+    send[2 * r + 1] = mine - r;
+  }
+  double pair[2] = {mine, mine * 0.5};
+  if (rank == last) compute(step, 7);
+  else about_to_wait(step, 7);
+  MPI_Allgather(pair, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, MPI_COMM_WORLD);
+  for (int i = 0; i < 2 * size; i++) sum += all[i] * (i + 1);
+  memset(all, 0, sizeof all);
+  all[2 * rank] = mine + 3;
+  all[2 * rank + 1] = mine + 4;
+  MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 2, MPI_DOUBLE, MPI_COMM_WORLD);
+  for (int i = 0; i < 2 * size; i++) sum += all[i] * (i + 2);
+  memset(all, 0, sizeof all);
+  MPI_Gather(pair, 2, MPI_DOUBLE, all, 2, MPI_DOUBLE, last, MPI_COMM_WORLD);
+  MPI_Bcast(all, 2 * size, MPI_DOUBLE, last, MPI_COMM_WORLD);
+  for (int i = 0; i < 2 * size; i++) sum += all[i] * (i + 3);
+  memset(all, 0, sizeof all);
+  MPI_Gatherv(pair, counts[rank], MPI_DOUBLE, all, counts, displs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  for (int i = 0; rank == 0 && i < 2 * size; i++) sum += all[i] * (i + 4);
+  MPI_Scatter(send, 2, MPI_DOUBLE, part, 2, MPI_DOUBLE, last, MPI_COMM_WORLD);
+  sum += part[0] * 5 + part[1] * 7;
+  part[0] = part[1] = 0;
+  MPI_Scatterv(send, counts, displs, MPI_DOUBLE, part, counts[rank], MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  sum += part[0] * 11 + part[1] * 13;
+  MPI_Allgatherv(pair, counts[rank], MPI_DOUBLE, from_all, counts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+  for (int r = 0; r < size; r++)
+    for (int i = 0; i < counts[r]; i++) sum += from_all[2 * r + i] * (r + 17);
+  MPI_Alltoall(send, 2, MPI_DOUBLE, from_all, 2, MPI_DOUBLE, MPI_COMM_WORLD);
+  for (int i = 0; i < 2 * size; i++) sum += from_all[i] * (i + 19);
+  int sendcounts[MAX_RANKS], recvcounts[MAX_RANKS];
+  for (int r = 0; r < size; r++) {
+    sendcounts[r] = (rank + r) % 3;
+    recvcounts[r] = (r + rank) % 3; /* what rank r sends here */
+  }
+  memset(from_all, 0, sizeof from_all);
+  MPI_Alltoallv(send, sendcounts, displs, MPI_DOUBLE, from_all, recvcounts, displs, MPI_DOUBLE, MPI_COMM_WORLD);
+  for (int i = 0; i < 2 * size; i++) sum += from_all[i] * (i + 23);
+  MPI_Reduce_scatter(send, part, ones, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  sum += part[0] * 29;
+  MPI_Reduce_scatter_block(send, part, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  sum += part[0] * 31 + part[1] * 37;
+  double scanned = 0, before = 0;
+  MPI_Scan(&mine, &scanned, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Exscan(&mine, &before, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  sum += scanned * 41 + (rank > 0 ? before * 43 : 0);
+  double total = 0;
+  MPI_Reduce(&sum, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    printf("step %d gathered %.2f\n", step, total);
+    fflush(stdout);
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int steps = argc > 1 ? atoi(argv[1]) : 6;
@@ -147,6 +211,7 @@ int main(int argc, char **argv) {
       fflush(stdout);
     }
     if (step < 2 || step % 10 == 0) made_communicators(step, mine);
+    gathered(step, mine);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   /* MPI_Finalize, waited in while the last rank computes (phase GATED_STEPS * 7) */

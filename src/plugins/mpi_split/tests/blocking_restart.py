@@ -4,8 +4,9 @@
 Checkpoints taken while ranks wait in blocking calls (README.md, Safe points inside blocking
 calls). SPLIT and NATIVE are blocking_ranks: in each of its first two steps' four phases, the last
 rank computes until this script opens a gate while the others wait in MPI_Recv, MPI_Wait,
-MPI_Barrier, MPI_Allreduce, MPI_Comm_dup, MPI_Comm_split and MPI_Comm_create (seven phases), and
-at the end in MPI_Finalize (one phase more). The split build runs under `stasis launch --mpi`; at every phase of
+MPI_Barrier, MPI_Allreduce, MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create and MPI_Allgather
+(eight phases), and at the end in MPI_Finalize (one phase more); every step then runs the other
+gathers, scatters, all-to-alls, reduce-scatters and scans. The split build runs under `stasis launch --mpi`; at every phase of
 the first step the job is checkpointed and runs on; at every phase of the second it is
 checkpointed, checkpointed again with --kill, and restarted with `LAUNCHER -np RANKS stasis
 restart --mpi-rank` (fresh lower halves), which the next phase checkpoints. No checkpoint may be
@@ -27,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests"))
 from e2e_common import Computation, fail, lines, wait_for  # noqa: E402
 
 PHASE_CALLS = ["MPI_Recv", "MPI_Wait", "MPI_Barrier", "MPI_Allreduce", "MPI_Comm_dup", "MPI_Comm_split",
-               "MPI_Comm_create"]
+               "MPI_Comm_create", "MPI_Allgather"]
 PHASES = len(PHASE_CALLS)
 GATED_STEPS = 2
 REPORT = re.compile(r"drained \d+ messages? in flight to this rank \(rank (\d+), (?:waiting in (\w+)|not waiting in MPI)\)")
@@ -87,6 +88,7 @@ def main():
                 fail(f"the checkpoint at phase {phase} ({phase_call(phase)}) exited {done.returncode}: "
                      f"{done.stderr.strip()[-2000:]}")
             reports = {int(r): call for r, call in REPORT.findall(done.stdout + done.stderr)}
+            found_in.update(call for call in reports.values() if call)
             if sorted(reports) != list(range(ranks_n)):
                 fail(f"phase {phase}: reports from ranks {sorted(reports)}:\n{done.stdout}{done.stderr}")
             seen_completed.append(len(re.findall(r"was completed first", done.stdout + done.stderr)))
@@ -96,7 +98,7 @@ def main():
         def found_waiting(reports, waiting, call):
             return all(reports[r] == call for r in waiting) and reports[last] == ""
 
-        seen, seen_completed, seen_made = [], [], []
+        seen, seen_completed, seen_made, found_in = [], [], [], set()
         try:
             start("launch", ["launch", "--mpi", "--", *job, split, steps, "0" if storm else str(GATED_STEPS),
                              str(gate)], True)
@@ -150,7 +152,7 @@ def main():
     if storm:
         print(f"{len(seen)} checkpoints in a storm of collectives; {sum(seen_completed)} rank reports of a collective "
               f"completed at the checkpoint because a member had; {sum(seen_made)} of a communicator made at the safe "
-              "point")
+              f"point; ranks found in: {', '.join(sorted(found_in)) or 'none'}")
     else:
         print("checkpoints with ranks waiting: " + "; ".join(seen))
     print(f"the launch and {len(runs) - 1} restarts printed the native output ({len(expected)} lines)")
