@@ -1,15 +1,22 @@
-/* The collectives, made safe points (README.md, Safe points inside blocking calls). A blocking
- * collective is the library's nonblocking one and a test loop in the upper half, each test in a
- * safe region, so a checkpoint holds a rank between two tests. Every communicator counts the
- * collectives this rank started on it (its sequence number) and those it got past the point of
- * no return: for MPI_Barrier and MPI_Allreduce, completion (no member completes one before every
- * member started it); for the rooted MPI_Bcast and MPI_Reduce (a root may finish a broadcast
- * before the others start it), an MPI_Ibarrier first, whose completion is that point (MANA's
- * two phases). At the checkpoint's drain every rank publishes its collective in progress
- * (communicator key, sequence number) and learns from every member whether one has got past that
- * point: then every member completes it before the image is taken; otherwise no member has, and
- * each leaves it posted (a restart posts it again in the fresh library). Two reductions over the
- * private world, whatever the number of communicators.
+/* The collectives, made safe points (README.md, Safe points inside blocking calls). A collective
+ * is the library's nonblocking one, driven by tests in the upper half, each test in a safe region,
+ * so a checkpoint holds a rank between two tests. A blocking collective runs that loop itself; a
+ * nonblocking one (MPI_Ibcast, ...) is driven by every later test of this rank (MPI_Wait on any
+ * request, a blocking call's loop). Every communicator counts the collectives this rank started
+ * on it (its sequence number) and the last one it got past the point of no return: for the kinds
+ * whose completion on one member tells that every member started them (MPI_Barrier,
+ * MPI_Allreduce, ...; needs_entry_barrier), completion; for the others (a root may finish a
+ * broadcast before the others start it), an MPI_Ibarrier first, whose completion is that point
+ * (MANA's two phases). A rank posts the library's operations on a communicator in one order,
+ * the same on every member whatever order the program tests its requests in: collective k's entry
+ * barrier only once collective k - 1 is posted, its own operation as soon as the entry barrier is
+ * complete.
+ *
+ * At the checkpoint's drain every rank publishes each collective it has in flight (communicator
+ * key, sequence number) and learns from every member the last one each communicator's members got
+ * past the point of no return: every member completes those before the image is taken; the later
+ * ones no member has passed, and each leaves them posted (a restart posts them again in the fresh
+ * library, in order). Two reductions over the private world, whatever the number of communicators.
  *
  * The communicator creations (MPI_Comm_dup, _split, _create) have no nonblocking form in MPI-3.1:
  * each waits at an MPI_Ibarrier on its parent first, and makes the communicator in the same safe
@@ -25,31 +32,8 @@
 #include <string.h>
 
 #include "lower_tls.h"
-#include "upper_state.h"
+#include "upper_collectives.h"
 
-enum CollectiveKind {
-  COLLECTIVE_BARRIER,
-  COLLECTIVE_ALLREDUCE,
-  COLLECTIVE_BCAST,
-  COLLECTIVE_REDUCE,
-  COLLECTIVE_COMM_DUP,
-  COLLECTIVE_COMM_SPLIT,
-  COLLECTIVE_COMM_CREATE,
-  COLLECTIVE_FINALIZE,
-  /* The rest, in the order of enum StasisMpiLowerCollectiveKind: posted with lower->icollective. */
-  COLLECTIVE_GATHER,
-  COLLECTIVE_GATHERV,
-  COLLECTIVE_SCATTER,
-  COLLECTIVE_SCATTERV,
-  COLLECTIVE_ALLGATHER,
-  COLLECTIVE_ALLGATHERV,
-  COLLECTIVE_ALLTOALL,
-  COLLECTIVE_ALLTOALLV,
-  COLLECTIVE_REDUCE_SCATTER,
-  COLLECTIVE_REDUCE_SCATTER_BLOCK,
-  COLLECTIVE_SCAN,
-  COLLECTIVE_EXSCAN,
-};
 static const char *const collective_names[] = {
     "MPI_Barrier",   "MPI_Allreduce",  "MPI_Bcast",     "MPI_Reduce",         "MPI_Comm_dup",
     "MPI_Comm_split", "MPI_Comm_create", "MPI_Finalize", "MPI_Gather",         "MPI_Gatherv",
@@ -70,33 +54,22 @@ static int barrier_only(enum CollectiveKind kind) {
 }
 _Atomic int stasis_mpi_finalizing;
 
-/* The collective in progress: one at most (threads up to MPI_THREAD_SERIALIZED). Read and
- * written only in safe regions, by the program's thread or, at the drain, the checkpoint's. */
-typedef struct Collective {
-  int active, done, result;
-  enum CollectiveKind kind;
-  int comm;                    /* the program's id */
-  uint32_t comm_index;
-  uint64_t sequence;           /* its number among the collectives this rank started on comm, from 1 */
-  int two_phase;               /* an MPI_Ibarrier first: the rooted kinds, and MPI_IN_PLACE (below) */
-  int entry_barrier;           /* still in that MPI_Ibarrier */
-  StasisMpiRealHandle request; /* the library's request of the current phase; 0: not posted in this library */
-  const void *sendbuf;
-  void *recvbuf;
-  int count, datatype, op, root;
-  int recvcount, recvtype; /* the gathers', scatters' and all-to-alls' receive side (count, datatype: the send side) */
-  const int *sendcounts, *sdispls, *recvcounts, *rdispls; /* the v kinds' */
-  int color, key, group; /* a creation's arguments */
-  int made;              /* the communicator a creation made (its id), MPI_COMM_NULL where none */
-} Collective;
-static Collective current;
+/* The collectives in flight on this rank: the blocking one the program's thread is in, and the
+ * nonblocking ones it has not completed. */
+enum { IN_FLIGHT_CAPACITY = 64 };
+static Collective in_flight[IN_FLIGHT_CAPACITY];
+static int in_flight_end;       /* no slot at or above this index is active */
+int stasis_mpi_collectives_pending; /* active slots */
+static int creation_slot = -1;  /* the blocking creation the program's thread is in */
 
-/* Per communicator index: its key (the same on every member), the collectives started and
- * those past the point of no return, and the communicators made from it (for its children's keys). */
+/* Per communicator index: its key (the same on every member), the collectives started, the last
+ * past its point of no return, the last whose own operation is posted (the order of posting), and
+ * the communicators made from it (for its children's keys). */
 static uint64_t comm_key[COMM_CAPACITY], comm_started[COMM_CAPACITY], comm_decided[COMM_CAPACITY],
-    comm_children[COMM_CAPACITY];
-/* The drain's agreement: every rank's (key, sequence) and its votes, one slot per world rank;
+    comm_posted[COMM_CAPACITY], comm_children[COMM_CAPACITY];
+/* The drain's agreement: up to SETTLE_SLOTS (key, sequence) pairs a rank and its members' votes,
  * allocated at MPI_Init (the drain may not allocate: the program's threads may be stopped in malloc). */
+enum { SETTLE_SLOTS = 16 };
 static uint64_t *published, *votes;
 int stasis_mpi_own_world_rank;
 static int world_ranks;
@@ -111,8 +84,8 @@ static uint64_t mix(uint64_t value) { /* splitmix64's finaliser */
 int stasis_mpi_collectives_init(int world_rank, int world_size) {
   stasis_mpi_own_world_rank = world_rank;
   world_ranks = world_size;
-  published = calloc(2 * (size_t)world_size, sizeof *published);
-  votes = calloc((size_t)world_size, sizeof *votes);
+  published = calloc(2 * SETTLE_SLOTS * (size_t)world_size, sizeof *published);
+  votes = calloc(SETTLE_SLOTS * (size_t)world_size, sizeof *votes);
   if (!published || !votes) return -1;
   comm_key[STASIS_MPI_INDEX_COMM_WORLD] = mix(1);
   comm_key[STASIS_MPI_INDEX_COMM_SELF] = mix(mix(2) + (uint64_t)world_rank); /* one rank's own */
@@ -125,7 +98,7 @@ void stasis_mpi_collectives_comm_made(int parent, int made, int color) {
   if (made == MPI_COMM_NULL) return;
   uint32_t index = (uint32_t)stasis_mpi_ids_index(&handles.comms, made);
   comm_key[index] = mix(comm_key[from] ^ mix(child) ^ mix((uint64_t)(uint32_t)color << 1));
-  comm_started[index] = comm_decided[index] = comm_children[index] = 0;
+  comm_started[index] = comm_decided[index] = comm_posted[index] = comm_children[index] = 0;
 }
 
 /* A datatype argument that may be insignificant (a non-root's send side of a scatter, the
@@ -193,34 +166,51 @@ static int make_communicator(Collective *c) {
   return stasis_mpi_record_comm(name, op, made, c->comm, c->color, c->color, c->key, &c->made);
 }
 
-/* One step of the collective in progress: posts its phase where none is posted, else tests it;
- * the entry barrier's completion, or a single-phase collective's, is the point of no return. In a
- * safe region. */
+/* One step of collective c: posts its phase where none is posted (in the communicator's order),
+ * else tests it; the entry barrier's completion, or a single-phase collective's, is the point of no
+ * return. In a safe region. */
 static void collective_step(Collective *c) {
   int rc = MPI_SUCCESS, flag = 0;
+  uint32_t at = c->comm_index;
+  if (c->done) return;
   if (!c->request) {
+    if (comm_posted[at] + 1 != c->sequence) return; /* an earlier collective on comm is not posted yet */
     rc = post_phase(c);
+    if (rc == MPI_SUCCESS && !c->entry_barrier) comm_posted[at] = c->sequence;
   } else {
     rc = library_error(LOWER_CALL_IN_REGION(lower, test, &c->request, 0, &flag, NULL));
     if (rc == MPI_SUCCESS && flag) {
       c->request = 0;
-      if (c->entry_barrier || !c->two_phase) comm_decided[c->comm_index] = c->sequence;
+      if ((c->entry_barrier || !c->two_phase) && comm_decided[at] < c->sequence) comm_decided[at] = c->sequence;
       if (c->kind == COLLECTIVE_FINALIZE) atomic_store(&stasis_mpi_finalizing, 1); /* every rank has reached it */
       if (is_creation(c->kind)) {
-        rc = make_communicator(c); /* in this region: every member has arrived */
+        c->result = make_communicator(c); /* in this region: every member has arrived */
+        comm_posted[at] = c->sequence;
         c->entry_barrier = 0;
         c->done = 1;
-        c->result = rc;
         return;
       }
-      if (c->entry_barrier) c->entry_barrier = 0; /* the next step posts the collective itself */
-      else c->done = 1;
+      if (c->entry_barrier) { /* its own operation now: nothing later on comm was posted before it */
+        c->entry_barrier = 0;
+        rc = post_phase(c);
+        if (rc == MPI_SUCCESS) comm_posted[at] = c->sequence;
+      } else {
+        c->done = 1;
+      }
     }
   }
   if (rc != MPI_SUCCESS) {
     c->done = 1;
     c->result = rc;
   }
+}
+
+/* A step of every collective in flight (twice: one may wait for another to be posted). In a safe
+ * region. */
+void stasis_mpi_collectives_progress(void) {
+  for (int pass = 0; pass < 2; pass++)
+    for (int slot = 0; slot < in_flight_end; slot++)
+      if (in_flight[slot].active) collective_step(&in_flight[slot]);
 }
 
 /* Whether a collective's completion on one member tells that every member has started it (its
@@ -244,23 +234,51 @@ static int needs_entry_barrier(const Collective *c) {
   }
 }
 
+/* A slot for the collective asked, numbered on its communicator; -1 when all are taken. In a safe
+ * region. */
+static int start_in_region(const Collective *asked) {
+  int slot = 0;
+  while (slot < IN_FLIGHT_CAPACITY && in_flight[slot].active) slot++;
+  if (slot == IN_FLIGHT_CAPACITY) return -1;
+  Collective *c = &in_flight[slot];
+  *c = *asked;
+  c->active = 1;
+  c->comm_index = (uint32_t)stasis_mpi_ids_index(&handles.comms, asked->comm);
+  c->sequence = ++comm_started[c->comm_index];
+  c->two_phase = needs_entry_barrier(asked);
+  c->entry_barrier = c->two_phase;
+  if (slot >= in_flight_end) in_flight_end = slot + 1;
+  stasis_mpi_collectives_pending++;
+  return slot;
+}
+
+static void release_slot(int slot) {
+  in_flight[slot].active = 0;
+  stasis_mpi_collectives_pending--;
+  while (in_flight_end > 0 && !in_flight[in_flight_end - 1].active) in_flight_end--;
+}
+
+static int too_many(const char *name) {
+  complain(name, "too many collectives in flight for the split layer (64)");
+  return MPI_ERR_INTERN;
+}
+
 static int run_collective(Collective *asked) {
   const char *name = collective_names[asked->kind];
   stasis_mpi_safe_point_enter(name);
-  current = *asked;
-  current.active = 1;
-  current.comm_index = (uint32_t)stasis_mpi_ids_index(&handles.comms, asked->comm);
-  current.sequence = ++comm_started[current.comm_index];
-  current.two_phase = needs_entry_barrier(asked);
-  current.entry_barrier = current.two_phase;
+  int slot = start_in_region(asked);
+  if (slot >= 0 && is_creation(asked->kind)) creation_slot = slot;
   stasis_mpi_safe_point_leave();
+  if (slot < 0) return too_many(name);
   for (unsigned turn = 0;; turn++) {
     stasis_mpi_safe_point_enter(name);
-    if (!current.done) collective_step(&current);
-    int done = current.done, result = current.result;
+    stasis_mpi_collectives_progress();
+    Collective *c = &in_flight[slot];
+    int done = c->done, result = c->result;
     if (done) {
-      current.active = 0;
-      asked->made = current.made;
+      asked->made = c->made;
+      if (slot == creation_slot) creation_slot = -1;
+      release_slot(slot);
     }
     stasis_mpi_blocked_in = done ? NULL : name;
     stasis_mpi_safe_point_leave();
@@ -269,62 +287,8 @@ static int run_collective(Collective *asked) {
   }
 }
 
-API int MPI_Barrier(MPI_Comm comm) {
-  NEED_LOWER("MPI_Barrier");
-  if (stasis_mpi_ids_index(&handles.comms, comm) <= STASIS_MPI_INDEX_COMM_NULL)
-    return not_live("MPI_Barrier", "communicator", comm, MPI_ERR_COMM);
-  Collective asked = {.kind = COLLECTIVE_BARRIER, .comm = comm};
-  return run_collective(&asked);
-}
-
-/* The ids are checked here, so that a bad one is refused before anything is posted. */
-static int check_ids(const char *function, MPI_Comm comm, MPI_Datatype datatype, MPI_Op op, int has_op) {
-  StasisMpiRealHandle real;
-  if (stasis_mpi_ids_index(&handles.comms, comm) <= STASIS_MPI_INDEX_COMM_NULL ||
-      stasis_mpi_ids_real(&handles.comms, comm, &real) != 0)
-    return not_live(function, "communicator", comm, MPI_ERR_COMM);
-  if (stasis_mpi_ids_real(&handles.datatypes, datatype, &real) != 0)
-    return not_live(function, "datatype", datatype, MPI_ERR_TYPE);
-  if (has_op && stasis_mpi_ids_real(&handles.ops, op, &real) != 0)
-    return not_live(function, "operation", op, MPI_ERR_OP);
-  return MPI_SUCCESS;
-}
-
-API int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  NEED_LOWER("MPI_Bcast");
-  int rc = check_ids("MPI_Bcast", comm, datatype, 0, 0);
-  if (rc != MPI_SUCCESS) return rc;
-  Collective asked = {.kind = COLLECTIVE_BCAST, .comm = comm, .recvbuf = buffer, .count = count,
-                      .datatype = datatype, .root = root};
-  return run_collective(&asked);
-}
-
-/* MPI_IN_PLACE and the lower half's stand-in for it are the same value. */
-_Static_assert(MPI_IN_PLACE == STASIS_MPI_LOWER_IN_PLACE, "MPI_IN_PLACE must pass through unchanged");
-
-API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                      MPI_Comm comm) {
-  NEED_LOWER("MPI_Allreduce");
-  int rc = check_ids("MPI_Allreduce", comm, datatype, op, 1);
-  if (rc != MPI_SUCCESS) return rc;
-  Collective asked = {.kind = COLLECTIVE_ALLREDUCE, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                      .count = count, .datatype = datatype, .op = op};
-  return run_collective(&asked);
-}
-
-API int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                   MPI_Comm comm) {
-  NEED_LOWER("MPI_Reduce");
-  int rc = check_ids("MPI_Reduce", comm, datatype, op, 1);
-  if (rc != MPI_SUCCESS) return rc;
-  Collective asked = {.kind = COLLECTIVE_REDUCE, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                      .count = count, .datatype = datatype, .op = op, .root = root};
-  return run_collective(&asked);
-}
-
-/* The gathers, scatters, all-to-alls, reduce-scatters and scans: the communicator and the
- * significant ids checked before anything is posted. */
-static int run_checked(Collective *asked) {
+/* The communicator and the operation checked before anything is posted. */
+static int check_asked(const Collective *asked) {
   const char *name = collective_names[asked->kind];
   StasisMpiRealHandle real;
   if (stasis_mpi_ids_index(&handles.comms, asked->comm) <= STASIS_MPI_INDEX_COMM_NULL ||
@@ -332,120 +296,53 @@ static int run_checked(Collective *asked) {
     return not_live(name, "communicator", asked->comm, MPI_ERR_COMM);
   if (is_reduction(asked->kind) && stasis_mpi_ids_real(&handles.ops, asked->op, &real) != 0)
     return not_live(name, "operation", asked->op, MPI_ERR_OP);
-  return run_collective(asked);
+  /* Where the datatype means the same on every member (a bad one found after an entry barrier
+   * would fail this member alone). */
+  if ((is_reduction(asked->kind) || asked->kind == COLLECTIVE_BCAST) &&
+      stasis_mpi_ids_real(&handles.datatypes, asked->datatype, &real) != 0)
+    return not_live(name, "datatype", asked->datatype, MPI_ERR_TYPE);
+  return MPI_SUCCESS;
 }
 
-API int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                   MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  NEED_LOWER("MPI_Gather");
-  Collective asked = {.kind = COLLECTIVE_GATHER, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype,
-                      .root = root};
-  return run_checked(&asked);
+int stasis_mpi_collective_run(Collective *asked) {
+  int rc = check_asked(asked);
+  return rc == MPI_SUCCESS ? run_collective(asked) : rc;
 }
 
-API int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                    const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  NEED_LOWER("MPI_Gatherv");
-  Collective asked = {.kind = COLLECTIVE_GATHERV, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcounts = recvcounts, .rdispls = displs,
-                      .recvtype = recvtype, .root = root};
-  return run_checked(&asked);
+int stasis_mpi_collective_start(Collective *asked, MPI_Request *request) {
+  int rc = check_asked(asked);
+  if (rc != MPI_SUCCESS) return rc;
+  const char *name = collective_names[asked->kind];
+  stasis_mpi_safe_point_enter(name);
+  int slot = start_in_region(asked);
+  if (slot >= 0 && stasis_mpi_ids_add(&handles.requests, 0, request) != 0) {
+    release_slot(slot);
+    complain(name, "too many requests in flight for the split layer's table");
+    rc = MPI_ERR_INTERN;
+  } else if (slot >= 0) {
+    RequestSide side = {.comm_index = in_flight[slot].comm_index, .comm = asked->comm, .collective = slot + 1};
+    request_side[stasis_mpi_ids_index(&handles.requests, *request)] = side;
+    stasis_mpi_collectives_progress(); /* posted now where its turn has come */
+  }
+  stasis_mpi_safe_point_leave();
+  return slot < 0 ? too_many(name) : rc;
 }
 
-API int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                    MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  NEED_LOWER("MPI_Scatter");
-  Collective asked = {.kind = COLLECTIVE_SCATTER, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype,
-                      .root = root};
-  return run_checked(&asked);
-}
-
-API int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                     void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  NEED_LOWER("MPI_Scatterv");
-  Collective asked = {.kind = COLLECTIVE_SCATTERV, .comm = comm, .sendbuf = sendbuf, .sendcounts = sendcounts,
-                      .sdispls = displs, .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount,
-                      .recvtype = recvtype, .root = root};
-  return run_checked(&asked);
-}
-
-API int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                      MPI_Datatype recvtype, MPI_Comm comm) {
-  NEED_LOWER("MPI_Allgather");
-  Collective asked = {.kind = COLLECTIVE_ALLGATHER, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype};
-  return run_checked(&asked);
-}
-
-API int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                       const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  NEED_LOWER("MPI_Allgatherv");
-  Collective asked = {.kind = COLLECTIVE_ALLGATHERV, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcounts = recvcounts, .rdispls = displs,
-                      .recvtype = recvtype};
-  return run_checked(&asked);
-}
-
-API int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                     MPI_Datatype recvtype, MPI_Comm comm) {
-  NEED_LOWER("MPI_Alltoall");
-  Collective asked = {.kind = COLLECTIVE_ALLTOALL, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype};
-  return run_checked(&asked);
-}
-
-API int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                      void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                      MPI_Comm comm) {
-  NEED_LOWER("MPI_Alltoallv");
-  Collective asked = {.kind = COLLECTIVE_ALLTOALLV, .comm = comm, .sendbuf = sendbuf, .sendcounts = sendcounts,
-                      .sdispls = sdispls, .datatype = sendtype, .recvbuf = recvbuf, .recvcounts = recvcounts,
-                      .rdispls = rdispls, .recvtype = recvtype};
-  return run_checked(&asked);
-}
-
-API int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
-                           MPI_Op op, MPI_Comm comm) {
-  NEED_LOWER("MPI_Reduce_scatter");
-  Collective asked = {.kind = COLLECTIVE_REDUCE_SCATTER, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                      .recvcounts = recvcounts, .datatype = datatype, .op = op};
-  return run_checked(&asked);
-}
-
-API int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                                 MPI_Op op, MPI_Comm comm) {
-  NEED_LOWER("MPI_Reduce_scatter_block");
-  Collective asked = {.kind = COLLECTIVE_REDUCE_SCATTER_BLOCK, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                      .recvcount = recvcount, .datatype = datatype, .op = op};
-  return run_checked(&asked);
-}
-
-API int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  NEED_LOWER("MPI_Scan");
-  Collective asked = {.kind = COLLECTIVE_SCAN, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-                      .datatype = datatype, .op = op};
-  return run_checked(&asked);
-}
-
-API int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  NEED_LOWER("MPI_Exscan");
-  Collective asked = {.kind = COLLECTIVE_EXSCAN, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                      .count = count, .datatype = datatype, .op = op};
-  return run_checked(&asked);
+int stasis_mpi_collective_test(int slot, int *rc) {
+  stasis_mpi_collectives_progress();
+  Collective *c = &in_flight[slot];
+  if (!c->done) return 0;
+  *rc = c->result;
+  release_slot(slot);
+  return 1;
 }
 
 int stasis_mpi_create_comm(uint32_t replay_op, MPI_Comm comm, int color, int key, MPI_Group group, MPI_Comm *newcomm) {
   enum CollectiveKind kind = replay_op == STASIS_MPI_REPLAY_COMM_DUP     ? COLLECTIVE_COMM_DUP
                              : replay_op == STASIS_MPI_REPLAY_COMM_SPLIT ? COLLECTIVE_COMM_SPLIT
                                                                          : COLLECTIVE_COMM_CREATE;
-  StasisMpiRealHandle real;
-  if (stasis_mpi_ids_index(&handles.comms, comm) <= STASIS_MPI_INDEX_COMM_NULL ||
-      stasis_mpi_ids_real(&handles.comms, comm, &real) != 0)
-    return not_live(collective_names[kind], "communicator", comm, MPI_ERR_COMM);
   Collective asked = {.kind = kind, .comm = comm, .color = color, .key = key, .group = group, .made = MPI_COMM_NULL};
-  int rc = run_collective(&asked);
+  int rc = stasis_mpi_collective_run(&asked);
   if (rc == MPI_SUCCESS) *newcomm = asked.made;
   return rc;
 }
@@ -456,73 +353,102 @@ int stasis_mpi_finalize_entry(void) {
 }
 
 int stasis_mpi_collectives_drive(int patience_ms) {
-  if (!current.active || current.done || !is_creation(current.kind) || !current.request) return 0;
+  if (creation_slot < 0) return 0;
+  Collective *c = &in_flight[creation_slot];
+  if (c->done || !c->request || !c->entry_barrier) return 0;
   double started = LOWER_CALL_IN_REGION(lower, wtime);
-  while (!current.done) {
-    collective_step(&current);
-    if (!current.done && (LOWER_CALL_IN_REGION(lower, wtime) - started) * 1000 > patience_ms) return 0;
+  while (!c->done) {
+    collective_step(c);
+    if (!c->done && (LOWER_CALL_IN_REGION(lower, wtime) - started) * 1000 > patience_ms) return 0;
   }
   return 1;
 }
 
-/* How long the drain drives a collective that some member got past its point of no return
- * before it gives up: every member then completes it, unless one is lost. */
+/* How long the drain drives the collectives some member got past their point of no return
+ * before it gives up: every member then completes them, unless one is lost. */
 enum { SETTLE_PATIENCE_SECONDS = 30 };
 
 int stasis_mpi_collectives_settle(const char **completed, char *error, size_t error_size) {
   *completed = NULL;
-  int in_progress = current.active && !current.done;
-  memset(published, 0, 2 * (size_t)world_ranks * sizeof *published);
-  if (in_progress) {
-    published[2 * stasis_mpi_own_world_rank] = comm_key[current.comm_index];
-    published[2 * stasis_mpi_own_world_rank + 1] = current.sequence;
+  int mine[SETTLE_SLOTS], count = 0;
+  uint64_t *own = published + 2 * SETTLE_SLOTS * (size_t)stasis_mpi_own_world_rank;
+  memset(published, 0, 2 * SETTLE_SLOTS * (size_t)world_ranks * sizeof *published);
+  for (int slot = 0; slot < in_flight_end; slot++) {
+    Collective *c = &in_flight[slot];
+    c->must_complete = 0;
+    if (!c->active || c->done) continue;
+    if (count == SETTLE_SLOTS) {
+      snprintf(error, error_size, "more than %d collectives in flight on this rank", SETTLE_SLOTS);
+      return -1;
+    }
+    own[2 * count] = comm_key[c->comm_index];
+    own[2 * count + 1] = c->sequence;
+    mine[count++] = slot;
   }
   StasisMpiRealHandle uint64_type = handles.datatypes.entries[STASIS_MPI_INDEX_UINT64_T].real;
   StasisMpiRealHandle sum = handles.ops.entries[STASIS_MPI_INDEX_SUM].real;
-  if (LOWER_CALL(lower, allreduce, STASIS_MPI_LOWER_IN_PLACE, published, 2 * world_ranks, uint64_type, sum,
-                 private_world) != 0) {
+  StasisMpiRealHandle max = handles.ops.entries[STASIS_MPI_INDEX_MAX].real;
+  if (LOWER_CALL(lower, allreduce, STASIS_MPI_LOWER_IN_PLACE, published, 2 * SETTLE_SLOTS * world_ranks, uint64_type,
+                 sum, private_world) != 0) {
     snprintf(error, error_size, "the library refused the collectives' agreement (allreduce)");
     return -1;
   }
-  /* A vote for each rank whose collective in progress is on a communicator of this rank's that
-   * this rank got past that collective's point of no return on. */
-  memset(votes, 0, (size_t)world_ranks * sizeof *votes);
-  for (int rank = 0; rank < world_ranks; rank++) {
-    uint64_t key = published[2 * rank], sequence = published[2 * rank + 1];
+  /* For each collective a rank published on a communicator of this rank's: the last one this rank
+   * got past the point of no return on it. */
+  memset(votes, 0, SETTLE_SLOTS * (size_t)world_ranks * sizeof *votes);
+  for (int entry = 0; entry < SETTLE_SLOTS * world_ranks; entry++) {
+    uint64_t key = published[2 * entry];
     if (!key) continue;
     for (uint32_t index = STASIS_MPI_INDEX_COMM_NULL + 1; index < handles.comms.next_unused; index++)
-      if (handles.comms.entries[index].live && comm_key[index] == key && comm_decided[index] >= sequence)
-        votes[rank] = 1;
+      if (handles.comms.entries[index].live && comm_key[index] == key && comm_decided[index] > votes[entry])
+        votes[entry] = comm_decided[index];
   }
-  uint64_t past_no_return = 0;
-  if (LOWER_CALL(lower, reduce_scatter_block, votes, &past_no_return, 1, uint64_type, sum, private_world) != 0) {
+  uint64_t decided[SETTLE_SLOTS];
+  if (LOWER_CALL(lower, reduce_scatter_block, votes, decided, SETTLE_SLOTS, uint64_type, max, private_world) != 0) {
     snprintf(error, error_size, "the library refused the collectives' agreement (reduce_scatter_block)");
     return -1;
   }
-  if (!in_progress || !past_no_return) return 0; /* left posted: no member has completed it */
+  /* Every collective up to the last a member passed is completed; the later ones no member
+   * passed, and they stay posted. Only those are stepped: the others must stay as every member
+   * found them. */
+  int left = 0;
+  for (int i = 0; i < count; i++)
+    if (decided[i] >= in_flight[mine[i]].sequence) {
+      in_flight[mine[i]].must_complete = 1;
+      left++;
+    }
   double started = LOWER_CALL(lower, wtime);
-  while (!current.done) {
-    collective_step(&current);
-    if (LOWER_CALL(lower, wtime) - started > SETTLE_PATIENCE_SECONDS) {
-      snprintf(error, error_size, "%s on a communicator (collective %llu on it) did not complete in %d s though a "
-               "member had completed it", collective_names[current.kind], (unsigned long long)current.sequence,
-               SETTLE_PATIENCE_SECONDS);
+  while (left) {
+    left = 0;
+    for (int i = 0; i < count; i++) {
+      Collective *c = &in_flight[mine[i]];
+      if (!c->must_complete || c->done) continue;
+      collective_step(c);
+      if (c->done) *completed = collective_names[c->kind];
+      else left++;
+    }
+    if (left && LOWER_CALL(lower, wtime) - started > SETTLE_PATIENCE_SECONDS) {
+      snprintf(error, error_size, "%d collective%s did not complete in %d s though a member had passed %s point "
+               "of no return", left, left == 1 ? "" : "s", SETTLE_PATIENCE_SECONDS, left == 1 ? "its" : "their");
       return -1;
     }
   }
-  *completed = collective_names[current.kind];
   return 0;
 }
 
 int stasis_mpi_collectives_restarted(char *error, size_t error_size) {
-  if (!current.active || current.done) return 0;
   /* The drain completed every collective a member had got past its point of no return: what is
-   * left is before it on every member, and is posted again from its start. */
-  if (current.two_phase && !current.entry_barrier) {
-    snprintf(error, error_size, "%s was past its entry barrier at the checkpoint but not completed",
-             collective_names[current.kind]);
-    return -1;
+   * left is before it on every member, and is posted again from its start, in order. */
+  for (int slot = 0; slot < in_flight_end; slot++) {
+    Collective *c = &in_flight[slot];
+    if (!c->active || c->done) continue;
+    if (c->two_phase && !c->entry_barrier) {
+      snprintf(error, error_size, "%s was past its entry barrier at the checkpoint but not completed",
+               collective_names[c->kind]);
+      return -1;
+    }
+    c->request = 0; /* the next step posts it in the fresh library */
+    if (comm_posted[c->comm_index] >= c->sequence) comm_posted[c->comm_index] = c->sequence - 1;
   }
-  current.request = 0; /* the next step posts it in the fresh library */
   return 0;
 }

@@ -474,6 +474,14 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
  * it again, or a restart posted it in a fresh library, while the caller was held. */
 static int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc) {
   RequestSide *side = &request_side[index];
+  if (stasis_mpi_collectives_pending) stasis_mpi_collectives_progress(); /* collectives progress in every test */
+  if (side->collective) {
+    StasisMpiLowerStatus empty = {MPI_ANY_SOURCE, MPI_ANY_TAG, 0, 0, 0};
+    *status = empty;
+    int complete = stasis_mpi_collective_test(side->collective - 1, rc);
+    if (complete && *rc != MPI_SUCCESS) return -1;
+    return complete;
+  }
   if (side->done) {
     *status = side->done_status; /* counted when the drain received it */
     return 1;

@@ -35,6 +35,7 @@ typedef struct RequestSide {
   void *buf;
   int count, source, tag, comm;
   int type; /* a posted receive's datatype id: a restart posts it again in a fresh library */
+  int collective; /* a nonblocking collective's: its slot in upper_collectives.c + 1; 0 for point-to-point */
 } RequestSide;
 extern RequestSide request_side[REQUEST_CAPACITY];
 
@@ -95,7 +96,14 @@ extern _Atomic int stasis_mpi_finalizing;
  * if the barrier completes, the communicator is made here (a member may be inside the blocking
  * creation, waiting for this one). 1 when it made one, else 0 (left posted). */
 int stasis_mpi_collectives_drive(int patience_ms);
-/* After a restart: the collective left posted is posted again in the fresh library. */
+/* Active collectives (blocking and nonblocking) on this rank; a step of each (in a safe region):
+ * every test of the program's drives them, as a library's progress would. */
+extern int stasis_mpi_collectives_pending;
+void stasis_mpi_collectives_progress(void);
+/* Whether the nonblocking collective in `slot` is complete (1, *rc its result, the slot freed) or
+ * not (0), after a step of every collective. In a safe region. */
+int stasis_mpi_collective_test(int slot, int *rc);
+/* After a restart: the collectives left posted are posted again in the fresh library. */
 int stasis_mpi_collectives_restarted(char *error, size_t error_size);
 
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */

@@ -7,11 +7,13 @@
  * MPI_Comm_dup, MPI_Comm_split (by rank parity) and MPI_Comm_create (the world's group), each
  * communicator then used by an MPI_Allreduce and freed. Every step then waits in MPI_Allgather
  * (phase 7) and runs the other gathers, scatters, all-to-alls, reduce-scatters and scans, some in
- * place, rank 0 printing a sum of what they gave. After the last step the others wait in
- * MPI_Finalize while the last rank computes.
+ * place, rank 0 printing a sum of what they gave. Then (phase 8) every rank starts an
+ * MPI_Iallreduce, the last rank computes, and all start an MPI_Ibcast from it, an MPI_Igather, an
+ * MPI_Iscan and an MPI_Ibarrier and wait for the five (the others wait in MPI_Wait with all five in
+ * flight). After the last step the others wait in MPI_Finalize while the last rank computes.
  *
  * In the first GATED_STEPS steps the last rank's computing lasts until a test opens its gate: at
- * phase K (step * 8 + phase; GATED_STEPS * 8 for MPI_Finalize) each waiting rank R creates
+ * phase K (step * 9 + phase; GATED_STEPS * 9 for MPI_Finalize) each waiting rank R creates
  * GATE_DIR/in-K-R just before its blocking call and the last rank GATE_DIR/at-K, and the last rank
  * computes until GATE_DIR/go-K exists. So a test can checkpoint while the others wait, at every
  * phase. GATE_DIR "-": no gate (a 2 ms computation), the uninterrupted reference. Built against
@@ -25,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { WORDS = 2048, PHASES = 8, MAX_RANKS = 16 };
+enum { WORDS = 2048, PHASES = 9, MAX_RANKS = 16 };
 static const char *gate_dir;
 static int rank, size, gated_steps;
 
@@ -158,6 +160,35 @@ static void gathered(int step, double mine) {
   }
 }
 
+/* Phase 8: nonblocking collectives in flight while the last rank computes. */
+static void in_flight_collectives(int step, double mine) {
+  int last = size - 1;
+  double pair[2] = {mine, 2 * mine}, reduced[2] = {0, 0}, from_last[3] = {0, 0, 0}, gathered[2 * MAX_RANKS],
+         scanned = 0;
+  MPI_Request requests[5];
+  MPI_Iallreduce(pair, reduced, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &requests[0]);
+  if (rank == last) {
+    compute(step, 8);
+    for (int i = 0; i < 3; i++) from_last[i] = mine * (i + 1);
+  } else {
+    about_to_wait(step, 8);
+  }
+  MPI_Ibcast(from_last, 3, MPI_DOUBLE, last, MPI_COMM_WORLD, &requests[1]);
+  MPI_Igather(pair, 2, MPI_DOUBLE, gathered, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD, &requests[2]);
+  MPI_Iscan(&mine, &scanned, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &requests[3]);
+  MPI_Ibarrier(MPI_COMM_WORLD, &requests[4]);
+  MPI_Status statuses[5];
+  MPI_Waitall(5, requests, statuses);
+  double sum = reduced[0] + 3 * reduced[1] + 5 * from_last[0] + 7 * from_last[1] + 11 * from_last[2] + 13 * scanned,
+         total = 0;
+  for (int i = 0; rank == 0 && i < 2 * size; i++) sum += gathered[i] * (i + 17);
+  MPI_Allreduce(&sum, &total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) {
+    printf("step %d in flight %.2f\n", step, total);
+    fflush(stdout);
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int steps = argc > 1 ? atoi(argv[1]) : 6;
@@ -212,6 +243,7 @@ int main(int argc, char **argv) {
     }
     if (step < 2 || step % 10 == 0) made_communicators(step, mine);
     gathered(step, mine);
+    in_flight_collectives(step, mine);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   /* MPI_Finalize, waited in while the last rank computes (phase GATED_STEPS * 7) */

@@ -4,9 +4,10 @@
 Checkpoints taken while ranks wait in blocking calls (README.md, Safe points inside blocking
 calls). SPLIT and NATIVE are blocking_ranks: in each of its first two steps' four phases, the last
 rank computes until this script opens a gate while the others wait in MPI_Recv, MPI_Wait,
-MPI_Barrier, MPI_Allreduce, MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create and MPI_Allgather
-(eight phases), and at the end in MPI_Finalize (one phase more); every step then runs the other
-gathers, scatters, all-to-alls, reduce-scatters and scans. The split build runs under `stasis launch --mpi`; at every phase of
+MPI_Barrier, MPI_Allreduce, MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create, MPI_Allgather and
+MPI_Wait with five nonblocking collectives in flight (nine phases), and at the end in
+MPI_Finalize (one phase more); every step also runs the other gathers, scatters, all-to-alls,
+reduce-scatters and scans. The split build runs under `stasis launch --mpi`; at every phase of
 the first step the job is checkpointed and runs on; at every phase of the second it is
 checkpointed, checkpointed again with --kill, and restarted with `LAUNCHER -np RANKS stasis
 restart --mpi-rank` (fresh lower halves), which the next phase checkpoints. No checkpoint may be
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests"))
 from e2e_common import Computation, fail, lines, wait_for  # noqa: E402
 
 PHASE_CALLS = ["MPI_Recv", "MPI_Wait", "MPI_Barrier", "MPI_Allreduce", "MPI_Comm_dup", "MPI_Comm_split",
-               "MPI_Comm_create", "MPI_Allgather"]
+               "MPI_Comm_create", "MPI_Allgather", "MPI_Wait"]
 PHASES = len(PHASE_CALLS)
 GATED_STEPS = 2
 REPORT = re.compile(r"drained \d+ messages? in flight to this rank \(rank (\d+), (?:waiting in (\w+)|not waiting in MPI)\)")
@@ -118,7 +119,7 @@ def main():
                 fail(f"the job ended after {len(seen)} checkpoints, fewer than 2")
             for phase in range(0 if storm else GATED_STEPS * PHASES + 1):
                 call = phase_call(phase)
-                waiting = [0] if call in ("MPI_Recv", "MPI_Wait") else list(range(last))
+                waiting = [0] if call != "MPI_Finalize" and phase % PHASES < 2 else list(range(last))
                 markers = [gate / f"at-{phase}"] + [gate / f"in-{phase}-{r}" for r in waiting]
                 wait_for(lambda: all(m.exists() for m in markers), f"phase {phase}'s markers in {gate}", 90)
                 # The ranks made their markers just before their calls: checkpoint until one finds
