@@ -205,6 +205,19 @@ static int lower_isend(const void *buf, int count, StasisMpiRealHandle type, int
   *request = REAL(result);
   return rc;
 }
+static int lower_issend(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag,
+                        StasisMpiRealHandle comm, StasisMpiRealHandle *request) {
+  MPI_Request result = MPI_REQUEST_NULL;
+  int rc = MPI_Issend(buf, count, AS(MPI_Datatype, type), peer_down(dest), tag, AS(MPI_Comm, comm), &result);
+  *request = REAL(result);
+  return rc;
+}
+static int lower_bsend(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag,
+                       StasisMpiRealHandle comm) {
+  return MPI_Bsend(buf, count, AS(MPI_Datatype, type), peer_down(dest), tag, AS(MPI_Comm, comm));
+}
+static int lower_buffer_attach(void *buffer, int size) { return MPI_Buffer_attach(buffer, size); }
+static int lower_buffer_detach(void *buffer_address, int *size) { return MPI_Buffer_detach(buffer_address, size); }
 static int lower_irecv(void *buf, int count, StasisMpiRealHandle type, int source, int tag,
                        StasisMpiRealHandle comm, StasisMpiRealHandle *request) {
   MPI_Request result = MPI_REQUEST_NULL;
@@ -379,6 +392,10 @@ static const StasisMpiLower lower_half = {
     .recv = lower_recv,
     .sendrecv = lower_sendrecv,
     .isend = lower_isend,
+    .issend = lower_issend,
+    .bsend = lower_bsend,
+    .buffer_attach = lower_buffer_attach,
+    .buffer_detach = lower_buffer_detach,
     .irecv = lower_irecv,
     .wait = lower_wait,
     .test = lower_test,

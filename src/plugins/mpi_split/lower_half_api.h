@@ -109,6 +109,13 @@ typedef struct StasisMpiLower {
                StasisMpiRealHandle *request);
   int (*irecv)(void *buf, int count, StasisMpiRealHandle type, int source, int tag, StasisMpiRealHandle comm,
                StasisMpiRealHandle *request);
+  /* Synchronous and buffered sends; the buffer MPI_Bsend copies into is the program's (upper-half
+   * memory), attached again after a restart. */
+  int (*issend)(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag, StasisMpiRealHandle comm,
+                StasisMpiRealHandle *request);
+  int (*bsend)(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag, StasisMpiRealHandle comm);
+  int (*buffer_attach)(void *buffer, int size);
+  int (*buffer_detach)(void *buffer_address, int *size);
   /* Completes *request and sets it to the library's REQUEST_NULL. recv_type is the datatype of
    * a receive (the status counts its bytes with it), 0 for a send. */
   int (*wait)(StasisMpiRealHandle *request, StasisMpiRealHandle recv_type, StasisMpiLowerStatus *status);

@@ -237,6 +237,14 @@ if(STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
     set_tests_properties(mpi_split.${from}_to_${to}.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
                          RESOURCE_LOCK mpi_ports)
   endforeach()
+  # The collectives in flight, the persistent requests, probes and buffered sends of blocking_ranks
+  # checkpointed under Open MPI and restarted under MPICH, twice in a storm.
+  add_test(NAME mpi_split.openmpi_to_mpich.blocking_restart.storm
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/blocking_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} 2 ${CMAKE_BINARY_DIR}/tests/targets/blocking_ranks_openmpi
+                   $<TARGET_FILE:blocking_ranks_split> 300 storm 4 --restart-launcher ${STASIS_MPICH_RUN} mpich)
+  set_tests_properties(mpi_split.openmpi_to_mpich.blocking_restart.storm PROPERTIES TIMEOUT 400
+                       LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
   stasis_split_same_output(mpi_split.one_binary.openmpi_mpich 2 2 0
                            ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 -- ${SPLIT_RING} 30
                            --then ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${SPLIT_RING} 30)

@@ -242,7 +242,8 @@ static int restart_lower_half(void) {
     snprintf(error, sizeof error, "the new MPI_COMM_WORLD has %d ranks, the checkpoint's %d", size, old_size);
     goto failed;
   }
-  if (post_receives_again(error, sizeof error) != 0 || stasis_mpi_collectives_restarted(error, sizeof error) != 0)
+  if (post_receives_again(error, sizeof error) != 0 || stasis_mpi_collectives_restarted(error, sizeof error) != 0 ||
+      stasis_mpi_requests_restarted(error, sizeof error) != 0)
     goto failed;
   release_waiting_calls();
   char restarted[260];

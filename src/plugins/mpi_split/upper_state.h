@@ -36,6 +36,11 @@ typedef struct RequestSide {
   int count, source, tag, comm;
   int type; /* a posted receive's datatype id: a restart posts it again in a fresh library */
   int collective; /* a nonblocking collective's: its slot in upper_collectives.c + 1; 0 for point-to-point */
+  /* A persistent request's kind (upper_requests.c; 0: none), and the request its MPI_Start made
+   * (MPI_REQUEST_NULL while inactive); its arguments are buf, count, type, source (the peer), tag,
+   * comm above. */
+  int persistent;
+  int started;
 } RequestSide;
 extern RequestSide request_side[REQUEST_CAPACITY];
 
@@ -105,6 +110,14 @@ void stasis_mpi_collectives_progress(void);
 int stasis_mpi_collective_test(int slot, int *rc);
 /* After a restart: the collectives left posted are posted again in the fresh library. */
 int stasis_mpi_collectives_restarted(char *error, size_t error_size);
+
+/* A message posted to `dest` of the live communicator `comm`, counted for the drain. */
+void stasis_mpi_count_sent(MPI_Comm comm, int dest);
+/* MPI_Wait (flag NULL) or MPI_Test of persistent request `index` (upper_requests.c). */
+int stasis_mpi_persistent_complete(const char *function, int64_t index, MPI_Status *status, int *flag);
+/* After a restart: the buffer MPI_Buffer_attach gave is attached to the fresh library. 0, or -1
+ * with a message. */
+int stasis_mpi_requests_restarted(char *error, size_t error_size);
 
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);

@@ -10,10 +10,14 @@
  * place, rank 0 printing a sum of what they gave. Then (phase 8) every rank starts an
  * MPI_Iallreduce, the last rank computes, and all start an MPI_Ibcast from it, an MPI_Igather, an
  * MPI_Iscan and an MPI_Ibarrier and wait for the five (the others wait in MPI_Wait with all five in
- * flight). After the last step the others wait in MPI_Finalize while the last rank computes.
+ * flight). Then (phase 9) rank 0 starts a persistent receive (made once, before the first step)
+ * and waits in MPI_Probe while the last rank computes with an MPI_Bsend to rank 0 in flight; then
+ * the last rank starts its persistent send and an MPI_Ssend, which rank 0 receives with the
+ * probed count, finds the buffered message with MPI_Iprobe and completes the persistent receive.
+ * After the last step the others wait in MPI_Finalize while the last rank computes.
  *
  * In the first GATED_STEPS steps the last rank's computing lasts until a test opens its gate: at
- * phase K (step * 9 + phase; GATED_STEPS * 9 for MPI_Finalize) each waiting rank R creates
+ * phase K (step * 10 + phase; GATED_STEPS * 10 for MPI_Finalize) each waiting rank R creates
  * GATE_DIR/in-K-R just before its blocking call and the last rank GATE_DIR/at-K, and the last rank
  * computes until GATE_DIR/go-K exists. So a test can checkpoint while the others wait, at every
  * phase. GATE_DIR "-": no gate (a 2 ms computation), the uninterrupted reference. Built against
@@ -27,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { WORDS = 2048, PHASES = 9, MAX_RANKS = 16 };
+enum { WORDS = 2048, PHASES = 10, MAX_RANKS = 16 };
 static const char *gate_dir;
 static int rank, size, gated_steps;
 
@@ -189,6 +193,36 @@ static void in_flight_collectives(int step, double mine) {
   }
 }
 
+/* Phase 9: persistent requests, a probe, a buffered and a synchronous send. */
+static double persistent_out, persistent_in;
+static void point_to_point_kinds(int step, double mine, MPI_Request *persistent) {
+  int last = size - 1;
+  if (rank == last) {
+    double told = mine * 11, out[3] = {mine, mine + 1, mine + 2};
+    MPI_Bsend(&told, 1, MPI_DOUBLE, 0, 51, MPI_COMM_WORLD); /* in flight while this rank computes */
+    compute(step, 9);
+    persistent_out = mine * 13;
+    MPI_Start(persistent);
+    MPI_Ssend(out, 3, MPI_DOUBLE, 0, 52, MPI_COMM_WORLD);
+    MPI_Wait(persistent, MPI_STATUS_IGNORE);
+  } else if (rank == 0) {
+    double probed[4] = {0, 0, 0, 0}, told = 0;
+    MPI_Status status;
+    int count = 0, flag = 0;
+    MPI_Start(persistent);
+    about_to_wait(step, 9);
+    MPI_Probe(last, 52, MPI_COMM_WORLD, &status);
+    MPI_Get_count(&status, MPI_DOUBLE, &count);
+    MPI_Recv(probed, count, MPI_DOUBLE, last, 52, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    while (!flag) MPI_Iprobe(MPI_ANY_SOURCE, 51, MPI_COMM_WORLD, &flag, &status);
+    MPI_Recv(&told, 1, MPI_DOUBLE, status.MPI_SOURCE, 51, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Wait(persistent, MPI_STATUS_IGNORE);
+    printf("step %d probed %d: %.2f %.2f %.2f buffered %.2f persistent %.2f\n", step, count, probed[0], probed[1],
+           probed[2], told, persistent_in);
+    fflush(stdout);
+  }
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int steps = argc > 1 ? atoi(argv[1]) : 6;
@@ -198,6 +232,14 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int last = size - 1;
   static double block[WORDS];
+  static char bsend_buffer[4 * (sizeof(double) + MPI_BSEND_OVERHEAD)];
+  MPI_Request persistent = MPI_REQUEST_NULL;
+  if (rank == last) {
+    MPI_Buffer_attach(bsend_buffer, (int)sizeof bsend_buffer);
+    MPI_Send_init(&persistent_out, 1, MPI_DOUBLE, 0, 50, MPI_COMM_WORLD, &persistent);
+  } else if (rank == 0) {
+    MPI_Recv_init(&persistent_in, 1, MPI_DOUBLE, last, 50, MPI_COMM_WORLD, &persistent);
+  }
   for (int step = 0; step < steps; step++) {
     double mine = (rank + 1) * 1.25 + step, got = 0, sum = 0, max[2] = {0, 0}, reduced = 0;
     /* MPI_Recv */
@@ -244,6 +286,13 @@ int main(int argc, char **argv) {
     if (step < 2 || step % 10 == 0) made_communicators(step, mine);
     gathered(step, mine);
     in_flight_collectives(step, mine);
+    point_to_point_kinds(step, mine, &persistent);
+  }
+  if (persistent != MPI_REQUEST_NULL) MPI_Request_free(&persistent);
+  if (rank == last) {
+    void *detached;
+    int detached_size;
+    MPI_Buffer_detach(&detached, &detached_size);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   /* MPI_Finalize, waited in while the last rank computes (phase GATED_STEPS * 7) */

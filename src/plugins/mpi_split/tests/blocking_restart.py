@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""blocking_restart.py STASIS MPI_RUN LAUNCHER RANKS NATIVE SPLIT STEPS [storm CHECKPOINTS]
+"""blocking_restart.py STASIS MPI_RUN LAUNCHER RANKS NATIVE SPLIT STEPS [storm CHECKPOINTS] [--restart-launcher L IMPL]
 
 Checkpoints taken while ranks wait in blocking calls (README.md, Safe points inside blocking
 calls). SPLIT and NATIVE are blocking_ranks: in each of its first two steps' four phases, the last
 rank computes until this script opens a gate while the others wait in MPI_Recv, MPI_Wait,
 MPI_Barrier, MPI_Allreduce, MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create, MPI_Allgather and
-MPI_Wait with five nonblocking collectives in flight (nine phases), and at the end in
+MPI_Wait with five nonblocking collectives in flight, rank 0 in MPI_Probe with a persistent
+receive started and a buffered message in flight to it (ten phases), and at the end in
 MPI_Finalize (one phase more); every step also runs the other gathers, scatters, all-to-alls,
 reduce-scatters and scans. The split build runs under `stasis launch --mpi`; at every phase of
 the first step the job is checkpointed and runs on; at every phase of the second it is
@@ -18,7 +19,11 @@ With `storm CHECKPOINTS` nothing is gated: the job runs collectives back to back
 between them) and is checkpointed up to CHECKPOINTS times while it runs, every second one with
 --kill and a restart; no checkpoint may be refused, at least two must be taken, the output must be
 the native one, and the checkpoints that completed a collective some member had completed (the
-drain's agreement) are counted."""
+drain's agreement) are counted.
+
+With --restart-launcher L IMPL every restart runs under launcher L (another MPI's: checkpoint under
+one library, restart under the other), and every restarted rank must say it started IMPL's lower
+half."""
 import re
 import subprocess
 import sys
@@ -29,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests"))
 from e2e_common import Computation, fail, lines, wait_for  # noqa: E402
 
 PHASE_CALLS = ["MPI_Recv", "MPI_Wait", "MPI_Barrier", "MPI_Allreduce", "MPI_Comm_dup", "MPI_Comm_split",
-               "MPI_Comm_create", "MPI_Allgather", "MPI_Wait"]
+               "MPI_Comm_create", "MPI_Allgather", "MPI_Wait", "MPI_Probe"]
 PHASES = len(PHASE_CALLS)
 GATED_STEPS = 2
 REPORT = re.compile(r"drained \d+ messages? in flight to this rank \(rank (\d+), (?:waiting in (\w+)|not waiting in MPI)\)")
@@ -46,11 +51,18 @@ def phase_call(phase):
 
 
 def main():
-    stasis, mpi_run, launcher, ranks, native, split, steps = sys.argv[1:8]
-    storm = int(sys.argv[9]) if len(sys.argv) > 9 and sys.argv[8] == "storm" else 0
+    arguments = sys.argv[1:]
+    restart_launcher = restart_implementation = None
+    if "--restart-launcher" in arguments:
+        at = arguments.index("--restart-launcher")
+        restart_launcher, restart_implementation = arguments[at + 1:at + 3]
+        del arguments[at:at + 3]
+    stasis, mpi_run, launcher, ranks, native, split, steps = arguments[0:7]
+    storm = int(arguments[8]) if len(arguments) > 8 and arguments[7] == "storm" else 0
     ranks_n = int(ranks)
     last = ranks_n - 1
     job = [mpi_run, launcher, "-np", ranks, "--"]
+    restart_job = [mpi_run, restart_launcher or launcher, "-np", ranks, "--"]
     reference = subprocess.run([*job, native, steps, "0", "-"], capture_output=True, text=True, timeout=120)
     if reference.returncode != 0 or "done ranks" not in reference.stdout:
         fail(f"the native job failed ({reference.returncode}): {reference.stderr[-2000:]}")
@@ -112,14 +124,14 @@ def main():
                 seen.append(generation.name)
                 if taken % 2 == 1:
                     ended(len(runs) - 1)
-                    start(f"restart{taken}", [*job, stasis, "restart", "--mpi-rank", str(generation)], False)
+                    start(f"restart{taken}", [*restart_job, stasis, "restart", "--mpi-rank", str(generation)], False)
                     # every rank is back once rank 0 prints again (each line follows a reduction)
                     wait_for(lambda: lines(runs[-1][2]), f"a line from {runs[-1][0]}", 90)
             if storm and len(seen) < 2:
                 fail(f"the job ended after {len(seen)} checkpoints, fewer than 2")
             for phase in range(0 if storm else GATED_STEPS * PHASES + 1):
                 call = phase_call(phase)
-                waiting = [0] if call != "MPI_Finalize" and phase % PHASES < 2 else list(range(last))
+                waiting = [0] if call != "MPI_Finalize" and phase % PHASES in (0, 1, 9) else list(range(last))
                 markers = [gate / f"at-{phase}"] + [gate / f"in-{phase}-{r}" for r in waiting]
                 wait_for(lambda: all(m.exists() for m in markers), f"phase {phase}'s markers in {gate}", 90)
                 # The ranks made their markers just before their calls: checkpoint until one finds
@@ -136,7 +148,7 @@ def main():
                     if not found_waiting(reports, waiting, call):
                         fail(f"phase {phase}: the --kill checkpoint found {reports}, not ranks {waiting} in {call}")
                     ended(len(runs) - 1)
-                    start(f"restart{phase}", [*job, stasis, "restart", "--mpi-rank", str(generation)], False)
+                    start(f"restart{phase}", [*restart_job, stasis, "restart", "--mpi-rank", str(generation)], False)
                     seen.append(f"{generation.name} --kill, restarted: {call}")
                 (gate / f"go-{phase}").touch()
             if ended(len(runs) - 1) != 0:
@@ -145,6 +157,12 @@ def main():
             printed = [line for _, _, out in runs for line in program_lines(out)]
             if printed != expected:
                 fail("the launch and its restarts printed other lines than the native build:\n" + "\n".join(printed))
+            if restart_implementation:
+                log = (c.ckpt / "coordinator.log").read_text()
+                started = re.findall(r"restarted over a fresh lower half \((\w+)\)", log)
+                if len(started) != (len(runs) - 1) * ranks_n or set(started) != {restart_implementation}:
+                    fail(f"the restarted ranks started lower halves of {started}, expected "
+                         f"{(len(runs) - 1) * ranks_n} of {restart_implementation}")
         finally:
             for _, process, _ in runs:
                 if process.poll() is None:
