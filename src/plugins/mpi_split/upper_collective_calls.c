@@ -1,7 +1,7 @@
-/* The MPI collectives of the upper half: each builds the Collective the program asked for and
- * runs it (blocking) or starts it (the I forms, completed by MPI_Wait) on the engine of
- * upper_collectives.c, which makes them safe points and settles them at a checkpoint. Part of
- * libstasis_mpi.so. */
+/* The MPI collectives of the upper half: each builds the Collective the program
+ * asked for and runs it (blocking) or starts it (the I forms, completed by
+ * MPI_Wait) on the engine of upper_collectives.c, which makes them safe points
+ * and settles them at a checkpoint. Part of libstasis_mpi.so. */
 #define _GNU_SOURCE
 #include "upper_collectives.h"
 
@@ -18,6 +18,38 @@ static int issue(Collective *asked, MPI_Request *request) {
   return request ? stasis_mpi_collective_start(asked, request) : stasis_mpi_collective_run(asked);
 }
 
+/* Gather, scatter, all-gather and all-to-all share the standard's signature
+ * (root 0 for the two without one). */
+static int exchange_issued(const char *function, enum CollectiveKind kind, const void *sendbuf, int sendcount,
+                           MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                           MPI_Comm comm, MPI_Request *request) {
+  NEED_LOWER(function);
+  Collective asked = {.kind = kind,
+                      .comm = comm,
+                      .sendbuf = sendbuf,
+                      .count = sendcount,
+                      .datatype = sendtype,
+                      .recvbuf = recvbuf,
+                      .recvcount = recvcount,
+                      .recvtype = recvtype,
+                      .root = root};
+  return issue(&asked, request);
+}
+
+/* MPI_Scan and MPI_Exscan. */
+static int scan_issued(const char *function, enum CollectiveKind kind, const void *sendbuf, void *recvbuf, int count,
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+  NEED_LOWER(function);
+  Collective asked = {.kind = kind,
+                      .comm = comm,
+                      .sendbuf = sendbuf,
+                      .recvbuf = recvbuf,
+                      .count = count,
+                      .datatype = datatype,
+                      .op = op};
+  return issue(&asked, request);
+}
+
 static int barrier_issued(MPI_Comm comm, MPI_Request *request) {
   NEED_LOWER("MPI_Barrier");
   Collective asked = {.kind = COLLECTIVE_BARRIER, .comm = comm};
@@ -30,11 +62,10 @@ API int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
   return barrier_issued(comm, request);
 }
 
-static int bcast_issued(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
-                        MPI_Request *request) {
+static int bcast_issued(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request) {
   NEED_LOWER("MPI_Bcast");
-  Collective asked = {.kind = COLLECTIVE_BCAST, .comm = comm, .recvbuf = buffer, .count = count, .datatype = datatype,
-                      .root = root};
+  Collective asked = {
+      .kind = COLLECTIVE_BCAST, .comm = comm, .recvbuf = buffer, .count = count, .datatype = datatype, .root = root};
   return issue(&asked, request);
 }
 
@@ -49,13 +80,17 @@ API int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI
 static int allreduce_issued(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                             MPI_Comm comm, MPI_Request *request) {
   NEED_LOWER("MPI_Allreduce");
-  Collective asked = {.kind = COLLECTIVE_ALLREDUCE, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                      .count = count, .datatype = datatype, .op = op};
+  Collective asked = {.kind = COLLECTIVE_ALLREDUCE,
+                      .comm = comm,
+                      .sendbuf = sendbuf,
+                      .recvbuf = recvbuf,
+                      .count = count,
+                      .datatype = datatype,
+                      .op = op};
   return issue(&asked, request);
 }
 
-API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                      MPI_Comm comm) {
+API int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   return allreduce_issued(sendbuf, recvbuf, count, datatype, op, comm, NULL);
 }
 API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
@@ -67,8 +102,14 @@ API int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
 static int reduce_issued(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                          MPI_Comm comm, MPI_Request *request) {
   NEED_LOWER("MPI_Reduce");
-  Collective asked = {.kind = COLLECTIVE_REDUCE, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-                      .datatype = datatype, .op = op, .root = root};
+  Collective asked = {.kind = COLLECTIVE_REDUCE,
+                      .comm = comm,
+                      .sendbuf = sendbuf,
+                      .recvbuf = recvbuf,
+                      .count = count,
+                      .datatype = datatype,
+                      .op = op,
+                      .root = root};
   return issue(&asked, request);
 }
 
@@ -82,32 +123,32 @@ API int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
   return reduce_issued(sendbuf, recvbuf, count, datatype, op, root, comm, request);
 }
 
-static int gather_issued(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                         MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
-  NEED_LOWER("MPI_Gather");
-  Collective asked = {.kind = COLLECTIVE_GATHER, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype,
-                      .root = root};
-  return issue(&asked, request);
-}
-
 API int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                    MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return gather_issued(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL);
+  return exchange_issued("MPI_Gather", COLLECTIVE_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                         root, comm, NULL);
 }
 API int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
   if (!request) return refuse_null_request("MPI_Igather");
-  return gather_issued(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+  return exchange_issued("MPI_Igather", COLLECTIVE_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                         root, comm, request);
 }
 
 static int gatherv_issued(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                           const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
                           MPI_Request *request) {
   NEED_LOWER("MPI_Gatherv");
-  Collective asked = {.kind = COLLECTIVE_GATHERV, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcounts = recvcounts, .rdispls = displs,
-                      .recvtype = recvtype, .root = root};
+  Collective asked = {.kind = COLLECTIVE_GATHERV,
+                      .comm = comm,
+                      .sendbuf = sendbuf,
+                      .count = sendcount,
+                      .datatype = sendtype,
+                      .recvbuf = recvbuf,
+                      .recvcounts = recvcounts,
+                      .rdispls = displs,
+                      .recvtype = recvtype,
+                      .root = root};
   return issue(&asked, request);
 }
 
@@ -121,32 +162,32 @@ API int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, 
   return gatherv_issued(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
 }
 
-static int scatter_issued(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                          MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
-  NEED_LOWER("MPI_Scatter");
-  Collective asked = {.kind = COLLECTIVE_SCATTER, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype,
-                      .root = root};
-  return issue(&asked, request);
-}
-
 API int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                     MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return scatter_issued(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, NULL);
+  return exchange_issued("MPI_Scatter", COLLECTIVE_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                         root, comm, NULL);
 }
 API int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                      MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
   if (!request) return refuse_null_request("MPI_Iscatter");
-  return scatter_issued(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+  return exchange_issued("MPI_Iscatter", COLLECTIVE_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                         root, comm, request);
 }
 
 static int scatterv_issued(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
                            void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                            MPI_Request *request) {
   NEED_LOWER("MPI_Scatterv");
-  Collective asked = {.kind = COLLECTIVE_SCATTERV, .comm = comm, .sendbuf = sendbuf, .sendcounts = sendcounts,
-                      .sdispls = displs, .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount,
-                      .recvtype = recvtype, .root = root};
+  Collective asked = {.kind = COLLECTIVE_SCATTERV,
+                      .comm = comm,
+                      .sendbuf = sendbuf,
+                      .sendcounts = sendcounts,
+                      .sdispls = displs,
+                      .datatype = sendtype,
+                      .recvbuf = recvbuf,
+                      .recvcount = recvcount,
+                      .recvtype = recvtype,
+                      .root = root};
   return issue(&asked, request);
 }
 
@@ -161,36 +202,36 @@ API int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int dis
   return scatterv_issued(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
 }
 
-static int allgather_issued(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
-  NEED_LOWER("MPI_Allgather");
-  Collective asked = {.kind = COLLECTIVE_ALLGATHER, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype};
-  return issue(&asked, request);
-}
-
 API int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm) {
-  return allgather_issued(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL);
+  return exchange_issued("MPI_Allgather", COLLECTIVE_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, 0, comm, NULL);
 }
 API int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
   if (!request) return refuse_null_request("MPI_Iallgather");
-  return allgather_issued(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+  return exchange_issued("MPI_Iallgather", COLLECTIVE_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, 0, comm, request);
 }
 
 static int allgatherv_issued(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                              const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                              MPI_Request *request) {
   NEED_LOWER("MPI_Allgatherv");
-  Collective asked = {.kind = COLLECTIVE_ALLGATHERV, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcounts = recvcounts, .rdispls = displs,
+  Collective asked = {.kind = COLLECTIVE_ALLGATHERV,
+                      .comm = comm,
+                      .sendbuf = sendbuf,
+                      .count = sendcount,
+                      .datatype = sendtype,
+                      .recvbuf = recvbuf,
+                      .recvcounts = recvcounts,
+                      .rdispls = displs,
                       .recvtype = recvtype};
   return issue(&asked, request);
 }
 
-API int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                       const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+API int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                       const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
   return allgatherv_issued(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, NULL);
 }
 API int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -200,31 +241,32 @@ API int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   return allgatherv_issued(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
 }
 
-static int alltoall_issued(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                           MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
-  NEED_LOWER("MPI_Alltoall");
-  Collective asked = {.kind = COLLECTIVE_ALLTOALL, .comm = comm, .sendbuf = sendbuf, .count = sendcount,
-                      .datatype = sendtype, .recvbuf = recvbuf, .recvcount = recvcount, .recvtype = recvtype};
-  return issue(&asked, request);
-}
-
 API int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                      MPI_Datatype recvtype, MPI_Comm comm) {
-  return alltoall_issued(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, NULL);
+  return exchange_issued("MPI_Alltoall", COLLECTIVE_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, 0, comm, NULL);
 }
 API int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
   if (!request) return refuse_null_request("MPI_Ialltoall");
-  return alltoall_issued(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+  return exchange_issued("MPI_Ialltoall", COLLECTIVE_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, 0, comm, request);
 }
 
 static int alltoallv_issued(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                             void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
                             MPI_Comm comm, MPI_Request *request) {
   NEED_LOWER("MPI_Alltoallv");
-  Collective asked = {.kind = COLLECTIVE_ALLTOALLV, .comm = comm, .sendbuf = sendbuf, .sendcounts = sendcounts,
-                      .sdispls = sdispls, .datatype = sendtype, .recvbuf = recvbuf, .recvcounts = recvcounts,
-                      .rdispls = rdispls, .recvtype = recvtype};
+  Collective asked = {.kind = COLLECTIVE_ALLTOALLV,
+                      .comm = comm,
+                      .sendbuf = sendbuf,
+                      .sendcounts = sendcounts,
+                      .sdispls = sdispls,
+                      .datatype = sendtype,
+                      .recvbuf = recvbuf,
+                      .recvcounts = recvcounts,
+                      .rdispls = rdispls,
+                      .recvtype = recvtype};
   return issue(&asked, request);
 }
 
@@ -234,22 +276,28 @@ API int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdi
   return alltoallv_issued(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, NULL);
 }
 API int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                       void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
-                       MPI_Comm comm, MPI_Request *request) {
+                       void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                       MPI_Request *request) {
   if (!request) return refuse_null_request("MPI_Ialltoallv");
-  return alltoallv_issued(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+  return alltoallv_issued(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+                          request);
 }
 
 static int reduce_scatter_issued(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
                                  MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   NEED_LOWER("MPI_Reduce_scatter");
-  Collective asked = {.kind = COLLECTIVE_REDUCE_SCATTER, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                      .recvcounts = recvcounts, .datatype = datatype, .op = op};
+  Collective asked = {.kind = COLLECTIVE_REDUCE_SCATTER,
+                      .comm = comm,
+                      .sendbuf = sendbuf,
+                      .recvbuf = recvbuf,
+                      .recvcounts = recvcounts,
+                      .datatype = datatype,
+                      .op = op};
   return issue(&asked, request);
 }
 
-API int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
-                           MPI_Op op, MPI_Comm comm) {
+API int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                           MPI_Comm comm) {
   return reduce_scatter_issued(sendbuf, recvbuf, recvcounts, datatype, op, comm, NULL);
 }
 API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
@@ -261,8 +309,13 @@ API int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvco
 static int reduce_scatter_block_issued(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                                        MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   NEED_LOWER("MPI_Reduce_scatter_block");
-  Collective asked = {.kind = COLLECTIVE_REDUCE_SCATTER_BLOCK, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                      .recvcount = recvcount, .datatype = datatype, .op = op};
+  Collective asked = {.kind = COLLECTIVE_REDUCE_SCATTER_BLOCK,
+                      .comm = comm,
+                      .sendbuf = sendbuf,
+                      .recvbuf = recvbuf,
+                      .recvcount = recvcount,
+                      .datatype = datatype,
+                      .op = op};
   return issue(&asked, request);
 }
 
@@ -276,36 +329,20 @@ API int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvco
   return reduce_scatter_block_issued(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
 }
 
-static int scan_issued(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                       MPI_Request *request) {
-  NEED_LOWER("MPI_Scan");
-  Collective asked = {.kind = COLLECTIVE_SCAN, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-                      .datatype = datatype, .op = op};
-  return issue(&asked, request);
-}
-
 API int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return scan_issued(sendbuf, recvbuf, count, datatype, op, comm, NULL);
+  return scan_issued("MPI_Scan", COLLECTIVE_SCAN, sendbuf, recvbuf, count, datatype, op, comm, NULL);
 }
 API int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                   MPI_Request *request) {
   if (!request) return refuse_null_request("MPI_Iscan");
-  return scan_issued(sendbuf, recvbuf, count, datatype, op, comm, request);
-}
-
-static int exscan_issued(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                         MPI_Comm comm, MPI_Request *request) {
-  NEED_LOWER("MPI_Exscan");
-  Collective asked = {.kind = COLLECTIVE_EXSCAN, .comm = comm, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
-                      .datatype = datatype, .op = op};
-  return issue(&asked, request);
+  return scan_issued("MPI_Iscan", COLLECTIVE_SCAN, sendbuf, recvbuf, count, datatype, op, comm, request);
 }
 
 API int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  return exscan_issued(sendbuf, recvbuf, count, datatype, op, comm, NULL);
+  return scan_issued("MPI_Exscan", COLLECTIVE_EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, NULL);
 }
 API int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                     MPI_Request *request) {
   if (!request) return refuse_null_request("MPI_Iexscan");
-  return exscan_issued(sendbuf, recvbuf, count, datatype, op, comm, request);
+  return scan_issued("MPI_Iexscan", COLLECTIVE_EXSCAN, sendbuf, recvbuf, count, datatype, op, comm, request);
 }

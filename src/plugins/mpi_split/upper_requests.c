@@ -56,11 +56,15 @@ API int MPI_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, i
   return persistent_init("MPI_Recv_init", PERSISTENT_RECV, buf, count, datatype, source, tag, comm, request);
 }
 
-/* The persistent request behind id `request`, or NULL (said). */
-static RequestSide *persistent_side(const char *function, MPI_Request request) {
+/* The inactive persistent request behind id `request`, or NULL (said: not one, or active). */
+static RequestSide *inactive_persistent(const char *function, MPI_Request request) {
   int64_t index = stasis_mpi_ids_index(&handles.requests, request);
   if (index < (int64_t)handles.requests.predefined_count || !request_side[index].persistent) {
     not_live(function, "persistent request", request, MPI_ERR_REQUEST);
+    return NULL;
+  }
+  if (request_side[index].started != MPI_REQUEST_NULL) {
+    complain(function, "refused: the persistent request is active (complete it first)");
     return NULL;
   }
   return &request_side[index];
@@ -68,12 +72,8 @@ static RequestSide *persistent_side(const char *function, MPI_Request request) {
 
 API int MPI_Start(MPI_Request *request) {
   NEED_LOWER("MPI_Start");
-  RequestSide *side = persistent_side("MPI_Start", *request);
+  RequestSide *side = inactive_persistent("MPI_Start", *request);
   if (!side) return MPI_ERR_REQUEST;
-  if (side->started != MPI_REQUEST_NULL) {
-    complain("MPI_Start", "the persistent request is active already");
-    return MPI_ERR_REQUEST;
-  }
   MPI_Request started = MPI_REQUEST_NULL;
   int rc;
   switch (side->persistent) {
@@ -115,12 +115,8 @@ int stasis_mpi_persistent_complete(const char *function, int64_t index, MPI_Stat
 
 API int MPI_Request_free(MPI_Request *request) {
   NEED_LOWER("MPI_Request_free");
-  RequestSide *side = persistent_side("MPI_Request_free", *request);
+  RequestSide *side = inactive_persistent("MPI_Request_free", *request);
   if (!side) return MPI_ERR_REQUEST;
-  if (side->started != MPI_REQUEST_NULL) {
-    complain("MPI_Request_free", "refused: the persistent request is active (complete it first)");
-    return MPI_ERR_REQUEST;
-  }
   stasis_mpi_safe_point_enter("MPI_Request_free");
   side->persistent = 0;
   stasis_mpi_ids_remove(&handles.requests, *request);
