@@ -370,16 +370,16 @@ enum { SETTLE_PATIENCE_SECONDS = 30 };
 
 int stasis_mpi_collectives_settle(const char **completed, char *error, size_t error_size) {
   *completed = NULL;
-  int mine[SETTLE_SLOTS], count = 0;
+  int mine[SETTLE_SLOTS], count = 0, unpublished = 0;
   uint64_t *own = published + 2 * SETTLE_SLOTS * (size_t)stasis_mpi_own_world_rank;
   memset(published, 0, 2 * SETTLE_SLOTS * (size_t)world_ranks * sizeof *published);
   for (int slot = 0; slot < in_flight_end; slot++) {
     Collective *c = &in_flight[slot];
     c->must_complete = 0;
     if (!c->active || c->done) continue;
-    if (count == SETTLE_SLOTS) {
-      snprintf(error, error_size, "more than %d collectives in flight on this rank", SETTLE_SLOTS);
-      return -1;
+    if (count == SETTLE_SLOTS) { /* refused after the reductions, which every rank must join */
+      unpublished++;
+      continue;
     }
     own[2 * count] = comm_key[c->comm_index];
     own[2 * count + 1] = c->sequence;
@@ -406,6 +406,11 @@ int stasis_mpi_collectives_settle(const char **completed, char *error, size_t er
   uint64_t decided[SETTLE_SLOTS];
   if (LOWER_CALL(lower, reduce_scatter_block, votes, decided, SETTLE_SLOTS, uint64_type, max, private_world) != 0) {
     snprintf(error, error_size, "the library refused the collectives' agreement (reduce_scatter_block)");
+    return -1;
+  }
+  if (unpublished) {
+    snprintf(error, error_size, "%d collectives in flight on this rank, more than the %d a checkpoint can settle",
+             count + unpublished, SETTLE_SLOTS);
     return -1;
   }
   /* Every collective up to the last a member passed is completed; the later ones no member
