@@ -37,6 +37,7 @@ PHASE_CALLS = ["MPI_Recv", "MPI_Wait", "MPI_Barrier", "MPI_Allreduce", "MPI_Comm
                "MPI_Comm_create", "MPI_Allgather", "MPI_Wait", "MPI_Probe"]
 PHASES = len(PHASE_CALLS)
 GATED_STEPS = 2
+DRAINED_TO_0 = re.compile(r"drained (\d+) messages? in flight to this rank \(rank 0,")
 REPORT = re.compile(r"drained \d+ messages? in flight to this rank \(rank (\d+), (?:waiting in (\w+)|not waiting in MPI)\)")
 
 
@@ -102,6 +103,7 @@ def main():
                      f"{done.stderr.strip()[-2000:]}")
             reports = {int(r): call for r, call in REPORT.findall(done.stdout + done.stderr)}
             found_in.update(call for call in reports.values() if call)
+            drained_to_0.append(sum(int(n) for n in DRAINED_TO_0.findall(done.stdout + done.stderr)))
             if sorted(reports) != list(range(ranks_n)):
                 fail(f"phase {phase}: reports from ranks {sorted(reports)}:\n{done.stdout}{done.stderr}")
             seen_completed.append(len(re.findall(r"was completed first", done.stdout + done.stderr)))
@@ -111,7 +113,7 @@ def main():
         def found_waiting(reports, waiting, call):
             return all(reports[r] == call for r in waiting) and reports[last] == ""
 
-        seen, seen_completed, seen_made, found_in = [], [], [], set()
+        seen, seen_completed, seen_made, found_in, drained_to_0 = [], [], [], set(), []
         try:
             start("launch", ["launch", "--mpi", "--", *job, split, steps, "0" if storm else str(GATED_STEPS),
                              str(gate)], True)
@@ -136,6 +138,7 @@ def main():
                 wait_for(lambda: all(m.exists() for m in markers), f"phase {phase}'s markers in {gate}", 90)
                 # The ranks made their markers just before their calls: checkpoint until one finds
                 # them inside (the gate keeps them there), at most 5 times.
+                phase_first = len(drained_to_0)
                 for _ in range(5):
                     generation, reports = checkpoint(phase, False)
                     if found_waiting(reports, waiting, call):
@@ -143,6 +146,10 @@ def main():
                 else:
                     fail(f"phase {phase}: 5 checkpoints did not find ranks {waiting} waiting in {call}: {reports}")
                 seen.append(f"{generation.name}: {call}")
+                if call == "MPI_Probe" and not any(drained_to_0[phase_first:]):
+                    # the last rank's MPI_Bsend is in flight to rank 0 during this phase: drained, it is
+                    # what rank 0's MPI_Iprobe must find in the upper half after
+                    fail(f"phase {phase}: no checkpoint drained the buffered message in flight to rank 0")
                 if phase >= PHASES:
                     generation, reports = checkpoint(phase, True)
                     if not found_waiting(reports, waiting, call):
