@@ -135,31 +135,27 @@ API int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
                          root, comm, request);
 }
 
-static int gatherv_issued(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                          const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
-                          MPI_Request *request) {
-  NEED_LOWER("MPI_Gatherv");
-  Collective asked = {.kind = COLLECTIVE_GATHERV,
-                      .comm = comm,
-                      .sendbuf = sendbuf,
-                      .count = sendcount,
-                      .datatype = sendtype,
-                      .recvbuf = recvbuf,
-                      .recvcounts = recvcounts,
-                      .rdispls = displs,
-                      .recvtype = recvtype,
+/* MPI_Gatherv and MPI_Allgatherv (root 0). */
+static int gatherv_issued(const char *function, enum CollectiveKind kind, const void *sendbuf, int sendcount,
+                          MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int displs[],
+                          MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
+  NEED_LOWER(function);
+  Collective asked = {.kind = kind, .comm = comm, .sendbuf = sendbuf, .count = sendcount, .datatype = sendtype,
+                      .recvbuf = recvbuf, .recvcounts = recvcounts, .rdispls = displs, .recvtype = recvtype,
                       .root = root};
   return issue(&asked, request);
 }
 
 API int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                     const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return gatherv_issued(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, NULL);
+  return gatherv_issued("MPI_Gatherv", COLLECTIVE_GATHERV, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                        recvtype, root, comm, NULL);
 }
 API int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                      const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
   if (!request) return refuse_null_request("MPI_Igatherv");
-  return gatherv_issued(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+  return gatherv_issued("MPI_Igatherv", COLLECTIVE_GATHERV, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                        recvtype, root, comm, request);
 }
 
 API int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -214,31 +210,17 @@ API int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype
                          recvtype, 0, comm, request);
 }
 
-static int allgatherv_issued(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                             const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
-                             MPI_Request *request) {
-  NEED_LOWER("MPI_Allgatherv");
-  Collective asked = {.kind = COLLECTIVE_ALLGATHERV,
-                      .comm = comm,
-                      .sendbuf = sendbuf,
-                      .count = sendcount,
-                      .datatype = sendtype,
-                      .recvbuf = recvbuf,
-                      .recvcounts = recvcounts,
-                      .rdispls = displs,
-                      .recvtype = recvtype};
-  return issue(&asked, request);
-}
-
 API int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                        const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
-  return allgatherv_issued(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, NULL);
+  return gatherv_issued("MPI_Allgatherv", COLLECTIVE_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                        displs, recvtype, 0, comm, NULL);
 }
 API int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                         const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                         MPI_Request *request) {
   if (!request) return refuse_null_request("MPI_Iallgatherv");
-  return allgatherv_issued(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+  return gatherv_issued("MPI_Iallgatherv", COLLECTIVE_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                        displs, recvtype, 0, comm, request);
 }
 
 API int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
