@@ -35,10 +35,14 @@ static int matches(const StasisMpiDrained *message, int comm, int source, int ta
   return message->comm == comm && (source == -1 || message->source == source) && (tag == -1 || message->tag == tag);
 }
 
-int stasis_mpi_drain_has(const StasisMpiDrainQueue *queue, int comm, int source, int tag) {
+const StasisMpiDrained *stasis_mpi_drain_find(const StasisMpiDrainQueue *queue, int comm, int source, int tag) {
   for (const StasisMpiDrained *message = queue->head; message; message = message->next)
-    if (matches(message, comm, source, tag)) return 1;
-  return 0;
+    if (matches(message, comm, source, tag)) return message;
+  return NULL;
+}
+
+int stasis_mpi_drain_has(const StasisMpiDrainQueue *queue, int comm, int source, int tag) {
+  return stasis_mpi_drain_find(queue, comm, source, tag) != NULL;
 }
 
 StasisMpiDrained *stasis_mpi_drain_take(StasisMpiDrainQueue *queue, int comm, int source, int tag) {

@@ -39,6 +39,8 @@ StasisMpiDrained *stasis_mpi_drain_take(StasisMpiDrainQueue *queue, int comm, in
 
 /* Whether a take with the same arguments would find a message (nothing is unlinked). */
 int stasis_mpi_drain_has(const StasisMpiDrainQueue *queue, int comm, int source, int tag);
+/* The message such a take would return, left in place (a probe); NULL when none. */
+const StasisMpiDrained *stasis_mpi_drain_find(const StasisMpiDrainQueue *queue, int comm, int source, int tag);
 
 #ifdef __cplusplus
 }

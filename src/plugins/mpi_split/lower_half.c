@@ -114,6 +114,12 @@ static int lower_comm_split(StasisMpiRealHandle comm, int color, int key, Stasis
   *made = REAL(result);
   return rc;
 }
+static int lower_comm_create(StasisMpiRealHandle comm, StasisMpiRealHandle group, StasisMpiRealHandle *made) {
+  MPI_Comm result = MPI_COMM_NULL;
+  int rc = MPI_Comm_create(AS(MPI_Comm, comm), AS(MPI_Group, group), &result);
+  *made = REAL(result);
+  return rc;
+}
 static int lower_comm_free(StasisMpiRealHandle comm) {
   MPI_Comm handle = AS(MPI_Comm, comm);
   return MPI_Comm_free(&handle);
@@ -199,6 +205,19 @@ static int lower_isend(const void *buf, int count, StasisMpiRealHandle type, int
   *request = REAL(result);
   return rc;
 }
+static int lower_issend(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag,
+                        StasisMpiRealHandle comm, StasisMpiRealHandle *request) {
+  MPI_Request result = MPI_REQUEST_NULL;
+  int rc = MPI_Issend(buf, count, AS(MPI_Datatype, type), peer_down(dest), tag, AS(MPI_Comm, comm), &result);
+  *request = REAL(result);
+  return rc;
+}
+static int lower_bsend(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag,
+                       StasisMpiRealHandle comm) {
+  return MPI_Bsend(buf, count, AS(MPI_Datatype, type), peer_down(dest), tag, AS(MPI_Comm, comm));
+}
+static int lower_buffer_attach(void *buffer, int size) { return MPI_Buffer_attach(buffer, size); }
+static int lower_buffer_detach(void *buffer_address, int *size) { return MPI_Buffer_detach(buffer_address, size); }
 static int lower_irecv(void *buf, int count, StasisMpiRealHandle type, int source, int tag,
                        StasisMpiRealHandle comm, StasisMpiRealHandle *request) {
   MPI_Request result = MPI_REQUEST_NULL;
@@ -297,6 +316,45 @@ static int lower_reduce_scatter_block(const void *sendbuf, void *recvbuf, int co
   return MPI_Reduce_scatter_block(send_buffer(sendbuf), recvbuf, count, AS(MPI_Datatype, type), AS(MPI_Op, op),
                                   AS(MPI_Comm, comm));
 }
+static int lower_icollective(const StasisMpiLowerCollective *c, StasisMpiRealHandle *request) {
+  const void *send = send_buffer(c->sendbuf);
+  void *receive = c->recvbuf == STASIS_MPI_LOWER_IN_PLACE ? MPI_IN_PLACE : c->recvbuf;
+  MPI_Datatype sendtype = AS(MPI_Datatype, c->sendtype), recvtype = AS(MPI_Datatype, c->recvtype);
+  MPI_Comm comm = AS(MPI_Comm, c->comm);
+  MPI_Op op = AS(MPI_Op, c->op);
+  switch (c->kind) {
+    case STASIS_MPI_LOWER_GATHER:
+      return STARTED(MPI_Igather(send, c->sendcount, sendtype, receive, c->recvcount, recvtype, c->root, comm,
+                                 &started_));
+    case STASIS_MPI_LOWER_GATHERV:
+      return STARTED(MPI_Igatherv(send, c->sendcount, sendtype, receive, c->recvcounts, c->rdispls, recvtype, c->root,
+                                  comm, &started_));
+    case STASIS_MPI_LOWER_SCATTER:
+      return STARTED(MPI_Iscatter(send, c->sendcount, sendtype, receive, c->recvcount, recvtype, c->root, comm,
+                                  &started_));
+    case STASIS_MPI_LOWER_SCATTERV:
+      return STARTED(MPI_Iscatterv(send, c->sendcounts, c->sdispls, sendtype, receive, c->recvcount, recvtype,
+                                   c->root, comm, &started_));
+    case STASIS_MPI_LOWER_ALLGATHER:
+      return STARTED(MPI_Iallgather(send, c->sendcount, sendtype, receive, c->recvcount, recvtype, comm, &started_));
+    case STASIS_MPI_LOWER_ALLGATHERV:
+      return STARTED(MPI_Iallgatherv(send, c->sendcount, sendtype, receive, c->recvcounts, c->rdispls, recvtype, comm,
+                                     &started_));
+    case STASIS_MPI_LOWER_ALLTOALL:
+      return STARTED(MPI_Ialltoall(send, c->sendcount, sendtype, receive, c->recvcount, recvtype, comm, &started_));
+    case STASIS_MPI_LOWER_ALLTOALLV:
+      return STARTED(MPI_Ialltoallv(send, c->sendcounts, c->sdispls, sendtype, receive, c->recvcounts, c->rdispls,
+                                    recvtype, comm, &started_));
+    case STASIS_MPI_LOWER_REDUCE_SCATTER:
+      return STARTED(MPI_Ireduce_scatter(send, receive, c->recvcounts, sendtype, op, comm, &started_));
+    case STASIS_MPI_LOWER_REDUCE_SCATTER_BLOCK:
+      return STARTED(MPI_Ireduce_scatter_block(send, receive, c->recvcount, sendtype, op, comm, &started_));
+    case STASIS_MPI_LOWER_SCAN: return STARTED(MPI_Iscan(send, receive, c->sendcount, sendtype, op, comm, &started_));
+    case STASIS_MPI_LOWER_EXSCAN:
+      return STARTED(MPI_Iexscan(send, receive, c->sendcount, sendtype, op, comm, &started_));
+    default: return MPI_ERR_ARG;
+  }
+}
 
 /* Only in the lower-half program (lower_inventory.c); absent (NULL) in the library form. */
 __attribute__((weak)) int stasis_mpi_lower_inventory(StasisMpiLowerRange *ranges, int range_capacity, int *range_count,
@@ -318,6 +376,7 @@ static const StasisMpiLower lower_half = {
     .comm_size = lower_comm_size,
     .comm_dup = lower_comm_dup,
     .comm_split = lower_comm_split,
+    .comm_create = lower_comm_create,
     .comm_free = lower_comm_free,
     .comm_group = lower_comm_group,
     .group_size = lower_group_size,
@@ -333,6 +392,10 @@ static const StasisMpiLower lower_half = {
     .recv = lower_recv,
     .sendrecv = lower_sendrecv,
     .isend = lower_isend,
+    .issend = lower_issend,
+    .bsend = lower_bsend,
+    .buffer_attach = lower_buffer_attach,
+    .buffer_detach = lower_buffer_detach,
     .irecv = lower_irecv,
     .wait = lower_wait,
     .test = lower_test,
@@ -349,6 +412,7 @@ static const StasisMpiLower lower_half = {
     .iallreduce = lower_iallreduce,
     .ireduce = lower_ireduce,
     .reduce_scatter_block = lower_reduce_scatter_block,
+    .icollective = lower_icollective,
     .inventory = stasis_mpi_lower_inventory,
     .descriptors = stasis_mpi_lower_descriptors,
     .set_thread_hook = stasis_mpi_lower_set_thread_hook,

@@ -29,12 +29,38 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 7
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 8
 
 /* An address range [start, end) the lower half owns (inventory below). */
 typedef struct StasisMpiLowerRange {
   uint64_t start, end;
 } StasisMpiLowerRange;
+
+/* The nonblocking collectives beyond the four above, as one call (icollective): which one, and its
+ * arguments as the standard names them (counts and displacements point into the program's
+ * memory, valid until the request completes). Buffers may be STASIS_MPI_LOWER_IN_PLACE. */
+enum StasisMpiLowerCollectiveKind {
+  STASIS_MPI_LOWER_GATHER,
+  STASIS_MPI_LOWER_GATHERV,
+  STASIS_MPI_LOWER_SCATTER,
+  STASIS_MPI_LOWER_SCATTERV,
+  STASIS_MPI_LOWER_ALLGATHER,
+  STASIS_MPI_LOWER_ALLGATHERV,
+  STASIS_MPI_LOWER_ALLTOALL,
+  STASIS_MPI_LOWER_ALLTOALLV,
+  STASIS_MPI_LOWER_REDUCE_SCATTER,
+  STASIS_MPI_LOWER_REDUCE_SCATTER_BLOCK,
+  STASIS_MPI_LOWER_SCAN,
+  STASIS_MPI_LOWER_EXSCAN,
+};
+typedef struct StasisMpiLowerCollective {
+  int kind; /* enum StasisMpiLowerCollectiveKind */
+  const void *sendbuf;
+  void *recvbuf;
+  int sendcount, recvcount, root;
+  const int *sendcounts, *sdispls, *recvcounts, *rdispls;
+  StasisMpiRealHandle sendtype, recvtype, op, comm; /* a reduction's datatype is sendtype */
+} StasisMpiLowerCollective;
 
 typedef struct StasisMpiLower {
   uint32_t interface_version; /* STASIS_MPI_LOWER_INTERFACE_VERSION */
@@ -55,6 +81,8 @@ typedef struct StasisMpiLower {
   int (*comm_dup)(StasisMpiRealHandle comm, StasisMpiRealHandle *made);
   /* *made is the library's COMM_NULL where color was MPI_UNDEFINED (-32766). */
   int (*comm_split)(StasisMpiRealHandle comm, int color, int key, StasisMpiRealHandle *made);
+  /* *made is the library's COMM_NULL where this rank is not in group. */
+  int (*comm_create)(StasisMpiRealHandle comm, StasisMpiRealHandle group, StasisMpiRealHandle *made);
   int (*comm_free)(StasisMpiRealHandle comm);
   int (*comm_group)(StasisMpiRealHandle comm, StasisMpiRealHandle *made);
   int (*group_size)(StasisMpiRealHandle group, int *size);
@@ -81,6 +109,13 @@ typedef struct StasisMpiLower {
                StasisMpiRealHandle *request);
   int (*irecv)(void *buf, int count, StasisMpiRealHandle type, int source, int tag, StasisMpiRealHandle comm,
                StasisMpiRealHandle *request);
+  /* Synchronous and buffered sends; the buffer MPI_Bsend copies into is the program's (upper-half
+   * memory), attached again after a restart. */
+  int (*issend)(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag, StasisMpiRealHandle comm,
+                StasisMpiRealHandle *request);
+  int (*bsend)(const void *buf, int count, StasisMpiRealHandle type, int dest, int tag, StasisMpiRealHandle comm);
+  int (*buffer_attach)(void *buffer, int size);
+  int (*buffer_detach)(void *buffer_address, int *size);
   /* Completes *request and sets it to the library's REQUEST_NULL. recv_type is the datatype of
    * a receive (the status counts its bytes with it), 0 for a send. */
   int (*wait)(StasisMpiRealHandle *request, StasisMpiRealHandle recv_type, StasisMpiLowerStatus *status);
@@ -116,6 +151,7 @@ typedef struct StasisMpiLower {
                  int root, StasisMpiRealHandle comm, StasisMpiRealHandle *request);
   int (*reduce_scatter_block)(const void *sendbuf, void *recvbuf, int count, StasisMpiRealHandle type,
                               StasisMpiRealHandle op, StasisMpiRealHandle comm);
+  int (*icollective)(const StasisMpiLowerCollective *collective, StasisMpiRealHandle *request);
 
   /* What a checkpoint leaves out (lower_inventory.h): the ranges this half mapped, sorted and
    * disjoint, page-aligned, and the threads its libc runs. Returns 0, or -1 when the lists do not

@@ -30,6 +30,7 @@ const char *stasis_mpi_replay_op_name(uint32_t op) {
     case STASIS_MPI_REPLAY_TYPE_VECTOR: return "type_vector";
     case STASIS_MPI_REPLAY_TYPE_COMMIT: return "type_commit";
     case STASIS_MPI_REPLAY_TYPE_FREE: return "type_free";
+    case STASIS_MPI_REPLAY_COMM_CREATE: return "comm_create";
     default: return "unknown";
   }
 }
@@ -80,6 +81,7 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
   switch (record->op) {
     case STASIS_MPI_REPLAY_COMM_DUP:
     case STASIS_MPI_REPLAY_COMM_SPLIT:
+    case STASIS_MPI_REPLAY_COMM_CREATE:
     case STASIS_MPI_REPLAY_COMM_GROUP:
       if (replay_usable(&handles->comms, record->from, epoch, &from) != 0) {
         *fault = "its communicator is not one made before it";
@@ -88,7 +90,14 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
       if (record->op == STASIS_MPI_REPLAY_COMM_DUP) rc = LOWER_CALL(lower, comm_dup, from, &made);
       else if (record->op == STASIS_MPI_REPLAY_COMM_SPLIT)
         rc = LOWER_CALL(lower, comm_split, from, record->args[0], record->args[1], &made);
-      else rc = LOWER_CALL(lower, comm_group, from, &made);
+      else if (record->op == STASIS_MPI_REPLAY_COMM_CREATE) {
+        StasisMpiRealHandle group = 0;
+        if (replay_usable(&handles->groups, record->args[0], epoch, &group) != 0) {
+          *fault = "its group is not one made before it";
+          return -1;
+        }
+        rc = LOWER_CALL(lower, comm_create, from, group, &made);
+      } else rc = LOWER_CALL(lower, comm_group, from, &made);
       if (rc != 0) {
         *fault = "the MPI library refused it";
         return -1;

@@ -5,7 +5,7 @@
  * Records hold virtual ids and the program's arguments only, never a library handle. Replay
  * runs the records in order, frees included: a derived datatype may have been built on one the
  * program freed since, and a freed id may have been given out again later. Collective creations
- * (dup, split) are replayed by every rank of the parent communicator in the same order, as they
+ * (dup, split, create) are replayed by every rank of the parent communicator in the same order, as they
  * were made. Nothing here allocates; the log lives in memory the caller gives. */
 #ifndef STASIS_MPI_REPLAY_LOG_H
 #define STASIS_MPI_REPLAY_LOG_H
@@ -30,6 +30,7 @@ enum StasisMpiReplayOp {
   STASIS_MPI_REPLAY_TYPE_VECTOR,     /* made = vector(args[0] count, args[1] blocklength, args[2] stride, from) */
   STASIS_MPI_REPLAY_TYPE_COMMIT,     /* commit(from) */
   STASIS_MPI_REPLAY_TYPE_FREE,       /* free(from) */
+  STASIS_MPI_REPLAY_COMM_CREATE,     /* made = create(from, args[0] the group id) */
 };
 
 typedef struct StasisMpiReplayRecord {

@@ -133,9 +133,10 @@ function(stasis_split_library_tests implementation compiler launcher)
   set_tests_properties(mpi_split.${implementation}.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
                        RESOURCE_LOCK mpi_ports)
   # Checkpoints while ranks wait in blocking calls (README.md, Safe points inside blocking calls):
-  # blocking_ranks holds its other ranks in MPI_Recv, MPI_Wait, MPI_Barrier and MPI_Allreduce while
-  # its last rank computes until the test lets it go; a checkpoint at each, live, then with --kill
-  # and a restart under mpirun; never refused, each rank found in its call, the native output.
+  # blocking_ranks holds its other ranks in MPI_Recv, MPI_Wait, MPI_Barrier, MPI_Allreduce,
+  # MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create and MPI_Finalize while its last rank computes until
+  # the test lets it go; a checkpoint at each, live, then with --kill and a restart under mpirun;
+  # never refused, each rank found in its call, the native output.
   set(native_blocking ${CMAKE_BINARY_DIR}/tests/targets/blocking_ranks_${implementation})
   add_custom_command(OUTPUT ${native_blocking}
                      COMMAND ${compiler} -O2 -o ${native_blocking} ${MPI_SPLIT_DIR}/tests/blocking_ranks.c
@@ -236,6 +237,14 @@ if(STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
     set_tests_properties(mpi_split.${from}_to_${to}.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
                          RESOURCE_LOCK mpi_ports)
   endforeach()
+  # The collectives in flight, the persistent requests, probes and buffered sends of blocking_ranks
+  # checkpointed under Open MPI and restarted under MPICH, twice in a storm.
+  add_test(NAME mpi_split.openmpi_to_mpich.blocking_restart.storm
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/blocking_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} 2 ${CMAKE_BINARY_DIR}/tests/targets/blocking_ranks_openmpi
+                   $<TARGET_FILE:blocking_ranks_split> 300 storm 4 --restart-launcher ${STASIS_MPICH_RUN} mpich)
+  set_tests_properties(mpi_split.openmpi_to_mpich.blocking_restart.storm PROPERTIES TIMEOUT 400
+                       LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
   stasis_split_same_output(mpi_split.one_binary.openmpi_mpich 2 2 0
                            ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} -np 2 -- ${SPLIT_RING} 30
                            --then ${SPLIT_MPI_RUN} ${STASIS_MPICH_RUN} -np 2 -- ${SPLIT_RING} 30)

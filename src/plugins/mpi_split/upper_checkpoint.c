@@ -53,11 +53,18 @@ API int STASIS_MPI_Lower_descriptors(int *fds, int capacity, int *count) {
 
 /* The split checkpoint (README.md, The split checkpoint): a plugin of the runtime, registered at
  * MPI_Init when the runtime is there and the lower half can list what it owns. */
-enum { SAFE_POINT_PATIENCE_MS = 3000, MAX_LEFT_OUT_RANGES = 4096, MAX_LEFT_OUT_FDS = 4096, MAX_LOWER_THREADS = 64 };
+/* CREATION_DRIVE_MS: how long a checkpoint thread drives the entry barrier of a communicator
+ * creation its program thread is held in (upper_collectives.c): below the patience a member inside
+ * the blocking creation is waited for, so that this one's creation frees it in time. */
+enum { SAFE_POINT_PATIENCE_MS = 3000, CREATION_DRIVE_MS = 1500, MAX_LEFT_OUT_RANGES = 4096, MAX_LEFT_OUT_FDS = 4096, MAX_LOWER_THREADS = 64 };
 static StasisMpiLowerRange left_out_ranges[MAX_LEFT_OUT_RANGES];
 static int left_out_range_count; /* saved with the image: a restart knows where the old lower half was */
 static int left_out_fds[MAX_LEFT_OUT_FDS];
 static int lower_threads[MAX_LOWER_THREADS];
+
+/* This checkpoint's safe point made the communicator of a creation the program's thread was held
+ * in (every member had arrived): said in the rank's report. */
+static int made_at_safe_point;
 
 static void release_waiting_calls(void) {
   atomic_store(&stasis_mpi_checkpoint_pending, 0);
@@ -67,9 +74,9 @@ static void release_waiting_calls(void) {
 /* Every thread of the program out of the lower half, and kept out, before the checkpoint's
  * signal stops them: its handler must run on the upper half's thread pointer. The blocking
  * point-to-point calls and collectives wait in the upper half (a test a turn), so they come out
- * at once; a call that does not come out in time (one still blocking in the library, such as
- * MPI_Comm_split, waiting on a rank that is already held) fails the checkpoint, naming the call;
- * the job runs on. */
+ * at once; so does a communicator creation once every member's is made (a held member's by its
+ * checkpoint thread, stasis_mpi_collectives_drive). A call that does not come out in time fails
+ * the checkpoint, naming the call; the job runs on. */
 static int reach_safe_point(void) {
   stasis_mpi_is_checkpoint_thread = 1;
   atomic_store(&stasis_mpi_checkpoint_pending, 1);
@@ -79,7 +86,8 @@ static int reach_safe_point(void) {
       const char *call = atomic_load(&stasis_mpi_last_lower_call);
       snprintf(refusal, sizeof refusal,
                "split MPI: a thread stayed inside the MPI library (the lower half's %s) for %d ms; only "
-               "point-to-point calls and MPI_Barrier, MPI_Bcast, MPI_Allreduce and MPI_Reduce wait at safe points "
+               "point-to-point calls, MPI_Barrier, MPI_Bcast, MPI_Allreduce, MPI_Reduce, MPI_Comm_dup, "
+               "MPI_Comm_split, MPI_Comm_create and MPI_Finalize wait at safe points "
                "(src/plugins/mpi_split/README.md)",
                call ? call : "?", SAFE_POINT_PATIENCE_MS);
       release_waiting_calls();
@@ -176,12 +184,13 @@ static int drain_messages(uint64_t generation) {
     stasis_plugin_refuse("split MPI: the drain of the messages in flight failed (see the rank's stderr)");
     return 1;
   }
-  char line[260];
+  char line[320];
   snprintf(line, sizeof line,
-           "split MPI: checkpoint %llu drained %lld message%s in flight to this rank (rank %d, %s%s)%s%s%s",
+           "split MPI: checkpoint %llu drained %lld message%s in flight to this rank (rank %d, %s%s)%s%s%s%s",
            (unsigned long long)generation, taken, taken == 1 ? "" : "s", stasis_mpi_own_world_rank,
            stasis_mpi_blocked_in ? "waiting in " : "not waiting in MPI", stasis_mpi_blocked_in ? stasis_mpi_blocked_in : "",
-           completed ? "; its " : "", completed ? completed : "", completed ? " was completed first (a member had)" : "");
+           completed ? "; its " : "", completed ? completed : "", completed ? " was completed first (a member had)" : "",
+           made_at_safe_point ? "; its communicator was made at the safe point (every member had arrived)" : "");
   stasis_plugin_log(line);
   return 0;
 }
@@ -236,7 +245,8 @@ static int restart_lower_half(void) {
     snprintf(error, sizeof error, "the new MPI_COMM_WORLD has %d ranks, the checkpoint's %d", size, old_size);
     goto failed;
   }
-  if (post_receives_again(error, sizeof error) != 0 || stasis_mpi_collectives_restarted(error, sizeof error) != 0)
+  if (post_receives_again(error, sizeof error) != 0 || stasis_mpi_collectives_restarted(error, sizeof error) != 0 ||
+      stasis_mpi_requests_restarted(error, sizeof error) != 0)
     goto failed;
   release_waiting_calls();
   char restarted[260];
@@ -256,11 +266,18 @@ static int on_checkpoint_event(stasis_event_t event, const stasis_event_data_t *
   (void)state;
   switch (event) {
     case STASIS_EVENT_PRE_SUSPEND:
-      if (finalized) {
-        stasis_plugin_refuse("split MPI: this rank called MPI_Finalize; its lower half cannot drain any more");
+      if (finalized || atomic_load(&stasis_mpi_finalizing)) {
+        stasis_plugin_refuse("split MPI: every rank has reached MPI_Finalize; the job is ending, nothing is saved");
         return 1;
       }
-      return reach_safe_point();
+      if (reach_safe_point() != 0) return 1;
+      if (atomic_load(&stasis_mpi_finalizing)) { /* every rank got there while this one came out */
+        release_waiting_calls();
+        stasis_plugin_refuse("split MPI: every rank has reached MPI_Finalize; the job is ending, nothing is saved");
+        return 1;
+      }
+      made_at_safe_point = stasis_mpi_collectives_drive(CREATION_DRIVE_MS);
+      return 0;
     case STASIS_EVENT_DRAIN: return drain_messages(data ? data->generation : 0);
     case STASIS_EVENT_PRE_CHECKPOINT: return leave_lower_half_out(data ? data->ckpt_dir : NULL);
     case STASIS_EVENT_RESUME: release_waiting_calls(); return 0;

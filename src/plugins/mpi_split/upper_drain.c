@@ -74,7 +74,9 @@ static int park_posted_receives(void) {
 static int complete_sends(void) {
   for (uint32_t index = handles.requests.predefined_count; index < handles.requests.next_unused; index++) {
     RequestSide *side = &request_side[index];
-    if (!handles.requests.entries[index].live || side->recv_type || side->done) continue;
+    if (!handles.requests.entries[index].live || side->recv_type || side->done || side->collective ||
+        side->persistent)
+      continue;
     StasisMpiRealHandle real = handles.requests.entries[index].real;
     StasisMpiLowerStatus status;
     int rc = LOWER_CALL(lower, wait, &real, 0, &status);

@@ -63,6 +63,12 @@ int not_live(const char *function, const char *what, int id, int error_class) {
 
 int library_error(int rc) { return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER; }
 
+/* An id's handle of the moment, for the arguments of LOWER_CALL, which are evaluated inside its
+ * safe region: a thread held at the region's entry by a checkpoint may find the objects made again
+ * in a fresh library when it goes on (a restart), so a handle read before the entry may be stale.
+ * The REAL_* macros below check the id; the calls read the handle again with REAL_NOW. */
+#define REAL_NOW(table, id) ((table).entries[stasis_mpi_ids_index(&(table), (id))].real)
+
 #define REAL_COMM(function, id, out)                                                                            \
   StasisMpiRealHandle out;                                                                                      \
   if (stasis_mpi_ids_real(&handles.comms, id, &out) != 0) return not_live(function, "communicator", id, MPI_ERR_COMM)
@@ -110,12 +116,12 @@ static int remember(const char *function, StasisMpiIdTable *table, StasisMpiReal
  * messages are counted by world rank. */
 static int map_comm_ranks(const char *function, int comm) {
   int64_t index = stasis_mpi_ids_index(&handles.comms, comm);
-  StasisMpiRealHandle real = handles.comms.entries[index].real;
   int size = 0;
-  if (LOWER_CALL(lower, comm_size, real, &size) != 0) return library_error(1);
+  if (LOWER_CALL(lower, comm_size, handles.comms.entries[index].real, &size) != 0) return library_error(1);
   int *world_ranks = malloc((size_t)(size ? size : 1) * sizeof *world_ranks);
-  StasisMpiRealHandle world = handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real;
-  int rc = world_ranks ? LOWER_CALL(lower, comm_world_ranks, real, world, world_ranks, size) : MPI_ERR_INTERN;
+  int rc = world_ranks ? LOWER_CALL(lower, comm_world_ranks, handles.comms.entries[index].real,
+                                    handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, world_ranks, size)
+                       : MPI_ERR_INTERN;
   if (rc == 0 && stasis_mpi_peers_map_comm(&peers, (uint32_t)index, world_ranks, size) != 0) rc = MPI_ERR_INTERN;
   free(world_ranks);
   if (rc != 0) complain(function, "cannot tell the world ranks of the new communicator's members");
@@ -192,7 +198,9 @@ API int MPI_Finalized(int *flag) {
 
 API int MPI_Finalize(void) {
   NEED_LOWER("MPI_Finalize");
-  int rc = LOWER_CALL(lower, finalize);
+  int rc = stasis_mpi_finalize_entry(); /* every rank there, at a safe point */
+  if (rc != MPI_SUCCESS) return rc;
+  rc = LOWER_CALL(lower, finalize);
   finalized = 1;
   return library_error(rc);
 }
@@ -200,7 +208,8 @@ API int MPI_Finalize(void) {
 API int MPI_Abort(MPI_Comm comm, int errorcode) {
   NEED_LOWER("MPI_Abort");
   REAL_COMM("MPI_Abort", comm, real_comm);
-  return library_error(LOWER_CALL(lower, abort, real_comm, errorcode));
+  (void)real_comm;
+  return library_error(LOWER_CALL(lower, abort, REAL_NOW(handles.comms, comm), errorcode));
 }
 
 API double MPI_Wtime(void) { return lower && !finalized ? LOWER_CALL(lower, wtime) : 0.0; }
@@ -218,139 +227,186 @@ API int MPI_Get_library_version(char *version, int *resultlen) {
 API int MPI_Comm_rank(MPI_Comm comm, int *rank) {
   NEED_LOWER("MPI_Comm_rank");
   REAL_COMM("MPI_Comm_rank", comm, real_comm);
-  return library_error(LOWER_CALL(lower, comm_rank, real_comm, rank));
+  (void)real_comm;
+  return library_error(LOWER_CALL(lower, comm_rank, REAL_NOW(handles.comms, comm), rank));
 }
 
 API int MPI_Comm_size(MPI_Comm comm, int *size) {
   NEED_LOWER("MPI_Comm_size");
   REAL_COMM("MPI_Comm_size", comm, real_comm);
-  return library_error(LOWER_CALL(lower, comm_size, real_comm, size));
+  (void)real_comm;
+  return library_error(LOWER_CALL(lower, comm_size, REAL_NOW(handles.comms, comm), size));
 }
 
-API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
-  NEED_LOWER("MPI_Comm_dup");
-  REAL_COMM("MPI_Comm_dup", comm, real_comm);
-  StasisMpiRealHandle made;
-  int rc = LOWER_CALL(lower, comm_dup, real_comm, &made);
-  if (rc != 0) return library_error(rc);
-  rc = remember("MPI_Comm_dup", &handles.comms, made, STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm);
-  if (rc == MPI_SUCCESS) stasis_mpi_collectives_comm_made(comm, *newcomm, 0);
-  return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_dup", *newcomm) : rc;
-}
-
-API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
-  NEED_LOWER("MPI_Comm_split");
-  REAL_COMM("MPI_Comm_split", comm, real_comm);
-  StasisMpiRealHandle made;
-  int rc = LOWER_CALL(lower, comm_split, real_comm, color, key, &made);
-  if (rc != 0) return library_error(rc);
+/* Gives the communicator the library just made from `parent` (a dup, split or create, logged as
+ * `op` with its arguments) its id, or MPI_COMM_NULL where this rank got none, logs it and counts it
+ * among the parent's children. In a safe region, by the program's thread or, at a checkpoint, the
+ * checkpoint's (upper_collectives.c): nothing here allocates or calls the library, so the object
+ * and its record exist together in every image. */
+int stasis_mpi_record_comm(const char *function, uint32_t op, StasisMpiRealHandle made, int parent, int color,
+                           int arg0, int arg1, int *newcomm) {
   if (made == handles.comms.entries[STASIS_MPI_INDEX_COMM_NULL].real) {
     /* No communicator for this rank, but it took part: replay must take part again. */
     *newcomm = MPI_COMM_NULL;
-    stasis_mpi_collectives_comm_made(comm, MPI_COMM_NULL, color);
-    if (stasis_mpi_replay_append(&replay, STASIS_MPI_REPLAY_COMM_SPLIT, MPI_COMM_NULL, comm, color, key, 0) != 0) {
-      complain("MPI_Comm_split", "the replay log is full");
+    stasis_mpi_collectives_comm_made(parent, MPI_COMM_NULL, color);
+    if (stasis_mpi_replay_append(&replay, op, MPI_COMM_NULL, parent, arg0, arg1, 0) != 0) {
+      complain(function, "the replay log is full");
       return MPI_ERR_INTERN;
     }
     return MPI_SUCCESS;
   }
-  rc = remember("MPI_Comm_split", &handles.comms, made, STASIS_MPI_REPLAY_COMM_SPLIT, comm, color, key, 0, newcomm);
-  if (rc == MPI_SUCCESS) stasis_mpi_collectives_comm_made(comm, *newcomm, color);
-  return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_split", *newcomm) : rc;
+  int rc = remember(function, &handles.comms, made, op, parent, arg0, arg1, 0, newcomm);
+  if (rc == MPI_SUCCESS) stasis_mpi_collectives_comm_made(parent, *newcomm, color);
+  return rc;
+}
+
+/* The creations wait at a safe point first (upper_collectives.c); the new communicator's ranks
+ * are then mapped to world ranks, outside any region (this allocates). */
+static int comm_created(const char *function, int rc, MPI_Comm *newcomm) {
+  if (rc != MPI_SUCCESS || *newcomm == MPI_COMM_NULL) return rc;
+  return map_comm_ranks(function, *newcomm);
+}
+
+API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+  NEED_LOWER("MPI_Comm_dup");
+  return comm_created("MPI_Comm_dup", stasis_mpi_create_comm(STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm),
+                      newcomm);
+}
+
+API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
+  NEED_LOWER("MPI_Comm_split");
+  return comm_created("MPI_Comm_split",
+                      stasis_mpi_create_comm(STASIS_MPI_REPLAY_COMM_SPLIT, comm, color, key, 0, newcomm), newcomm);
+}
+
+API int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
+  NEED_LOWER("MPI_Comm_create");
+  REAL_GROUP("MPI_Comm_create", group, real_group);
+  (void)real_group;
+  return comm_created("MPI_Comm_create",
+                      stasis_mpi_create_comm(STASIS_MPI_REPLAY_COMM_CREATE, comm, 0, 0, group, newcomm), newcomm);
 }
 
 /* Frees an object the program made (never a predefined one) in the library, forgets its id,
  * logs the free for replay and sets the program's handle to the kind's null id. */
-static int free_made(const char *function, StasisMpiIdTable *table, const char *what, int error_class,
-                     int (*release)(StasisMpiRealHandle), uint32_t op, int *id, int null_id) {
+static int free_made(const char *function, StasisMpiIdTable *table, const char *what, int error_class, uint32_t op,
+                     int *id, int null_id) {
   NEED_LOWER(function);
   int64_t index = stasis_mpi_ids_index(table, *id);
   if (index < (int64_t)table->predefined_count) return not_live(function, what, *id, error_class);
-  uint64_t upper_tls = stasis_mpi_enter_lower();
-  int rc = release(table->entries[index].real);
-  stasis_mpi_leave_lower(upper_tls);
-  if (rc != 0) return library_error(rc);
-  stasis_mpi_ids_remove(table, *id);
-  rc = log_action(function, op, *id);
-  *id = null_id;
+  /* One region: the library's free, the id's and the record together (and the lower half of the
+   * moment, with the handle of the moment). */
+  stasis_mpi_safe_point_enter(function);
+  StasisMpiRealHandle real = table->entries[index].real;
+  int rc = op == STASIS_MPI_REPLAY_COMM_FREE    ? LOWER_CALL_IN_REGION(lower, comm_free, real)
+           : op == STASIS_MPI_REPLAY_GROUP_FREE ? LOWER_CALL_IN_REGION(lower, group_free, real)
+                                                : LOWER_CALL_IN_REGION(lower, type_free, real);
+  if (rc == 0) {
+    stasis_mpi_ids_remove(table, *id);
+    rc = log_action(function, op, *id);
+  } else {
+    rc = library_error(rc);
+  }
+  stasis_mpi_safe_point_leave();
+  if (rc == MPI_SUCCESS) *id = null_id;
   return rc;
 }
 
 API int MPI_Comm_free(MPI_Comm *comm) {
   return free_made("MPI_Comm_free", &handles.comms, "communicator made by the program", MPI_ERR_COMM,
-                   lower ? lower->comm_free : NULL, STASIS_MPI_REPLAY_COMM_FREE, comm, MPI_COMM_NULL);
+                   STASIS_MPI_REPLAY_COMM_FREE, comm, MPI_COMM_NULL);
 }
 
 API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) {
   NEED_LOWER("MPI_Comm_group");
   REAL_COMM("MPI_Comm_group", comm, real_comm);
+  (void)real_comm;
   StasisMpiRealHandle made;
-  int rc = LOWER_CALL(lower, comm_group, real_comm, &made);
-  if (rc != 0) return library_error(rc);
-  return remember("MPI_Comm_group", &handles.groups, made, STASIS_MPI_REPLAY_COMM_GROUP, comm, 0, 0, 0, group);
+  stasis_mpi_safe_point_enter("MPI_Comm_group"); /* the object and its id and record together */
+  int rc = LOWER_CALL_IN_REGION(lower, comm_group, REAL_NOW(handles.comms, comm), &made);
+  rc = rc != 0 ? library_error(rc)
+               : remember("MPI_Comm_group", &handles.groups, made, STASIS_MPI_REPLAY_COMM_GROUP, comm, 0, 0, 0, group);
+  stasis_mpi_safe_point_leave();
+  return rc;
 }
 
 API int MPI_Group_size(MPI_Group group, int *size) {
   NEED_LOWER("MPI_Group_size");
   REAL_GROUP("MPI_Group_size", group, real_group);
-  return library_error(LOWER_CALL(lower, group_size, real_group, size));
+  (void)real_group;
+  return library_error(LOWER_CALL(lower, group_size, REAL_NOW(handles.groups, group), size));
 }
 
 API int MPI_Group_rank(MPI_Group group, int *rank) {
   NEED_LOWER("MPI_Group_rank");
   REAL_GROUP("MPI_Group_rank", group, real_group);
-  return library_error(LOWER_CALL(lower, group_rank, real_group, rank));
+  (void)real_group;
+  return library_error(LOWER_CALL(lower, group_rank, REAL_NOW(handles.groups, group), rank));
 }
 
 API int MPI_Group_free(MPI_Group *group) {
   return free_made("MPI_Group_free", &handles.groups, "group made by the program", MPI_ERR_GROUP,
-                   lower ? lower->group_free : NULL, STASIS_MPI_REPLAY_GROUP_FREE, group, MPI_GROUP_NULL);
+                   STASIS_MPI_REPLAY_GROUP_FREE, group, MPI_GROUP_NULL);
 }
 
 API int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype) {
   NEED_LOWER("MPI_Type_contiguous");
   REAL_TYPE("MPI_Type_contiguous", oldtype, real_old);
+  (void)real_old;
   StasisMpiRealHandle made;
-  int rc = LOWER_CALL(lower, type_contiguous, count, real_old, &made);
-  if (rc != 0) return library_error(rc);
-  return remember("MPI_Type_contiguous", &handles.datatypes, made, STASIS_MPI_REPLAY_TYPE_CONTIGUOUS, oldtype, count,
-                  0, 0, newtype);
+  stasis_mpi_safe_point_enter("MPI_Type_contiguous");
+  int rc = LOWER_CALL_IN_REGION(lower, type_contiguous, count, REAL_NOW(handles.datatypes, oldtype), &made);
+  rc = rc != 0 ? library_error(rc)
+               : remember("MPI_Type_contiguous", &handles.datatypes, made, STASIS_MPI_REPLAY_TYPE_CONTIGUOUS, oldtype,
+                          count, 0, 0, newtype);
+  stasis_mpi_safe_point_leave();
+  return rc;
 }
 
 API int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype) {
   NEED_LOWER("MPI_Type_vector");
   REAL_TYPE("MPI_Type_vector", oldtype, real_old);
+  (void)real_old;
   StasisMpiRealHandle made;
-  int rc = LOWER_CALL(lower, type_vector, count, blocklength, stride, real_old, &made);
-  if (rc != 0) return library_error(rc);
-  return remember("MPI_Type_vector", &handles.datatypes, made, STASIS_MPI_REPLAY_TYPE_VECTOR, oldtype, count,
-                  blocklength, stride, newtype);
+  stasis_mpi_safe_point_enter("MPI_Type_vector");
+  int rc = LOWER_CALL_IN_REGION(lower, type_vector, count, blocklength, stride, REAL_NOW(handles.datatypes, oldtype),
+                                &made);
+  rc = rc != 0 ? library_error(rc)
+               : remember("MPI_Type_vector", &handles.datatypes, made, STASIS_MPI_REPLAY_TYPE_VECTOR, oldtype, count,
+                          blocklength, stride, newtype);
+  stasis_mpi_safe_point_leave();
+  return rc;
 }
 
 API int MPI_Type_commit(MPI_Datatype *datatype) {
   NEED_LOWER("MPI_Type_commit");
   REAL_TYPE("MPI_Type_commit", *datatype, real_type);
-  int rc = LOWER_CALL(lower, type_commit, real_type);
-  if (rc != 0) return library_error(rc);
-  return log_action("MPI_Type_commit", STASIS_MPI_REPLAY_TYPE_COMMIT, *datatype);
+  (void)real_type;
+  stasis_mpi_safe_point_enter("MPI_Type_commit");
+  int rc = LOWER_CALL_IN_REGION(lower, type_commit, REAL_NOW(handles.datatypes, *datatype));
+  if (rc == 0) rc = log_action("MPI_Type_commit", STASIS_MPI_REPLAY_TYPE_COMMIT, *datatype);
+  stasis_mpi_safe_point_leave();
+  return library_error(rc);
 }
 
 API int MPI_Type_free(MPI_Datatype *datatype) {
   return free_made("MPI_Type_free", &handles.datatypes, "datatype made by the program", MPI_ERR_TYPE,
-                   lower ? lower->type_free : NULL, STASIS_MPI_REPLAY_TYPE_FREE, datatype, MPI_DATATYPE_NULL);
+                   STASIS_MPI_REPLAY_TYPE_FREE, datatype, MPI_DATATYPE_NULL);
 }
 
 API int MPI_Type_size(MPI_Datatype datatype, int *size) {
   NEED_LOWER("MPI_Type_size");
   REAL_TYPE("MPI_Type_size", datatype, real_type);
-  return library_error(LOWER_CALL(lower, type_size, real_type, size));
+  (void)real_type;
+  return library_error(LOWER_CALL(lower, type_size, REAL_NOW(handles.datatypes, datatype), size));
 }
 
 API int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count) {
   NEED_LOWER("MPI_Get_count");
   REAL_TYPE("MPI_Get_count", datatype, real_type);
   int size = 0;
-  int rc = LOWER_CALL(lower, type_size, real_type, &size);
+  (void)real_type;
+  int rc = LOWER_CALL(lower, type_size, REAL_NOW(handles.datatypes, datatype), &size);
   if (rc != 0) return library_error(rc);
   if (size == 0) *count = 0;
   else if (status->stasis_bytes % size != 0) *count = MPI_UNDEFINED;
@@ -368,7 +424,7 @@ void status_up(const StasisMpiLowerStatus *lower_status, MPI_Status *status) {
 }
 
 /* A message posted to `dest` of the live communicator `comm`, counted for the drain. */
-static void count_sent(MPI_Comm comm, int dest) {
+void stasis_mpi_count_sent(MPI_Comm comm, int dest) {
   if (dest != MPI_PROC_NULL) stasis_mpi_peers_sent(&peers, (uint32_t)stasis_mpi_ids_index(&handles.comms, comm), dest);
 }
 
@@ -389,12 +445,13 @@ static int remember_request(const char *function, StasisMpiRealHandle real, Stas
  * upper half's record of it are made together, so a checkpoint's drain never finds one without
  * the other, and a receive never misses a message the drain took while it was held. */
 static int isend_in_region(const void *buf, int count, StasisMpiRealHandle real_type, int dest, int tag, MPI_Comm comm,
-                           StasisMpiRealHandle real_comm, MPI_Request *request) {
+                           StasisMpiRealHandle real_comm, int synchronous, MPI_Request *request) {
   StasisMpiRealHandle made;
-  int rc = LOWER_CALL_IN_REGION(lower, isend, buf, count, real_type, dest, tag, real_comm, &made);
+  int rc = synchronous ? LOWER_CALL_IN_REGION(lower, issend, buf, count, real_type, dest, tag, real_comm, &made)
+                       : LOWER_CALL_IN_REGION(lower, isend, buf, count, real_type, dest, tag, real_comm, &made);
   if (rc != 0) return library_error(rc);
-  count_sent(comm, dest);
-  return remember_request("MPI_Isend", made, 0, comm, request);
+  stasis_mpi_count_sent(comm, dest);
+  return remember_request(synchronous ? "MPI_Issend" : "MPI_Isend", made, 0, comm, request);
 }
 
 static int irecv_in_region(void *buf, int count, MPI_Datatype datatype, StasisMpiRealHandle real_type, int source,
@@ -427,15 +484,29 @@ static int irecv_in_region(void *buf, int count, MPI_Datatype datatype, StasisMp
   return MPI_SUCCESS;
 }
 
-API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
-                  MPI_Request *request) {
-  NEED_LOWER("MPI_Isend");
-  REAL_TYPE("MPI_Isend", datatype, real_type);
-  REAL_COMM("MPI_Isend", comm, real_comm);
-  stasis_mpi_safe_point_enter("MPI_Isend");
-  int rc = isend_in_region(buf, count, real_type, dest, tag, comm, real_comm, request);
+static int isend_checked(const char *function, const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                         MPI_Comm comm, int synchronous, MPI_Request *request) {
+  NEED_LOWER(function);
+  REAL_TYPE(function, datatype, real_type);
+  REAL_COMM(function, comm, real_comm);
+  stasis_mpi_safe_point_enter(function);
+  real_type = REAL_NOW(handles.datatypes, datatype); /* a restart may have come while held at the entry */
+  real_comm = REAL_NOW(handles.comms, comm);
+  int rc = isend_in_region(buf, count, real_type, dest, tag, comm, real_comm, synchronous, request);
   stasis_mpi_safe_point_leave();
   return rc;
+}
+
+API int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                  MPI_Request *request) {
+  return isend_checked("MPI_Isend", buf, count, datatype, dest, tag, comm, 0, request);
+}
+
+/* A synchronous send completes once its receive has matched it; a drain receives every message in
+ * flight, so one posted before a checkpoint is complete after it, like any send. */
+API int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm,
+                   MPI_Request *request) {
+  return isend_checked("MPI_Issend", buf, count, datatype, dest, tag, comm, 1, request);
 }
 
 API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
@@ -444,6 +515,8 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
   REAL_TYPE("MPI_Irecv", datatype, real_type);
   REAL_COMM("MPI_Irecv", comm, real_comm);
   stasis_mpi_safe_point_enter("MPI_Irecv");
+  real_type = REAL_NOW(handles.datatypes, datatype); /* a restart may have come while held at the entry */
+  real_comm = REAL_NOW(handles.comms, comm);
   int rc = irecv_in_region(buf, count, datatype, real_type, source, tag, comm, real_comm, request);
   stasis_mpi_safe_point_leave();
   return rc;
@@ -455,6 +528,14 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
  * it again, or a restart posted it in a fresh library, while the caller was held. */
 static int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc) {
   RequestSide *side = &request_side[index];
+  if (stasis_mpi_collectives_pending) stasis_mpi_collectives_progress(); /* collectives progress in every test */
+  if (side->collective) {
+    StasisMpiLowerStatus empty = {MPI_ANY_SOURCE, MPI_ANY_TAG, 0, 0, 0};
+    *status = empty;
+    int complete = stasis_mpi_collective_test(side->collective - 1, rc);
+    if (complete && *rc != MPI_SUCCESS) return -1;
+    return complete;
+  }
   if (side->done) {
     *status = side->done_status; /* counted when the drain received it */
     return 1;
@@ -492,6 +573,7 @@ static int wait_request(const char *function, MPI_Request *request, MPI_Status *
   }
   int64_t index = stasis_mpi_ids_index(&handles.requests, *request);
   if (index < (int64_t)handles.requests.predefined_count) return not_live(function, "request", *request, MPI_ERR_REQUEST);
+  if (request_side[index].persistent) return stasis_mpi_persistent_complete(function, index, status, NULL);
   StasisMpiLowerStatus lower_status;
   int rc = 0, complete = 0;
   for (unsigned turn = 0; !complete; turn++) {
@@ -510,6 +592,29 @@ static int wait_request(const char *function, MPI_Request *request, MPI_Status *
 
 API int MPI_Wait(MPI_Request *request, MPI_Status *status) { return wait_request("MPI_Wait", request, status); }
 
+API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+  NEED_LOWER("MPI_Test");
+  if (*request == MPI_REQUEST_NULL) {
+    *flag = 1;
+    return wait_request("MPI_Test", request, status);
+  }
+  int64_t index = stasis_mpi_ids_index(&handles.requests, *request);
+  if (index < (int64_t)handles.requests.predefined_count) return not_live("MPI_Test", "request", *request, MPI_ERR_REQUEST);
+  if (request_side[index].persistent) return stasis_mpi_persistent_complete("MPI_Test", index, status, flag);
+  StasisMpiLowerStatus lower_status;
+  int rc = 0;
+  stasis_mpi_safe_point_enter("MPI_Test");
+  int complete = test_request_in_region(index, &lower_status, &rc);
+  stasis_mpi_safe_point_leave();
+  if (complete < 0) return library_error(rc);
+  *flag = complete;
+  if (!complete) return MPI_SUCCESS;
+  status_up(&lower_status, status);
+  stasis_mpi_ids_remove(&handles.requests, *request);
+  *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
+
 API int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   int result = MPI_SUCCESS;
   for (int i = 0; i < count; i++) {
@@ -524,6 +629,12 @@ API int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, in
   MPI_Request request;
   int rc = MPI_Isend(buf, count, datatype, dest, tag, comm, &request);
   return rc == MPI_SUCCESS ? wait_request("MPI_Send", &request, MPI_STATUS_IGNORE) : rc;
+}
+
+API int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
+  MPI_Request request;
+  int rc = MPI_Issend(buf, count, datatype, dest, tag, comm, &request);
+  return rc == MPI_SUCCESS ? wait_request("MPI_Ssend", &request, MPI_STATUS_IGNORE) : rc;
 }
 
 API int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,

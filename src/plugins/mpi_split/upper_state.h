@@ -4,6 +4,7 @@
 #ifndef STASIS_MPI_UPPER_STATE_H
 #define STASIS_MPI_UPPER_STATE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,12 @@ typedef struct RequestSide {
   void *buf;
   int count, source, tag, comm;
   int type; /* a posted receive's datatype id: a restart posts it again in a fresh library */
+  int collective; /* a nonblocking collective's: its slot in upper_collectives.c + 1; 0 for point-to-point */
+  /* A persistent request's kind (upper_requests.c; 0: none), and the request its MPI_Start made
+   * (MPI_REQUEST_NULL while inactive); its arguments are buf, count, type, source (the peer), tag,
+   * comm above. */
+  int persistent;
+  int started;
 } RequestSide;
 extern RequestSide request_side[REQUEST_CAPACITY];
 
@@ -78,8 +85,39 @@ void stasis_mpi_collectives_comm_made(int parent, int made, int color);
  * point of no return is completed on every member (*completed: its name, else NULL); the others
  * are left posted. 0, or -1 with a message. */
 int stasis_mpi_collectives_settle(const char **completed, char *error, size_t error_size);
-/* After a restart: the collective left posted is posted again in the fresh library. */
+/* The communicator creations (MPI_Comm_dup, _split, _create: replay_op says which; color and key
+ * for a split, group for a create) wait at an MPI_Ibarrier on comm first, a safe point; *newcomm
+ * is the id made, MPI_COMM_NULL where this rank got none. */
+int stasis_mpi_create_comm(uint32_t replay_op, MPI_Comm comm, int color, int key, MPI_Group group, MPI_Comm *newcomm);
+/* Records a communicator a creation made (upper_half.c); in a safe region, allocates nothing. */
+int stasis_mpi_record_comm(const char *function, uint32_t op, StasisMpiRealHandle made, int parent, int color,
+                           int arg0, int arg1, int *newcomm);
+/* MPI_Finalize's wait for every rank (an MPI_Ibarrier on the world, a safe point); once it is
+ * complete stasis_mpi_finalizing is set and no checkpoint is taken any more. */
+int stasis_mpi_finalize_entry(void);
+extern _Atomic int stasis_mpi_finalizing;
+/* At the safe point, by the checkpoint thread once the program's threads are out of the library:
+ * a creation whose program thread is held at its entry barrier is driven for up to patience_ms;
+ * if the barrier completes, the communicator is made here (a member may be inside the blocking
+ * creation, waiting for this one). 1 when it made one, else 0 (left posted). */
+int stasis_mpi_collectives_drive(int patience_ms);
+/* Active collectives (blocking and nonblocking) on this rank; a step of each (in a safe region):
+ * every test of the program's drives them, as a library's progress would. */
+extern int stasis_mpi_collectives_pending;
+void stasis_mpi_collectives_progress(void);
+/* Whether the nonblocking collective in `slot` is complete (1, *rc its result, the slot freed) or
+ * not (0), after a step of every collective. In a safe region. */
+int stasis_mpi_collective_test(int slot, int *rc);
+/* After a restart: the collectives left posted are posted again in the fresh library. */
 int stasis_mpi_collectives_restarted(char *error, size_t error_size);
+
+/* A message posted to `dest` of the live communicator `comm`, counted for the drain. */
+void stasis_mpi_count_sent(MPI_Comm comm, int dest);
+/* MPI_Wait (flag NULL) or MPI_Test of persistent request `index` (upper_requests.c). */
+int stasis_mpi_persistent_complete(const char *function, int64_t index, MPI_Status *status, int *flag);
+/* After a restart: the buffer MPI_Buffer_attach gave is attached to the fresh library. 0, or -1
+ * with a message. */
+int stasis_mpi_requests_restarted(char *error, size_t error_size);
 
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);

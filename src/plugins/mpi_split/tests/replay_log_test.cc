@@ -42,6 +42,11 @@ int fake_comm_split(StasisMpiRealHandle comm, int color, int key, StasisMpiRealH
                           hex(*made));
   return 0;
 }
+int fake_comm_create(StasisMpiRealHandle comm, StasisMpiRealHandle group, StasisMpiRealHandle *made) {
+  *made = library.make();
+  library.calls.push_back("create " + hex(comm) + " " + hex(group) + " -> " + hex(*made));
+  return 0;
+}
 int fake_comm_free(StasisMpiRealHandle comm) {
   library.calls.push_back("comm_free " + hex(comm));
   return 0;
@@ -82,6 +87,7 @@ StasisMpiLower fake_lower() {
   lower.predefined = fake_predefined;
   lower.comm_dup = fake_comm_dup;
   lower.comm_split = fake_comm_split;
+  lower.comm_create = fake_comm_create;
   lower.comm_free = fake_comm_free;
   lower.comm_group = fake_comm_group;
   lower.group_free = fake_group_free;
@@ -257,6 +263,38 @@ TEST(ReplayLog, AnUnknownOperationIsADamagedLog) {
   std::string error;
   EXPECT_EQ(upper.restart(0xb000000, &error), -1);
   EXPECT_NE(error.find("unknown"), std::string::npos) << error;
+}
+
+TEST(ReplayLog, ACommunicatorMadeFromAGroupIsMadeAgainFromTheGroupMadeAgain) {
+  UpperHalf upper;
+  library = FakeLibrary{};
+  library.base = 0xa000000;
+  int kind = 0, index = 0;
+  ASSERT_EQ(stasis_mpi_handles_bind_predefined(&upper.handles, &upper.lower, &kind, &index), 0);
+  StasisMpiRealHandle made = 0, group_handle = 0;
+  upper.lower.comm_group(upper.real(upper.handles.comms, MPI_COMM_WORLD), &group_handle);
+  int group = upper.made(upper.handles.groups, group_handle, STASIS_MPI_REPLAY_COMM_GROUP, MPI_COMM_WORLD);
+  upper.lower.comm_create(upper.real(upper.handles.comms, MPI_COMM_WORLD), group_handle, &made);
+  int created = upper.made(upper.handles.comms, made, STASIS_MPI_REPLAY_COMM_CREATE, MPI_COMM_WORLD, group);
+  upper.freed(upper.handles.groups, STASIS_MPI_REPLAY_GROUP_FREE, group); // the group may go; the communicator stays
+  std::string error;
+  ASSERT_EQ(upper.restart(0xb000000, &error), 0) << error;
+  std::vector<std::string> expected = {"group " + hex(0xb000000 + 0x1000 * STASIS_MPI_KIND_COMM + STASIS_MPI_INDEX_COMM_WORLD) + " -> b000001"};
+  expected.push_back("create " + hex(0xb000000 + 0x1000 * STASIS_MPI_KIND_COMM + STASIS_MPI_INDEX_COMM_WORLD) +
+                     " b000001 -> b000002");
+  expected.push_back("group_free b000001");
+  EXPECT_EQ(library.calls, expected);
+  EXPECT_EQ(upper.real(upper.handles.comms, created), 0xb000002u);
+}
+
+TEST(ReplayLog, ACreateFromAGroupNeverMadeIsRefused) {
+  UpperHalf upper;
+  int forged = STASIS_MPI_VID(STASIS_MPI_KIND_GROUP, 9);
+  ASSERT_EQ(stasis_mpi_replay_append(&upper.log, STASIS_MPI_REPLAY_COMM_CREATE, 0, MPI_COMM_WORLD, forged, 0, 0), 0);
+  std::string error;
+  EXPECT_EQ(upper.restart(0xb000000, &error), -1);
+  EXPECT_NE(error.find("comm_create"), std::string::npos) << error;
+  EXPECT_NE(error.find("its group is not one made before it"), std::string::npos) << error;
 }
 
 TEST(ReplayLog, AFullLogRefusesToAppend) {
