@@ -235,6 +235,7 @@ API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   if (rc != 0) return library_error(rc);
   rc = remember("MPI_Comm_dup", &handles.comms, made, STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm);
   if (rc == MPI_SUCCESS) stasis_mpi_collectives_comm_made(comm, *newcomm, 0);
+  if (rc == MPI_SUCCESS) rc = stasis_mpi_topology_comm_dup(comm, *newcomm);
   return rc == MPI_SUCCESS ? map_comm_ranks("MPI_Comm_dup", *newcomm) : rc;
 }
 
@@ -277,8 +278,11 @@ static int free_made(const char *function, StasisMpiIdTable *table, const char *
 }
 
 API int MPI_Comm_free(MPI_Comm *comm) {
-  return free_made("MPI_Comm_free", &handles.comms, "communicator made by the program", MPI_ERR_COMM,
-                   lower ? lower->comm_free : NULL, STASIS_MPI_REPLAY_COMM_FREE, comm, MPI_COMM_NULL);
+  int freed = *comm;
+  int rc = free_made("MPI_Comm_free", &handles.comms, "communicator made by the program", MPI_ERR_COMM,
+                     lower ? lower->comm_free : NULL, STASIS_MPI_REPLAY_COMM_FREE, comm, MPI_COMM_NULL);
+  if (*comm == MPI_COMM_NULL) stasis_mpi_topology_comm_freed(freed);
+  return rc;
 }
 
 API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) {

@@ -81,6 +81,11 @@ int stasis_mpi_collectives_settle(const char **completed, char *error, size_t er
 /* After a restart: the collective left posted is posted again in the fresh library. */
 int stasis_mpi_collectives_restarted(char *error, size_t error_size);
 
+/* Cartesian topologies (upper_topology.c): a dup keeps its parent's grid (MPI_SUCCESS, or
+ * MPI_ERR_INTERN when the grid table is full), a free forgets it (the id may be given out again). */
+int stasis_mpi_topology_comm_dup(int from, int made);
+void stasis_mpi_topology_comm_freed(int comm);
+
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);
 int not_initialized(const char *function);

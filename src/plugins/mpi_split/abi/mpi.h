@@ -170,6 +170,26 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                MPI_Comm comm);
 
+/* Cartesian topologies and MPI_Wtick (upper_topology.c): a Cartesian communicator is a split of
+ * its parent, ranks in order (reorder is ignored, as the standard allows), re-made by the replay
+ * log; its grid is kept and answered in the upper half. Open MPI's values. */
+#define MPI_ERR_RANK 6
+#define MPI_ERR_TOPOLOGY 11
+#define MPI_ERR_DIMS 12
+enum { MPI_CART = 1, MPI_GRAPH = 2, MPI_DIST_GRAPH = 3 };
+int MPI_Dims_create(int nnodes, int ndims, int dims[]);
+int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
+                    MPI_Comm *comm_cart);
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
+int MPI_Cartdim_get(MPI_Comm comm, int *ndims);
+int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
+int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
+int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
+int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest);
+int MPI_Topo_test(MPI_Comm comm, int *status);
+double MPI_Wtick(void);
+/* End of the Cartesian topologies. */
+
 /* Stasis's own: makes every communicator, group and datatype the program holds again in the
  * running library from the replay log, as a restart does in a fresh one, and rebinds their ids
  * (the old objects are left to the library). Collective over every communicator the program
