@@ -284,6 +284,16 @@ foreach(run IN LISTS cart_ring_runs)
                    ${STASIS_${FROM}_RUN} 2 ${native} $<TARGET_FILE:cart_ring_split> 14 200 ${cross})
   set_tests_properties(${name} PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
 endforeach()
+# The Open MPI build of cart_ring, unmodified, through the Open MPI front (ompi_abi/), checkpointed
+# under Open MPI and restarted under MPICH: the front's MPI_Cart_* and the grid's handles.
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
+  set(native ${CMAKE_BINARY_DIR}/tests/targets/cart_ring_openmpi)
+  add_test(NAME mpi_split.ompi_abi.openmpi_to_mpich.cart_restart
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} 2 ${native} ${native} 14 200 ${STASIS_MPICH_RUN} mpich)
+  set_tests_properties(mpi_split.ompi_abi.openmpi_to_mpich.cart_restart PROPERTIES TIMEOUT 400
+                       LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+endif()
 # End of the Cartesian topologies.
 # The Open MPI ABI front: programs built with Open MPI's own mpicc as split processes.
 include(${MPI_SPLIT_DIR}/ompi_abi/tests.cmake)
