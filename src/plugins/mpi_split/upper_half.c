@@ -457,7 +457,7 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
  * receive counted), 0 when not, or -1 with *rc the library's error. The request's state is read
  * here and nowhere outside a region: a checkpoint's drain may have completed it, parked and posted
  * it again, or a restart posted it in a fresh library, while the caller was held. */
-static int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc) {
+int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc) {
   RequestSide *side = &request_side[index];
   if (side->done) {
     *status = side->done_status; /* counted when the drain received it */

@@ -86,6 +86,10 @@ int stasis_mpi_collectives_restarted(char *error, size_t error_size);
 int stasis_mpi_topology_comm_dup(int from, int made);
 void stasis_mpi_topology_comm_freed(int comm);
 
+/* One test of live request `index` (upper_half.c), in a safe region: 1 when complete (*status
+ * filled, a receive counted), 0 when not, -1 with *rc the library's error. */
+int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc);
+
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);
 int not_initialized(const char *function);

@@ -190,6 +190,17 @@ int MPI_Topo_test(MPI_Comm comm, int *status);
 double MPI_Wtick(void);
 /* End of the Cartesian topologies. */
 
+/* Completion of one of several requests and the cancel of a receive (upper_completion.c): the
+ * waiting ones wait at safe points, as MPI_Wait; a cancelled receive completes at once. Cancelling
+ * a send is refused (MPI_ERR_UNSUPPORTED_OPERATION). */
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+int MPI_Cancel(MPI_Request *request);
+int MPI_Test_cancelled(const MPI_Status *status, int *flag);
+/* End of the completion calls. */
+
 /* Stasis's own: makes every communicator, group and datatype the program holds again in the
  * running library from the replay log, as a restart does in a fresh one, and rebinds their ids
  * (the old objects are left to the library). Collective over every communicator the program

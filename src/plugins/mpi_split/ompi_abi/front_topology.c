@@ -1,13 +1,15 @@
-/* The Open MPI ABI front's Cartesian topologies and MPI_Wtick (../upper_topology.c): Open MPI's
+/* The Open MPI ABI front's Cartesian topologies and MPI_Wtick (../upper_topology.c), and the
+ * completion of one of several requests and MPI_Cancel (../upper_completion.c): Open MPI's
  * signatures forwarding to the split layer, as front.c does. Their own table of the split layer's
  * functions (resolved as handles.c resolves ompi_abi_split) keeps this part in a file of its own.
  *
  * This file must not include abi/mpi.h: its MPI_* take Stasis's int handles. */
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include "ompi_abi.h"
 
-typedef OmpiAbiHandle MPI_Comm;
+typedef OmpiAbiHandle MPI_Comm, MPI_Request;
 
 #define EXPORTED __attribute__((visibility("default")))
 #define FORWARDED(name) extern __typeof__(name) P##name EXPORTED __attribute__((alias(#name)));
@@ -24,6 +26,12 @@ static struct {
   int (*Cart_shift)(int, int, int, int *, int *);
   int (*Topo_test)(int, int *);
   double (*Wtick)(void);
+  int (*Waitany)(int, int[], int *, MPI_Status *);
+  int (*Testany)(int, int[], int *, int *, MPI_Status *);
+  int (*Waitsome)(int, int[], int *, int[], MPI_Status[]);
+  int (*Testsome)(int, int[], int *, int[], MPI_Status[]);
+  int (*Cancel)(int *);
+  int (*Test_cancelled)(const MPI_Status *, int *);
 } split;
 
 #define RESOLVE(name)                                                                    \
@@ -37,6 +45,7 @@ __attribute__((constructor)) static void resolve_topology(void) {
   if (!library) ompi_abi_fatal("libmpi.so.40", "libstasis_mpi.so is not loaded");
   RESOLVE(Dims_create); RESOLVE(Cart_create); RESOLVE(Cart_sub); RESOLVE(Cartdim_get); RESOLVE(Cart_get);
   RESOLVE(Cart_rank); RESOLVE(Cart_coords); RESOLVE(Cart_shift); RESOLVE(Topo_test); RESOLVE(Wtick);
+  RESOLVE(Waitany); RESOLVE(Testany); RESOLVE(Waitsome); RESOLVE(Testsome); RESOLVE(Cancel); RESOLVE(Test_cancelled);
   dlclose(library); /* the reference NOLOAD took; the library stays */
 }
 
@@ -84,3 +93,41 @@ EXPORTED int MPI_Topo_test(MPI_Comm comm, int *status) { return split.Topo_test(
 FORWARDED(MPI_Topo_test)
 EXPORTED double MPI_Wtick(void) { return split.Wtick(); }
 FORWARDED(MPI_Wtick)
+
+/* The program's request handles as ids and back around `call` on them (`ids`), as MPI_Waitall in
+ * front.c: on the stack for the usual few, else on the heap. */
+#define WITH_REQUEST_IDS(count, requests, call)                                                        \
+  do {                                                                                                 \
+    if ((count) < 0) return OMPI_ABI_ERR_ARG;                                                          \
+    int on_stack[64], *ids = (count) <= 64 ? on_stack : malloc((size_t)(count) * sizeof *ids);         \
+    if (!ids) ompi_abi_fatal(__func__, "no memory for the requests' ids");                             \
+    for (int i = 0; i < (count); i++) ids[i] = VID(requests[i]);                                       \
+    int rc = (call);                                                                                   \
+    for (int i = 0; i < (count); i++) requests[i] = ompi_abi_handle(__func__, ids[i]);                 \
+    if (ids != on_stack) free(ids);                                                                    \
+    return rc;                                                                                         \
+  } while (0)
+
+EXPORTED int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
+  WITH_REQUEST_IDS(count, requests, split.Waitany(count, ids, index, status));
+}
+FORWARDED(MPI_Waitany)
+EXPORTED int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
+  WITH_REQUEST_IDS(count, requests, split.Testany(count, ids, index, flag, status));
+}
+FORWARDED(MPI_Testany)
+EXPORTED int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]) {
+  WITH_REQUEST_IDS(incount, requests, split.Waitsome(incount, ids, outcount, indices, statuses));
+}
+FORWARDED(MPI_Waitsome)
+EXPORTED int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]) {
+  WITH_REQUEST_IDS(incount, requests, split.Testsome(incount, ids, outcount, indices, statuses));
+}
+FORWARDED(MPI_Testsome)
+EXPORTED int MPI_Cancel(MPI_Request *request) {
+  int vid = VID(*request);
+  return split.Cancel(&vid); /* the request stays: a wait or test completes it */
+}
+FORWARDED(MPI_Cancel)
+EXPORTED int MPI_Test_cancelled(const MPI_Status *status, int *flag) { return split.Test_cancelled(status, flag); }
+FORWARDED(MPI_Test_cancelled)

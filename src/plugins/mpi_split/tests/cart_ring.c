@@ -6,7 +6,9 @@
  * rank 0 prints the step's figures with what every query of the grid answered this step
  * (MPI_Cart_get, _coords, _rank, _shift in both dimensions, Cartdim_get, Topo_test on the grid,
  * its row, its duplicate and MPI_COMM_WORLD): a restart under another library must answer the
- * same. The last line adds MPI_Dims_create's factorisations, which must be the libraries' own.
+ * same. A receive no rank matches is posted across the sleep and cancelled after, and the
+ * exchange completes through MPI_Waitany or MPI_Waitsome (MPI_Testany, _Testsome checked too).
+ * The last line adds MPI_Dims_create's factorisations, which must be the libraries' own.
  * Built against Stasis's abi/mpi.h and each library's own mpi.h: all print the same lines. */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -66,12 +68,40 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Topo_test(copy, &kinds[2]));
     MPI_OK(MPI_Topo_test(MPI_COMM_WORLD, &kinds[3]));
     for (int i = 0; i < WORDS; i++) out[i] = (double)((rank + 1) * (i + 1) % 97) + step * 0.5;
-    MPI_Request sent;
-    MPI_OK(MPI_Isend(out, WORDS, MPI_DOUBLE, dest, step, grid, &sent));
+    /* never: a receive no rank sends to, posted across the sleep (a checkpoint's drain takes it
+     * back and posts it again), cancelled after. The exchange completes through MPI_Waitany on
+     * even steps and MPI_Waitsome on odd ones, in whatever order the requests complete. */
+    MPI_Request never, exchange[2];
+    int never_buffer, completions = 0, index, outcount, indices[2], flag, cancelled;
+    MPI_Status statuses[2];
+    MPI_OK(MPI_Irecv(&never_buffer, 1, MPI_INT, source, 1000 + step, grid, &never));
+    MPI_OK(MPI_Isend(out, WORDS, MPI_DOUBLE, dest, step, grid, &exchange[0]));
     struct timespec pause = {delay / 1000, (delay % 1000) * 1000000L};
     nanosleep(&pause, NULL);
-    MPI_OK(MPI_Recv(in, WORDS, MPI_DOUBLE, source, step, grid, MPI_STATUS_IGNORE));
-    MPI_OK(MPI_Wait(&sent, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Irecv(in, WORDS, MPI_DOUBLE, source, step, grid, &exchange[1]));
+    MPI_OK(MPI_Testany(1, &never, &index, &flag, MPI_STATUS_IGNORE));
+    CHECK(!flag && index == MPI_UNDEFINED);
+    while (completions < 2) {
+      if (step % 2 == 0) {
+        MPI_OK(MPI_Waitany(2, exchange, &index, &statuses[0]));
+        CHECK(index == 0 || index == 1);
+        CHECK(index == 0 || (statuses[0].MPI_SOURCE == source && statuses[0].MPI_TAG == step));
+        completions++;
+      } else {
+        MPI_OK(MPI_Waitsome(2, exchange, &outcount, indices, statuses));
+        CHECK(outcount >= 1 && outcount <= 2);
+        completions += outcount;
+      }
+    }
+    CHECK(exchange[0] == MPI_REQUEST_NULL && exchange[1] == MPI_REQUEST_NULL);
+    MPI_OK(MPI_Waitany(2, exchange, &index, MPI_STATUS_IGNORE));
+    CHECK(index == MPI_UNDEFINED);
+    MPI_OK(MPI_Testsome(2, exchange, &outcount, indices, statuses));
+    CHECK(outcount == MPI_UNDEFINED);
+    MPI_OK(MPI_Cancel(&never));
+    MPI_OK(MPI_Wait(&never, &statuses[0]));
+    MPI_OK(MPI_Test_cancelled(&statuses[0], &cancelled));
+    CHECK(cancelled && never == MPI_REQUEST_NULL);
     double local = 0, row_total = 0, total = 0;
     for (int i = 0; i < WORDS; i++) local += in[i] * (i % 7 + 1);
     MPI_OK(MPI_Allreduce(&local, &row_total, 1, MPI_DOUBLE, MPI_SUM, row));
@@ -79,10 +109,10 @@ int main(int argc, char **argv) {
     if (rank == 0) {
       char text[4][12];
       printf("step %d total %.3f grid %dx%d periods %d%d at %d,%d shift0 %s>%s shift1 %s>%s ndims %d/%d "
-             "topo %d %d %d %s\n",
+             "topo %d %d %d %s cancelled %d\n",
              step, total, got_dims[0], got_dims[1], got_periods[0], got_periods[1], coords[0], coords[1], peer(source, text[0]),
              peer(dest, text[1]), peer(up, text[2]), peer(down, text[3]), ndims, row_ndims, kinds[0] == MPI_CART, kinds[1] == MPI_CART, kinds[2] == MPI_CART,
-             kinds[3] == MPI_UNDEFINED ? "none" : "wrong");
+             kinds[3] == MPI_UNDEFINED ? "none" : "wrong", cancelled);
       fflush(stdout);
     }
   }
