@@ -4,7 +4,7 @@
  * each rank sends a 16 KiB block to its MPI_Cart_shift neighbour on the grid, sleeps DELAY_MS
  * with it in flight, receives its other neighbour's block, sums over the row and the grid, and
  * rank 0 prints the step's figures with what every query of the grid answered this step
- * (MPI_Cart_get, _coords, _rank, _shift in both dimensions, Cartdim_get, Topo_test on the grid,
+ * (MPI_Cart_get, _coords, _rank, _shift in both dimensions and along the row, Cartdim_get, Topo_test on the grid,
  * its row, its duplicate and MPI_COMM_WORLD): a restart under another library must answer the
  * same. A receive no rank matches is posted across the sleep and cancelled after, and the
  * exchange completes through MPI_Waitany or MPI_Waitsome (MPI_Testany, _Testsome checked too).
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
   MPI_Comm grid, row, copy, freed;
   MPI_OK(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &grid));
   /* A grid made and freed before the others are used: its id may be given out again. */
-  MPI_OK(MPI_Cart_create(MPI_COMM_WORLD, 1, &size, periods, 0, &freed));
+  MPI_OK(MPI_Cart_create(MPI_COMM_WORLD, 1, &size, &periods[1], 0, &freed)); /* not periodic */
   MPI_OK(MPI_Comm_free(&freed));
   int remain[2] = {1, 0};
   MPI_OK(MPI_Cart_sub(grid, remain, &row));
@@ -55,6 +55,8 @@ int main(int argc, char **argv) {
     int kinds[4];
     MPI_OK(MPI_Cart_shift(grid, 0, 1, &source, &dest));
     MPI_OK(MPI_Cart_shift(copy, 1, 1, &up, &down));
+    int left, right; /* along the row: periodic, unlike the freed grid whose id it may have */
+    MPI_OK(MPI_Cart_shift(row, 0, 1, &left, &right));
     MPI_OK(MPI_Cart_get(grid, 2, got_dims, got_periods, coords));
     int queried[2];
     MPI_OK(MPI_Cart_coords(grid, rank, 2, queried));
@@ -107,11 +109,11 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Allreduce(&local, &row_total, 1, MPI_DOUBLE, MPI_SUM, row));
     MPI_OK(MPI_Reduce(&row_total, &total, 1, MPI_DOUBLE, MPI_SUM, 0, copy));
     if (rank == 0) {
-      char text[4][12];
-      printf("step %d total %.3f grid %dx%d periods %d%d at %d,%d shift0 %s>%s shift1 %s>%s ndims %d/%d "
+      char text[6][12];
+      printf("step %d total %.3f grid %dx%d periods %d%d at %d,%d shift0 %s>%s shift1 %s>%s row %s>%s ndims %d/%d "
              "topo %d %d %d %s cancelled %d\n",
              step, total, got_dims[0], got_dims[1], got_periods[0], got_periods[1], coords[0], coords[1], peer(source, text[0]),
-             peer(dest, text[1]), peer(up, text[2]), peer(down, text[3]), ndims, row_ndims, kinds[0] == MPI_CART, kinds[1] == MPI_CART, kinds[2] == MPI_CART,
+             peer(dest, text[1]), peer(up, text[2]), peer(down, text[3]), peer(left, text[4]), peer(right, text[5]), ndims, row_ndims, kinds[0] == MPI_CART, kinds[1] == MPI_CART, kinds[2] == MPI_CART,
              kinds[3] == MPI_UNDEFINED ? "none" : "wrong", cancelled);
       fflush(stdout);
     }
