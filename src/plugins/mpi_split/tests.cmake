@@ -251,5 +251,58 @@ if(STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
 else()
   stasis_skipped_group(mpi_split.one_binary "needs both mpirun.openmpi and mpirun.mpich")
 endif()
+# Cartesian topologies (README.md, Cartesian topologies): cart_ring (tests/cart_ring.c) makes a
+# grid, its row, a duplicate and a freed grid, and sends over the grid with a message in flight at
+# each checkpoint; split_restart.py checkpoints, kills and restarts it (a chain and a double
+# restart), and every run must end with the native build's lines: the grid's communicators re-made
+# by the replay, every query of the grid answered as before. Open MPI, MPICH, and Open MPI to MPICH.
+add_executable(cart_ring_split ${MPI_SPLIT_DIR}/tests/cart_ring.c)
+target_link_libraries(cart_ring_split PRIVATE stasis_mpi)
+target_compile_options(cart_ring_split PRIVATE -O2)
+set_target_properties(cart_ring_split PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/targets)
+set(cart_ring_runs)
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
+  list(APPEND cart_ring_runs openmpi:openmpi)
+endif()
+if(STASIS_MPICH_CC AND STASIS_MPICH_RUN)
+  list(APPEND cart_ring_runs mpich:mpich)
+endif()
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
+  list(APPEND cart_ring_runs openmpi:mpich)
+endif()
+foreach(run IN LISTS cart_ring_runs)
+  string(REPLACE ":" ";" pair ${run})
+  list(GET pair 0 from)
+  list(GET pair 1 to)
+  string(TOUPPER ${from} FROM)
+  string(TOUPPER ${to} TO)
+  set(native ${CMAKE_BINARY_DIR}/tests/targets/cart_ring_${from})
+  if(NOT TARGET cart_ring_${from})
+    add_custom_command(OUTPUT ${native} COMMAND ${STASIS_${FROM}_CC} -O2 -o ${native} ${MPI_SPLIT_DIR}/tests/cart_ring.c
+                       DEPENDS ${MPI_SPLIT_DIR}/tests/cart_ring.c ${MPI_SPLIT_DIR}/tests/split_test_common.h VERBATIM)
+    add_custom_target(cart_ring_${from} ALL DEPENDS ${native})
+  endif()
+  set(name mpi_split.${from}.cart_restart)
+  set(cross)
+  if(NOT from STREQUAL to)
+    set(name mpi_split.${from}_to_${to}.cart_restart)
+    set(cross ${STASIS_${TO}_RUN} ${to})
+  endif()
+  add_test(NAME ${name}
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_${FROM}_RUN} 2 ${native} $<TARGET_FILE:cart_ring_split> 14 200 ${cross})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+endforeach()
+# The Open MPI build of cart_ring, unmodified, through the Open MPI front (ompi_abi/), checkpointed
+# under Open MPI and restarted under MPICH: the front's MPI_Cart_* and the grid's handles.
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
+  set(native ${CMAKE_BINARY_DIR}/tests/targets/cart_ring_openmpi)
+  add_test(NAME mpi_split.ompi_abi.openmpi_to_mpich.cart_restart
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} 2 ${native} ${native} 14 200 ${STASIS_MPICH_RUN} mpich)
+  set_tests_properties(mpi_split.ompi_abi.openmpi_to_mpich.cart_restart PROPERTIES TIMEOUT 400
+                       LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+endif()
+# End of the Cartesian topologies.
 # The Open MPI ABI front: programs built with Open MPI's own mpicc as split processes.
 include(${MPI_SPLIT_DIR}/ompi_abi/tests.cmake)

@@ -269,8 +269,11 @@ static int comm_created(const char *function, int rc, MPI_Comm *newcomm) {
 
 API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
   NEED_LOWER("MPI_Comm_dup");
-  return comm_created("MPI_Comm_dup", stasis_mpi_create_comm(STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm),
-                      newcomm);
+  int rc = comm_created("MPI_Comm_dup", stasis_mpi_create_comm(STASIS_MPI_REPLAY_COMM_DUP, comm, 0, 0, 0, newcomm),
+                        newcomm);
+  /* A dup of a Cartesian communicator keeps its grid (upper_topology.c). */
+  if (rc == MPI_SUCCESS && *newcomm != MPI_COMM_NULL) rc = stasis_mpi_topology_comm_dup(comm, *newcomm);
+  return rc;
 }
 
 API int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
@@ -313,8 +316,11 @@ static int free_made(const char *function, StasisMpiIdTable *table, const char *
 }
 
 API int MPI_Comm_free(MPI_Comm *comm) {
-  return free_made("MPI_Comm_free", &handles.comms, "communicator made by the program", MPI_ERR_COMM,
-                   STASIS_MPI_REPLAY_COMM_FREE, comm, MPI_COMM_NULL);
+  int freed = *comm;
+  int rc = free_made("MPI_Comm_free", &handles.comms, "communicator made by the program", MPI_ERR_COMM,
+                     STASIS_MPI_REPLAY_COMM_FREE, comm, MPI_COMM_NULL);
+  if (*comm == MPI_COMM_NULL) stasis_mpi_topology_comm_freed(freed);
+  return rc;
 }
 
 API int MPI_Comm_group(MPI_Comm comm, MPI_Group *group) {
@@ -526,7 +532,7 @@ API int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int t
  * receive counted), 0 when not, or -1 with *rc the library's error. The request's state is read
  * here and nowhere outside a region: a checkpoint's drain may have completed it, parked and posted
  * it again, or a restart posted it in a fresh library, while the caller was held. */
-static int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc) {
+int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc) {
   RequestSide *side = &request_side[index];
   if (stasis_mpi_collectives_pending) stasis_mpi_collectives_progress(); /* collectives progress in every test */
   if (side->collective) {

@@ -119,6 +119,15 @@ int stasis_mpi_persistent_complete(const char *function, int64_t index, MPI_Stat
  * with a message. */
 int stasis_mpi_requests_restarted(char *error, size_t error_size);
 
+/* Cartesian topologies (upper_topology.c): a dup keeps its parent's grid (MPI_SUCCESS, or
+ * MPI_ERR_INTERN when the grid table is full), a free forgets it (the id may be given out again). */
+int stasis_mpi_topology_comm_dup(int from, int made);
+void stasis_mpi_topology_comm_freed(int comm);
+
+/* One test of live request `index` (upper_half.c), in a safe region: 1 when complete (*status
+ * filled, a receive counted), 0 when not, -1 with *rc the library's error. */
+int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc);
+
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);
 int not_initialized(const char *function);

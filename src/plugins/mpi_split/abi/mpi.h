@@ -249,6 +249,37 @@ int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                 MPI_Request *request);
 
+/* Cartesian topologies and MPI_Wtick (upper_topology.c): a Cartesian communicator is a split of
+ * its parent, ranks in order (reorder is ignored, as the standard allows), re-made by the replay
+ * log; its grid is kept and answered in the upper half. Open MPI's values. */
+#define MPI_ERR_RANK 6
+#define MPI_ERR_TOPOLOGY 11
+#define MPI_ERR_DIMS 12
+enum { MPI_CART = 1, MPI_GRAPH = 2, MPI_DIST_GRAPH = 3 };
+int MPI_Dims_create(int nnodes, int ndims, int dims[]);
+int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
+                    MPI_Comm *comm_cart);
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm);
+int MPI_Cartdim_get(MPI_Comm comm, int *ndims);
+int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]);
+int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank);
+int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]);
+int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest);
+int MPI_Topo_test(MPI_Comm comm, int *status);
+double MPI_Wtick(void);
+/* End of the Cartesian topologies. */
+
+/* Completion of one of several requests and the cancel of a receive (upper_completion.c): the
+ * waiting ones wait at safe points, as MPI_Wait; a cancelled receive completes at once. Cancelling
+ * a send is refused (MPI_ERR_UNSUPPORTED_OPERATION). */
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+int MPI_Cancel(MPI_Request *request);
+int MPI_Test_cancelled(const MPI_Status *status, int *flag);
+/* End of the completion calls. */
+
 /* Stasis's own: makes every communicator, group and datatype the program holds again in the
  * running library from the replay log, as a restart does in a fresh one, and rebinds their ids
  * (the old objects are left to the library). Collective over every communicator the program

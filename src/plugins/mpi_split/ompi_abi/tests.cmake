@@ -49,7 +49,7 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                        mpi_split.ompi_abi.not_forwarded PROPERTIES
                        TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
   # Debian's hpcc, unmodified, through the front: reads its input, then runs to its end or stops
-  # by name at the first function the front does not forward (today MPI_Testany).
+  # by name at the first function the front does not forward (today MPI_Test).
   add_test(NAME mpi_split.ompi_abi.hpcc
            COMMAND ${OMPI_ABI_DIR}/tests/hpcc_front.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} ${STASIS_LIBDIR}/ompi_abi
                    ${OMPI_ABI_DIR}/tests/hpccinf.txt)
