@@ -303,7 +303,8 @@ void CheckpointMachine::send_barrier(Client& client, const StasisBarrier& barrie
   connections_.send(client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier);
 }
 
-void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& done) {
+void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& done,
+                                     bool image_checked) {
   if (running_) running_->timing.messages++;
   std::string name = bounded(done.name, sizeof done.name);
   if (running_ && running_->late_joiners.count(client.id) &&
@@ -337,6 +338,10 @@ void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& do
           ImageResult{bounded(done.image_path, sizeof done.image_path), done.image_bytes,
                       done.memory_bytes, done.parent_generation, done.image_checksum};
       op.timing.slowest_write_ns = std::max(op.timing.slowest_write_ns, done.write_nanoseconds);
+    }
+    // The relay checked the image named last (at "checkpoint", or in this very answer).
+    if (op.step == Barrier::Commit && image_checked) {
+      if (auto image = op.images.find(client.id); image != op.images.end()) image->second.checked = true;
     }
   }
   if (op.pending.empty()) barrier_complete();
@@ -452,6 +457,7 @@ void CheckpointMachine::commit_checkpoint() {
   json images = json::array();
   uint64_t image_bytes = 0;
   uint64_t memory_bytes = 0;
+  size_t checked_by_relays = 0;
   std::string fault;
   for (uint64_t id : op.members) {
     const Client& client = member(id);
@@ -478,8 +484,11 @@ void CheckpointMachine::commit_checkpoint() {
                         .srun_vpid = client.info.srun_vpid,
                         .srun_parent_vpid = client.info.srun_parent_vpid,
                         .pid_space = bounded(client.info.virtual_pid_space,
-                                             sizeof client.info.virtual_pid_space)});
-    images.push_back(path);
+                                             sizeof client.info.virtual_pid_space),
+                        .image_checked = image.checked});
+    // The reply lists at most kImagesListedInReply (MANIFEST.json has them all).
+    if (images.size() < kImagesListedInReply) images.push_back(path);
+    checked_by_relays += image.checked ? 1 : 0;
     image_bytes += image.image_bytes;
     memory_bytes += image.memory_bytes;
   }
@@ -519,14 +528,11 @@ void CheckpointMachine::commit_checkpoint() {
                 {"write_seconds", round_ms(op.timing.write_seconds())},
                 {"coordination_seconds", round_ms(manifest.seconds - op.timing.write_seconds())},
                 {"messages", op.timing.messages},
-                {"coordinator_messages", coordinator_messages}};
+                {"coordinator_messages", coordinator_messages},
+                {"images_checked_by_relays", checked_by_relays}};
   // The reply is one message (at most STASIS_MAX_PAYLOAD): tens of thousands of paths do not
   // fit, and MANIFEST.json lists them all anyway.
-  if (op.success["images"].size() > kImagesListedInReply) {
-    op.success["images"].erase(op.success["images"].begin() + kImagesListedInReply,
-                               op.success["images"].end());
-    op.success["images_listed"] = kImagesListedInReply;
-  }
+  if (op.members.size() > kImagesListedInReply) op.success["images_listed"] = kImagesListedInReply;
   json barrier_seconds = json::object();
   std::string barrier_times;
   for (const auto& [name, seconds] : op.timing.barrier_seconds) {
@@ -543,9 +549,10 @@ void CheckpointMachine::commit_checkpoint() {
       coordinator_messages));
   log_.line(
       fmt::format("checkpoint {} complete in {:.3f} s (computation paused {:.3f} s): {} image{}, "
-                  "{} bytes written, {} bytes of memory",
+                  "{} bytes written, {} bytes of memory; {} image{} checked by their hosts' relays",
                   op.generation, manifest.seconds, op.pause_seconds, op.members.size(),
-                  op.members.size() == 1 ? "" : "s", image_bytes, memory_bytes));
+                  op.members.size() == 1 ? "" : "s", image_bytes, memory_bytes, checked_by_relays,
+                  checked_by_relays == 1 ? "" : "s"));
   for (uint64_t removed : prune_generations(options_.ckpt_dir, options_.keep)) {
     log_.line(fmt::format("removed generation {} (--keep {})", removed, options_.keep));
   }

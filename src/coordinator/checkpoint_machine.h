@@ -39,6 +39,7 @@ struct ImageResult {
   uint64_t memory_bytes = 0;
   uint64_t parent_generation = 0;  // an incremental image builds on that generation's
   uint64_t checksum = 0;           // its END record's chain of record headers
+  bool checked = false;            // its host's relay checked the file at "commit"
 };
 
 // Where a checkpoint's time goes, to tell coordinating from writing as the process count grows.
@@ -114,7 +115,9 @@ class CheckpointMachine {
   // A process left (the connection is closing).
   void process_left(const Client& client);
   // Messages from processes.
-  void barrier_done(Client& client, const StasisBarrierDone& done);
+  // image_checked: the process's relay checked its image at "commit" (image_fault), so the
+  // commit need not open it again.
+  void barrier_done(Client& client, const StasisBarrierDone& done, bool image_checked = false);
   void children_reported(const Client& client, const uint32_t* pids, size_t count);
   // A line of a process's runtime: a member's goes into the reply of the operation under way.
   void note(const Client& client, const std::string& text);

@@ -43,6 +43,10 @@ struct ManifestProcess {
   // Where original_pid names the process (StasisProcessInfo::virtual_pid_space): a virtual pid
   // is unique only within its pid space, and hosts (or pid namespaces) each have their own.
   std::string pid_space;
+  // Not in MANIFEST.json: the process's host relay checked the file as image_fault does, so
+  // manifest_fault does not open it again (the coordinator's CPU per checkpoint then follows
+  // hosts, not processes).
+  bool image_checked = false;
 };
 
 struct Manifest {

@@ -100,6 +100,8 @@ class Coordinator : public ConnectionEvents {
   CheckpointMachine machine_;
   size_t process_count_ = 0;
   bool seen_process_ = false;
+  // While a relay entry is dispatched: its relay checked these processes' images at "commit".
+  bool relay_checked_images_ = false;
   bool stop_ = false;
   std::optional<Clock::time_point> idle_since_;
   std::optional<Clock::time_point> restart_expected_until_;
@@ -211,7 +213,7 @@ void Coordinator::on_message(Client& client, const StasisMsgHeader& header,
         return;
       }
       memcpy(&done, payload, sizeof done);
-      machine_.barrier_done(client, done);
+      machine_.barrier_done(client, done, relay_checked_images_ && client.relay != 0);
       return;
     }
     case STASIS_MSG_CHILDREN:
@@ -349,7 +351,10 @@ void Coordinator::handle_relay_batch(Client& relay, const StasisMsgHeader& heade
           inner.payload_len = entry.payload_len;
           inner.reserved = entry.reserved;
           inner.arg = entry.arg;
+          relay_checked_images_ = entry.type == STASIS_MSG_BARRIER_DONE &&
+                                  (entry.flags & STASIS_RELAY_ENTRY_IMAGE_CHECKED) != 0;
           on_message(*process, inner, data);
+          relay_checked_images_ = false;
         }
       });
   if (!fault.empty()) {

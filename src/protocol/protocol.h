@@ -199,12 +199,17 @@ struct StasisBarrierDone {
 // One entry of a RELAY_BATCH (see STASIS_MSG_RELAY_BATCH).
 struct StasisRelayEntry {
   uint16_t type;         // StasisMsgType of the message it stands for
-  uint16_t reserved0;
+  uint16_t flags;        // STASIS_RELAY_ENTRY_*; 0 from an older relay (the same wire layout)
   uint32_t payload_len;  // bytes of that message's payload that follow
   uint64_t arg;          // that message's header.arg
   uint32_t reserved;     // that message's header.reserved (NS_REPLY's found / not found)
   uint32_t count;        // ids that follow the payload (>= 1)
 };
+// On a "commit" BARRIER_DONE from a relay: the relay checked each of these processes' images
+// on its host as the coordinator would (checkpoint_store.h's image_fault: there, the size its
+// process wrote, a sound END record with its checksum), so the coordinator need not open them.
+// Only a relay's batch may carry it; an image that failed the check is a failed answer instead.
+#define STASIS_RELAY_ENTRY_IMAGE_CHECKED 1u
 #ifdef __cplusplus
 static_assert(sizeof(StasisRelayEntry) == 24, "wire layout");
 #endif

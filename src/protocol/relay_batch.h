@@ -20,14 +20,15 @@ namespace stasis::protocol {
 
 class RelayBatch {
  public:
+  // flags: StasisRelayEntry::flags, which the entry's processes share.
   void add(uint16_t type, uint64_t arg, uint32_t reserved, const void* payload, uint32_t len,
-           uint64_t id) {
+           uint64_t id, uint16_t flags = 0) {
     // The common case first, without building a key: the same message as the one just added
     // (a barrier to every process of a host, or their identical answers); joining the last
     // entry never puts a process's message before one of its own.
     if (!entries_.empty()) {
       Entry& last = entries_.back();
-      if (last.type == type && last.arg == arg && last.reserved == reserved &&
+      if (last.type == type && last.flags == flags && last.arg == arg && last.reserved == reserved &&
           last.payload.size() == len && (len == 0 || memcmp(last.payload.data(), payload, len) == 0)) {
         last.ids.push_back(id);
         last_entry_of_[id] = entries_.size() - 1;
@@ -35,6 +36,7 @@ class RelayBatch {
       }
     }
     std::string key(reinterpret_cast<const char*>(&type), sizeof type);
+    key.append(reinterpret_cast<const char*>(&flags), sizeof flags);
     key.append(reinterpret_cast<const char*>(&arg), sizeof arg);
     key.append(reinterpret_cast<const char*>(&reserved), sizeof reserved);
     key.append(static_cast<const char*>(payload), len);
@@ -47,7 +49,7 @@ class RelayBatch {
       }
     }
     size_t index = entries_.size();
-    entries_.push_back(Entry{type, arg, reserved, std::string(static_cast<const char*>(payload), len),
+    entries_.push_back(Entry{type, flags, arg, reserved, std::string(static_cast<const char*>(payload), len),
                              {id}});
     by_content_[std::move(key)] = index;
     last_entry_of_[id] = index;
@@ -73,6 +75,7 @@ class RelayBatch {
         size_t count = std::min(room, entry.ids.size() - done);
         StasisRelayEntry header{};
         header.type = entry.type;
+        header.flags = entry.flags;
         header.payload_len = static_cast<uint32_t>(entry.payload.size());
         header.arg = entry.arg;
         header.reserved = entry.reserved;
@@ -94,6 +97,7 @@ class RelayBatch {
  private:
   struct Entry {
     uint16_t type;
+    uint16_t flags;
     uint64_t arg;
     uint32_t reserved;
     std::string payload;

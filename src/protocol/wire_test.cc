@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/hmac.h"
+#include "protocol/relay_batch.h"
 
 namespace {
 
@@ -168,3 +169,27 @@ TEST(Wire, ConnectTcpNumericOnly) {
 }
 
 }  // namespace
+
+// A relay's "image checked" flag belongs to the processes it was set for: answers alike but
+// for the flag stay apart, and the flag reaches the reader.
+TEST(RelayBatch, AnswersThatDifferOnlyInFlagsStayApartAndKeepThem) {
+  stasis::protocol::RelayBatch batch;
+  const char done[] = "done";
+  batch.add(STASIS_MSG_BARRIER_DONE, 7, 0, done, sizeof done, 1, STASIS_RELAY_ENTRY_IMAGE_CHECKED);
+  batch.add(STASIS_MSG_BARRIER_DONE, 7, 0, done, sizeof done, 2);
+  batch.add(STASIS_MSG_BARRIER_DONE, 7, 0, done, sizeof done, 3, STASIS_RELAY_ENTRY_IMAGE_CHECKED);
+  std::vector<std::string> payloads = batch.take();
+  ASSERT_EQ(payloads.size(), 1u);
+  std::vector<std::pair<uint16_t, std::vector<uint64_t>>> seen;
+  std::string fault = stasis::protocol::for_each_relay_entry(
+      reinterpret_cast<const uint8_t*>(payloads[0].data()), payloads[0].size(),
+      [&](const StasisRelayEntry& entry, const uint8_t*, const std::vector<uint64_t>& ids) {
+        seen.emplace_back(entry.flags, ids);
+      });
+  EXPECT_EQ(fault, "");
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].first, STASIS_RELAY_ENTRY_IMAGE_CHECKED);
+  EXPECT_EQ(seen[0].second, (std::vector<uint64_t>{1, 3}));
+  EXPECT_EQ(seen[1].first, 0);
+  EXPECT_EQ(seen[1].second, (std::vector<uint64_t>{2}));
+}

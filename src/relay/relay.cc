@@ -23,6 +23,7 @@
 #include "common/hmac.h"
 #include "coordinator/authentication.h"
 #include "coordinator/basics.h"
+#include "coordinator/checkpoint_store.h"
 #include "coordinator/connections.h"
 #include "coordinator/log.h"
 #include "protocol/relay_batch.h"
@@ -48,10 +49,19 @@ struct Link {
   bool watching_writes = false;
 };
 
+// What the relay needs to check a process's image at "commit", as the coordinator would.
+struct ImageToCheck {
+  std::string path;  // "" = none reported
+  uint64_t bytes = 0;
+  uint64_t checksum = 0;
+};
+
 struct Local {
   Link link;
   bool authenticated = false;
   uint8_t nonce[STASIS_NONCE_BYTES] = {};
+  bool commit_aborts = false;  // the last "commit" given to it discards the image
+  ImageToCheck image;          // named at "checkpoint" or "commit"; the later answer wins
 };
 
 class Relay {
@@ -67,6 +77,13 @@ class Relay {
   void on_local_message(uint64_t id, Local& local, const StasisMsgHeader& header,
                         const uint8_t* payload);
   void close_local(uint64_t id, bool tell_coordinator);
+  // A process's BARRIER_DONE, with its image checked at "commit" (the answer then fails, naming
+  // the file and the fault, or goes up flagged STASIS_RELAY_ENTRY_IMAGE_CHECKED).
+  void barrier_done_up(uint64_t id, Local& local, const StasisMsgHeader& header,
+                       const uint8_t* payload);
+  // A process's message into the batch it goes up in (held with a barrier's answers, or now).
+  void up(uint64_t id, const StasisMsgHeader& header, const void* payload, uint32_t len,
+          uint16_t flags = 0);
   void on_coordinator_readable();
   void on_coordinator_batch(const uint8_t* payload, size_t len);
   void send_up(protocol::RelayBatch& batch);
@@ -294,13 +311,46 @@ void Relay::on_local_message(uint64_t id, Local& local, const StasisMsgHeader& h
     close_local(id, true);  // a process does not speak for others
     return;
   }
+  if (header.type == STASIS_MSG_BARRIER_DONE && header.payload_len == sizeof(StasisBarrierDone)) {
+    barrier_done_up(id, local, header, payload);
+    return;
+  }
+  up(id, header, payload, header.payload_len);
+}
+
+void Relay::up(uint64_t id, const StasisMsgHeader& header, const void* payload, uint32_t len,
+               uint16_t flags) {
   protocol::RelayBatch& batch = batch_for(id);
-  batch.add(header.type, header.arg, header.reserved, payload, header.payload_len, id);
+  batch.add(header.type, header.arg, header.reserved, payload, len, id, flags);
   if (&batch == &held_) {
     held_ids_.insert(id);
     if (!held_since_) held_since_ = Clock::now();
   }
   if (header.type == STASIS_MSG_BARRIER_DONE) outstanding_.erase(id);
+}
+
+void Relay::barrier_done_up(uint64_t id, Local& local, const StasisMsgHeader& header,
+                            const uint8_t* payload) {
+  StasisBarrierDone done;
+  memcpy(&done, payload, sizeof done);
+  std::string_view name(done.name, strnlen(done.name, sizeof done.name));
+  uint16_t flags = 0;
+  if (done.status == 0 && (name == "checkpoint" || name == "commit") && done.image_path[0] != '\0') {
+    local.image = ImageToCheck{std::string(done.image_path, strnlen(done.image_path, sizeof done.image_path)),
+                               done.image_bytes, done.image_checksum};
+  }
+  // Relative paths are resolved by the coordinator against its generation directory: left to it.
+  if (done.status == 0 && name == "commit" && !local.commit_aborts && local.image.path.starts_with('/')) {
+    std::string fault = coordinator::image_fault(local.image.path, local.image.bytes, local.image.checksum);
+    if (fault.empty()) {
+      flags = STASIS_RELAY_ENTRY_IMAGE_CHECKED;
+    } else {
+      done.status = EIO;
+      snprintf(done.message, sizeof done.message, "its image is not whole: %s", fault.c_str());
+    }
+  }
+  if (name == "commit") local.image = ImageToCheck{};
+  up(id, header, &done, sizeof done, flags);
 }
 
 void Relay::close_local(uint64_t id, bool tell_coordinator) {
@@ -353,7 +403,17 @@ void Relay::on_coordinator_batch(const uint8_t* payload, size_t len) {
             close_local(id, false);
             continue;
           }
-          if (entry.type == STASIS_MSG_BARRIER) outstanding_.insert(id);
+          if (entry.type == STASIS_MSG_BARRIER) {
+            outstanding_.insert(id);
+            StasisBarrier barrier;
+            if (entry.payload_len == sizeof barrier) {
+              memcpy(&barrier, data, sizeof barrier);
+              if (strncmp(barrier.name, "commit", sizeof barrier.name) == 0)
+                it->second.commit_aborts = barrier.abort != 0;
+              if (strncmp(barrier.name, "checkpoint", sizeof barrier.name) == 0)
+                it->second.image = ImageToCheck{};  // a new checkpoint: nothing named yet
+            }
+          }
           queue(it->second.link, id, entry.type, entry.arg, data, entry.payload_len, entry.reserved);
         }
       });

@@ -5,6 +5,8 @@
 // joins the relay while a checkpoint stops the computation is taken into it.
 #include <sys/un.h>
 
+#include <fstream>
+#include <functional>
 #include <regex>
 
 #include "coordinator/coordinator_test_harness.h"
@@ -190,6 +192,73 @@ TEST_F(RelayIntegration, AProcessBehindARelayDyingMidCheckpointFailsItAndTheRela
   Checkpoint after = checkpoint();
   EXPECT_EQ(after.status, 0) << after.error << log();
   EXPECT_EQ(after.images, 1u);
+}
+
+// The relay checks its host's images at "commit" in the coordinator's stead: a damaged one must
+// still fail the checkpoint, naming the file and the fault, and leave the previous checkpoint.
+TEST_F(RelayIntegration, ADamagedImageBehindARelayFailsTheCheckpointByNameAndKeepsThePreviousOne) {
+  start_coordinator({"--barrier-timeout", "60"});
+  std::string host = unique("checks");
+  start_relay(host, {"--hold", "5"});
+  auto direct = fake(100, "direct");
+  auto damaged = fake_via(host, 700, "damaged");
+  auto healthy = fake_via(host, 701, "healthy");
+  wait_for_processes(3);
+  Checkpoint good = checkpoint();
+  ASSERT_EQ(good.status, 0) << good.error << log();
+  EXPECT_EQ(good.images, 3u);
+  EXPECT_NE(log().find("3 images, "), std::string::npos) << log();
+  EXPECT_NE(log().find("2 images checked by their hosts' relays"), std::string::npos)
+      << "the relay, not the coordinator, checked its two processes' images\n" << log();
+
+  // Damaged after the process reported it whole, before it says it is durable at "commit".
+  auto damage_at_commit = [&](std::function<void(const fs::path&)> damage) {
+    damaged->set_hook([damage](const StasisBarrier& barrier, StasisBarrierDone&) {
+      if (std::string(barrier.name) == "commit" && barrier.abort == 0)
+        damage(fs::path(barrier.ckpt_dir) / "damaged.stasis");
+      return true;
+    });
+  };
+  struct Case {
+    const char* what;
+    std::function<void(const fs::path&)> damage;
+    const char* fault;
+  };
+  std::vector<Case> cases = {
+      {"its END record's checksum changed",
+       [](const fs::path& image) {
+         std::fstream file(image, std::ios::in | std::ios::out | std::ios::binary);
+         file.seekp(-static_cast<std::streamoff>(sizeof(uint64_t)), std::ios::end);
+         uint64_t wrong = ~uint64_t{0};
+         file.write(reinterpret_cast<const char*>(&wrong), sizeof wrong);
+       },
+       "does not end with a sound END record|is not the image its process wrote"},
+      {"truncated", [](const fs::path& image) { fs::resize_file(image, fs::file_size(image) - 1); },
+       "holds \\d+ bytes, not the \\d+ its process wrote"},
+      {"removed", [](const fs::path& image) { fs::remove(image); }, "No such file or directory"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    damage_at_commit(c.damage);
+    Checkpoint failed = checkpoint();
+    EXPECT_NE(failed.status, 0) << "a damaged image completed a checkpoint\n" << log();
+    EXPECT_NE(failed.error.find("pid 700 (damaged) failed to commit: its image is not whole: "),
+              std::string::npos)
+        << failed.error;
+    EXPECT_NE(failed.error.find("damaged.stasis"), std::string::npos) << failed.error;
+    EXPECT_TRUE(std::regex_search(failed.error, std::regex(c.fault))) << failed.error;
+    EXPECT_EQ(fs::read_symlink(ckpt_dir_ / "latest").filename(), good.dir.filename());
+    size_t generations = 0;
+    for (const auto& entry : fs::directory_iterator(ckpt_dir_))
+      if (entry.is_directory() && !entry.is_symlink()) generations++;
+    EXPECT_EQ(generations, 1u) << "the failed generation is removed";
+  }
+
+  damaged->set_hook(nullptr);
+  Checkpoint after = checkpoint();
+  EXPECT_EQ(after.status, 0) << after.error << log();
+  EXPECT_EQ(after.images, 3u);
+  EXPECT_EQ(healthy->count("commit"), damaged->count("commit"));
 }
 
 TEST_F(RelayIntegration, AChildJoiningTheRelayDuringACheckpointIsTakenIn) {
