@@ -61,6 +61,33 @@ uint32_t marks_of(const char* flags) {
   return marks;
 }
 
+// Reads /proc/self/smaps into the arena and calls each_entry(start, end, marks) for every
+// mapping, in address order, until it returns false.
+template <typename F>
+bool each_smaps_entry(Arena& arena, LogLine& why, F&& each_entry) {
+  constexpr size_t kCap = 16u << 20;
+  char* text = static_cast<char*>(arena.alloc(kCap));
+  if (!text || read_small_file("/proc/self/smaps", text, kCap) <= 0) {
+    why << "cannot read /proc/self/smaps (the memory's madvise marks)";
+    return false;
+  }
+  uint64_t start = 0, end = 0;
+  for (const char* line = text; *line;) {
+    bool header = (*line >= '0' && *line <= '9') || (*line >= 'a' && *line <= 'f');
+    if (header) {
+      const char* p = line;
+      start = parse_hex(p);
+      p++;  // '-'
+      end = parse_hex(p);
+    } else if (str_starts(line, "VmFlags:") && !each_entry(start, end, marks_of(line + 8))) {
+      return false;
+    }
+    while (*line && *line != '\n') line++;
+    if (*line) line++;
+  }
+  return true;
+}
+
 // Whether fork copies DMA-pinned pages for the child (Linux 5.10 and later, the first long-term
 // kernel with the early copy-on-write of 5.9); `release` names the kernel for the message.
 bool fork_copies_pinned_pages(char (&release)[65]) {
@@ -196,39 +223,23 @@ bool complete_memory_marks(Arena& arena, LogLine& why) {
       return false;
     }
   }
-  constexpr size_t kCap = 16u << 20;
-  char* text = static_cast<char*>(arena.alloc(kCap));
-  if (!text || read_small_file("/proc/self/smaps", text, kCap) <= 0) {
-    why << "cannot read /proc/self/smaps (the memory's madvise marks)";
-    return false;
-  }
   uint32_t cap = 64, n = 0, next_lent = 0;
   auto* out = static_cast<StasisMemoryMark*>(arena.alloc(sizeof(StasisMemoryMark) * cap));
-  uint64_t start = 0, end = 0;
-  for (const char* line = text; *line;) {
-    bool header = (*line >= '0' && *line <= '9') || (*line >= 'a' && *line <= 'f');
-    if (header) {
-      const char* p = line;
-      start = parse_hex(p);
-      p++;  // '-'
-      end = parse_hex(p);
-    } else if (str_starts(line, "VmFlags:")) {
-      uint32_t marks = marks_of(line + 8);
-      if (in_writer && (marks & STASIS_MARK_WIPEONFORK)) {
-        why << "the mapping at ";
-        why.hex(start);
-        why << " is marked MADV_WIPEONFORK since the previous checkpoint without a madvise() call "
-               "Stasis saw: the image writer has it zeroed; the next checkpoint reads the marks again";
-        return false;
-      }
-      if (!out || !add_with_lent(start, end, marks, lent, lent_count, next_lent, out, n, cap, arena)) {
-        why << "no scratch memory for the list of memory with madvise marks";
-        return false;
-      }
+  bool ok = each_smaps_entry(arena, why, [&](uint64_t start, uint64_t end, uint32_t marks) {
+    if (in_writer && (marks & STASIS_MARK_WIPEONFORK)) {
+      why << "the mapping at ";
+      why.hex(start);
+      why << " is marked MADV_WIPEONFORK since the previous checkpoint without a madvise() call "
+             "Stasis saw: the image writer has it zeroed; the next checkpoint reads the marks again";
+      return false;
     }
-    while (*line && *line != '\n') line++;
-    if (*line) line++;
-  }
+    if (!out || !add_with_lent(start, end, marks, lent, lent_count, next_lent, out, n, cap, arena)) {
+      why << "no scratch memory for the list of memory with madvise marks";
+      return false;
+    }
+    return true;
+  });
+  if (!ok) return false;
   g_marks = out;
   g_marks_count = n;
   g_marks_partial = false;
@@ -239,36 +250,17 @@ bool read_memory_marks(Arena& arena, LogLine& why) {
   g_marks_partial = false;
   g_marks_count = 0;
   g_lent_upto = 0;
-  constexpr size_t kCap = 16u << 20;
-  char* text = static_cast<char*>(arena.alloc(kCap));
-  if (!text || read_small_file("/proc/self/smaps", text, kCap) <= 0) {
-    why << "cannot read /proc/self/smaps (the memory's madvise marks)";
-    return false;
-  }
   uint32_t cap = 64;
   g_marks = static_cast<StasisMemoryMark*>(arena.alloc(sizeof(StasisMemoryMark) * cap));
-  uint64_t start = 0, end = 0;
-  for (const char* line = text; *line;) {
-    bool header = (*line >= '0' && *line <= '9') || (*line >= 'a' && *line <= 'f');
-    if (header) {
-      const char* p = line;
-      start = parse_hex(p);
-      p++;  // '-'
-      end = parse_hex(p);
-    } else if (str_starts(line, "VmFlags:")) {
-      uint32_t marks = marks_of(line + 8);
-      if (marks != 0) {
-        if (!g_marks || (g_marks_count == cap && !arena.grow(g_marks, cap))) {
-          why << "no scratch memory for the list of memory with madvise marks";
-          return false;
-        }
-        g_marks[g_marks_count++] = {start, end, marks, 0};
-      }
+  return each_smaps_entry(arena, why, [&](uint64_t start, uint64_t end, uint32_t marks) {
+    if (marks == 0) return true;
+    if (!g_marks || (g_marks_count == cap && !arena.grow(g_marks, cap))) {
+      why << "no scratch memory for the list of memory with madvise marks";
+      return false;
     }
-    while (*line && *line != '\n') line++;
-    if (*line) line++;
-  }
-  return true;
+    g_marks[g_marks_count++] = {start, end, marks, 0};
+    return true;
+  });
 }
 
 const StasisMemoryMark* memory_marks(uint32_t* count) {

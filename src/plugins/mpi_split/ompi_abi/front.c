@@ -153,16 +153,9 @@ EXPORTED int MPI_Wait(MPI_Request *request, MPI_Status *status) {
 }
 FORWARDED(MPI_Wait)
 EXPORTED int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  if (count < 0) return OMPI_ABI_ERR_ARG;
-  /* The ids on the stack for the usual few, else on the heap: the program's memory either way,
-   * saved with it if a checkpoint comes while the split layer waits. */
-  int on_stack[64], *vids = count <= 64 ? on_stack : malloc((size_t)count * sizeof *vids);
-  if (!vids) ompi_abi_fatal(__func__, "no memory for the requests' ids");
-  for (int i = 0; i < count; i++) vids[i] = VID(requests[i]);
-  int rc = ompi_abi_split.Waitall(count, vids, statuses);
-  for (int i = 0; i < count; i++) requests[i] = HANDLE(vids[i]);
-  if (vids != on_stack) free(vids);
-  return rc;
+  /* The ids are the program's memory either way, saved with it if a checkpoint comes while the
+   * split layer waits. */
+  WITH_REQUEST_IDS(count, requests, ompi_abi_split.Waitall(count, ids, statuses));
 }
 FORWARDED(MPI_Waitall)
 

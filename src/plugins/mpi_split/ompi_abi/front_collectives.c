@@ -338,13 +338,6 @@ FORWARDED(MPI_Start)
 EXPORTED int MPI_Request_free(MPI_Handle *request) { THROUGH(request, split.Request_free(&vid)); }
 FORWARDED(MPI_Request_free)
 EXPORTED int MPI_Startall(int count, MPI_Handle requests[]) {
-  if (count < 0) return OMPI_ABI_ERR_ARG;
-  int on_stack[64], *vids = count <= 64 ? on_stack : malloc((size_t)count * sizeof *vids);
-  if (!vids) ompi_abi_fatal(__func__, "no memory for the requests' ids");
-  for (int i = 0; i < count; i++) vids[i] = VID(requests[i]);
-  int rc = split.Startall(count, vids);
-  for (int i = 0; i < count; i++) requests[i] = HANDLE(vids[i]);
-  if (vids != on_stack) free(vids);
-  return rc;
+  WITH_REQUEST_IDS(count, requests, split.Startall(count, ids));
 }
 FORWARDED(MPI_Startall)

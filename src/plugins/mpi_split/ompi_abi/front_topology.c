@@ -94,20 +94,6 @@ FORWARDED(MPI_Topo_test)
 EXPORTED double MPI_Wtick(void) { return split.Wtick(); }
 FORWARDED(MPI_Wtick)
 
-/* The program's request handles as ids and back around `call` on them (`ids`), as MPI_Waitall in
- * front.c: on the stack for the usual few, else on the heap. */
-#define WITH_REQUEST_IDS(count, requests, call)                                                        \
-  do {                                                                                                 \
-    if ((count) < 0) return OMPI_ABI_ERR_ARG;                                                          \
-    int on_stack[64], *ids = (count) <= 64 ? on_stack : malloc((size_t)(count) * sizeof *ids);         \
-    if (!ids) ompi_abi_fatal(__func__, "no memory for the requests' ids");                             \
-    for (int i = 0; i < (count); i++) ids[i] = VID(requests[i]);                                       \
-    int rc = (call);                                                                                   \
-    for (int i = 0; i < (count); i++) requests[i] = ompi_abi_handle(__func__, ids[i]);                 \
-    if (ids != on_stack) free(ids);                                                                    \
-    return rc;                                                                                         \
-  } while (0)
-
 EXPORTED int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
   WITH_REQUEST_IDS(count, requests, split.Waitany(count, ids, index, status));
 }

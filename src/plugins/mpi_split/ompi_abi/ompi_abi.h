@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #ifndef STASIS_ABI_MPI_H
 /* The split layer's status, the same struct as abi/mpi.h's (the same tag and members: compatible
@@ -56,6 +57,20 @@ OmpiAbiHandle ompi_abi_handle_of(const char *function, int vid, int kind) __attr
  * "stasis ompi_abi: FUNCTION: WHAT" on stderr. */
 __attribute__((noreturn)) void ompi_abi_fatal(const char *function, const char *what)
     __attribute__((visibility("hidden")));
+
+/* The program's request handles as ids and back around `call` on them (`ids`), in every
+ * front*.c that takes an array of requests: on the stack for the usual few, else on the heap. */
+#define WITH_REQUEST_IDS(count, requests, call)                                                        \
+  do {                                                                                                 \
+    if ((count) < 0) return OMPI_ABI_ERR_ARG;                                                          \
+    int on_stack[64], *ids = (count) <= 64 ? on_stack : malloc((size_t)(count) * sizeof *ids);         \
+    if (!ids) ompi_abi_fatal(__func__, "no memory for the requests' ids");                             \
+    for (int i = 0; i < (count); i++) ids[i] = ompi_abi_vid(__func__, requests[i]);                    \
+    int rc = (call);                                                                                   \
+    for (int i = 0; i < (count); i++) requests[i] = ompi_abi_handle(__func__, ids[i]);                 \
+    if (ids != on_stack) free(ids);                                                                    \
+    return rc;                                                                                         \
+  } while (0)
 
 /* The split layer's functions (abi/mpi.h's, in libstasis_mpi.so), resolved once by handles.c. */
 typedef struct OmpiAbiSplit {
