@@ -46,6 +46,19 @@ def same_pid_processes(generation):
     return same, [(p["original_pid"], p["address"], p.get("pid_space")) for p in processes]
 
 
+def settled_output(paths, expected, timeout=30):
+    """The outputs joined, once they equal `expected` or `timeout` passed. `stasis restart` ends
+    when the root of its own part ends; a part of another pid space (here the other host's
+    processes, of the same size, so either may be the command's) may still be writing its last
+    lines then."""
+    deadline = time.time() + timeout
+    while True:
+        got = "".join(open(p).read() for p in paths)
+        if got == expected or time.time() > deadline:
+            return got
+        time.sleep(0.1)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--stasis", required=True)
@@ -101,7 +114,7 @@ def main():
                 fail(f"the restart {label} failed (status {restart.returncode}): {restart.stderr}", first_out,
                      second_out, log_path, *ssh.logs())
             # The driver's output file is restored at its offset: new lines may land in either file.
-            got = open(first_out).read() + open(second_out).read()
+            got = settled_output([first_out, second_out], expected)
             if got != expected:
                 fail(f"restarted {label}, the output differs from an uninterrupted run's: expected "
                      f"{expected.count(chr(10))} lines ending {expected.splitlines()[-3:]}, got {got.count(chr(10))} "
@@ -128,7 +141,7 @@ def main():
         with open(outs[1], "w") as out:
             restart = subprocess.run(HOSTS.in_ns(0, args.stasis, "restart", "--coord", coord, again),
                                      stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=180)
-        got = open(first_out).read() + open(outs[0]).read() + open(outs[1]).read()
+        got = settled_output([first_out, *outs], expected)
         if restart.returncode != 0 or got != expected:
             fail(f"restarted from the checkpoint taken on host 1 (status {restart.returncode}), the output should be an "
                  f"uninterrupted run's: expected {expected.splitlines()[-3:]}, got {got.splitlines()[-3:]}; "
