@@ -15,27 +15,6 @@ typedef OmpiAbiHandle MPI_Comm, MPI_Datatype, MPI_Op, MPI_Group, MPI_Request;
 #define EXPORTED __attribute__((visibility("default")))
 /* After each forwarded function: its PMPI_ name (generate_lists.py reads these lines). */
 #define FORWARDED(name) extern __typeof__(name) P##name EXPORTED __attribute__((alias(#name)));
-#define VID(handle) ompi_abi_vid(__func__, handle)
-#define HANDLE(vid) ompi_abi_handle(__func__, vid)
-
-/* Runs `call` with *vid_of_handle's id in `vid` and writes the handle of the id it leaves back
- * (a free sets MPI_*_NULL, a wait MPI_REQUEST_NULL, a commit keeps it). */
-#define THROUGH(handle_pointer, call)        \
-  do {                                       \
-    int vid = VID(*(handle_pointer));        \
-    int rc = (call);                         \
-    *(handle_pointer) = HANDLE(vid);         \
-    return rc;                               \
-  } while (0)
-/* Runs `call`, which makes an object whose id it leaves in `made`; its handle on success. */
-#define MAKES(out, call)                     \
-  do {                                       \
-    int made = 0;                            \
-    int rc = (call);                         \
-    if (rc == OMPI_ABI_SUCCESS) *(out) = HANDLE(made); \
-    return rc;                               \
-  } while (0)
-
 EXPORTED int MPI_Init(int *argc, char ***argv) {
   int rc = ompi_abi_split.Init(argc, argv);
   ompi_abi_mark_up(rc == OMPI_ABI_SUCCESS);

@@ -14,25 +14,6 @@ typedef OmpiAbiHandle MPI_Handle;
 
 #define EXPORTED __attribute__((visibility("default")))
 #define FORWARDED(name) extern __typeof__(name) P##name EXPORTED __attribute__((alias(#name)));
-#define VID(handle) ompi_abi_vid(__func__, handle)
-#define HANDLE(vid) ompi_abi_handle(__func__, vid)
-/* A call that makes a request (or communicator) whose id it leaves in `made`: its handle on success. */
-#define MAKES(out, call)                               \
-  do {                                                 \
-    int made = 0;                                      \
-    int rc = (call);                                   \
-    if (rc == OMPI_ABI_SUCCESS) *(out) = HANDLE(made); \
-    return rc;                                         \
-  } while (0)
-/* A call on the request *handle_pointer whose id it may change (completed: MPI_REQUEST_NULL's). */
-#define THROUGH(handle_pointer, call) \
-  do {                                \
-    int vid = VID(*(handle_pointer)); \
-    int rc = (call);                  \
-    *(handle_pointer) = HANDLE(vid);  \
-    return rc;                        \
-  } while (0)
-
 static struct {
   int (*Gather)(const void *, int, int, void *, int, int, int, int);
   int (*Gatherv)(const void *, int, int, void *, const int *, const int *, int, int, int);

@@ -13,7 +13,6 @@ typedef OmpiAbiHandle MPI_Comm, MPI_Request;
 
 #define EXPORTED __attribute__((visibility("default")))
 #define FORWARDED(name) extern __typeof__(name) P##name EXPORTED __attribute__((alias(#name)));
-#define VID(handle) ompi_abi_vid(__func__, handle)
 
 static struct {
   int (*Dims_create)(int, int, int[]);

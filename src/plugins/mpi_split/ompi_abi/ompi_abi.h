@@ -58,6 +58,29 @@ OmpiAbiHandle ompi_abi_handle_of(const char *function, int vid, int kind) __attr
 __attribute__((noreturn)) void ompi_abi_fatal(const char *function, const char *what)
     __attribute__((visibility("hidden")));
 
+/* What the front*.c wrappers share: a handle's id and an id's handle, named by the calling
+ * function for the message of a handle that cannot be translated. */
+#define VID(handle) ompi_abi_vid(__func__, handle)
+#define HANDLE(vid) ompi_abi_handle(__func__, vid)
+
+/* Runs `call` with *vid_of_handle's id in `vid` and writes the handle of the id it leaves back
+ * (a free sets MPI_*_NULL, a wait MPI_REQUEST_NULL, a commit keeps it). */
+#define THROUGH(handle_pointer, call)        \
+  do {                                       \
+    int vid = VID(*(handle_pointer));        \
+    int rc = (call);                         \
+    *(handle_pointer) = HANDLE(vid);         \
+    return rc;                               \
+  } while (0)
+/* Runs `call`, which makes an object whose id it leaves in `made`; its handle on success. */
+#define MAKES(out, call)                     \
+  do {                                       \
+    int made = 0;                            \
+    int rc = (call);                         \
+    if (rc == OMPI_ABI_SUCCESS) *(out) = HANDLE(made); \
+    return rc;                               \
+  } while (0)
+
 /* The program's request handles as ids and back around `call` on them (`ids`), in every
  * front*.c that takes an array of requests: on the stack for the usual few, else on the heap. */
 #define WITH_REQUEST_IDS(count, requests, call)                                                        \
