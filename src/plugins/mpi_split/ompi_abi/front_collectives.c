@@ -5,7 +5,6 @@
  * ompi_abi_split). Buffers, counts, displacements and statuses pass through; handles become ids.
  *
  * This file must not include abi/mpi.h: its MPI_* take Stasis's int handles. */
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #include "ompi_abi.h"
@@ -60,15 +59,9 @@ static struct {
   int (*Request_free)(int *);
 } split;
 
-#define RESOLVE(name)                                                               \
-  do {                                                                              \
-    *(void **)&split.name = dlsym(library, "MPI_" #name);                           \
-    if (!split.name) ompi_abi_fatal("MPI_" #name, "not found in libstasis_mpi.so"); \
-  } while (0)
+#define RESOLVE(name) OMPI_ABI_RESOLVE(split, name)
 
 __attribute__((constructor)) static void resolve_collectives(void) {
-  void *library = dlopen("libstasis_mpi.so", RTLD_NOW | RTLD_NOLOAD);
-  if (!library) ompi_abi_fatal("libmpi.so.40", "libstasis_mpi.so is not loaded");
   RESOLVE(Gather);
   RESOLVE(Gatherv);
   RESOLVE(Scatter);
@@ -112,7 +105,6 @@ __attribute__((constructor)) static void resolve_collectives(void) {
   RESOLVE(Start);
   RESOLVE(Startall);
   RESOLVE(Request_free);
-  dlclose(library); /* the reference NOLOAD took; the library stays */
 }
 
 EXPORTED int MPI_Gather(const void *sendbuf, int sendcount, MPI_Handle sendtype, void *recvbuf, int recvcount,

@@ -4,7 +4,6 @@
  * functions (resolved as handles.c resolves ompi_abi_split) keeps this part in a file of its own.
  *
  * This file must not include abi/mpi.h: its MPI_* take Stasis's int handles. */
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #include "ompi_abi.h"
@@ -33,19 +32,12 @@ static struct {
   int (*Test_cancelled)(const MPI_Status *, int *);
 } split;
 
-#define RESOLVE(name)                                                                    \
-  do {                                                                                   \
-    *(void **)&split.name = dlsym(library, "MPI_" #name);                                \
-    if (!split.name) ompi_abi_fatal("MPI_" #name, "not found in libstasis_mpi.so");      \
-  } while (0)
+#define RESOLVE(name) OMPI_ABI_RESOLVE(split, name)
 
 __attribute__((constructor)) static void resolve_topology(void) {
-  void *library = dlopen("libstasis_mpi.so", RTLD_NOW | RTLD_NOLOAD);
-  if (!library) ompi_abi_fatal("libmpi.so.40", "libstasis_mpi.so is not loaded");
   RESOLVE(Dims_create); RESOLVE(Cart_create); RESOLVE(Cart_sub); RESOLVE(Cartdim_get); RESOLVE(Cart_get);
   RESOLVE(Cart_rank); RESOLVE(Cart_coords); RESOLVE(Cart_shift); RESOLVE(Topo_test); RESOLVE(Wtick);
   RESOLVE(Waitany); RESOLVE(Testany); RESOLVE(Waitsome); RESOLVE(Testsome); RESOLVE(Cancel); RESOLVE(Test_cancelled);
-  dlclose(library); /* the reference NOLOAD took; the library stays */
 }
 
 /* After a call that made a communicator (`made`: its id, MPI_COMM_NULL's for a rank outside the

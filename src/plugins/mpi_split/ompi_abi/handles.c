@@ -155,22 +155,27 @@ OmpiAbiHandle ompi_abi_handle_of(const char *function, int vid, int kind) {
   return ompi_abi_handle(function, vid);
 }
 
+void *ompi_abi_split_function(const char *name) {
+  /* libstasis_mpi.so binds its own calls to itself (-Bsymbolic-functions); NOLOAD: it is already
+   * loaded, a dependency of this library. The reference NOLOAD takes is given back; it stays. */
+  void *library = dlopen("libstasis_mpi.so", RTLD_NOW | RTLD_NOLOAD);
+  if (!library) ompi_abi_fatal("libmpi.so.40", "libstasis_mpi.so is not loaded");
+  void *found = dlsym(library, name);
+  dlclose(library);
+  if (!found) ompi_abi_fatal(name, "not found in libstasis_mpi.so");
+  return found;
+}
+
 /* Each entry typed by abi/mpi.h's own prototype: a change there that the table does not follow
  * fails to build here. */
-#define RESOLVE(name)                                                                                     \
-  do {                                                                                                    \
-    __typeof__(&MPI_##name) found = (__typeof__(&MPI_##name))dlsym(library, "MPI_" #name);                 \
-    if (!found) ompi_abi_fatal("MPI_" #name, "not found in libstasis_mpi.so");                            \
-    ompi_abi_split.name = found;                                                                          \
+#define RESOLVE(name)                                                                        \
+  do {                                                                                       \
+    ompi_abi_split.name = (__typeof__(&MPI_##name))ompi_abi_split_function("MPI_" #name);    \
   } while (0)
 
 /* Runs when the program's libraries start, after libstasis_mpi.so's (a dependency of this one). */
 __attribute__((constructor)) static void resolve_split_layer(void) {
   predefined_init();
-  /* This library's MPI_* come first in the global scope, so the split layer's are asked of
-   * libstasis_mpi.so itself (which binds its own calls to itself: -Bsymbolic-functions). */
-  void *library = dlopen("libstasis_mpi.so", RTLD_NOW | RTLD_NOLOAD);
-  if (!library) ompi_abi_fatal("libmpi.so.40", "libstasis_mpi.so is not loaded");
   RESOLVE(Init); RESOLVE(Init_thread); RESOLVE(Initialized); RESOLVE(Finalized); RESOLVE(Finalize); RESOLVE(Abort);
   RESOLVE(Wtime); RESOLVE(Get_processor_name); RESOLVE(Get_library_version); RESOLVE(Comm_rank); RESOLVE(Comm_size);
   RESOLVE(Comm_dup); RESOLVE(Comm_split); RESOLVE(Comm_free); RESOLVE(Comm_group); RESOLVE(Group_size);
@@ -178,7 +183,6 @@ __attribute__((constructor)) static void resolve_split_layer(void) {
   RESOLVE(Type_free); RESOLVE(Type_size); RESOLVE(Get_count); RESOLVE(Send); RESOLVE(Recv); RESOLVE(Sendrecv);
   RESOLVE(Isend); RESOLVE(Irecv); RESOLVE(Wait); RESOLVE(Waitall); RESOLVE(Barrier); RESOLVE(Bcast);
   RESOLVE(Allreduce); RESOLVE(Reduce);
-  dlclose(library); /* the reference NOLOAD took; the library stays */
 }
 
 void ompi_abi_mark_up(int up) { split_up = up; }

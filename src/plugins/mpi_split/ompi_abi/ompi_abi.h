@@ -58,6 +58,12 @@ OmpiAbiHandle ompi_abi_handle_of(const char *function, int vid, int kind) __attr
 __attribute__((noreturn)) void ompi_abi_fatal(const char *function, const char *what)
     __attribute__((visibility("hidden")));
 
+/* The split layer's function `name` ("MPI_Send"), asked of libstasis_mpi.so itself: this
+ * library's MPI_* come first in the global scope. Ends the job naming it when missing. */
+void *ompi_abi_split_function(const char *name) __attribute__((visibility("hidden")));
+/* Fills `table.name` (a member typed like the function) from ompi_abi_split_function. */
+#define OMPI_ABI_RESOLVE(table, name) (*(void **)&(table).name = ompi_abi_split_function("MPI_" #name))
+
 /* What the front*.c wrappers share: a handle's id and an id's handle, named by the calling
  * function for the message of a handle that cannot be translated. */
 #define VID(handle) ompi_abi_vid(__func__, handle)
