@@ -19,6 +19,7 @@ PACKAGES=(
   ibverbs-utils libibverbs-dev
   # MPI jobs: Open MPI, MPICH, mpi4py (tests/scripts/jacobi.py needs numpy), LAMMPS
   openmpi-bin libopenmpi-dev mpich libmpich-dev python3-mpi4py python3-numpy lammps
+  gfortran  # mpif90.openmpi: the split mode's Fortran front test (src/plugins/mpi_split/ompi_abi/fortran)
   hpcc    # Debian's HPC Challenge (Open MPI): how far the split mode's Open MPI front runs it
   nwchem  # its Open MPI build, across two test hosts over real ssh (multihost.ssh.openmpi.nwchem)
   # a private one-node Slurm cluster per Slurm test

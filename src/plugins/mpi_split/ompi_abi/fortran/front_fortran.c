@@ -1,0 +1,282 @@
+/* The Fortran front (README.md): libmpi_mpifh.so.40's bindings, as programs compiled with Open
+ * MPI's mpif.h or `use mpi` call them (mpi_send_, every argument by reference, the error code
+ * last), forwarding straight to the split layer (libstasis_mpi.so). A Fortran handle is an int
+ * (fortran_handles.h): Open MPI's number for a predefined object, the virtual id for a made one,
+ * so no Open MPI internals (ompi_attr_*, f2c tables, ompi_mpi_state) are needed. Every binding
+ * carries Open MPI's names for it (mpi_x, mpi_x_, mpi_x__, MPI_X and their pmpi_/PMPI_ forms,
+ * ompi_x_f), made by FORWARDED (generate_fortran_lists.py reads those lines, and ROOTED and
+ * ALL's, which end in FORWARDED). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "abi/mpi.h"
+#include "fortran_handles.h"
+#include "fortran_split.h"
+
+#define EXPORTED __attribute__((visibility("default")))
+#define NAMED(lower, name) \
+  extern __typeof__(ompi_##lower##_f) name EXPORTED __attribute__((alias("ompi_" #lower "_f")));
+#define FORWARDED(lower, UPPER)                                                           \
+  NAMED(lower, mpi_##lower) NAMED(lower, mpi_##lower##_) NAMED(lower, mpi_##lower##__)  \
+  NAMED(lower, pmpi_##lower) NAMED(lower, pmpi_##lower##_) NAMED(lower, pmpi_##lower##__) \
+  NAMED(lower, MPI_##UPPER) NAMED(lower, PMPI_##UPPER)
+#define BINDING(lower) EXPORTED void ompi_##lower##_f
+
+typedef int Fint; /* Open MPI's MPI_Fint on x86-64: INTEGER */
+
+/* mpif.h's sentinels: common blocks whose addresses stand for MPI_IN_PLACE, MPI_BOTTOM and the
+ * ignored statuses. A program compiled with mpif.h defines them itself and its copies interpose
+ * (taken through the GOT here); these serve one that does not. */
+EXPORTED Fint mpi_fortran_in_place_, mpi_fortran_bottom_, mpi_fortran_errcodes_ignore_, mpi_fortran_unweighted_,
+    mpi_fortran_weights_empty_;
+EXPORTED Fint mpi_fortran_status_ignore_[6], mpi_fortran_statuses_ignore_[6];
+EXPORTED char mpi_fortran_argv_null_, mpi_fortran_argvs_null_;
+
+/* Open MPI's Fortran status is its C MPI_Status seen as 6 INTEGERs (MPI_STATUS_SIZE), which is
+ * also the split layer's layout (handles.c asserts it), so a status passes through. */
+_Static_assert(sizeof(MPI_Status) == 6 * sizeof(Fint), "Fortran's MPI_STATUS_SIZE is 6");
+
+static void *buffer(void *address) {
+  if (address == &mpi_fortran_in_place_) return MPI_IN_PLACE;
+  if (address == &mpi_fortran_bottom_) return MPI_BOTTOM;
+  return address;
+}
+static MPI_Status *status_of(Fint *status) {
+  return status == mpi_fortran_status_ignore_ || status == mpi_fortran_statuses_ignore_ ? MPI_STATUS_IGNORE
+                                                                                         : (MPI_Status *)status;
+}
+
+#define COMM(h) ompi_fortran_vid(__func__, *(h), STASIS_MPI_KIND_COMM, fortran_fatal)
+#define TYPE(h) ompi_fortran_vid(__func__, *(h), STASIS_MPI_KIND_DATATYPE, fortran_fatal)
+#define OP(h) ompi_fortran_vid(__func__, *(h), STASIS_MPI_KIND_OP, fortran_fatal)
+#define GROUP(h) ompi_fortran_vid(__func__, *(h), STASIS_MPI_KIND_GROUP, fortran_fatal)
+#define REQUEST(h) ompi_fortran_vid(__func__, *(h), STASIS_MPI_KIND_REQUEST, fortran_fatal)
+/* Runs `call` on the id of the handle at `handle_pointer` (in `id`), then writes the handle of
+ * the id it leaves back (a free leaves the null object, a wait MPI_REQUEST_NULL). */
+#define THROUGH(KIND, handle_pointer, call) \
+  do {                                      \
+    int id = KIND(handle_pointer);          \
+    *ierr = (call);                         \
+    *(handle_pointer) = ompi_fortran_handle(id); \
+  } while (0)
+/* Runs `call`, which makes an object whose id it leaves in `made`; its handle on success. */
+#define MAKES(out, call)                                    \
+  do {                                                      \
+    int made = 0;                                           \
+    *ierr = (call);                                         \
+    if (*ierr == MPI_SUCCESS) *(out) = ompi_fortran_handle(made); \
+  } while (0)
+
+BINDING(init)(Fint *ierr) {
+  *ierr = fortran_split.Init(NULL, NULL);
+  fortran_mark_up(*ierr == MPI_SUCCESS);
+}
+FORWARDED(init, INIT)
+BINDING(init_thread)(Fint *required, Fint *provided, Fint *ierr) {
+  *ierr = fortran_split.Init_thread(NULL, NULL, *required, provided);
+  fortran_mark_up(*ierr == MPI_SUCCESS);
+}
+FORWARDED(init_thread, INIT_THREAD)
+/* LOGICAL under gfortran: a 4-byte int, .TRUE. is 1. */
+BINDING(initialized)(Fint *flag, Fint *ierr) {
+  int c_flag = 0;
+  *ierr = fortran_split.Initialized(&c_flag);
+  *flag = c_flag != 0;
+}
+FORWARDED(initialized, INITIALIZED)
+BINDING(finalized)(Fint *flag, Fint *ierr) {
+  int c_flag = 0;
+  *ierr = fortran_split.Finalized(&c_flag);
+  *flag = c_flag != 0;
+}
+FORWARDED(finalized, FINALIZED)
+BINDING(finalize)(Fint *ierr) {
+  *ierr = fortran_split.Finalize();
+  fortran_mark_up(0);
+}
+FORWARDED(finalize, FINALIZE)
+BINDING(abort)(Fint *comm, Fint *code, Fint *ierr) { *ierr = fortran_split.Abort(COMM(comm), *code); }
+FORWARDED(abort, ABORT)
+EXPORTED double ompi_wtime_f(void) { return fortran_split.Wtime(); }
+FORWARDED(wtime, WTIME)
+EXPORTED double ompi_wtick_f(void) { return fortran_split.Wtick(); }
+FORWARDED(wtick, WTICK)
+/* CHARACTER*(*) name: its length comes last, hidden; the rest of it is blanks, as Fortran pads. */
+BINDING(get_processor_name)(char *name, Fint *length, Fint *ierr, size_t name_length) {
+  char c_name[256] = "";
+  int c_length = 0;
+  *ierr = fortran_split.Get_processor_name(c_name, &c_length);
+  if (*ierr != MPI_SUCCESS) return;
+  if ((size_t)c_length > name_length) c_length = (int)name_length;
+  memcpy(name, c_name, (size_t)c_length);
+  memset(name + c_length, ' ', name_length - (size_t)c_length);
+  *length = c_length;
+}
+FORWARDED(get_processor_name, GET_PROCESSOR_NAME)
+
+BINDING(comm_rank)(Fint *comm, Fint *rank, Fint *ierr) { *ierr = fortran_split.Comm_rank(COMM(comm), rank); }
+FORWARDED(comm_rank, COMM_RANK)
+BINDING(comm_size)(Fint *comm, Fint *size, Fint *ierr) { *ierr = fortran_split.Comm_size(COMM(comm), size); }
+FORWARDED(comm_size, COMM_SIZE)
+BINDING(comm_dup)(Fint *comm, Fint *copy, Fint *ierr) { MAKES(copy, fortran_split.Comm_dup(COMM(comm), &made)); }
+FORWARDED(comm_dup, COMM_DUP)
+BINDING(comm_split)(Fint *comm, Fint *color, Fint *key, Fint *part, Fint *ierr) {
+  MAKES(part, fortran_split.Comm_split(COMM(comm), *color, *key, &made));
+}
+FORWARDED(comm_split, COMM_SPLIT)
+BINDING(comm_create)(Fint *comm, Fint *group, Fint *made_comm, Fint *ierr) {
+  MAKES(made_comm, fortran_split.Comm_create(COMM(comm), GROUP(group), &made));
+}
+FORWARDED(comm_create, COMM_CREATE)
+BINDING(comm_free)(Fint *comm, Fint *ierr) { THROUGH(COMM, comm, fortran_split.Comm_free(&id)); }
+FORWARDED(comm_free, COMM_FREE)
+BINDING(comm_group)(Fint *comm, Fint *group, Fint *ierr) {
+  MAKES(group, fortran_split.Comm_group(COMM(comm), &made));
+}
+FORWARDED(comm_group, COMM_GROUP)
+BINDING(group_size)(Fint *group, Fint *size, Fint *ierr) { *ierr = fortran_split.Group_size(GROUP(group), size); }
+FORWARDED(group_size, GROUP_SIZE)
+BINDING(group_rank)(Fint *group, Fint *rank, Fint *ierr) { *ierr = fortran_split.Group_rank(GROUP(group), rank); }
+FORWARDED(group_rank, GROUP_RANK)
+BINDING(group_free)(Fint *group, Fint *ierr) { THROUGH(GROUP, group, fortran_split.Group_free(&id)); }
+FORWARDED(group_free, GROUP_FREE)
+
+BINDING(type_contiguous)(Fint *count, Fint *old, Fint *made_type, Fint *ierr) {
+  MAKES(made_type, fortran_split.Type_contiguous(*count, TYPE(old), &made));
+}
+FORWARDED(type_contiguous, TYPE_CONTIGUOUS)
+BINDING(type_vector)(Fint *count, Fint *length, Fint *stride, Fint *old, Fint *made_type, Fint *ierr) {
+  MAKES(made_type, fortran_split.Type_vector(*count, *length, *stride, TYPE(old), &made));
+}
+FORWARDED(type_vector, TYPE_VECTOR)
+BINDING(type_commit)(Fint *datatype, Fint *ierr) { THROUGH(TYPE, datatype, fortran_split.Type_commit(&id)); }
+FORWARDED(type_commit, TYPE_COMMIT)
+BINDING(type_free)(Fint *datatype, Fint *ierr) { THROUGH(TYPE, datatype, fortran_split.Type_free(&id)); }
+FORWARDED(type_free, TYPE_FREE)
+BINDING(type_size)(Fint *datatype, Fint *size, Fint *ierr) {
+  *ierr = fortran_split.Type_size(TYPE(datatype), size);
+}
+FORWARDED(type_size, TYPE_SIZE)
+BINDING(get_count)(Fint *status, Fint *datatype, Fint *count, Fint *ierr) {
+  *ierr = fortran_split.Get_count((MPI_Status *)status, TYPE(datatype), count);
+}
+FORWARDED(get_count, GET_COUNT)
+
+BINDING(send)(void *buf, Fint *count, Fint *datatype, Fint *dest, Fint *tag, Fint *comm, Fint *ierr) {
+  *ierr = fortran_split.Send(buffer(buf), *count, TYPE(datatype), *dest, *tag, COMM(comm));
+}
+FORWARDED(send, SEND)
+BINDING(ssend)(void *buf, Fint *count, Fint *datatype, Fint *dest, Fint *tag, Fint *comm, Fint *ierr) {
+  *ierr = fortran_split.Ssend(buffer(buf), *count, TYPE(datatype), *dest, *tag, COMM(comm));
+}
+FORWARDED(ssend, SSEND)
+BINDING(recv)(void *buf, Fint *count, Fint *datatype, Fint *source, Fint *tag, Fint *comm, Fint *status, Fint *ierr) {
+  *ierr = fortran_split.Recv(buffer(buf), *count, TYPE(datatype), *source, *tag, COMM(comm), status_of(status));
+}
+FORWARDED(recv, RECV)
+BINDING(sendrecv)(void *sendbuf, Fint *sendcount, Fint *sendtype, Fint *dest, Fint *sendtag, void *recvbuf,
+                  Fint *recvcount, Fint *recvtype, Fint *source, Fint *recvtag, Fint *comm, Fint *status, Fint *ierr) {
+  *ierr = fortran_split.Sendrecv(buffer(sendbuf), *sendcount, TYPE(sendtype), *dest, *sendtag, buffer(recvbuf),
+                                 *recvcount, TYPE(recvtype), *source, *recvtag, COMM(comm), status_of(status));
+}
+FORWARDED(sendrecv, SENDRECV)
+BINDING(isend)(void *buf, Fint *count, Fint *datatype, Fint *dest, Fint *tag, Fint *comm, Fint *request, Fint *ierr) {
+  MAKES(request, fortran_split.Isend(buffer(buf), *count, TYPE(datatype), *dest, *tag, COMM(comm), &made));
+}
+FORWARDED(isend, ISEND)
+BINDING(issend)(void *buf, Fint *count, Fint *datatype, Fint *dest, Fint *tag, Fint *comm, Fint *request, Fint *ierr) {
+  MAKES(request, fortran_split.Issend(buffer(buf), *count, TYPE(datatype), *dest, *tag, COMM(comm), &made));
+}
+FORWARDED(issend, ISSEND)
+BINDING(irecv)(void *buf, Fint *count, Fint *datatype, Fint *source, Fint *tag, Fint *comm, Fint *request, Fint *ierr) {
+  MAKES(request, fortran_split.Irecv(buffer(buf), *count, TYPE(datatype), *source, *tag, COMM(comm), &made));
+}
+FORWARDED(irecv, IRECV)
+BINDING(probe)(Fint *source, Fint *tag, Fint *comm, Fint *status, Fint *ierr) {
+  *ierr = fortran_split.Probe(*source, *tag, COMM(comm), status_of(status));
+}
+FORWARDED(probe, PROBE)
+BINDING(iprobe)(Fint *source, Fint *tag, Fint *comm, Fint *flag, Fint *status, Fint *ierr) {
+  int c_flag = 0;
+  *ierr = fortran_split.Iprobe(*source, *tag, COMM(comm), &c_flag, status_of(status));
+  *flag = c_flag != 0;
+}
+FORWARDED(iprobe, IPROBE)
+
+BINDING(wait)(Fint *request, Fint *status, Fint *ierr) {
+  THROUGH(REQUEST, request, fortran_split.Wait(&id, status_of(status)));
+}
+FORWARDED(wait, WAIT)
+BINDING(test)(Fint *request, Fint *flag, Fint *status, Fint *ierr) {
+  int c_flag = 0;
+  THROUGH(REQUEST, request, fortran_split.Test(&id, &c_flag, status_of(status)));
+  *flag = c_flag != 0;
+}
+FORWARDED(test, TEST)
+/* The program's requests as ids around `call` on them (`ids`): on the stack for the usual few. */
+#define WITH_REQUEST_IDS(count, requests, call)                                                  \
+  do {                                                                                           \
+    if (*(count) < 0) {                                                                          \
+      *ierr = MPI_ERR_ARG;                                                                       \
+      return;                                                                                    \
+    }                                                                                            \
+    int on_stack[64], *ids = *(count) <= 64 ? on_stack : malloc((size_t)*(count) * sizeof *ids); \
+    if (!ids) fortran_fatal(__func__, "no memory for the requests' ids");                        \
+    for (int i = 0; i < *(count); i++) ids[i] = REQUEST(&(requests)[i]);                         \
+    *ierr = (call);                                                                              \
+    for (int i = 0; i < *(count); i++) (requests)[i] = ompi_fortran_handle(ids[i]);              \
+    if (ids != on_stack) free(ids);                                                              \
+  } while (0)
+BINDING(waitall)(Fint *count, Fint *requests, Fint *statuses, Fint *ierr) {
+  WITH_REQUEST_IDS(count, requests, fortran_split.Waitall(*count, ids, status_of(statuses)));
+}
+FORWARDED(waitall, WAITALL)
+/* Fortran counts from 1: the index a wait gives is one more than C's (MPI_UNDEFINED stays). */
+BINDING(waitany)(Fint *count, Fint *requests, Fint *index, Fint *status, Fint *ierr) {
+  WITH_REQUEST_IDS(count, requests, fortran_split.Waitany(*count, ids, index, status_of(status)));
+  if (*ierr == MPI_SUCCESS && *index != MPI_UNDEFINED) *index += 1;
+}
+FORWARDED(waitany, WAITANY)
+
+BINDING(barrier)(Fint *comm, Fint *ierr) { *ierr = fortran_split.Barrier(COMM(comm)); }
+FORWARDED(barrier, BARRIER)
+BINDING(bcast)(void *buf, Fint *count, Fint *datatype, Fint *root, Fint *comm, Fint *ierr) {
+  *ierr = fortran_split.Bcast(buffer(buf), *count, TYPE(datatype), *root, COMM(comm));
+}
+FORWARDED(bcast, BCAST)
+BINDING(allreduce)(void *sendbuf, void *recvbuf, Fint *count, Fint *datatype, Fint *op, Fint *comm, Fint *ierr) {
+  *ierr = fortran_split.Allreduce(buffer(sendbuf), buffer(recvbuf), *count, TYPE(datatype), OP(op), COMM(comm));
+}
+FORWARDED(allreduce, ALLREDUCE)
+BINDING(reduce)(void *sendbuf, void *recvbuf, Fint *count, Fint *datatype, Fint *op, Fint *root, Fint *comm,
+                Fint *ierr) {
+  *ierr = fortran_split.Reduce(buffer(sendbuf), buffer(recvbuf), *count, TYPE(datatype), OP(op), *root, COMM(comm));
+}
+FORWARDED(reduce, REDUCE)
+BINDING(scan)(void *sendbuf, void *recvbuf, Fint *count, Fint *datatype, Fint *op, Fint *comm, Fint *ierr) {
+  *ierr = fortran_split.Scan(buffer(sendbuf), buffer(recvbuf), *count, TYPE(datatype), OP(op), COMM(comm));
+}
+FORWARDED(scan, SCAN)
+/* Gather, Scatter, Allgather, Alltoall: the same arguments, with a root or without. */
+#define ROOTED(lower, UPPER, Name)                                                                                 \
+  BINDING(lower)(void *sendbuf, Fint *sendcount, Fint *sendtype, void *recvbuf, Fint *recvcount, Fint *recvtype, \
+                 Fint *root, Fint *comm, Fint *ierr) {                                                            \
+    *ierr = fortran_split.Name(buffer(sendbuf), *sendcount, TYPE(sendtype), buffer(recvbuf), *recvcount,         \
+                               TYPE(recvtype), *root, COMM(comm));                                                \
+  }                                                                                                               \
+  FORWARDED(lower, UPPER)
+#define ALL(lower, UPPER, Name)                                                                                    \
+  BINDING(lower)(void *sendbuf, Fint *sendcount, Fint *sendtype, void *recvbuf, Fint *recvcount, Fint *recvtype, \
+                 Fint *comm, Fint *ierr) {                                                                        \
+    *ierr = fortran_split.Name(buffer(sendbuf), *sendcount, TYPE(sendtype), buffer(recvbuf), *recvcount,         \
+                               TYPE(recvtype), COMM(comm));                                                       \
+  }                                                                                                               \
+  FORWARDED(lower, UPPER)
+ROOTED(gather, GATHER, Gather)
+ROOTED(scatter, SCATTER, Scatter)
+ALL(allgather, ALLGATHER, Allgather)
+ALL(alltoall, ALLTOALL, Alltoall)
