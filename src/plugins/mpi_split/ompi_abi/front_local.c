@@ -1,11 +1,13 @@
 /* The Open MPI ABI front's functions that need no MPI library (README.md): answered here, the
  * same under any lower half and across restarts. Fortran handles (MPI_*_c2f, MPI_*_f2c) are the
- * virtual ids themselves: ints that stay the same across a restart, whatever the library. */
+ * Fortran front's (fortran/fortran_handles.h): Open MPI's mpif.h number for a predefined object,
+ * the virtual id for a made one; ints that stay the same across a restart, whatever the library. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "abi/stasis_mpi_predefined.h"
+#include "fortran/fortran_handles.h"
 #include "ompi_abi.h"
 
 typedef OmpiAbiHandle MPI_Comm, MPI_Datatype, MPI_Op, MPI_Group, MPI_Request;
@@ -16,9 +18,11 @@ typedef long MPI_Aint;
 #define FORWARDED(name) extern __typeof__(name) P##name EXPORTED __attribute__((alias(#name)));
 
 #define FORTRAN_HANDLES(Name, Handle, kind)                                                               \
-  EXPORTED MPI_Fint MPI_##Name##_c2f(Handle handle) { return ompi_abi_vid(__func__, handle); }            \
-  FORWARDED(MPI_##Name##_c2f)                                                                             \
-  EXPORTED Handle MPI_##Name##_f2c(MPI_Fint handle) { return ompi_abi_handle_of(__func__, handle, kind); } \
+  EXPORTED MPI_Fint MPI_##Name##_c2f(Handle handle) { return ompi_fortran_handle(ompi_abi_vid(__func__, handle)); } \
+  FORWARDED(MPI_##Name##_c2f)                                                                                 \
+  EXPORTED Handle MPI_##Name##_f2c(MPI_Fint handle) {                                                         \
+    return ompi_abi_handle_of(__func__, ompi_fortran_vid(__func__, handle, kind, ompi_abi_fatal), kind);     \
+  }                                                                                                           \
   FORWARDED(MPI_##Name##_f2c)
 FORTRAN_HANDLES(Comm, MPI_Comm, STASIS_MPI_KIND_COMM)
 FORTRAN_HANDLES(Type, MPI_Datatype, STASIS_MPI_KIND_DATATYPE)

@@ -1,5 +1,6 @@
 /* not_forwarded: built with Open MPI's own mpicc, run through Stasis's Open MPI front. Checks
- * the functions the front answers itself (front_local.c: Fortran handles round trip, addresses,
+ * the functions the front answers itself (front_local.c: Fortran handles round trip and are
+ * mpif.h's numbers for predefined objects, addresses,
  * error strings, the version), says "before" on stdout, then calls MPI_Op_create (with the
  * argument "object": MPI_Bcast of MPI_WCHAR, an Open MPI object without a split-mode equivalent), which the front does not forward yet: the front
  * must end the job with a line naming the function (never a crash, never a wrong answer). It
@@ -38,6 +39,8 @@ int main(int argc, char **argv) {
   if (MPI_Comm_f2c(MPI_Comm_c2f(MPI_COMM_WORLD)) != MPI_COMM_WORLD || MPI_Comm_f2c(MPI_Comm_c2f(copy)) != copy ||
       MPI_Comm_c2f(copy) == MPI_Comm_c2f(MPI_COMM_WORLD) || MPI_Type_f2c(MPI_Type_c2f(MPI_DOUBLE)) != MPI_DOUBLE ||
       MPI_Op_f2c(MPI_Op_c2f(MPI_SUM)) != MPI_SUM || address != (MPI_Aint)&x ||
+      /* the predefined objects' numbers are mpif.h's, as in Open MPI: Fortran and C agree */
+      MPI_Comm_c2f(MPI_COMM_WORLD) != 0 || MPI_Comm_f2c(2) != MPI_COMM_NULL || MPI_Op_c2f(MPI_SUM) != 3 ||
       strncmp(text, "MPI_ERR_COMM: ", 14) != 0 || length != (int)strlen(text) || version != 3 || subversion != 1) {
     fprintf(stderr, "rank %d: a function the front answers itself answered wrong\n", rank);
     return 3;
