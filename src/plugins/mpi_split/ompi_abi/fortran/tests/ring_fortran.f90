@@ -5,8 +5,8 @@
 ! its send request across it); then it receives the previous rank's block (MPI_IRECV,
 ! MPI_WAITALL), and runs an MPI_ALLREDUCE (sum of doubles, max of integers) and an MPI_BCAST of
 ! rank 0's figure on a duplicate of the world; rank 0 prints the step's line. The main program
-! uses `use mpi`, the step's collectives live in a subroutine that includes mpif.h: both ways of
-! calling MPI from Fortran.
+! uses `use mpi`, the step's collectives live in a subroutine that includes mpif.h, and the end
+! in one that uses mpi_f08: the three ways of calling MPI from Fortran.
 program ring_fortran
   use mpi
   use iso_c_binding, only: c_int
@@ -56,10 +56,20 @@ program ring_fortran
   end do
   call MPI_COMM_FREE(copy, ierr)
   if (copy /= MPI_COMM_NULL) stop 'MPI_COMM_FREE did not give MPI_COMM_NULL'
-  call MPI_BARRIER(MPI_COMM_WORLD, ierr)
-  call MPI_FINALIZE(ierr)
-  if (rank == 0) write (*, '(A,I0)') 'done ranks ', size
+  call last_words(rank, size)
 end program
+
+! The end through `use mpi_f08` (Open MPI's libmpi_usempif08, which calls libmpi_mpifh's
+! ompi_*_f functions, the front's): a reduction of the ranks, a barrier, MPI_Finalize.
+subroutine last_words(rank, size)
+  use mpi_f08
+  implicit none
+  integer :: rank, size, summed
+  call MPI_Allreduce(rank, summed, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+  call MPI_Barrier(MPI_COMM_WORLD)
+  call MPI_Finalize()
+  if (rank == 0) write (*, '(A,I0,A,I0)') 'done ranks ', size, ' summed ', summed
+end subroutine
 
 subroutine step_collectives(step, rank, comm, in, words)
   implicit none
