@@ -6,19 +6,20 @@
 
 #include "abi/mpi.h"
 
-#define FORTRAN_SPLIT_FUNCTIONS(X)                                                                              \
-  X(Init) X(Init_thread) X(Initialized) X(Finalized) X(Finalize) X(Abort) X(Wtime) X(Wtick)                    \
-  X(Get_processor_name) X(Comm_rank) X(Comm_size) X(Comm_dup) X(Comm_split) X(Comm_create) X(Comm_free)       \
-  X(Comm_group) X(Group_size) X(Group_rank) X(Group_free) X(Type_contiguous) X(Type_vector) X(Type_commit)     \
-  X(Type_free) X(Type_size) X(Get_count) X(Send) X(Ssend) X(Recv) X(Sendrecv) X(Isend) X(Issend) X(Irecv)     \
-  X(Probe) X(Iprobe) X(Wait) X(Test) X(Waitall) X(Waitany) X(Barrier) X(Bcast) X(Allreduce) X(Reduce) X(Scan) \
-  X(Gather) X(Scatter) X(Allgather) X(Alltoall) X(Gatherv) X(Scatterv) X(Allgatherv) X(Alltoallv)                \
-  X(Reduce_scatter) X(Reduce_scatter_block) X(Exscan) X(Ibarrier) X(Ibcast) X(Iallreduce) X(Iscan) X(Iexscan)  \
-  X(Ireduce) X(Igather) X(Iscatter) X(Iallgather) X(Ialltoall) X(Igatherv) X(Iscatterv) X(Iallgatherv)         \
-  X(Ialltoallv) X(Ireduce_scatter) X(Ireduce_scatter_block) X(Send_init) X(Ssend_init) X(Recv_init) X(Start)   \
-  X(Startall) X(Request_free) X(Bsend) X(Buffer_attach) X(Buffer_detach) X(Testany) X(Waitsome) X(Testsome)    \
-  X(Cancel) X(Test_cancelled) X(Dims_create) X(Cart_create) X(Cart_sub) X(Cartdim_get) X(Cart_get)            \
-  X(Cart_rank) X(Cart_coords) X(Cart_shift) X(Topo_test)
+#define FORTRAN_SPLIT_FUNCTIONS(X)                                                                          \
+  X(Init) X(Init_thread) X(Initialized) X(Finalized) X(Finalize) X(Abort) X(Wtime) X(Wtick)                 \
+  X(Get_processor_name) X(Get_library_version) X(Comm_rank) X(Comm_size) X(Comm_dup) X(Comm_split)          \
+  X(Comm_create) X(Comm_free) X(Comm_group) X(Group_size) X(Group_rank) X(Group_free)                       \
+  X(Type_contiguous) X(Type_vector) X(Type_commit) X(Type_free) X(Type_size) X(Get_count) X(Send)           \
+  X(Ssend) X(Recv) X(Sendrecv) X(Isend) X(Issend) X(Irecv) X(Probe) X(Iprobe) X(Wait) X(Test)               \
+  X(Waitall) X(Waitany) X(Barrier) X(Bcast) X(Allreduce) X(Reduce) X(Scan) X(Gather) X(Scatter)             \
+  X(Allgather) X(Alltoall) X(Gatherv) X(Scatterv) X(Allgatherv) X(Alltoallv) X(Reduce_scatter)              \
+  X(Reduce_scatter_block) X(Exscan) X(Ibarrier) X(Ibcast) X(Iallreduce) X(Iscan) X(Iexscan) X(Ireduce)      \
+  X(Igather) X(Iscatter) X(Iallgather) X(Ialltoall) X(Igatherv) X(Iscatterv) X(Iallgatherv)                 \
+  X(Ialltoallv) X(Ireduce_scatter) X(Ireduce_scatter_block) X(Send_init) X(Ssend_init) X(Recv_init)         \
+  X(Start) X(Startall) X(Request_free) X(Bsend) X(Buffer_attach) X(Buffer_detach) X(Testany)                \
+  X(Waitsome) X(Testsome) X(Cancel) X(Test_cancelled) X(Dims_create) X(Cart_create) X(Cart_sub)             \
+  X(Cartdim_get) X(Cart_get) X(Cart_rank) X(Cart_coords) X(Cart_shift) X(Topo_test)
 
 typedef struct FortranSplit {
 #define MEMBER(name) __typeof__(&MPI_##name) name;

@@ -53,18 +53,26 @@ EXPORTED double ompi_wtime_f(void) { return fortran_split.Wtime(); }
 FORWARDED(wtime, WTIME)
 EXPORTED double ompi_wtick_f(void) { return fortran_split.Wtick(); }
 FORWARDED(wtick, WTICK)
-/* CHARACTER*(*) name: its length comes last, hidden; the rest of it is blanks, as Fortran pads. */
-BINDING(get_processor_name)(char *name, Fint *length, Fint *ierr, size_t name_length) {
-  char c_name[256] = "";
+/* A CHARACTER*(*) result: its length comes last, hidden; the rest of it is blanks, as Fortran
+ * pads. `fill` writes the C string (MPI_MAX_LIBRARY_VERSION_STRING, 256, at most) and its length. */
+static void fortran_string(int (*fill)(char *, int *), char *text, Fint *length, size_t text_length, Fint *ierr) {
+  char c_text[512] = "";
   int c_length = 0;
-  *ierr = fortran_split.Get_processor_name(c_name, &c_length);
+  *ierr = fill(c_text, &c_length);
   if (*ierr != MPI_SUCCESS) return;
-  if ((size_t)c_length > name_length) c_length = (int)name_length;
-  memcpy(name, c_name, (size_t)c_length);
-  memset(name + c_length, ' ', name_length - (size_t)c_length);
+  if ((size_t)c_length > text_length) c_length = (int)text_length;
+  memcpy(text, c_text, (size_t)c_length);
+  memset(text + c_length, ' ', text_length - (size_t)c_length);
   *length = c_length;
 }
+BINDING(get_processor_name)(char *name, Fint *length, Fint *ierr, size_t name_length) {
+  fortran_string(fortran_split.Get_processor_name, name, length, name_length, ierr);
+}
 FORWARDED(get_processor_name, GET_PROCESSOR_NAME)
+BINDING(get_library_version)(char *version, Fint *length, Fint *ierr, size_t version_length) {
+  fortran_string(fortran_split.Get_library_version, version, length, version_length, ierr);
+}
+FORWARDED(get_library_version, GET_LIBRARY_VERSION)
 
 BINDING(comm_rank)(Fint *comm, Fint *rank, Fint *ierr) { *ierr = fortran_split.Comm_rank(COMM(comm), rank); }
 FORWARDED(comm_rank, COMM_RANK)
