@@ -23,12 +23,13 @@ if(STASIS_OPENMPI_FC AND STASIS_OPENMPI_RUN)
   # checkpoint --kill with a message in flight to every rank, restart under the other launcher,
   # checkpoint --kill again, restart to the end, the first checkpoint restarted again: each the
   # native output; every restarted rank on a fresh lower half of the library named.
-  set(fortran_to openmpi)
-  set(fortran_to_run ${STASIS_OPENMPI_RUN})
+  # The restarts' library and launcher: MPICH's where it is installed.
+  set(fortran_to openmpi ${STASIS_OPENMPI_RUN})
   if(STASIS_MPICH_RUN)
-    set(fortran_to mpich)
-    set(fortran_to_run ${STASIS_MPICH_RUN})
+    set(fortran_to mpich ${STASIS_MPICH_RUN})
   endif()
+  list(GET fortran_to 1 fortran_to_run)
+  list(GET fortran_to 0 fortran_to)
   add_test(NAME mpi_split.ompi_abi.fortran.openmpi_to_${fortran_to}.split_restart
            COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
                    ${STASIS_OPENMPI_RUN} 2 ${ring_fortran} ${ring_fortran} 12 200 ${fortran_to_run} ${fortran_to})

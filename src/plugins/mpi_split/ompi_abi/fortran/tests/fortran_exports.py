@@ -24,28 +24,35 @@ def exported(library, letters):
             if len(fields) == 3 and fields[1] in letters}
 
 
+def dynamic_entries(library, tag):
+    """The values of the library's dynamic section entries of one tag (SONAME, NEEDED)."""
+    return re.findall(rf"\({tag}\)\s+\S.*?: \[(.*)\]", run("readelf", "-d", library))
+
+
+def stale_lists(generator, inputs, names):
+    """The checked-in lists (next to the generator) that differ from what it makes now."""
+    with tempfile.TemporaryDirectory() as fresh:
+        run(sys.executable, str(generator), *map(str, inputs), fresh)
+        return [name for name in names if (Path(fresh) / name).read_text().splitlines()[1:]
+                != (generator.parent / name).read_text().splitlines()[1:]]
+
+
 def main():
     front, mpif90, native = sys.argv[1:4]
     faults = []
-    dynamic = run("readelf", "-d", front)
-    soname = re.search(r"\(SONAME\)\s+Library soname: \[(.*)\]", dynamic)
-    if not soname or soname.group(1) != "libmpi_mpifh.so.40":
-        faults.append(f"{front}: soname {soname.group(1) if soname else None}, not libmpi_mpifh.so.40")
-    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*)\]", dynamic)
+    if dynamic_entries(front, "SONAME") != ["libmpi_mpifh.so.40"]:
+        faults.append(f"{front}: soname {dynamic_entries(front, 'SONAME')}, not libmpi_mpifh.so.40")
+    needed = dynamic_entries(front, "NEEDED")
     if any(re.match(r"lib(mpi|open-pal|open-rte)", name) for name in needed):
         faults.append(f"{front} needs {needed}: the front must load no library of Open MPI's")
-    found = re.search(r"libmpi_mpifh\.so\.40 => (\S+)", run("ldd", native))
-    if not found:
-        sys.exit(f"FAIL: {native} loads no libmpi_mpifh.so.40")
-    real = found.group(1)
+    loads = dict(re.findall(r"(\S+) => (\S+)", run("ldd", native)))
+    real = loads.get("libmpi_mpifh.so.40") or sys.exit(f"FAIL: {native} loads no libmpi_mpifh.so.40")
     handles = Path(run(mpif90, "--showme:incdirs").split()[0]) / "mpif-handles.h"
-    here = Path(__file__).resolve().parents[1]
-    with tempfile.TemporaryDirectory() as fresh:
-        run(sys.executable, str(here / "generate_fortran_lists.py"), str(handles), real, fresh)
-        for name in ("fortran_predefined.def", "fortran_not_forwarded.def"):
-            if (Path(fresh) / name).read_text().splitlines()[1:] != (here / name).read_text().splitlines()[1:]:
-                faults.append(f"{name} is not what generate_fortran_lists.py makes from {handles} and {real} "
-                              f"(run it again and check the front's bindings)")
+    stale = stale_lists(Path(__file__).resolve().parents[1] / "generate_fortran_lists.py", (handles, real),
+                        ("fortran_predefined.def", "fortran_not_forwarded.def"))
+    if stale:
+        faults.append(f"{stale}: not what generate_fortran_lists.py makes from {handles} and {real} (run it again "
+                      f"and check the front's bindings)")
     ours = exported(front, "TW")
     missing = sorted(exported(real, "TW") - ours)
     if missing:
