@@ -4,8 +4,10 @@
 #define _GNU_SOURCE
 #include "fortran_split.h"
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 FortranSplit fortran_split;
@@ -13,9 +15,21 @@ static int split_up;
 
 void fortran_mark_up(int up) { split_up = up; }
 
+/* A binding's C name (ompi_bcast_f, its __func__) as the program wrote the call: MPI_BCAST. */
+static const char *as_called(const char *function, char *name, size_t size) {
+  size_t length = strlen(function);
+  if (length < 8 || strncmp(function, "ompi_", 5) != 0 || strcmp(function + length - 2, "_f") != 0 ||
+      length - 7 + 5 > size)
+    return function;
+  memcpy(name, "MPI_", 4);
+  for (size_t i = 5; i < length - 2; i++) name[i - 1] = (char)toupper((unsigned char)function[i]);
+  name[length - 3] = '\0';
+  return name;
+}
+
 void fortran_fatal(const char *function, const char *what) {
-  char line[512];
-  int length = snprintf(line, sizeof line, "stasis ompi_abi: %s: %s\n", function, what);
+  char line[512], name[64];
+  int length = snprintf(line, sizeof line, "stasis ompi_abi: %s: %s\n", as_called(function, name, sizeof name), what);
   if (length > 0) (void)!write(2, line, (size_t)length < sizeof line ? (size_t)length : sizeof line - 1);
   int finalized = 1;
   if (fortran_split.Finalized) fortran_split.Finalized(&finalized);

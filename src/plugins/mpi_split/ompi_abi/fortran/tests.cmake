@@ -13,12 +13,28 @@ if(STASIS_OPENMPI_FC AND STASIS_OPENMPI_RUN)
                      WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
                      DEPENDS ${FORTRAN_FRONT_DIR}/tests/ring_fortran.f90 VERBATIM)
   add_custom_target(ring_fortran_openmpi ALL DEPENDS ${ring_fortran})
+  set(fortran_refused ${CMAKE_BINARY_DIR}/tests/targets/fortran_refused_openmpi)
+  add_custom_command(OUTPUT ${fortran_refused}
+                     COMMAND ${STASIS_OPENMPI_FC} -O2 -w -o ${fortran_refused} ${FORTRAN_FRONT_DIR}/tests/fortran_refused.f90
+                     WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
+                     DEPENDS ${FORTRAN_FRONT_DIR}/tests/fortran_refused.f90 VERBATIM)
+  add_custom_target(fortran_refused_openmpi ALL DEPENDS ${fortran_refused})
   # What the Fortran front exports against the installed libmpi_mpifh.so.40, its lists against
   # their generator.
   add_test(NAME mpi_split.ompi_abi.fortran.exports
            COMMAND ${STASIS_TEST_PYTHON} ${FORTRAN_FRONT_DIR}/tests/fortran_exports.py
                    $<TARGET_FILE:stasis_ompi_abi_fortran> ${STASIS_OPENMPI_FC} ${ring_fortran})
   set_tests_properties(mpi_split.ompi_abi.fortran.exports PROPERTIES TIMEOUT 60 LABELS mpi_split)
+  # Through the front, Fortran and the C front agree on the predefined communicators' numbers;
+  # then a binding the front does not forward (MPI_GROUP_INCL), and a Fortran type without a
+  # split-mode equivalent (MPI_COMPLEX), each end the job with a line naming the call.
+  add_test(NAME mpi_split.ompi_abi.fortran.refused
+           COMMAND ${OMPI_ABI_DIR}/tests/not_forwarded.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN}
+                   ${STASIS_LIBDIR}/ompi_abi ${fortran_refused} libmpi_mpifh.so.40
+                   call "mpi_group_incl_: not forwarded"
+                   object "MPI_BCAST: Open MPI's Fortran datatype 18 has no equivalent in split mode yet")
+  set_tests_properties(mpi_split.ompi_abi.fortran.refused PROPERTIES TIMEOUT 200 LABELS "mpi;mpi_split"
+                       RESOURCE_LOCK mpi_ports)
   # The split restart (../../tests/split_restart.py): `stasis launch --mpi -- mpirun.openmpi`,
   # checkpoint --kill with a message in flight to every rank, restart under the other launcher,
   # checkpoint --kill again, restart to the end, the first checkpoint restarted again: each the
