@@ -7,6 +7,7 @@
  * ompi_x_f), made by FORWARDED (generate_fortran_lists.py reads those lines, and ROOTED and
  * ALL's, which end in FORWARDED). */
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <string.h>
 
 #include "fortran_front.h"
@@ -73,6 +74,13 @@ BINDING(get_library_version)(char *version, Fint *length, Fint *ierr, size_t ver
   fortran_string(fortran_split.Get_library_version, version, length, version_length, ierr);
 }
 FORWARDED(get_library_version, GET_LIBRARY_VERSION)
+/* One flat address space: an address (INTEGER(KIND=MPI_ADDRESS_KIND), 8 bytes) is the location's
+ * value, as in every MPI on x86-64; answered here, no library needed. */
+BINDING(get_address)(void *location, long long *address, Fint *ierr) {
+  *address = (long long)(intptr_t)location;
+  *ierr = MPI_SUCCESS;
+}
+FORWARDED(get_address, GET_ADDRESS)
 
 BINDING(comm_rank)(Fint *comm, Fint *rank, Fint *ierr) { *ierr = fortran_split.Comm_rank(COMM(comm), rank); }
 FORWARDED(comm_rank, COMM_RANK)

@@ -24,6 +24,7 @@ program ring_fortran
   integer :: ierr, rank, size, steps, delay, step, i, copy, requests(2), statuses(MPI_STATUS_SIZE, 2), count
   integer :: ring, dims(1), left, right, kind, token(1), passed(1), persistent(2)
   logical :: periods(1)
+  integer(kind=MPI_ADDRESS_KIND) :: first, third
   character(len=32) :: argument
   logical :: up
 
@@ -52,6 +53,9 @@ program ring_fortran
   call MPI_TOPO_TEST(ring, kind, ierr)
   call MPI_CART_SHIFT(ring, 0, 1, left, right, ierr)
   if (kind /= MPI_CART .or. dims(1) /= size .or. right /= mod(rank + 1, size)) stop 'MPI_CART_*'
+  call MPI_GET_ADDRESS(out(1), first, ierr)
+  call MPI_GET_ADDRESS(out(3), third, ierr)
+  if (third - first /= 16) stop 'MPI_GET_ADDRESS'
   call MPI_SEND_INIT(token, 1, MPI_INTEGER, right, 7, ring, persistent(1), ierr)
   call MPI_RECV_INIT(passed, 1, MPI_INTEGER, left, 7, ring, persistent(2), ierr)
   do step = 0, steps - 1
