@@ -304,5 +304,37 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
                        LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
 endif()
 # End of the Cartesian topologies.
+# mpirma: one-sided communication (README.md, One-sided communication): rma_epochs
+# (tests/rma_epochs.c) checkpointed with operations in flight in a fence epoch, in a lock_all epoch
+# held for the whole run and under an exclusive lock, killed and restarted by split_restart.py (a
+# chain and a double restart): every run ends with the native build's lines. Open MPI, and
+# Open MPI to MPICH (checkpoint under one, restart under the other).
+add_executable(rma_epochs_split ${MPI_SPLIT_DIR}/tests/rma_epochs.c)
+target_link_libraries(rma_epochs_split PRIVATE stasis_mpi)
+set_target_properties(rma_epochs_split PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/targets)
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
+  set(native ${CMAKE_BINARY_DIR}/tests/targets/rma_epochs_openmpi)
+  add_custom_command(OUTPUT ${native} COMMAND ${STASIS_OPENMPI_CC} -O2 -o ${native} ${MPI_SPLIT_DIR}/tests/rma_epochs.c
+                     DEPENDS ${MPI_SPLIT_DIR}/tests/rma_epochs.c ${MPI_SPLIT_DIR}/tests/split_test_common.h VERBATIM)
+  add_custom_target(rma_epochs_openmpi ALL DEPENDS ${native})
+  foreach(to openmpi mpich)
+    set(name mpi_split.openmpi.rma_restart)
+    set(cross)
+    if(to STREQUAL "mpich")
+      if(NOT STASIS_MPICH_RUN)
+        continue()
+      endif()
+      set(name mpi_split.openmpi_to_mpich.rma_restart)
+      set(cross ${STASIS_MPICH_RUN} mpich)
+    endif()
+    add_test(NAME ${name}
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${STASIS_OPENMPI_RUN} 2 ${native} $<TARGET_FILE:rma_epochs_split> 10 240 ${cross})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  endforeach()
+else()
+  stasis_skipped_group(mpi_split.openmpi.rma_restart "needs mpicc.openmpi and mpirun.openmpi")
+endif()
+# End of one-sided communication.
 # The Open MPI ABI front: programs built with Open MPI's own mpicc as split processes.
 include(${MPI_SPLIT_DIR}/ompi_abi/tests.cmake)
