@@ -341,7 +341,7 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
     endif()
     add_test(NAME ${name}
              COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
-                     ${STASIS_OPENMPI_RUN} 2 ${native} ${program} 16 200 ${cross})
+                     ${STASIS_OPENMPI_RUN} 2 ${native} ${program} 16 150 ${cross})
     set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports ENVIRONMENT
                          "STASIS_SPLIT_LOG_EXPECTS=RMA completed on [23] windows in an epoch;${rma_over_tcp}")
   endforeach()
