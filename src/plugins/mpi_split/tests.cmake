@@ -345,6 +345,12 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
     set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports ENVIRONMENT
                          "STASIS_SPLIT_LOG_EXPECTS=RMA completed on [23] windows in an epoch;${rma_over_tcp}")
   endforeach()
+  # A live window of MPI_Win_allocate_shared refuses the checkpoint by name; the job runs on.
+  add_test(NAME mpi_split.openmpi.rma_shared_refused
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/rma_refused.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} ${native} $<TARGET_FILE:rma_epochs_split> 8 150)
+  set_tests_properties(mpi_split.openmpi.rma_shared_refused PROPERTIES TIMEOUT 200 LABELS "mpi;mpi_split"
+                       RESOURCE_LOCK mpi_ports)
 else()
   stasis_skipped_group(mpi_split.openmpi.rma_restart "needs mpicc.openmpi and mpirun.openmpi")
 endif()

@@ -9,12 +9,14 @@
  * - an exclusive lock on the right neighbour of a window over static memory: MPI_Compare_and_swap
  *   and MPI_Put, a sleep, MPI_Win_unlock; MPI_Get under a shared lock after.
  * Rank 0 prints each step's figures (sums that do not depend on the order in which the ranks'
- * operations arrived). Built against Stasis's abi/mpi.h and each library's own mpi.h: all print
+ * operations arrived). With a third argument "shared", a window of MPI_Win_allocate_shared is
+ * live all along too (each rank writes its rank into it; the split mode refuses checkpoints). Built against Stasis's abi/mpi.h and each library's own mpi.h: all print
  * the same lines. */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "split_test_common.h"
 
@@ -31,6 +33,12 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  MPI_Win shared_win = MPI_WIN_NULL;
+  if (argc > 3 && strcmp(argv[3], "shared") == 0) {
+    int *mine = NULL;
+    MPI_OK(MPI_Win_allocate_shared(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &shared_win));
+    *mine = rank;
+  }
 
   /* Fence window: [0, BLOCK) the left neighbour's block, [BLOCK] a counter rank 0 sums into. Its
    * size a whole number of pages: MPICH 4.0's ch4 misplaces a neighbour's part of a window of
@@ -129,6 +137,13 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Win_free(&fence_win));
   MPI_OK(MPI_Win_free(&passive_win));
   MPI_OK(MPI_Win_free(&lock_win));
+  if (shared_win != MPI_WIN_NULL) {
+    MPI_Aint peer_size = 0;
+    int unit = 0, *peer = NULL;
+    MPI_OK(MPI_Win_shared_query(shared_win, right, &peer_size, &unit, &peer));
+    CHECK(peer_size == sizeof(int) && unit == sizeof(int) && *peer == right);
+    MPI_OK(MPI_Win_free(&shared_win));
+  }
   CHECK(fence_win == MPI_WIN_NULL && passive_win == MPI_WIN_NULL);
   MPI_OK(MPI_Free_mem(passive));
   if (rank == 0)
