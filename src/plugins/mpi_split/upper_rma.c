@@ -172,36 +172,35 @@ static int serve_window(const char *function, int flavor, StasisMpiRealHandle re
   return MPI_SUCCESS;
 }
 
-API int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
-                                MPI_Win *win) {
-  static const char function[] = "MPI_Win_allocate_shared";
-  (void)info;
+/* A window the library makes (shared: size, disp_unit, baseptr; dynamic: none), served. */
+static int library_window(const char *function, int flavor, MPI_Aint size, int disp_unit, MPI_Comm comm,
+                          void *baseptr, MPI_Win *win) {
   NEED_LOWER(function);
   windows_init();
   if (stasis_mpi_ids_index(&handles.comms, comm) < 1) return not_live(function, "communicator", comm, MPI_ERR_COMM);
   StasisMpiRealHandle real = 0;
   stasis_mpi_safe_point_enter(function);
-  int rc = LOWER_CALL_IN_REGION(lower, win_allocate_shared, (long)size, disp_unit,
-                                handles.comms.entries[stasis_mpi_ids_index(&handles.comms, comm)].real, baseptr, &real);
-  rc = rc == 0 ? serve_window(function, MPI_WIN_FLAVOR_SHARED, real, *(void **)baseptr, size, disp_unit, win)
-              : library_error(rc);
+  StasisMpiRealHandle real_comm = handles.comms.entries[stasis_mpi_ids_index(&handles.comms, comm)].real;
+  int rc = flavor == MPI_WIN_FLAVOR_SHARED
+               ? LOWER_CALL_IN_REGION(lower, win_allocate_shared, (long)size, disp_unit, real_comm, baseptr, &real)
+               : LOWER_CALL_IN_REGION(lower, win_create_dynamic, real_comm, &real);
+  if (rc == 0)
+    rc = serve_window(function, flavor, real, baseptr ? *(void **)baseptr : MPI_BOTTOM, size, disp_unit, win);
+  else
+    rc = library_error(rc);
   stasis_mpi_safe_point_leave();
   return rc;
 }
 
-API int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) {
-  static const char function[] = "MPI_Win_create_dynamic";
+API int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
+                                MPI_Win *win) {
   (void)info;
-  NEED_LOWER(function);
-  windows_init();
-  if (stasis_mpi_ids_index(&handles.comms, comm) < 1) return not_live(function, "communicator", comm, MPI_ERR_COMM);
-  StasisMpiRealHandle real = 0;
-  stasis_mpi_safe_point_enter(function);
-  int rc = LOWER_CALL_IN_REGION(lower, win_create_dynamic,
-                                handles.comms.entries[stasis_mpi_ids_index(&handles.comms, comm)].real, &real);
-  rc = rc == 0 ? serve_window(function, MPI_WIN_FLAVOR_DYNAMIC, real, MPI_BOTTOM, 0, 1, win) : library_error(rc);
-  stasis_mpi_safe_point_leave();
-  return rc;
+  return library_window("MPI_Win_allocate_shared", MPI_WIN_FLAVOR_SHARED, size, disp_unit, comm, baseptr, win);
+}
+
+API int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) {
+  (void)info;
+  return library_window("MPI_Win_create_dynamic", MPI_WIN_FLAVOR_DYNAMIC, 0, 1, comm, NULL, win);
 }
 
 API int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr) {
