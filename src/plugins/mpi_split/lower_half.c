@@ -9,33 +9,13 @@
 
 #include "abi/stasis_mpi_predefined.h"
 #include "lower_half_api.h"
+#include "lower_handles.h"
 
 #ifndef STASIS_MPI_IMPLEMENTATION
 #error "build with -DSTASIS_MPI_IMPLEMENTATION=\"openmpi\" (or mpich): the name of the library"
 #endif
 
-/* Handles are pointers in Open MPI and ints in MPICH: copy their bytes, whatever their type. */
-_Static_assert(sizeof(MPI_Comm) <= sizeof(StasisMpiRealHandle), "an MPI handle wider than 64 bits");
-static StasisMpiRealHandle real_of(const void *handle, size_t size) {
-  StasisMpiRealHandle real = 0;
-  memcpy(&real, handle, size);
-  return real;
-}
-#define REAL(handle) real_of(&(handle), sizeof(handle))
-#define AS(type, real)                                                                                          \
-  ({                                                                                                            \
-    type as_value_;                                                                                             \
-    StasisMpiRealHandle as_real_ = (real);                                                                      \
-    memcpy(&as_value_, &as_real_, sizeof as_value_);                                                           \
-    as_value_;                                                                                                  \
-  })
-
-/* The standard's values (abi/mpi.h) against this library's. */
-static int peer_down(int rank) {
-  if (rank == -1) return MPI_ANY_SOURCE;
-  if (rank == -2) return MPI_PROC_NULL;
-  return rank;
-}
+/* The standard's values (abi/mpi.h) against this library's (peer_down: lower_handles.h). */
 static int peer_up(int rank) {
   if (rank == MPI_ANY_SOURCE) return -1;
   if (rank == MPI_PROC_NULL) return -2;
@@ -361,6 +341,7 @@ __attribute__((weak)) int stasis_mpi_lower_inventory(StasisMpiLowerRange *ranges
                                                      int *tids, int tid_capacity, int *tid_count);
 __attribute__((weak)) int stasis_mpi_lower_descriptors(int *fds, int capacity, int *count);
 __attribute__((weak)) void stasis_mpi_lower_set_thread_hook(int (*hook)(int tid, int exempt));
+#include "lower_rma.h"
 
 static const StasisMpiLower lower_half = {
     .interface_version = STASIS_MPI_LOWER_INTERFACE_VERSION,
@@ -416,6 +397,16 @@ static const StasisMpiLower lower_half = {
     .inventory = stasis_mpi_lower_inventory,
     .descriptors = stasis_mpi_lower_descriptors,
     .set_thread_hook = stasis_mpi_lower_set_thread_hook,
+    /* mpirma (lower_rma.c) */
+    .win_create = lower_win_create,
+    .win_free = lower_win_free,
+    .win_epoch = lower_win_epoch,
+    .win_access = lower_win_access,
+    .win_allocate_shared = lower_win_allocate_shared,
+    .win_shared_query = lower_win_shared_query,
+    .win_create_dynamic = lower_win_create_dynamic,
+    .win_attach = lower_win_attach,
+    .win_detach = lower_win_detach,
 };
 
 __attribute__((visibility("default"))) const StasisMpiLower *stasis_mpi_lower_interface(void) { return &lower_half; }

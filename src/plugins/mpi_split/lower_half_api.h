@@ -29,7 +29,7 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 8
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 9
 
 /* An address range [start, end) the lower half owns (inventory below). */
 typedef struct StasisMpiLowerRange {
@@ -61,6 +61,40 @@ typedef struct StasisMpiLowerCollective {
   const int *sendcounts, *sdispls, *recvcounts, *rdispls;
   StasisMpiRealHandle sendtype, recvtype, op, comm; /* a reduction's datatype is sendtype */
 } StasisMpiLowerCollective;
+
+/* One-sided communication (RMA, upper_rma.c): the epoch calls as one (win_epoch), which one and
+ * its arguments; lock types and assertions in Open MPI's values (abi/mpi.h), converted below. */
+enum StasisMpiLowerEpochKind {
+  STASIS_MPI_LOWER_FENCE,         /* assert */
+  STASIS_MPI_LOWER_LOCK,          /* lock_type, target, assert */
+  STASIS_MPI_LOWER_UNLOCK,        /* target */
+  STASIS_MPI_LOWER_LOCK_ALL,      /* assert */
+  STASIS_MPI_LOWER_UNLOCK_ALL,
+  STASIS_MPI_LOWER_FLUSH,         /* target */
+  STASIS_MPI_LOWER_FLUSH_ALL,
+  STASIS_MPI_LOWER_FLUSH_LOCAL,   /* target */
+  STASIS_MPI_LOWER_FLUSH_LOCAL_ALL,
+  STASIS_MPI_LOWER_SYNC,
+};
+/* The RMA operations as one (win_access): which one and its arguments as the standard names
+ * them (origin, result and compare buffers are the program's memory). */
+enum StasisMpiLowerAccessKind {
+  STASIS_MPI_LOWER_PUT,
+  STASIS_MPI_LOWER_GET,
+  STASIS_MPI_LOWER_ACCUMULATE,
+  STASIS_MPI_LOWER_GET_ACCUMULATE,
+  STASIS_MPI_LOWER_FETCH_AND_OP,    /* origin, result, origin_type, target, target_disp, op */
+  STASIS_MPI_LOWER_COMPARE_AND_SWAP, /* origin, compare, result, origin_type, target, target_disp */
+};
+typedef struct StasisMpiLowerAccess {
+  int kind; /* enum StasisMpiLowerAccessKind */
+  const void *origin;
+  void *result;
+  const void *compare;
+  int origin_count, result_count, target_count, target;
+  long target_disp;
+  StasisMpiRealHandle origin_type, result_type, target_type, op, win;
+} StasisMpiLowerAccess;
 
 typedef struct StasisMpiLower {
   uint32_t interface_version; /* STASIS_MPI_LOWER_INTERFACE_VERSION */
@@ -166,6 +200,21 @@ typedef struct StasisMpiLower {
    * upper half exempts them from the checkpoint's stop (stasis_plugin_exempt_thread). Set before
    * init_thread. NULL as above. */
   void (*set_thread_hook)(int (*hook)(int tid, int exempt));
+
+  /* mpirma (one-sided communication, upper_rma.c). win_create over memory of the upper half
+   * (*model: 1 when the library says MPI_WIN_UNIFIED); win_free sets *win to 0. */
+  int (*win_create)(void *base, long size, int disp_unit, StasisMpiRealHandle comm, StasisMpiRealHandle *win,
+                    int *model);
+  int (*win_free)(StasisMpiRealHandle *win);
+  int (*win_epoch)(int kind, int lock_type, int target, int assert, StasisMpiRealHandle win);
+  int (*win_access)(const StasisMpiLowerAccess *access);
+  /* The windows whose memory or layout the library owns: served, never checkpointed. */
+  int (*win_allocate_shared)(long size, int disp_unit, StasisMpiRealHandle comm, void *baseptr,
+                             StasisMpiRealHandle *win);
+  int (*win_shared_query)(StasisMpiRealHandle win, int rank, long *size, int *disp_unit, void *baseptr);
+  int (*win_create_dynamic)(StasisMpiRealHandle comm, StasisMpiRealHandle *win);
+  int (*win_attach)(StasisMpiRealHandle win, void *base, long size);
+  int (*win_detach)(StasisMpiRealHandle win, const void *base);
 } StasisMpiLower;
 
 typedef const StasisMpiLower *(*StasisMpiLowerInterfaceFn)(void);

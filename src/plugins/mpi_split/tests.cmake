@@ -304,5 +304,56 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
                        LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
 endif()
 # End of the Cartesian topologies.
+# mpirma: one-sided communication (README.md, One-sided communication): rma_epochs
+# (tests/rma_epochs.c) checkpointed with operations in flight in a fence epoch, in a lock_all epoch
+# held for the whole run and under an exclusive lock, killed and restarted by split_restart.py (a
+# chain and a double restart): every run ends with the native build's lines. Open MPI, and
+# Open MPI to MPICH (checkpoint under one, restart under the other).
+add_executable(rma_epochs_split ${MPI_SPLIT_DIR}/tests/rma_epochs.c)
+target_link_libraries(rma_epochs_split PRIVATE stasis_mpi)
+set_target_properties(rma_epochs_split PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/targets)
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
+  set(native ${CMAKE_BINARY_DIR}/tests/targets/rma_epochs_openmpi)
+  add_custom_command(OUTPUT ${native} COMMAND ${STASIS_OPENMPI_CC} -O2 -o ${native} ${MPI_SPLIT_DIR}/tests/rma_epochs.c
+                     DEPENDS ${MPI_SPLIT_DIR}/tests/rma_epochs.c ${MPI_SPLIT_DIR}/tests/split_test_common.h VERBATIM)
+  add_custom_target(rma_epochs_openmpi ALL DEPENDS ${native})
+  # The build against abi/mpi.h under Open MPI; the plain Open MPI build through the front
+  # (ompi_abi/), restarted under MPICH where it is (else Open MPI). Every rank at each checkpoint
+  # completed the operations of the fence epoch and the lock_all epoch (and the exclusive lock's,
+  # where the checkpoint came in its sleep). Open MPI over TCP, whose RMA (osc pt2pt) holds a
+  # put in the library until the fence: without that completion the restarted ranks find their
+  # neighbour's block missing and end (seen, both tests); over shared memory puts land at once.
+  set(rma_over_tcp "OMPI_MCA_btl=tcp,self;OMPI_MCA_osc=pt2pt")
+  set(front_to openmpi)
+  set(front_cross)
+  if(STASIS_MPICH_RUN)
+    set(front_to mpich)
+    set(front_cross ${STASIS_MPICH_RUN} mpich)
+  endif()
+  foreach(run split front)
+    set(name mpi_split.openmpi.rma_restart)
+    set(program $<TARGET_FILE:rma_epochs_split>)
+    set(cross)
+    if(run STREQUAL "front")
+      set(name mpi_split.ompi_abi.openmpi_to_${front_to}.rma_restart)
+      set(program ${native})
+      set(cross ${front_cross})
+    endif()
+    add_test(NAME ${name}
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${STASIS_OPENMPI_RUN} 2 ${native} ${program} 16 150 ${cross})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 300 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports ENVIRONMENT
+                         "STASIS_SPLIT_LOG_EXPECTS=RMA completed on [23] windows in an epoch;${rma_over_tcp}")
+  endforeach()
+  # A live window of MPI_Win_allocate_shared refuses the checkpoint by name; the job runs on.
+  add_test(NAME mpi_split.openmpi.rma_shared_refused
+           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/rma_refused.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} ${native} $<TARGET_FILE:rma_epochs_split> 8 150)
+  set_tests_properties(mpi_split.openmpi.rma_shared_refused PROPERTIES TIMEOUT 200 LABELS "mpi;mpi_split"
+                       RESOURCE_LOCK mpi_ports)
+else()
+  stasis_skipped_group(mpi_split.openmpi.rma_restart "needs mpicc.openmpi and mpirun.openmpi")
+endif()
+# End of one-sided communication.
 # The Open MPI ABI front: programs built with Open MPI's own mpicc as split processes.
 include(${MPI_SPLIT_DIR}/ompi_abi/tests.cmake)

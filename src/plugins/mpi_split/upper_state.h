@@ -21,6 +21,7 @@ enum {
   GROUP_CAPACITY = 1024,
   REQUEST_CAPACITY = 65536,
   REPLAY_CAPACITY = 65536,
+  WINDOW_CAPACITY = 256, /* mpirma (upper_rma.c) */
 };
 
 /* What a request's completion needs, by request index. */
@@ -118,6 +119,16 @@ int stasis_mpi_persistent_complete(const char *function, int64_t index, MPI_Stat
 /* After a restart: the buffer MPI_Buffer_attach gave is attached to the fresh library. 0, or -1
  * with a message. */
 int stasis_mpi_requests_restarted(char *error, size_t error_size);
+
+/* mpirma: one-sided communication (upper_rma.c). The function that made a live window a
+ * checkpoint cannot save (MPI_Win_allocate_shared, MPI_Win_create_dynamic), else NULL. At the
+ * checkpoint's drain, every rank at once: every RMA operation in flight completed (an open fence
+ * epoch fenced, a passive one flushed; *completed: windows so treated). After a restart: every
+ * window made again over its memory, its epochs opened again (*remade: windows). 0, or -1 with a
+ * message. */
+const char *stasis_mpi_rma_refusal(void);
+int stasis_mpi_rma_complete(int *completed, char *error, size_t error_size);
+int stasis_mpi_rma_restarted(int *remade, char *error, size_t error_size);
 
 /* Cartesian topologies (upper_topology.c): a dup keeps its parent's grid (MPI_SUCCESS, or
  * MPI_ERR_INTERN when the grid table is full), a free forgets it (the id may be given out again). */

@@ -36,6 +36,7 @@ enum { STASIS_MPI_PREDEFINED_DATATYPES(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINE
 enum { STASIS_MPI_PREDEFINED_OPS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_OP_COUNT };
 enum { STASIS_MPI_PREDEFINED_GROUPS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_GROUP_COUNT };
 enum { STASIS_MPI_PREDEFINED_REQUESTS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_REQUEST_COUNT };
+enum { STASIS_MPI_PREDEFINED_WINS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_WIN_COUNT };
 #undef STASIS_MPI_INDEX_OF
 
 #define MPI_COMM_NULL STASIS_MPI_VID(STASIS_MPI_KIND_COMM, STASIS_MPI_INDEX_COMM_NULL)
@@ -279,6 +280,70 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
 int MPI_Cancel(MPI_Request *request);
 int MPI_Test_cancelled(const MPI_Status *status, int *flag);
 /* End of the completion calls. */
+
+/* mpirma: one-sided communication (upper_rma.c; README.md, One-sided communication). Window
+ * memory is the program's (MPI_Win_allocate and MPI_Alloc_mem map it in the upper half, saved
+ * with the program); a restart makes every window again over the same memory and opens again the
+ * epochs each rank held. Info arguments are accepted and not passed on (hints only). Windows from
+ * MPI_Win_allocate_shared and MPI_Win_create_dynamic are served, but a checkpoint is refused while
+ * one is live. Open MPI's values. */
+typedef int MPI_Win;
+typedef int MPI_Info;
+#define MPI_WIN_NULL STASIS_MPI_VID(STASIS_MPI_KIND_WIN, STASIS_MPI_INDEX_WIN_NULL)
+#ifndef MPI_INFO_NULL
+#define MPI_INFO_NULL 0
+#endif
+#define MPI_REPLACE STASIS_MPI_OP(REPLACE)
+#define MPI_NO_OP STASIS_MPI_OP(NO_OP)
+#define MPI_ERR_WIN 53
+#define MPI_ERR_RMA_SYNC 47
+#define MPI_ERR_RMA_FLAVOR 70
+#define MPI_MODE_NOCHECK 1
+#define MPI_MODE_NOPRECEDE 2
+#define MPI_MODE_NOPUT 4
+#define MPI_MODE_NOSTORE 8
+#define MPI_MODE_NOSUCCEED 16
+#define MPI_LOCK_EXCLUSIVE 1
+#define MPI_LOCK_SHARED 2
+enum { MPI_WIN_BASE = 7, MPI_WIN_SIZE = 8, MPI_WIN_DISP_UNIT = 9, MPI_WIN_CREATE_FLAVOR = 10, MPI_WIN_MODEL = 11 };
+enum { MPI_WIN_FLAVOR_CREATE = 1, MPI_WIN_FLAVOR_ALLOCATE = 2, MPI_WIN_FLAVOR_DYNAMIC = 3, MPI_WIN_FLAVOR_SHARED = 4 };
+enum { MPI_WIN_UNIFIED = 0, MPI_WIN_SEPARATE = 1 };
+int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr);
+int MPI_Free_mem(void *base);
+int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win);
+int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win);
+int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr);
+int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win);
+int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size);
+int MPI_Win_detach(MPI_Win win, const void *base);
+int MPI_Win_free(MPI_Win *win);
+int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag);
+int MPI_Win_get_group(MPI_Win win, MPI_Group *group);
+int MPI_Win_fence(int assert, MPI_Win win);
+int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win);
+int MPI_Win_unlock(int rank, MPI_Win win);
+int MPI_Win_lock_all(int assert, MPI_Win win);
+int MPI_Win_unlock_all(MPI_Win win);
+int MPI_Win_flush(int rank, MPI_Win win);
+int MPI_Win_flush_all(MPI_Win win);
+int MPI_Win_flush_local(int rank, MPI_Win win);
+int MPI_Win_flush_local_all(MPI_Win win);
+int MPI_Win_sync(MPI_Win win);
+int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+            MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp,
+            int target_count, MPI_Datatype target_datatype, MPI_Win win);
+int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+                   MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr,
+                       int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                       int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win);
+int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank,
+                     MPI_Aint target_disp, MPI_Op op, MPI_Win win);
+int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype,
+                         int target_rank, MPI_Aint target_disp, MPI_Win win);
+/* End of one-sided communication. */
 
 /* Stasis's own: makes every communicator, group and datatype the program holds again in the
  * running library from the replay log, as a restart does in a fresh one, and rebinds their ids

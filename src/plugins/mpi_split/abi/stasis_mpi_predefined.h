@@ -12,6 +12,7 @@ enum StasisMpiKind {
   STASIS_MPI_KIND_OP = 3,
   STASIS_MPI_KIND_GROUP = 4,
   STASIS_MPI_KIND_REQUEST = 5,
+  STASIS_MPI_KIND_WIN = 6, /* mpirma: windows (upper_rma.c keeps their table) */
 };
 
 #define STASIS_MPI_PREDEFINED_COMMS(X) X(COMM_NULL) X(COMM_WORLD) X(COMM_SELF)
@@ -24,10 +25,12 @@ enum StasisMpiKind {
 
 #define STASIS_MPI_PREDEFINED_OPS(X)                                                               \
   X(OP_NULL) X(MAX) X(MIN) X(SUM) X(PROD) X(LAND) X(BAND) X(LOR) X(BOR) X(LXOR) X(BXOR)            \
-  X(MAXLOC) X(MINLOC)
+  X(MAXLOC) X(MINLOC) X(REPLACE) X(NO_OP)
 
 #define STASIS_MPI_PREDEFINED_GROUPS(X) X(GROUP_NULL) X(GROUP_EMPTY)
 
 #define STASIS_MPI_PREDEFINED_REQUESTS(X) X(REQUEST_NULL)
+
+#define STASIS_MPI_PREDEFINED_WINS(X) X(WIN_NULL) /* mpirma */
 
 #endif

@@ -19,7 +19,8 @@ STASIS_NAMES = {
     "ompi_mpi_group_null": ("GROUP", "GROUP_NULL"), "ompi_request_null": ("REQUEST", "REQUEST_NULL"),
     "ompi_mpi_datatype_null": ("DATATYPE", "DATATYPE_NULL"), "ompi_mpi_long_long_int": ("DATATYPE", "LONG_LONG"),
 }
-for op in "null max min sum prod land band lor bor lxor bxor maxloc minloc".split():
+STASIS_NAMES["ompi_mpi_win_null"] = ("WIN", "WIN_NULL")  # mpirma
+for op in "null max min sum prod land band lor bor lxor bxor maxloc minloc replace no_op".split():
     STASIS_NAMES[f"ompi_mpi_op_{op}"] = ("OP", "OP_NULL" if op == "null" else op.upper())
 for datatype in ("char signed_char unsigned_char byte short unsigned_short int unsigned long unsigned_long "
                  "unsigned_long_long float double long_double int8_t int16_t int32_t int64_t uint8_t uint16_t "

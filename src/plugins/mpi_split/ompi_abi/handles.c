@@ -28,6 +28,11 @@ _Static_assert(MPI_SUCCESS == OMPI_ABI_SUCCESS && MPI_ERR_ARG == OMPI_ABI_ERR_AR
                    MPI_ERR_INTERN == 17 && MPI_ERR_OTHER == 15 &&
                    MPI_ERR_UNSUPPORTED_OPERATION == OMPI_ABI_ERR_UNSUPPORTED_OPERATION,
                "Open MPI's error classes");
+/* mpirma: Open MPI's one-sided values (front_rma.c passes them through). */
+_Static_assert(MPI_LOCK_EXCLUSIVE == 1 && MPI_LOCK_SHARED == 2 && MPI_MODE_NOCHECK == 1 && MPI_MODE_NOPRECEDE == 2 &&
+                   MPI_MODE_NOPUT == 4 && MPI_MODE_NOSTORE == 8 && MPI_MODE_NOSUCCEED == 16 && MPI_WIN_BASE == 7 &&
+                   MPI_WIN_MODEL == 11 && MPI_WIN_FLAVOR_CREATE == 1 && MPI_WIN_UNIFIED == 0 && MPI_ERR_WIN == 53,
+               "Open MPI's one-sided values");
 /* Open MPI's MPI_Status: three ints, _cancelled, size_t _ucount. */
 _Static_assert(sizeof(MPI_Status) == 24 && offsetof(MPI_Status, MPI_ERROR) == 8 &&
                    offsetof(MPI_Status, stasis_cancelled) == 12 && offsetof(MPI_Status, stasis_bytes) == 16,
@@ -49,6 +54,7 @@ _Static_assert(sizeof(MPI_Status) == 24 && offsetof(MPI_Status, MPI_ERROR) == 8 
 #define PREDEFINED_OP(index) STASIS_VID_OF(OP, index)
 #define PREDEFINED_GROUP(index) STASIS_VID_OF(GROUP, index)
 #define PREDEFINED_REQUEST(index) STASIS_VID_OF(REQUEST, index)
+#define PREDEFINED_WIN(index) STASIS_VID_OF(WIN, index)
 /* An object smaller than the front's (MPI_F_STATUS_IGNORE: a pointer for Fortran, which the
  * front does not serve): only its size. */
 #define SMALL(symbol, size) EXPORTED char symbol[size];
@@ -59,7 +65,7 @@ _Static_assert(sizeof(MPI_Status) == 24 && offsetof(MPI_Status, MPI_ERROR) == 8 
 /* Where each predefined id of Stasis's interface sends the program: the address of Open MPI's
  * object for it. Taken through the GOT, so a copy the program's executable made of the object
  * (a copy relocation) is the address handed out, the one the program compares with. */
-enum { KIND_COUNT = STASIS_MPI_KIND_REQUEST + 1, PREDEFINED_CAPACITY = 64 };
+enum { KIND_COUNT = STASIS_MPI_KIND_WIN + 1, PREDEFINED_CAPACITY = 64 };
 static OmpiAbiObject *predefined[KIND_COUNT][PREDEFINED_CAPACITY];
 static void predefined_init(void) {
 #define X(symbol, size, kind, index) PLACE_##kind(symbol, index)
@@ -70,6 +76,7 @@ static void predefined_init(void) {
 #define PLACE_OP(symbol, index) PLACE(OP, symbol, index)
 #define PLACE_GROUP(symbol, index) PLACE(GROUP, symbol, index)
 #define PLACE_REQUEST(symbol, index) PLACE(REQUEST, symbol, index)
+#define PLACE_WIN(symbol, index) PLACE(WIN, symbol, index)
 #define SMALL(symbol, size)
 #include "predefined.def"
 #undef X
@@ -84,23 +91,26 @@ static const int predefined_count[KIND_COUNT] = {
     [STASIS_MPI_KIND_OP] = STASIS_MPI_PREDEFINED_OP_COUNT,
     [STASIS_MPI_KIND_GROUP] = STASIS_MPI_PREDEFINED_GROUP_COUNT,
     [STASIS_MPI_KIND_REQUEST] = STASIS_MPI_PREDEFINED_REQUEST_COUNT,
+    [STASIS_MPI_KIND_WIN] = STASIS_MPI_PREDEFINED_WIN_COUNT,
 };
 
 /* The made objects' handles: one slot per index of the split layer's tables (an index beyond
  * them is refused, never wrapped). */
 static OmpiAbiObject comm_slots[COMM_CAPACITY], datatype_slots[DATATYPE_CAPACITY], group_slots[GROUP_CAPACITY],
-    request_slots[REQUEST_CAPACITY];
+    request_slots[REQUEST_CAPACITY], window_slots[WINDOW_CAPACITY];
 static OmpiAbiObject *const slots[KIND_COUNT] = {
     [STASIS_MPI_KIND_COMM] = comm_slots,
     [STASIS_MPI_KIND_DATATYPE] = datatype_slots,
     [STASIS_MPI_KIND_GROUP] = group_slots,
     [STASIS_MPI_KIND_REQUEST] = request_slots,
+    [STASIS_MPI_KIND_WIN] = window_slots,
 };
 static const uint32_t slot_count[KIND_COUNT] = {
     [STASIS_MPI_KIND_COMM] = sizeof comm_slots / sizeof *comm_slots,
     [STASIS_MPI_KIND_DATATYPE] = sizeof datatype_slots / sizeof *datatype_slots,
     [STASIS_MPI_KIND_GROUP] = sizeof group_slots / sizeof *group_slots,
     [STASIS_MPI_KIND_REQUEST] = sizeof request_slots / sizeof *request_slots,
+    [STASIS_MPI_KIND_WIN] = sizeof window_slots / sizeof *window_slots,
 };
 
 OmpiAbiSplit ompi_abi_split;

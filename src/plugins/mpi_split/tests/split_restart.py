@@ -11,7 +11,9 @@ second time and runs to its end. Each run's output, after what the killed runs p
 the native build's uninterrupted output. With RESTART_LAUNCHER (another MPI's launcher) and IMPL
 (its library, as the lower half names it), every restart runs under that launcher, and every
 restarted rank must say it started a lower half of IMPL: checkpointed under one MPI library,
-restarted under another, one binary."""
+restarted under another, one binary. With STASIS_SPLIT_LOG_EXPECTS (a regular expression), every
+rank's report of each checkpoint (the coordinator's log) must match it."""
+import os
 import re
 import subprocess
 import sys
@@ -107,8 +109,12 @@ def main():
             if before_a + program_lines(again) != expected or lines(again) != program_lines(again):
                 fail(f"the second restart of {a.name} printed other lines than the native build:\n"
                      + "\n".join(before_a + lines(again)))
+            expects = os.environ.get("STASIS_SPLIT_LOG_EXPECTS")
+            log = (c.ckpt / "coordinator.log").read_text() if expects or implementation else ""
+            reports = re.findall(r"split MPI: checkpoint \d+ drained .*", log)
+            if expects and (len(reports) < 2 * int(ranks) or any(not re.search(expects, line) for line in reports)):
+                fail(f"every rank's report of each checkpoint must match {expects!r}: {reports}")
             if implementation:
-                log = (c.ckpt / "coordinator.log").read_text()
                 started = re.findall(r"restarted over a fresh lower half \((\w+)\)", log)
                 if len(started) != 3 * int(ranks) or set(started) != {implementation}:
                     fail(f"the restarted ranks started lower halves of {started}, expected {3 * int(ranks)} of "
