@@ -39,6 +39,18 @@ std::string state_after(const char* barrier) {
   return step != nullptr ? step->state_after : barrier;
 }
 
+// The name of the file `path` names if it is directly in `dir`, else nullopt. The common case
+// (the generation directory, a slash, a name) without std::filesystem: it runs once per process.
+std::optional<std::string> file_name_in(const std::string& path, const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/' &&
+      path.find('/', dir.size() + 1) == std::string::npos)
+    return path.substr(dir.size() + 1);
+  if (fs::path(path).parent_path().lexically_normal() != fs::path(dir).lexically_normal())
+    return std::nullopt;
+  return fs::path(path).filename().string();
+}
+
 }  // namespace
 
 void CheckpointTiming::barrier_ended(const std::string& name) {
@@ -465,9 +477,8 @@ void CheckpointMachine::commit_checkpoint() {
     ImageResult image = found != op.images.end() ? found->second : ImageResult{};
     std::string path = image.path;
     if (!path.empty() && path.front() != '/') path = op.generation_dir + "/" + path;
-    namespace fs = std::filesystem;
-    if (fault.empty() && fs::path(path).parent_path().lexically_normal() !=
-                             fs::path(op.generation_dir).lexically_normal())
+    std::optional<std::string> file_name = file_name_in(path, op.generation_dir);
+    if (fault.empty() && !file_name)
       fault = fmt::format("{} reported the image '{}', which is not in {}", client.describe(),
                           image.path, op.generation_dir);
     manifest.processes.push_back(
@@ -476,7 +487,7 @@ void CheckpointMachine::commit_checkpoint() {
                         .host = bounded(client.info.hostname, sizeof client.info.hostname),
                         .address = client.peer.substr(0, client.peer.rfind(':')),
                         .program = bounded(client.info.program, sizeof client.info.program),
-                        .image = std::filesystem::path(path).filename().string(),
+                        .image = file_name.value_or(""),
                         .image_bytes = image.image_bytes,
                         .memory_bytes = image.memory_bytes,
                         .parent_generation = image.parent_generation,
