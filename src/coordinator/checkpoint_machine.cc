@@ -116,7 +116,12 @@ void CheckpointMachine::check_children() {
   // An srun a member ran is outside the computation, its tasks (started by slurmd on the nodes)
   // inside: such a child counts as one when a member is a task of it (srun's pid and parent's).
   std::set<std::pair<uint32_t, uint32_t>> sruns_of_tasks;
-  for (uint64_t id : op.alive) {
+  // Most members have no child (every stand-in, every MPI rank): the set of all members, a
+  // string each, is built only when some member has one to look up.
+  bool any_child = std::any_of(op.children.begin(), op.children.end(), [&](const auto& entry) {
+    return !entry.second.empty() && op.alive.count(entry.first) > 0;
+  });
+  for (uint64_t id : any_child ? op.alive : std::unordered_set<uint64_t>{}) {
     const StasisProcessInfo& info = connections_.at(id).info;
     members.insert({pid_space_of(connections_.at(id)), info.pid});
     if (info.srun_pid != 0) sruns_of_tasks.insert({info.srun_parent_pid, info.srun_pid});

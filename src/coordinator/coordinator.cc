@@ -314,7 +314,9 @@ void Coordinator::accept_process(Client& client, const StasisProcessInfo& info) 
 
 void Coordinator::handle_relay_batch(Client& relay, const StasisMsgHeader& header,
                                      const uint8_t* payload) {
-  uint64_t relay_id = relay.id;
+  // Clients are only marked dead while the batch is handled (reap() erases them later), and a
+  // process joining does not move the relay: one lookup of it for the whole batch.
+  Client* from = &relay;
   std::string fault = protocol::for_each_relay_entry(
       payload, header.payload_len,
       [&](const StasisRelayEntry& entry, const uint8_t* data, const std::vector<uint64_t>& ids) {
@@ -327,8 +329,7 @@ void Coordinator::handle_relay_batch(Client& relay, const StasisMsgHeader& heade
         }
         bool image_checked = (entry.flags & STASIS_RELAY_ENTRY_IMAGE_CHECKED) != 0;
         for (uint64_t local : ids) {
-          Client* from = connections_.find(relay_id);
-          if (from == nullptr || from->dead) return;  // a message below dropped the relay
+          if (from->dead) return;  // a message below dropped the relay
           auto known = from->relayed.find(local);
           if (entry.type == STASIS_MSG_RELAY_JOIN) {
             if (known != from->relayed.end() || entry.payload_len != sizeof(StasisProcessInfo)) {
@@ -364,10 +365,7 @@ void Coordinator::handle_relay_batch(Client& relay, const StasisMsgHeader& heade
           on_message(*process, inner, data);
         }
       });
-  if (!fault.empty()) {
-    if (Client* from = connections_.find(relay_id); from != nullptr)
-      connections_.drop(*from, "protocol error: " + fault);
-  }
+  if (!fault.empty() && !from->dead) connections_.drop(*from, "protocol error: " + fault);
 }
 
 void Coordinator::process_joined(Client& client) {
