@@ -267,6 +267,8 @@ void CheckpointMachine::start_barrier(Barrier step, uint64_t arg, const std::str
   RunningOp& op = *running_;
   op.step = step;
   op.barrier = step == Barrier::Plugin ? plugin : protocol::barrier_name(step);
+  op.state_during = state_during(op.barrier.c_str());
+  op.state_after = state_after(op.barrier.c_str());
   op.pending.clear();
   for (uint64_t id : op.alive) {
     // A repeated "children" barrier asks only the members that have not answered it.
@@ -315,7 +317,8 @@ void CheckpointMachine::start_next_barrier(Barrier finished, const std::string& 
 }
 
 void CheckpointMachine::send_barrier(Client& client, const StasisBarrier& barrier, uint64_t arg) {
-  client.state = state_during(barrier.name);
+  // Looked up once per barrier, not once per process.
+  client.state = running_->barrier == barrier.name ? running_->state_during : state_during(barrier.name);
   running_->timing.messages++;
   connections_.send(client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier);
 }
@@ -346,7 +349,7 @@ void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& do
     client.state = "failed " + name;
     fail(fmt::format("process {} failed to {}: {}", client.describe(), name, message));
   } else {
-    client.state = state_after(name.c_str());
+    client.state = op.state_after;
     // The image is named at "checkpoint" (written in place) or at "commit" (a forked writer
     // finished it); the later answer wins.
     if ((op.step == Barrier::Checkpoint || op.step == Barrier::Commit) &&
