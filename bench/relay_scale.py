@@ -99,13 +99,20 @@ def measure(args, stasis: str, standins: Path, processes: int, relays: int) -> l
             line = program.stdout.readline()
             if not line.startswith("ready"):
                 raise RuntimeError(f"stand-ins failed: {line!r}")
+        # A stand-in is "ready" once its relay took it; the relay's batch of joins may still be on
+        # its way to the coordinator (a loaded machine): wait for the coordinator to count them all.
+        deadline = time.monotonic() + 120
+        while True:
+            status = subprocess.run([stasis, "status", "--json"], env=env, capture_output=True, timeout=120)
+            if status.returncode != 0:
+                raise RuntimeError(f"stasis status failed: {status.stderr.decode().strip()}")
+            status = json.loads(status.stdout)
+            if status["process_count"] == processes:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{status['process_count']} processes joined, not {processes}")
+            time.sleep(0.2)
         joined = time.monotonic() - started
-        status = subprocess.run([stasis, "status", "--json"], env=env, capture_output=True, timeout=120)
-        if status.returncode != 0:
-            raise RuntimeError(f"stasis status failed: {status.stderr.decode().strip()}")
-        status = json.loads(status.stdout)
-        if status["process_count"] != processes:
-            raise RuntimeError(f"{status['process_count']} processes joined, not {processes}")
         coordinator_pid = status["coordinator"]["pid"]
         relay_pids = [child.pid for child in children[:relays]]
         cpu = []
