@@ -121,9 +121,9 @@ void CheckpointMachine::check_children() {
   bool any_child = std::any_of(op.children.begin(), op.children.end(), [&](const auto& entry) {
     return !entry.second.empty() && op.alive.count(entry.first) > 0;
   });
-  for (uint64_t id : any_child ? op.alive : std::unordered_set<uint64_t>{}) {
-    const StasisProcessInfo& info = connections_.at(id).info;
-    members.insert({pid_space_of(connections_.at(id)), info.pid});
+  for (auto id = op.alive.begin(); any_child && id != op.alive.end(); ++id) {
+    const StasisProcessInfo& info = connections_.at(*id).info;
+    members.insert({pid_space_of(connections_.at(*id)), info.pid});
     if (info.srun_pid != 0) sruns_of_tasks.insert({info.srun_parent_pid, info.srun_pid});
   }
   std::string missing;
