@@ -18,7 +18,9 @@ relays. Then --runs checkpoints; from the coordinator's "checkpoint G timing" li
               see them (13 per process: six barriers each way and a CHILDREN list)
 
 usage: bench/relay_scale.py [--stasis build/bin/stasis] [--configs 1024/0,1024/16,8192/16,...]
-                            [--runs 3] [--hold 0.02] [--dir /dev/shm]
+                            [--runs 3] [--hold 0.02] [--dir /dev/shm] [--baseline OTHER/stasis]
+--baseline: each configuration is measured with that binary too, just before this one ("before"
+and "after" rows), so a change is compared under the same load.
 The stand-ins and relays share this machine's cores with the coordinator: every figure includes
 their work, which on real hosts runs in parallel.
 """
@@ -58,7 +60,7 @@ def relay_listening(name: str) -> bool:
     return f"@{name}" in Path("/proc/net/unix").read_text()
 
 
-def measure(args, standins: Path, processes: int, relays: int) -> list[dict]:
+def measure(args, stasis: str, standins: Path, processes: int, relays: int) -> list[dict]:
     tmp = Path(tempfile.mkdtemp(prefix="stasis-bench-relay-", dir=args.dir))
     env = {k: v for k, v in os.environ.items() if not k.startswith("STASIS_")}
     env["STASIS_RUNTIME_DIR"] = str(tmp / "runtime")
@@ -66,14 +68,14 @@ def measure(args, standins: Path, processes: int, relays: int) -> list[dict]:
     ckpt, log_path = tmp / "ckpt", tmp / "coordinator.log"
     children = []
     try:
-        subprocess.run([args.stasis, "coordinator", "--port", "0", "--port-file", tmp / "port", "--ckpt-dir", ckpt,
+        subprocess.run([stasis, "coordinator", "--port", "0", "--port-file", tmp / "port", "--ckpt-dir", ckpt,
                         "--log", log_path, "--daemon", "--exit-when-idle"], env=env, check=True, timeout=30, stdout=subprocess.DEVNULL)
         port = (tmp / "port").read_text().strip()
         env["STASIS_COORD"] = f"127.0.0.1:{port}"
         secret = (tmp / "runtime" / f"coordinator-127.0.0.1-{port}.secret").read_text().strip()
         prefix = f"stasis-bench-{os.getpid()}-{port}"
         for r in range(relays):
-            children.append(subprocess.Popen([args.stasis, "relay", "--socket", f"{prefix}-{r}", "--hold",
+            children.append(subprocess.Popen([stasis, "relay", "--socket", f"{prefix}-{r}", "--hold",
                                               str(args.hold), "--log", tmp / f"relay-{r}.log"],
                                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         deadline = time.monotonic() + 30
@@ -97,19 +99,26 @@ def measure(args, standins: Path, processes: int, relays: int) -> list[dict]:
             line = program.stdout.readline()
             if not line.startswith("ready"):
                 raise RuntimeError(f"stand-ins failed: {line!r}")
+        # A stand-in is "ready" once its relay took it; the relay's batch of joins may still be on
+        # its way to the coordinator (a loaded machine): wait for the coordinator to count them all.
+        deadline = time.monotonic() + 120
+        while True:
+            status = subprocess.run([stasis, "status", "--json"], env=env, capture_output=True, timeout=120)
+            if status.returncode != 0:
+                raise RuntimeError(f"stasis status failed: {status.stderr.decode().strip()}")
+            status = json.loads(status.stdout)
+            if status["process_count"] == processes:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{status['process_count']} processes joined, not {processes}")
+            time.sleep(0.2)
         joined = time.monotonic() - started
-        status = subprocess.run([args.stasis, "status", "--json"], env=env, capture_output=True, timeout=120)
-        if status.returncode != 0:
-            raise RuntimeError(f"stasis status failed: {status.stderr.decode().strip()}")
-        status = json.loads(status.stdout)
-        if status["process_count"] != processes:
-            raise RuntimeError(f"{status['process_count']} processes joined, not {processes}")
         coordinator_pid = status["coordinator"]["pid"]
         relay_pids = [child.pid for child in children[:relays]]
         cpu = []
         for _ in range(args.runs):
             before = cpu_seconds(coordinator_pid), sum(cpu_seconds(p) for p in relay_pids)
-            r = subprocess.run([args.stasis, "checkpoint", "--compress", "none"], env=env, capture_output=True,
+            r = subprocess.run([stasis, "checkpoint", "--compress", "none"], env=env, capture_output=True,
                                timeout=600)
             if r.returncode != 0:
                 raise RuntimeError(f"checkpoint failed: {r.stderr.decode().strip()}\n"
@@ -132,7 +141,7 @@ def measure(args, standins: Path, processes: int, relays: int) -> list[dict]:
             raise RuntimeError(f"expected {args.runs} timing lines in {log_path}, found {len(results)}")
         return results
     finally:
-        subprocess.run([args.stasis, "kill"], env=env, capture_output=True, timeout=120)
+        subprocess.run([stasis, "kill"], env=env, capture_output=True, timeout=120)
         for child in children:
             try:
                 child.wait(30)
@@ -145,6 +154,7 @@ def measure(args, standins: Path, processes: int, relays: int) -> list[dict]:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stasis", default=str(ROOT / "build/bin/stasis"))
+    parser.add_argument("--baseline", help="another stasis binary, measured before --stasis for each configuration")
     parser.add_argument("--configs", default="1024/0,1024/16,8192/0,8192/16,8192/128,32768/16,32768/128,32768/512",
                         help="PROCESSES/RELAYS, comma-separated (RELAYS 0: no relay)")
     parser.add_argument("--runs", type=int, default=3)
@@ -157,19 +167,21 @@ def main():
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     tmp = Path(tempfile.mkdtemp(prefix="stasis-bench-relay-build-"))
     standins = build_standins(tmp)
-    print(f"{'processes':>9} {'relays':>6} {'joined s':>8} {'total s':>8} {'rounds s':>8} {'ckpt s':>7} "
+    binaries = [("before", args.baseline), ("after", args.stasis)] if args.baseline else [("", args.stasis)]
+    print(f"{'processes':>9} {'relays':>6} {'binary':>6} {'joined s':>8} {'total s':>8} {'rounds s':>8} {'ckpt s':>7} "
           f"{'commit s':>8} {'coord cpu':>9} {'relay cpu':>9} {'msgs@coord':>10} {'msgs@procs':>10}")
     for config in args.configs.split(","):
         processes, relays = (int(x) for x in config.split("/"))
-        try:
-            results = measure(args, standins, processes, relays)
-        except RuntimeError as e:
-            print(f"{processes:>9} {relays:>6}  failed: {e}")
-            continue
-        med = {k: statistics.median(r[k] for r in results) for k in results[0]}
-        print(f"{processes:>9} {relays:>6} {med['joined']:>8.2f} {med['total']:>8.3f} {med['rounds']:>8.3f} "
-              f"{med['checkpoint']:>7.3f} {med['commit']:>8.3f} {med['coord_cpu']:>9.3f} {med['relay_cpu']:>9.4f} "
-              f"{int(med['wire']):>10} {int(med['messages']):>10}", flush=True)
+        for label, stasis in binaries:
+            try:
+                results = measure(args, stasis, standins, processes, relays)
+            except RuntimeError as e:
+                print(f"{processes:>9} {relays:>6} {label:>6}  failed: {e}")
+                continue
+            med = {k: statistics.median(r[k] for r in results) for k in results[0]}
+            print(f"{processes:>9} {relays:>6} {label:>6} {med['joined']:>8.2f} {med['total']:>8.3f} {med['rounds']:>8.3f} "
+                  f"{med['checkpoint']:>7.3f} {med['commit']:>8.3f} {med['coord_cpu']:>9.3f} {med['relay_cpu']:>9.4f} "
+                  f"{int(med['wire']):>10} {int(med['messages']):>10}", flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

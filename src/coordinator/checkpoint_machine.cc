@@ -39,6 +39,18 @@ std::string state_after(const char* barrier) {
   return step != nullptr ? step->state_after : barrier;
 }
 
+// The name of the file `path` names if it is directly in `dir`, else nullopt. The common case
+// (the generation directory, a slash, a name) without std::filesystem: it runs once per process.
+std::optional<std::string> file_name_in(const std::string& path, const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/' &&
+      path.find('/', dir.size() + 1) == std::string::npos)
+    return path.substr(dir.size() + 1);
+  if (fs::path(path).parent_path().lexically_normal() != fs::path(dir).lexically_normal())
+    return std::nullopt;
+  return fs::path(path).filename().string();
+}
+
 }  // namespace
 
 void CheckpointTiming::barrier_ended(const std::string& name) {
@@ -104,9 +116,14 @@ void CheckpointMachine::check_children() {
   // An srun a member ran is outside the computation, its tasks (started by slurmd on the nodes)
   // inside: such a child counts as one when a member is a task of it (srun's pid and parent's).
   std::set<std::pair<uint32_t, uint32_t>> sruns_of_tasks;
-  for (uint64_t id : op.alive) {
-    const StasisProcessInfo& info = connections_.at(id).info;
-    members.insert({pid_space_of(connections_.at(id)), info.pid});
+  // Most members have no child (every stand-in, every MPI rank): the set of all members, a
+  // string each, is built only when some member has one to look up.
+  bool any_child = std::any_of(op.children.begin(), op.children.end(), [&](const auto& entry) {
+    return !entry.second.empty() && op.alive.count(entry.first) > 0;
+  });
+  for (auto id = op.alive.begin(); any_child && id != op.alive.end(); ++id) {
+    const StasisProcessInfo& info = connections_.at(*id).info;
+    members.insert({pid_space_of(connections_.at(*id)), info.pid});
     if (info.srun_pid != 0) sruns_of_tasks.insert({info.srun_parent_pid, info.srun_pid});
   }
   std::string missing;
@@ -250,6 +267,8 @@ void CheckpointMachine::start_barrier(Barrier step, uint64_t arg, const std::str
   RunningOp& op = *running_;
   op.step = step;
   op.barrier = step == Barrier::Plugin ? plugin : protocol::barrier_name(step);
+  op.state_during = state_during(op.barrier.c_str());
+  op.state_after = state_after(op.barrier.c_str());
   op.pending.clear();
   for (uint64_t id : op.alive) {
     // A repeated "children" barrier asks only the members that have not answered it.
@@ -298,7 +317,8 @@ void CheckpointMachine::start_next_barrier(Barrier finished, const std::string& 
 }
 
 void CheckpointMachine::send_barrier(Client& client, const StasisBarrier& barrier, uint64_t arg) {
-  client.state = state_during(barrier.name);
+  // Looked up once per barrier, not once per process.
+  client.state = running_->barrier == barrier.name ? running_->state_during : state_during(barrier.name);
   running_->timing.messages++;
   connections_.send(client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier);
 }
@@ -329,7 +349,7 @@ void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& do
     client.state = "failed " + name;
     fail(fmt::format("process {} failed to {}: {}", client.describe(), name, message));
   } else {
-    client.state = state_after(name.c_str());
+    client.state = op.state_after;
     // The image is named at "checkpoint" (written in place) or at "commit" (a forked writer
     // finished it); the later answer wins.
     if ((op.step == Barrier::Checkpoint || op.step == Barrier::Commit) &&
@@ -465,9 +485,8 @@ void CheckpointMachine::commit_checkpoint() {
     ImageResult image = found != op.images.end() ? found->second : ImageResult{};
     std::string path = image.path;
     if (!path.empty() && path.front() != '/') path = op.generation_dir + "/" + path;
-    namespace fs = std::filesystem;
-    if (fault.empty() && fs::path(path).parent_path().lexically_normal() !=
-                             fs::path(op.generation_dir).lexically_normal())
+    std::optional<std::string> file_name = file_name_in(path, op.generation_dir);
+    if (fault.empty() && !file_name)
       fault = fmt::format("{} reported the image '{}', which is not in {}", client.describe(),
                           image.path, op.generation_dir);
     manifest.processes.push_back(
@@ -476,7 +495,7 @@ void CheckpointMachine::commit_checkpoint() {
                         .host = bounded(client.info.hostname, sizeof client.info.hostname),
                         .address = client.peer.substr(0, client.peer.rfind(':')),
                         .program = bounded(client.info.program, sizeof client.info.program),
-                        .image = std::filesystem::path(path).filename().string(),
+                        .image = file_name.value_or(""),
                         .image_bytes = image.image_bytes,
                         .memory_bytes = image.memory_bytes,
                         .parent_generation = image.parent_generation,

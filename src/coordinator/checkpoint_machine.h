@@ -65,6 +65,7 @@ struct RunningOp {
   std::unordered_set<uint64_t> alive;                // members still connected
   protocol::Barrier step = protocol::Barrier::None;  // the barrier under way; None between
   std::string barrier;                               // its name on the wire; "" between barriers
+  std::string state_during, state_after;             // a member's `state` while and after it runs
   std::unordered_set<uint64_t> pending;              // members that have not answered it yet
   bool waiting_for_exits = false;                    // KILL sent; waiting for disconnects
   Clock::time_point deadline;                        // of the barrier or of the wait for exits

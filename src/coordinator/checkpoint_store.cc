@@ -12,8 +12,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "common/error.h"
 #include "coordinator/command_environment.h"
@@ -123,34 +125,80 @@ void write_file_durably(const std::string& path, const std::string& content) {
   fsync_dir(parent_dir(path));
 }
 
-nlohmann::json manifest_json(const Manifest& manifest) {
-  nlohmann::json processes = nlohmann::json::array();
-  std::set<uint64_t> parents;
-  for (const auto& p : manifest.processes) {
-    processes.push_back({{"pid", p.pid},
-                         {"original_pid", p.original_pid},
-                         {"host", p.host},
-                         {"address", p.address},
-                         {"program", p.program},
-                         {"image", p.image},
-                         {"image_bytes", p.image_bytes},
-                         {"memory_bytes", p.memory_bytes},
-                         {"parent_generation", p.parent_generation},
-                         {"image_checksum", fmt::format("{:016x}", p.image_checksum)}});
-    if (!p.pid_space.empty()) processes.back()["pid_space"] = p.pid_space;
-    if (p.srun_vpid != 0) processes.back()["srun"] = {{"vpid", p.srun_vpid}, {"parent", p.srun_parent_vpid}};
-    if (p.parent_generation != 0) parents.insert(p.parent_generation);
+namespace {
+
+// A JSON string as nlohmann's dump writes it. Plain ASCII (every host, program and image name
+// in practice) is copied as is; anything else (quotes, control characters, UTF-8, bytes that
+// are not UTF-8, which become U+FFFD rather than a manifest restart cannot parse) is left to
+// nlohmann.
+void append_json_string(std::string& out, std::string_view text) {
+  bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  if (plain) {
+    out += '"';
+    out += text;
+    out += '"';
+    return;
   }
-  return {
-      {"format", "stasis-checkpoint"},
-      {"version", 1},
-      {"generation", manifest.generation},
-      {"complete", true},
-      {"unix_time", manifest.unix_time},
-      {"seconds", manifest.seconds},
-      {"coordinator", {{"host", manifest.coordinator_host}, {"port", manifest.coordinator_port}}},
-      {"parents", parents},
-      {"processes", processes}};
+  out += nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void append_field(std::string& out, const char* indent, const char* key, std::string_view text,
+                  bool last = false) {
+  fmt::format_to(std::back_inserter(out), "{}\"{}\": ", indent, key);
+  append_json_string(out, text);
+  out += last ? "\n" : ",\n";
+}
+
+}  // namespace
+
+// Tens of thousands of processes: written straight into one buffer, not built as a JSON tree
+// (the coordinator's largest per-process cost at commit). The text is what nlohmann's dump(2)
+// of the same object gives (keys sorted, two-space indent): checkpoint_store_test compares.
+std::string manifest_text(const Manifest& manifest) {
+  std::set<uint64_t> parents;
+  for (const ManifestProcess& p : manifest.processes)
+    if (p.parent_generation != 0) parents.insert(p.parent_generation);
+  std::string out;
+  out.reserve(512 + manifest.processes.size() * 400);
+  auto to = std::back_inserter(out);
+  out += "{\n  \"complete\": true,\n  \"coordinator\": {\n";
+  append_field(out, "    ", "host", manifest.coordinator_host);
+  fmt::format_to(to, "    \"port\": {}\n  }},\n", manifest.coordinator_port);
+  fmt::format_to(to, "  \"format\": \"stasis-checkpoint\",\n  \"generation\": {},\n", manifest.generation);
+  if (parents.empty()) {
+    out += "  \"parents\": [],\n";
+  } else {
+    out += "  \"parents\": [\n";
+    for (auto it = parents.begin(); it != parents.end(); ++it)
+      fmt::format_to(to, "    {}{}\n", *it, std::next(it) == parents.end() ? "" : ",");
+    out += "  ],\n";
+  }
+  out += manifest.processes.empty() ? "  \"processes\": [],\n" : "  \"processes\": [\n";
+  for (size_t i = 0; i < manifest.processes.size(); i++) {
+    const ManifestProcess& p = manifest.processes[i];
+    out += "    {\n";
+    append_field(out, "      ", "address", p.address);
+    append_field(out, "      ", "host", p.host);
+    append_field(out, "      ", "image", p.image);
+    fmt::format_to(to,
+                   "      \"image_bytes\": {},\n      \"image_checksum\": \"{:016x}\",\n"
+                   "      \"memory_bytes\": {},\n      \"original_pid\": {},\n"
+                   "      \"parent_generation\": {},\n      \"pid\": {},\n",
+                   p.image_bytes, p.image_checksum, p.memory_bytes, p.original_pid,
+                   p.parent_generation, p.pid);
+    if (!p.pid_space.empty()) append_field(out, "      ", "pid_space", p.pid_space);
+    append_field(out, "      ", "program", p.program, p.srun_vpid == 0);
+    if (p.srun_vpid != 0)
+      fmt::format_to(to, "      \"srun\": {{\n        \"parent\": {},\n        \"vpid\": {}\n      }}\n",
+                     p.srun_parent_vpid, p.srun_vpid);
+    out += i + 1 == manifest.processes.size() ? "    }\n  ],\n" : "    },\n";
+  }
+  // A double as nlohmann writes it (1.0, not fmt's 1).
+  fmt::format_to(to, "  \"seconds\": {},\n  \"unix_time\": {},\n  \"version\": 1\n}}\n",
+                 nlohmann::json(manifest.seconds).dump(), manifest.unix_time);
+  return out;
 }
 
 std::string image_fault(const std::string& path, uint64_t bytes, uint64_t checksum) {
@@ -211,7 +259,7 @@ std::string manifest_fault(const std::string& ckpt_dir, const Manifest& manifest
 void write_manifest(const std::string& ckpt_dir, const Manifest& manifest) {
   std::string path =
       fmt::format("{}/{}/MANIFEST.json", ckpt_dir, generation_name(manifest.generation));
-  write_file_durably(path, manifest_json(manifest).dump(2) + "\n");
+  write_file_durably(path, manifest_text(manifest));
 }
 
 void point_latest(const std::string& ckpt_dir, uint64_t generation) {

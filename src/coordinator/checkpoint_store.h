@@ -58,7 +58,8 @@ struct Manifest {
   std::vector<ManifestProcess> processes;
 };
 
-nlohmann::json manifest_json(const Manifest& manifest);
+// MANIFEST.json's text (docs/image-format.md), ending with a newline.
+std::string manifest_text(const Manifest& manifest);
 
 // What is wrong with the image file at `path`, or "" when it holds `bytes` bytes and ends with a
 // sound END record whose chain of record headers is `checksum` (the file the process wrote, and

@@ -1,5 +1,6 @@
 #include "coordinator/checkpoint_store.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -83,6 +84,50 @@ TEST_F(CheckpointStore, ManifestHasTheDocumentedShape) {
   EXPECT_EQ(json["processes"][0]["image"], "worker-10.img");
   EXPECT_EQ(json["processes"][0]["memory_bytes"], 400);
   EXPECT_FALSE(fs::exists(dir_ + "/000007/MANIFEST.json.tmp"));
+}
+
+// manifest_text writes MANIFEST.json by hand (no JSON tree per process): it must be, byte for
+// byte, what nlohmann's dump(2) gives of the documented object, whatever the strings hold.
+TEST_F(CheckpointStore, ManifestTextIsTheJsonDumpOfTheDocumentedObject) {
+  Manifest manifest;
+  manifest.generation = 12;
+  manifest.unix_time = 1700000123;
+  manifest.coordinator_host = "node\"0\\";
+  manifest.coordinator_port = 7781;
+  for (double seconds : {0.0, 1.0, 0.123, 2.5e-7}) {
+    manifest.seconds = seconds;
+    manifest.processes = {
+        {.pid = 11, .original_pid = 10, .host = "node1", .address = "10.0.0.1", .program = "worker",
+         .image = "worker-10.img", .image_bytes = 100, .memory_bytes = 400, .parent_generation = 9,
+         .image_checksum = 0xabcdef, .pid_space = "5e1c-ab/4026532318"},
+        {.pid = 12, .host = "h\tost\n\x01", .program = "caf\xc3\xa9 \x7f", .image = "b.img",
+         .parent_generation = 3, .image_checksum = ~uint64_t{0}, .srun_vpid = 5, .srun_parent_vpid = 4},
+        {.pid = 13, .program = "not utf-8 \xff\xfe", .image = "c.img"}};
+    nlohmann::json processes = nlohmann::json::array();
+    for (const ManifestProcess& p : manifest.processes) {
+      nlohmann::json entry = {{"pid", p.pid}, {"original_pid", p.original_pid}, {"host", p.host},
+                              {"address", p.address}, {"program", p.program}, {"image", p.image},
+                              {"image_bytes", p.image_bytes}, {"memory_bytes", p.memory_bytes},
+                              {"parent_generation", p.parent_generation},
+                              {"image_checksum", fmt::format("{:016x}", p.image_checksum)}};
+      if (!p.pid_space.empty()) entry["pid_space"] = p.pid_space;
+      if (p.srun_vpid != 0) entry["srun"] = {{"vpid", p.srun_vpid}, {"parent", p.srun_parent_vpid}};
+      processes.push_back(entry);
+    }
+    nlohmann::json expected = {
+        {"format", "stasis-checkpoint"}, {"version", 1}, {"generation", manifest.generation},
+        {"complete", true}, {"unix_time", manifest.unix_time}, {"seconds", manifest.seconds},
+        {"coordinator", {{"host", manifest.coordinator_host}, {"port", manifest.coordinator_port}}},
+        {"parents", {3, 9}}, {"processes", processes}};
+    EXPECT_EQ(manifest_text(manifest),
+              expected.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    // What restart reads: the bytes that were not UTF-8 became U+FFFD, nothing else changed.
+    nlohmann::json read = nlohmann::json::parse(manifest_text(manifest));
+    EXPECT_EQ(read["processes"][1]["program"], "caf\xc3\xa9 \x7f");
+    EXPECT_EQ(read["processes"][2]["program"], "not utf-8 \xef\xbf\xbd\xef\xbf\xbd");
+  }
+  manifest.processes.clear();  // refused by manifest_fault, but written as an empty array
+  EXPECT_NE(manifest_text(manifest).find("\"parents\": [],\n  \"processes\": [],\n"), std::string::npos);
 }
 
 TEST_F(CheckpointStore, LatestIsARelativeSymlinkReplacedAtomically) {

@@ -100,8 +100,6 @@ class Coordinator : public ConnectionEvents {
   CheckpointMachine machine_;
   size_t process_count_ = 0;
   bool seen_process_ = false;
-  // While a relay entry is dispatched: its relay checked these processes' images at "commit".
-  bool relay_checked_images_ = false;
   bool stop_ = false;
   std::optional<Clock::time_point> idle_since_;
   std::optional<Clock::time_point> restart_expected_until_;
@@ -213,7 +211,7 @@ void Coordinator::on_message(Client& client, const StasisMsgHeader& header,
         return;
       }
       memcpy(&done, payload, sizeof done);
-      machine_.barrier_done(client, done, relay_checked_images_ && client.relay != 0);
+      machine_.barrier_done(client, done);
       return;
     }
     case STASIS_MSG_CHILDREN:
@@ -316,13 +314,22 @@ void Coordinator::accept_process(Client& client, const StasisProcessInfo& info) 
 
 void Coordinator::handle_relay_batch(Client& relay, const StasisMsgHeader& header,
                                      const uint8_t* payload) {
-  uint64_t relay_id = relay.id;
+  // Clients are only marked dead while the batch is handled (reap() erases them later), and a
+  // process joining does not move the relay: one lookup of it for the whole batch.
+  Client* from = &relay;
   std::string fault = protocol::for_each_relay_entry(
       payload, header.payload_len,
       [&](const StasisRelayEntry& entry, const uint8_t* data, const std::vector<uint64_t>& ids) {
+        // Tens of thousands of answers to a barrier come as a few entries: each is read once,
+        // then handed to the checkpoint machine process by process, without a copy each.
+        std::optional<StasisBarrierDone> done;
+        if (entry.type == STASIS_MSG_BARRIER_DONE && entry.payload_len == sizeof(StasisBarrierDone)) {
+          done.emplace();
+          memcpy(&*done, data, sizeof *done);
+        }
+        bool image_checked = (entry.flags & STASIS_RELAY_ENTRY_IMAGE_CHECKED) != 0;
         for (uint64_t local : ids) {
-          Client* from = connections_.find(relay_id);
-          if (from == nullptr || from->dead) return;  // a message below dropped the relay
+          if (from->dead) return;  // a message below dropped the relay
           auto known = from->relayed.find(local);
           if (entry.type == STASIS_MSG_RELAY_JOIN) {
             if (known != from->relayed.end() || entry.payload_len != sizeof(StasisProcessInfo)) {
@@ -344,6 +351,10 @@ void Coordinator::handle_relay_batch(Client& relay, const StasisMsgHeader& heade
             connections_.drop(*process, "");
             continue;
           }
+          if (done) {
+            machine_.barrier_done(*process, *done, image_checked);
+            continue;
+          }
           StasisMsgHeader inner{};
           inner.magic = STASIS_PROTOCOL_MAGIC;
           inner.version = STASIS_PROTOCOL_VERSION;
@@ -351,16 +362,10 @@ void Coordinator::handle_relay_batch(Client& relay, const StasisMsgHeader& heade
           inner.payload_len = entry.payload_len;
           inner.reserved = entry.reserved;
           inner.arg = entry.arg;
-          relay_checked_images_ = entry.type == STASIS_MSG_BARRIER_DONE &&
-                                  (entry.flags & STASIS_RELAY_ENTRY_IMAGE_CHECKED) != 0;
           on_message(*process, inner, data);
-          relay_checked_images_ = false;
         }
       });
-  if (!fault.empty()) {
-    if (Client* from = connections_.find(relay_id); from != nullptr)
-      connections_.drop(*from, "protocol error: " + fault);
-  }
+  if (!fault.empty() && !from->dead) connections_.drop(*from, "protocol error: " + fault);
 }
 
 void Coordinator::process_joined(Client& client) {
