@@ -29,8 +29,12 @@ struct ObjectSymbols {
   const uint32_t* gnu_hash;
 };
 
-constexpr int kMaxObjects = 64;
-ObjectSymbols g_objects[kMaxObjects];
+// Under 1 KiB in all, so the table stays among the small variables the start touches anyway
+// (CMakeLists.txt: larger objects go to .lbss, a page of its own to fault in). A program with
+// more libraries behind the runtime is served by dlsym.
+constexpr int kMaxObjects = 24;
+static_assert(sizeof(ObjectSymbols) * kMaxObjects < 1024);
+ObjectSymbols g_objects[kMaxObjects];  // only written while listing
 int g_object_count = 0;
 // 0: not listed yet; 1: listed; 2: some object cannot be searched here (dlsym for every name).
 int g_listing = 0;
@@ -146,6 +150,11 @@ void* find_next_definition(const char* name) {
     }
   }
   return nullptr;
+}
+
+void* resolve_next_definition(const char* name) {
+  void* found = find_next_definition(name);
+  return found ? found : dlsym(RTLD_NEXT, name);
 }
 
 }  // namespace stasis::rt

@@ -9,4 +9,8 @@ namespace stasis::rt {
 // leaves out: GNU indirect functions, objects without a GNU hash table).
 void* find_next_definition(const char* name);
 
+// find_next_definition, else dlsym(RTLD_NEXT) from the runtime (one call out of line, so each
+// wrapper file's constructor stays small: its code pages are faulted in at every start).
+void* resolve_next_definition(const char* name);
+
 }  // namespace stasis::rt

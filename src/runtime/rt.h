@@ -186,10 +186,7 @@ bool for_each_proc_number(const char* dir_path, Visit visit) {
 // constructor: neither lookup is async-signal-safe, and a wrapper may first run in a signal handler.
 template <typename Fn>
 Fn next_symbol(Fn& slot, const char* name) {
-  if (!slot) {
-    void* found = find_next_definition(name);
-    slot = reinterpret_cast<Fn>(found ? found : dlsym(RTLD_NEXT, name));
-  }
+  if (!slot) slot = reinterpret_cast<Fn>(resolve_next_definition(name));
   return slot;
 }
 
