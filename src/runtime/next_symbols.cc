@@ -134,6 +134,14 @@ Found look_up_in(const ObjectSymbols& object, const char* name, uint32_t hash, v
   return Found::Definition;
 }
 
+// The listing needs the dynamic linker (dladdr1, which takes its lock), so it is made here, before
+// the runtime's other constructors and before the program runs; from then on a lookup only reads
+// (the wrappers resolve on first call, maybe in a signal handler). A wrapper called from another
+// library's constructor, earlier, lists on the spot, as dlsym would have looked up on the spot.
+__attribute__((constructor(101))) void list_objects_at_load() {
+  if (g_listing == 0) list_objects_behind_runtime();
+}
+
 }  // namespace
 
 void* find_next_definition(const char* name) {

@@ -181,9 +181,11 @@ bool for_each_proc_number(const char* dir_path, Visit visit) {
 }
 
 // The next definition of a library function (libc's, behind a wrapper of the runtime), looked
-// up once into `slot`: in the symbol tables directly (next_symbols.cc: dlsym per name cost a
-// process's start 20-30 us), else by dlsym. Wrapper files resolve their slots from a
-// constructor: neither lookup is async-signal-safe, and a wrapper may first run in a signal handler.
+// up into `slot` on the wrapper's first call: in the symbol tables of the objects behind the
+// runtime, listed by a constructor that runs before any other of the runtime's (next_symbols.cc),
+// so the lookup takes no lock and is safe in a signal handler. dlsym serves only what it cannot
+// settle (none of the wrapped functions on this glibc; runtime.NextSymbols.*). Resolving
+// every wrapper's function in the constructors instead cost every process's start 20-40 us.
 template <typename Fn>
 Fn next_symbol(Fn& slot, const char* name) {
   if (!slot) slot = reinterpret_cast<Fn>(resolve_next_definition(name));
@@ -296,4 +298,3 @@ extern "C" void stasis_runtime_delay_checkpoints();
 extern "C" void stasis_runtime_allow_checkpoints();
 // libc's sigaction, bypassing the runtime's own wrapper (wrappers.cc).
 int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
-void resolve_wrapped_functions();
