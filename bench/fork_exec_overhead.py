@@ -9,7 +9,8 @@ Workloads (--workloads, comma-separated):
 
 Each runs plain, under `stasis launch` and under `stasis launch --relay`; with --baseline, also
 under another installation's `stasis` (e.g. a build of main), so before and after are measured in
-the same invocation. The runs are interleaved (machine noise hits every variant alike); the
+the same invocation. --inactive adds each installation's runtime preloaded with no computation
+(LD_PRELOAD alone: the library's load and constructors, no join, no checkpoint thread). The runs are interleaved (machine noise hits every variant alike); the
 medians of --runs runs are printed: wall time, the CPU time of the whole process tree (rusage of
 the waited-for children: the coordinator, a daemon, is not in it), the ratios to plain, and the
 cost per process started (counted in the plain runs by /proc/stat's fork counter, so other work
@@ -17,6 +18,7 @@ on the machine can add to it).
 
 usage: bench/fork_exec_overhead.py [--stasis build/bin/stasis] [--baseline OTHER/bin/stasis]
                                    [--processes 1000] [--files 40] [--runs 5] [--workloads true]
+                                   [--inactive] [--no-relay]
 """
 import argparse
 import os
@@ -84,6 +86,14 @@ def workload_commands(name, args, tmp):
     raise SystemExit(f"unknown workload {name!r} (true, make, python)")
 
 
+def runtime_library(stasis):
+    """The runtime beside an installation's `stasis` (bin/stasis, lib/stasis/: command.cc)."""
+    library = Path(stasis).resolve().parent.parent / "lib/stasis/libstasis_runtime.so"
+    if not library.exists():
+        raise SystemExit(f"no runtime at {library}")
+    return str(library)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stasis", default=str(ROOT / "build/bin/stasis"))
@@ -93,8 +103,14 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workloads", default="true")
     parser.add_argument("--no-relay", action="store_true", help="skip the `launch --relay` variant")
+    parser.add_argument("--inactive", action="store_true",
+                        help="add the runtime preloaded with no computation (LD_PRELOAD alone)")
     args = parser.parse_args()
     variants = [("plain", None)]
+    if args.inactive and args.baseline:
+        variants.append(("baseline idle", ["env", f"LD_PRELOAD={runtime_library(args.baseline)}"]))
+    if args.inactive:
+        variants.append(("stasis idle", ["env", f"LD_PRELOAD={runtime_library(args.stasis)}"]))
     if args.baseline:
         variants.append(("baseline", [os.path.abspath(args.baseline), "launch", "--"]))
     variants.append(("stasis", [os.path.abspath(args.stasis), "launch", "--"]))

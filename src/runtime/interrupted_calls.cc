@@ -80,21 +80,8 @@ NanosleepFn g_nanosleep;
 ClockGettimeFn g_libc_clock_gettime;  // libc's: no clock offset needed for a difference
 int64_t g_coarse_tick_ns = 4000000;
 
-__attribute__((constructor)) void resolve_interruptible_functions() {
-  next_symbol(g_poll, "poll");
-  next_symbol(g_poll_chk, "__poll_chk");
-  next_symbol(g_ppoll, "ppoll");
-  next_symbol(g_ppoll_chk, "__ppoll_chk");
-  next_symbol(g_select, "select");
-  next_symbol(g_pselect, "pselect");
-  next_symbol(g_epoll_wait, "epoll_wait");
-  next_symbol(g_epoll_pwait, "epoll_pwait");
-  next_symbol(g_epoll_pwait2, "epoll_pwait2");
-  next_symbol(g_pause, "pause");
-  next_symbol(g_sigtimedwait, "sigtimedwait");
-  next_symbol(g_sigwaitinfo, "sigwaitinfo");
-  next_symbol(g_nanosleep, "nanosleep");
-  next_symbol(g_libc_clock_gettime, "clock_gettime");
+// The functions behind the wrappers resolve on first call (next_symbol).
+__attribute__((constructor)) void note_coarse_clock_tick() {
   timespec tick;
   if (clock_getres(CLOCK_MONOTONIC_COARSE, &tick) == 0)
     g_coarse_tick_ns = tick.tv_sec * 1000000000LL + tick.tv_nsec;

@@ -528,7 +528,6 @@ void at_exit() {
 }
 
 __attribute__((constructor)) void stasis_runtime_init() {
-  resolve_wrapped_functions();
   const Settings& s = g_settings;
   if (!s.coord.set || !s.launch_pid.set || srun_stays_outside() || mpi_launcher_stays_outside()) return;
   const char* launch_pid = s.launch_pid.text;

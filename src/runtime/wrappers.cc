@@ -12,9 +12,7 @@ using stasis::rt::next_symbol;
 using stasis::rt::program_handler;
 
 namespace {
-// libc's functions behind each wrapper. Resolved by resolve_wrapped_functions() from the
-// runtime's constructor (dlsym is not async-signal-safe, and a wrapper may first run inside a
-// signal handler); a call that comes before it resolves on the spot.
+// libc's functions behind each wrapper, resolved on first call (next_symbol).
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 using SignalFn = sighandler_t (*)(int, sighandler_t);
 using MaskFn = int (*)(int, const sigset_t*, sigset_t*);
@@ -36,16 +34,6 @@ const sigset_t* without_checkpoint_signal(const sigset_t* set, sigset_t* copy) {
 }
 }  // namespace
 
-void resolve_wrapped_functions() {
-  next_symbol(g_sigaction, "sigaction");
-  next_symbol(g_signal, "signal");
-  next_symbol(g_sigset, "sigset");
-  next_symbol(g_bsd_signal, "bsd_signal");
-  next_symbol(g_sysv_signal, "sysv_signal");
-  next_symbol(g_sigprocmask, "sigprocmask");
-  next_symbol(g_pthread_sigmask, "pthread_sigmask");
-  next_symbol(g_sigsuspend, "sigsuspend");
-}
 
 int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   return next_symbol(g_sigaction, "sigaction")(sig, act, old);

@@ -12,9 +12,7 @@ namespace {
 using TimerfdSettimeFn = int (*)(int, int, const itimerspec*, itimerspec*);
 TimerfdSettimeFn g_timerfd_settime;
 
-// Resolved in a constructor (a wrapper may first run in a signal handler, where dlsym is not
-// safe); a call before that resolves on the spot.
-__attribute__((constructor)) void resolve_timerfd_settime() { next_symbol(g_timerfd_settime, "timerfd_settime"); }
+// Resolved on first call (next_symbol: a lock-free lookup, safe in a signal handler).
 
 // From fdinfo (its reader keeps to the stack: any user thread may be setting a timer).
 int32_t clock_of_timerfd(int fd) {

@@ -127,13 +127,9 @@ sighandler_t program_handler(int sig, sighandler_t kernel_handler) {
 using namespace stasis::rt;
 
 namespace {
-// Resolved before main (read may first run in a signal handler, where dlsym is unsafe).
+// Resolved on first call (next_symbol: a lock-free lookup, safe in a signal handler).
 int (*g_signalfd)(int, const sigset_t*, int);
 ssize_t (*g_read)(int, void*, size_t);
-__attribute__((constructor)) void resolve_signal_pid_wrappers() {
-  next_symbol(g_signalfd, "signalfd");
-  next_symbol(g_read, "read");
-}
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int signalfd(int fd, const sigset_t* mask, int flags) {

@@ -363,19 +363,7 @@ SemClockwaitFn g_sem_clockwait;
 MutexClocklockFn g_pthread_mutex_clocklock;
 RwlockClocklockFn g_pthread_rwlock_clockrdlock, g_pthread_rwlock_clockwrlock;
 
-// Resolved in a constructor (a wrapper may first run in a signal handler, where dlsym is not
-// safe); a call before that resolves on the spot.
-__attribute__((constructor)) void resolve_clock_functions() {
-  next_symbol(g_clock_gettime, "clock_gettime");
-  next_symbol(g_clock_nanosleep, "clock_nanosleep");
-  next_symbol(g_timer_settime, "timer_settime");
-  next_symbol(g_timer_getoverrun, "timer_getoverrun");
-  next_symbol(g_pthread_cond_clockwait, "pthread_cond_clockwait");
-  next_symbol(g_sem_clockwait, "sem_clockwait");
-  next_symbol(g_pthread_mutex_clocklock, "pthread_mutex_clocklock");
-  next_symbol(g_pthread_rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
-  next_symbol(g_pthread_rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
-}
+// Each resolves on first call (next_symbol: a lock-free lookup, safe in a signal handler).
 
 bool offset_active() { return clock_offset_active(); }
 }  // namespace

@@ -106,17 +106,7 @@ RecvmsgFn g_recvmsg;
 RecvmmsgFn g_recvmmsg;
 
 __attribute__((constructor)) void register_socket_addresses() {
-  stasis_register_plugin(&g_plugin);
-  next_symbol(g_connect, "connect");
-  next_symbol(g_bind, "bind");
-  next_symbol(g_sendto, "sendto");
-  next_symbol(g_sendmsg, "sendmsg");
-  next_symbol(g_sendmmsg, "sendmmsg");
-  next_symbol(g_accept, "accept");
-  next_symbol(g_accept4, "accept4");
-  next_symbol(g_recvfrom, "recvfrom");
-  next_symbol(g_recvmsg, "recvmsg");
-  next_symbol(g_recvmmsg, "recvmmsg");
+  stasis_register_plugin(&g_plugin);  // the wrappers' functions resolve on first call (next_symbol)
 }
 
 bool hosts_moved() { return __builtin_expect(g_hosts.any_moved(), 0); }
