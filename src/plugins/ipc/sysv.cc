@@ -94,6 +94,13 @@ std::atomic<bool> g_obtained_overflow{false};
 constinit IdTable<64> g_undo_sets;
 std::atomic<bool> g_undo_overflow{false};
 std::atomic<bool> g_shm_attached{false};  // shmat was called: look for attachments
+// Attachments made (counted once shmat has returned), and that count when a list of the mappings
+// last showed no segment attached: while it stays the same, none is (only shmat attaches; a fork
+// child inherits both). Saves "drain" a read of /proc/self/maps a checkpoint, in the pause: a
+// program that attached once, as Open MPI's start-up probe does, has none at each checkpoint.
+std::atomic<uint64_t> g_attachments_made{0};
+constexpr uint64_t kNotSeen = ~uint64_t{0};
+uint64_t g_none_attached_at = kNotSeen;  // the checkpoint thread's alone
 
 int kernel_id_of(uint32_t kind, int id) {
   const IdPair* p = g_translation.find_id(kind, id);
@@ -336,13 +343,17 @@ class SysvCapture {
   // own list (read once for every kind: a second read was 0.4 ms a rank of 32 Open MPI ranks, all
   // in the pause), at "drain" /proc/self/maps read into `text`. Unsure (unreadable, too long): yes.
   bool any_segment_mapped(char* text, size_t cap) const {
+    const uint64_t made = g_attachments_made.load();
+    if (made == g_none_attached_at) return false;
+    bool any = false;
     if (maps_) {
-      for (uint32_t i = 0; i < map_count_; i++)
-        if (maps_[i].shared && str_starts(maps_[i].path, "/SYSV")) return true;
-      return false;
+      for (uint32_t i = 0; i < map_count_ && !any; i++) any = maps_[i].shared && str_starts(maps_[i].path, "/SYSV");
+    } else {
+      long len = read_small_file("/proc/self/maps", text, cap);
+      any = len <= 0 || static_cast<size_t>(len) + 1 >= cap || has_sysv_mapping(text);
     }
-    long len = read_small_file("/proc/self/maps", text, cap);
-    return len <= 0 || static_cast<size_t>(len) + 1 >= cap || has_sysv_mapping(text);
+    g_none_attached_at = any ? kNotSeen : made;
+    return any;
   }
 
   // Parses one smaps header line; records it when it maps a System V segment.
@@ -587,6 +598,7 @@ int on_event(stasis_event_t event, const stasis_event_data_t* data, void*) {
     forget_claims();
   } else if (event == STASIS_EVENT_RESTART) {
     forget_claims();
+    g_none_attached_at = kNotSeen;  // restart attached the image's segments itself
     g_translation.replace(g_restart_info.sysv.ids, g_restart_info.sysv.object_count);
   }
   return 0;
@@ -633,7 +645,9 @@ __attribute__((visibility("default"))) int shmget(key_t key, size_t size, int fl
 __attribute__((visibility("default"))) void* shmat(int id, const void* address, int flags) {
   static void* (*real)(int, const void*, int);
   if (!g_shm_attached.load(std::memory_order_relaxed)) g_shm_attached.store(true);
-  return next_symbol(real, "shmat")(kernel_id_of(STASIS_SYSV_SHM, id), address, flags);
+  void* attached = next_symbol(real, "shmat")(kernel_id_of(STASIS_SYSV_SHM, id), address, flags);
+  g_attachments_made.fetch_add(1, std::memory_order_relaxed);  // after: see g_none_attached_at
+  return attached;
 }
 
 }  // extern "C"
@@ -643,6 +657,7 @@ __attribute__((visibility("default"))) void* shmat(int id, const void* address, 
 long stasis::rt::shmat_syscall(long id, long address, long flags) {
   if (!g_shm_attached.load(std::memory_order_relaxed)) g_shm_attached.store(true);
   long r = STASIS_SYS3(SYS_shmat, kernel_id_of(STASIS_SYSV_SHM, static_cast<int>(id)), address, flags);
+  g_attachments_made.fetch_add(1, std::memory_order_relaxed);
   if (r < 0 && r > -4096) {
     errno = static_cast<int>(-r);
     return -1;
