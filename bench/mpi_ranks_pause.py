@@ -32,6 +32,23 @@ sys.path.insert(0, str(ROOT / "bench"))
 from coordination_time import checkpoint_timings, end_computation, raise_limits, status, wait_until  # noqa: E402
 
 
+def shared_files_of_job(cwd: Path) -> set[str]:
+    """The /dev/shm files the job's processes (those working in `cwd`) map: Open MPI's vader
+    segments, which its ranks cannot remove when `stasis kill` ends them."""
+    files = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or os.readlink(proc / "cwd") != str(cwd):
+                continue
+            for line in (proc / "maps").read_text().splitlines():
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and fields[5].startswith("/dev/shm/") and fields[5].count("/") == 3:
+                    files.add(fields[5])
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return files
+
+
 def measure(args, ranks: int) -> tuple[list[dict], int]:
     tmp = Path(tempfile.mkdtemp(prefix="stasis-bench-mpi-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("STASIS_")}
@@ -72,8 +89,11 @@ def measure(args, ranks: int) -> tuple[list[dict], int]:
         results = checkpoint_timings(log_path.read_text(errors="replace"))
         return results, image_bytes
     finally:
+        segments = shared_files_of_job(tmp)
         end_computation(args.stasis, env, launch)
         shutil.rmtree(tmp, ignore_errors=True)
+        for path in segments:  # 4 MiB each (mostly holes); runs would leave hundreds behind
+            Path(path).unlink(missing_ok=True)
 
 
 def main():

@@ -41,6 +41,7 @@ class FdDataList {
   const FdDataItem& operator[](uint32_t i) const { return items_[i]; }
 
  private:
+  bool room_for_one();  // grows the items when full (one process may save many files' extents)
   Arena* arena_ = nullptr;
   FdDataItem* items_ = nullptr;
   uint32_t count_ = 0, cap_ = 0;

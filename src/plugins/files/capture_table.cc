@@ -25,7 +25,9 @@ namespace stasis::rt {
 namespace {
 
 bool capture_locks(const ProcessCapture& c, LogLine& error) { return capture_held_locks(c.fds, c.fd_count, error); }
-bool capture_sysv(const ProcessCapture& c, LogLine& error) { return capture_sysv_objects(c.arena, c.data, error); }
+bool capture_sysv(const ProcessCapture& c, LogLine& error) {
+  return capture_sysv_objects(c.arena, c.maps, c.map_count, c.data, error);
+}
 bool capture_shm_files(const ProcessCapture& c, LogLine& error) {
   return capture_named_shm_files(c.arena, c.maps, c.map_count, c.data, c.generation_dir, error);
 }

@@ -271,14 +271,19 @@ bool FdDataList::read_files_now() {
   return true;
 }
 
+bool FdDataList::room_for_one() {
+  constexpr uint32_t kMaxItems = 1u << 20;  // 40 MiB of items: far beyond any real process
+  return count_ < cap_ || (cap_ > 0 && cap_ < kMaxItems && arena_->grow(items_, cap_));
+}
+
 bool FdDataList::add_ref(int fd, uint32_t tag, const void* bytes, uint64_t len) {
-  if (count_ == cap_) return false;
+  if (!room_for_one()) return false;
   items_[count_++] = {fd, tag, bytes, len, -1, 0};
   return true;
 }
 
 bool FdDataList::add_file(int fd, uint32_t tag, int source_fd, uint64_t len, uint64_t offset) {
-  if (count_ == cap_) return false;
+  if (!room_for_one()) return false;
   items_[count_++] = {fd, tag, nullptr, len, source_fd, offset};
   return true;
 }

@@ -14,8 +14,8 @@ int capture_mqueue_fd(const FdProbe& probe, StasisFdRecord& r, FdDataList& data,
 
 // Saves every System V object the program obtained (shmget, semget, msgget) or has attached,
 // with its contents, its attachments and its ids, as FD_DATA records. Fails, naming the object,
-// when one cannot be restored.
-bool capture_sysv_objects(Arena& arena, FdDataList& data, LogLine& error);
+// when one cannot be restored. `maps`: the process's mappings as the capture read them.
+bool capture_sysv_objects(Arena& arena, const Mapping* maps, uint32_t map_count, FdDataList& data, LogLine& error);
 
 // A System V segment's attachment (its contents are saved with the segment): the capture table's
 // ClaimMappingFn. maps shows the segment's id as the inode.

@@ -103,6 +103,11 @@ set_target_properties(sparse_shm PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BIN
 # A 64 MiB file in /dev/shm with 16 pages written, uncompressed: the image holds the 16 pages, and
 # the restarted program finds them at their offsets and zeros between them.
 stasis_ckpt_test(ckpt.sparse_shm ARGS --wait-lines 10 --compress none --max-image-mb 8 PROGRAM sparse_shm 40 50 64)
+# 16 files of 16 MiB, each with 400 pages 40 KiB apart (as an Open MPI vader segment has a page
+# every 32 KiB): 6,400 extents, more than the 4,096 saved contents an image's list starts with,
+# each kept apart (joined across 64 KiB, they were 16 files of 16 MiB, over 200 MiB).
+stasis_ckpt_test(ckpt.sparse_shm.many_extents ARGS --wait-lines 10 --compress none --max-image-mb 40
+                 PROGRAM sparse_shm 40 50 16 16 400)
 
 # ---- memory a plugin leaves out (left_out_memory.h; the split MPI mode's lower half) ------------
 add_executable(left_out_memory ${CMAKE_CURRENT_LIST_DIR}/tests/left_out_memory.c)
