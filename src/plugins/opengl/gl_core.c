@@ -201,6 +201,7 @@ void gl_core_attrib_pointer(GLuint index, GLint size, GLenum type, GLboolean nor
                             const void* pointer, int integer) {
   if (index >= MAX_ATTRIBS) return;  // GL refuses it too
   if (!c.array_buffer) gl_unsupported("a vertex attribute array in client memory (no buffer bound)");
+  if (!c.vertex_array) gl_unsupported("a vertex attribute array outside a vertex array object");
   struct attrib* a = &array_bound()->attribs[index];
   a->set = 1, a->size = size, a->type = type, a->normalized = normalized, a->stride = stride;
   a->offset = (uintptr_t)pointer, a->integer = integer, a->buffer = c.array_buffer;
@@ -662,6 +663,8 @@ void gl_core_replay(int with_matrices) {
       {GL_ARRAY_BUFFER, c.array_buffer}, {GL_UNIFORM_BUFFER, c.uniform_buffer}, {GL_COPY_READ_BUFFER, c.copy_read},
       {GL_COPY_WRITE_BUFFER, c.copy_write}, {GL_PIXEL_PACK_BUFFER, c.pack}, {GL_PIXEL_UNPACK_BUFFER, c.unpack},
       {GL_TEXTURE_BUFFER, c.texture_buffer}};
+  CORE_REAL(void (*)(GLuint), BindVertexArray)(0);
+  if (c.default_array.elements) bind_buffer(GL_ELEMENT_ARRAY_BUFFER, c.default_array.elements);  // (compatibility)
   CORE_REAL(void (*)(GLuint), BindVertexArray)(c.vertex_array);
   for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) bind_buffer(targets[i].target, targets[i].name);
   void (*active)(GLenum) = CORE_REAL(void (*)(GLenum), ActiveTexture);
