@@ -140,8 +140,12 @@ GL_EXPORT GLXContext glXCreateContext(Display* dpy, XVisualInfo* visual, GLXCont
   return context;
 }
 
-// A GPU's driver state is outside the process when one of its device nodes is open.
+// A GPU's driver state is outside the process when one of its device nodes is open. Looked at
+// once (the driver opens its node when the display's GL is set up, before any context is current):
+// a program that switches contexts every frame pays a load.
 static int gpu_device_open(void) {
+  static int answer = -1;
+  if (answer >= 0) return answer;
   DIR* fds = opendir("/proc/self/fd");
   int found = 0;
   for (struct dirent* e; fds && !found && (e = readdir(fds));) {
@@ -153,7 +157,7 @@ static int gpu_device_open(void) {
     found = strncmp(target, "/dev/dri/", 9) == 0 || strncmp(target, "/dev/nvidia", 11) == 0;
   }
   if (fds) closedir(fds);
-  return found;
+  return answer = found;
 }
 
 // A context made current: recording is on while it is the recorded one. That is the first
