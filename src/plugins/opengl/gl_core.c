@@ -55,6 +55,8 @@ static struct {
   GLuint unit_2d[MAX_UNITS];
   struct indexed ubo[MAX_INDEXED];
   struct vertex_array default_array;  // VAO 0 (compatibility profile): its attribs
+  GLfloat attrib_value[MAX_ATTRIBS][4];  // glVertexAttrib*f: used where an attribute's array is off
+  unsigned attrib_value_set;             // bit per attribute
   struct core_set sets[16]; unsigned nsets;
 } c;
 
@@ -201,7 +203,6 @@ void gl_core_attrib_pointer(GLuint index, GLint size, GLenum type, GLboolean nor
                             const void* pointer, int integer) {
   if (index >= MAX_ATTRIBS) return;  // GL refuses it too
   if (!c.array_buffer) gl_unsupported("a vertex attribute array in client memory (no buffer bound)");
-  if (!c.vertex_array) gl_unsupported("a vertex attribute array outside a vertex array object");
   struct attrib* a = &array_bound()->attribs[index];
   a->set = 1, a->size = size, a->type = type, a->normalized = normalized, a->stride = stride;
   a->offset = (uintptr_t)pointer, a->integer = integer, a->buffer = c.array_buffer;
@@ -211,6 +212,12 @@ void gl_core_attrib_enable(GLuint index, int enabled) {
 }
 void gl_core_attrib_divisor(GLuint index, GLuint divisor) {
   if (index < MAX_ATTRIBS) array_bound()->attribs[index].divisor = divisor;
+}
+
+void gl_core_attrib_value(GLuint index, const GLfloat* xyzw) {
+  if (index >= MAX_ATTRIBS) return;
+  memcpy(c.attrib_value[index], xyzw, sizeof c.attrib_value[index]);
+  c.attrib_value_set |= 1u << index;
 }
 
 // --- shaders and programs ---
@@ -663,8 +670,8 @@ void gl_core_replay(int with_matrices) {
       {GL_ARRAY_BUFFER, c.array_buffer}, {GL_UNIFORM_BUFFER, c.uniform_buffer}, {GL_COPY_READ_BUFFER, c.copy_read},
       {GL_COPY_WRITE_BUFFER, c.copy_write}, {GL_PIXEL_PACK_BUFFER, c.pack}, {GL_PIXEL_UNPACK_BUFFER, c.unpack},
       {GL_TEXTURE_BUFFER, c.texture_buffer}};
-  CORE_REAL(void (*)(GLuint), BindVertexArray)(0);
-  if (c.default_array.elements) bind_buffer(GL_ELEMENT_ARRAY_BUFFER, c.default_array.elements);  // (compatibility)
+  if (!with_matrices) CORE_REAL(void (*)(GLuint), BindVertexArray)(0);
+  else replay_vertex_array(&c.default_array);  // a compatibility context's attributes outside any VAO
   CORE_REAL(void (*)(GLuint), BindVertexArray)(c.vertex_array);
   for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) bind_buffer(targets[i].target, targets[i].name);
   void (*active)(GLenum) = CORE_REAL(void (*)(GLenum), ActiveTexture);
@@ -676,6 +683,8 @@ void gl_core_replay(int with_matrices) {
   CORE_REAL(void (*)(GLenum, GLuint), BindFramebuffer)(GL_READ_FRAMEBUFFER, c.read_fb);
   CORE_REAL(void (*)(GLenum, GLuint), BindRenderbuffer)(GL_RENDERBUFFER, c.renderbuffer);
   for (unsigned i = 0; i < c.nsets; i++) replay_set(&c.sets[i]);
+  for (GLuint i = 0; i < MAX_ATTRIBS; i++)
+    if (c.attrib_value_set & (1u << i)) CORE_REAL(void (*)(GLuint, const GLfloat*), VertexAttrib4fv)(i, c.attrib_value[i]);
   for (size_t i = 0; i < nspares; i++) {
     if (CORE_REAL(GLboolean (*)(GLuint), IsProgram)(spares[i])) CORE_REAL(void (*)(GLuint), DeleteProgram)(spares[i]);
     else CORE_REAL(void (*)(GLuint), DeleteShader)(spares[i]);

@@ -35,6 +35,7 @@ void gl_core_attrib_pointer(GLuint index, GLint size, GLenum type, GLboolean nor
                             const void* pointer, int integer);
 void gl_core_attrib_enable(GLuint index, int enabled);
 void gl_core_attrib_divisor(GLuint index, GLuint divisor);
+void gl_core_attrib_value(GLuint index, const GLfloat* xyzw);  // glVertexAttrib*f: the current value
 void gl_core_create_shader(GLuint name, GLenum type);
 void gl_core_shader_source(GLuint shader, GLsizei count, const GLchar* const* strings, const GLint* lengths);
 void gl_core_compile_shader(GLuint shader);

@@ -73,6 +73,23 @@ WRAP_VOID(EnableVertexAttribArray, (GLuint i), (i), gl_core_attrib_enable(i, 1))
 WRAP_VOID(DisableVertexAttribArray, (GLuint i), (i), gl_core_attrib_enable(i, 0))
 WRAP_VOID(VertexAttribDivisor, (GLuint i, GLuint divisor), (i, divisor), gl_core_attrib_divisor(i, divisor))
 
+// A generic attribute's current value (where its array is off): the latest per attribute.
+#define ATTRIB_VALUE(suffix, params, ...)                                                    \
+  GL_EXPORT void glVertexAttrib##suffix params {                                            \
+    GL_ENTRY();                                                                             \
+    const GLfloat v[4] = {__VA_ARGS__};                                                     \
+    if (gl_recording) gl_core_attrib_value(i, v);                                           \
+    CORE_REAL(void (*)(GLuint, const GLfloat*), VertexAttrib4fv)(i, v);                     \
+  }
+ATTRIB_VALUE(1f, (GLuint i, GLfloat x), x, 0, 0, 1)
+ATTRIB_VALUE(2f, (GLuint i, GLfloat x, GLfloat y), x, y, 0, 1)
+ATTRIB_VALUE(3f, (GLuint i, GLfloat x, GLfloat y, GLfloat z), x, y, z, 1)
+ATTRIB_VALUE(4f, (GLuint i, GLfloat x, GLfloat y, GLfloat z, GLfloat w), x, y, z, w)
+ATTRIB_VALUE(1fv, (GLuint i, const GLfloat* p), p[0], 0, 0, 1)
+ATTRIB_VALUE(2fv, (GLuint i, const GLfloat* p), p[0], p[1], 0, 1)
+ATTRIB_VALUE(3fv, (GLuint i, const GLfloat* p), p[0], p[1], p[2], 1)
+ATTRIB_VALUE(4fv, (GLuint i, const GLfloat* p), p[0], p[1], p[2], p[3])
+
 // Shaders and programs.
 WRAP_RESULT(GLuint, CreateShader, (GLenum type), (type), gl_core_create_shader(result, type))
 WRAP_VOID(ShaderSource, (GLuint shader, GLsizei count, const GLchar* const* strings, const GLint* lengths),
@@ -188,7 +205,9 @@ static const struct { const char* name; void* wrapper; } g_core_entries[] = {
     ENTRY(GenTextures), ENTRY(BindBuffer), ENTRY(BufferData), ENTRY(BindBufferBase), ENTRY(BindBufferRange),
     ENTRY(MapBuffer), ENTRY(MapBufferRange), ENTRY(UnmapBuffer), ENTRY(BindVertexArray), ENTRY(VertexAttribPointer),
     ENTRY(VertexAttribIPointer), ENTRY(EnableVertexAttribArray), ENTRY(DisableVertexAttribArray),
-    ENTRY(VertexAttribDivisor), ENTRY(CreateShader), ENTRY(ShaderSource), ENTRY(CompileShader), ENTRY(DeleteShader),
+    ENTRY(VertexAttribDivisor), ENTRY(VertexAttrib1f), ENTRY(VertexAttrib2f), ENTRY(VertexAttrib3f),
+    ENTRY(VertexAttrib4f), ENTRY(VertexAttrib1fv), ENTRY(VertexAttrib2fv), ENTRY(VertexAttrib3fv), ENTRY(VertexAttrib4fv),
+    ENTRY(CreateShader), ENTRY(ShaderSource), ENTRY(CompileShader), ENTRY(DeleteShader),
     ENTRY(CreateProgram), ENTRY(DeleteProgram), ENTRY(AttachShader), ENTRY(DetachShader), ENTRY(BindAttribLocation),
     ENTRY(BindFragDataLocation), ENTRY(LinkProgram), ENTRY(UseProgram), ENTRY(UniformBlockBinding),
     ENTRY(GetUniformLocation), ENTRY(GetUniformBlockIndex), ENTRY(Uniform1f), ENTRY(Uniform2f), ENTRY(Uniform3f),

@@ -273,10 +273,16 @@ static __GLXextFuncPtr proc_address(__GLXextFuncPtr (*real)(const GLubyte*), con
     if (strcmp((const char*)name, glx_wrappers[i].name) == 0) return glx_wrappers[i].wrapper;
   if (gl_recording && strncmp((const char*)name, "glX", 3) != 0 && strncmp((const char*)name, "gl", 2) == 0 &&
       !builds_no_state((const char*)name)) {
+    __GLXextFuncPtr f = real ? real(name) : NULL;
+    if (!f) return NULL;  // libGL has none: nothing can be built through it
+    void* thunk = gl_unrecorded_thunk((const char*)name, (void*)f);
+    if (g_verbose) fprintf(stderr, "stasis opengl plugin: asked for %s, not recorded%s\n", (const char*)name,
+                           thunk ? ": refused if called" : "");
+    if (thunk) return (__GLXextFuncPtr)thunk;
     char what[128];
     snprintf(what, sizeof what, "the GL entry point %s, which the plugin does not record", (const char*)name);
-    if (g_verbose) fprintf(stderr, "stasis opengl plugin: asked for %s, not recorded\n", what + 19);
     gl_unsupported(what);
+    return f;
   }
   return real ? real(name) : NULL;
 }
@@ -477,8 +483,15 @@ static int ask_read_back_now(void) {
 }
 static int on_event(stasis_event_t event, const stasis_event_data_t* data, void* state) {
   (void)state;
-  if (event == STASIS_EVENT_PRE_SUSPEND && g_context && g_unsupported[0]) {
+  const char* called = g_context ? gl_unrecorded_called() : NULL;
+  if (event == STASIS_EVENT_PRE_SUSPEND && g_context && (g_unsupported[0] || called)) {
     if (g_direct.direct) publish_read_back(data->generation);  // nothing to wait for
+    if (!g_unsupported[0]) {
+      char what[128] = "";
+      append(what, sizeof what, called);
+      append(what, sizeof what, ", which the plugin does not record");
+      return refuse("opengl: the program's GL context cannot be replayed: it called the GL entry point ", what);
+    }
     return refuse("opengl: the program's GL context cannot be replayed: it used ", g_unsupported);
   }
   const int reads_back = g_context && g_direct.direct && g_replay_enabled;

@@ -21,3 +21,7 @@ int gl_replay_blocked(void);  // between Begin and End: the replay waits for End
 void* gl_wrapper_named(const char* name);
 void gl_resolve_real(void);
 void* gl_find_real(const char* name);  // libGL's own entry point of that name
+// An entry point the plugin does not record: a thunk that notes its calls (gl_unrecorded.c), or
+// NULL (none left, or not on this machine: asking for it is then refused).
+void* gl_unrecorded_thunk(const char* name, void* real);
+const char* gl_unrecorded_called(void);  // the first such entry point called, or NULL
