@@ -5,6 +5,7 @@
 #include "gl_record.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -368,7 +369,7 @@ static void replay_body(const struct bytes* b) {
 // Into the new context, in an order that gives each call what it needs: the lists (compiled, so
 // they change nothing now), the textures, the state sets (lights' positions were kept in eye
 // space, so with an identity modelview), the matrix stacks, then a list still being compiled.
-void gl_replay_all(void) {
+void gl_replay_all(int with_matrices) {
   const struct gl_real* r = &gl_real;
   for (size_t i = 0; i < g.nlists; i++) {
     if (&g.lists[i] == g.compiling) continue;
@@ -385,22 +386,70 @@ void gl_replay_all(void) {
   }
   r->BindTexture(GL_TEXTURE_2D, 0);
   r->PixelStorei(GL_UNPACK_ALIGNMENT, 4);  // the default; a recorded PixelStore follows
-  r->MatrixMode(GL_MODELVIEW);
-  r->LoadIdentity();
+  if (with_matrices) r->MatrixMode(GL_MODELVIEW), r->LoadIdentity();
   for (size_t i = 0; i < g.nsets; i++) replay_call((enum gl_op)g.sets[i].op, g.sets[i].words, g.sets[i].count);
   static const GLenum modes[3] = {GL_MODELVIEW, GL_PROJECTION, GL_TEXTURE};
-  for (int m = 0; m < 3; m++) {
+  for (int m = 0; m < 3 && with_matrices; m++) {
     r->MatrixMode(modes[m]);
     for (int level = 0; level <= g.depth[m]; level++) {
       if (level > 0) r->PushMatrix();
       r->LoadMatrixf(g.stacks[m][level]);
     }
   }
-  r->MatrixMode(modes[g.mode]);
+  if (with_matrices) r->MatrixMode(modes[g.mode]);
   if (g.compiling) {
     r->NewList(g.compiling->name, g.compiling->mode);
     replay_body(&g.compiling->body);
   }
+}
+
+// At the checkpoint, in the GL thread: each recorded level's image as the GL holds it now, in the
+// format and type it was given in (a level given as NULL, then rendered into, gets its pixels).
+const char* gl_read_back_textures(void) {
+  static char why[128];
+  void (*get_image)(GLenum, GLint, GLenum, GLenum, void*) =
+      (void (*)(GLenum, GLint, GLenum, GLenum, void*))gl_find_real("glGetTexImage");
+  void (*get_integer)(GLenum, GLint*) = (void (*)(GLenum, GLint*))gl_find_real("glGetIntegerv");
+  void (*bind_buffer)(GLenum, GLuint) = (void (*)(GLenum, GLuint))gl_find_real("glBindBuffer");
+  if (!g.ntextures) return NULL;
+  if (!get_image || !get_integer) return "textures, without glGetTexImage to read them back";
+  GLint bound = 0, alignment = 4, pack_buffer = 0;
+  get_integer(GL_TEXTURE_BINDING_2D, &bound);
+  get_integer(GL_PACK_ALIGNMENT, &alignment);
+  get_integer(GL_PIXEL_PACK_BUFFER_BINDING, &pack_buffer);
+  if (pack_buffer && bind_buffer) bind_buffer(GL_PIXEL_PACK_BUFFER, 0);
+  for (size_t i = 0; i < g.ntextures; i++) {
+    struct texture* t = &g.textures[i];
+    if (!t->images.size) continue;
+    gl_real.BindTexture(GL_TEXTURE_2D, t->name);
+    struct bytes now = {0};
+    for (size_t at = 0; at < t->images.size;) {
+      const struct call_head* h = (const struct call_head*)(t->images.data + at);
+      uint32_t w[GL_MAX_WORDS];
+      memcpy(w, h + 1, 4 * (size_t)h->count);
+      at += sizeof *h + 4 * (size_t)h->count + w[h->count - 1];
+      const size_t bytes = gl_image_bytes((GLsizei)w[3], (GLsizei)w[4], w[6], w[7], (GLint)w[8]);
+      if (!bytes) {
+        snprintf(why, sizeof why, "texture %u, whose format 0x%x and type 0x%x the plugin cannot read back", t->name, w[6], w[7]);
+        bytes_free(&now);
+        return why;
+      }
+      void* pixels = malloc(bytes);
+      GL_ASSERT(pixels, "out of memory reading a texture back");
+      gl_real.PixelStorei(GL_PACK_ALIGNMENT, (GLint)w[8]);
+      get_image(w[0], (GLint)w[1], w[6], w[7], pixels);
+      w[h->count - 1] = (uint32_t)bytes;
+      append_call(&now, OP_TEX_IMAGE_2D, w, h->count);
+      bytes_append(&now, pixels, bytes);
+      free(pixels);
+    }
+    bytes_free(&t->images);
+    t->images = now;
+  }
+  gl_real.PixelStorei(GL_PACK_ALIGNMENT, alignment);
+  gl_real.BindTexture(GL_TEXTURE_2D, (GLuint)bound);
+  if (pack_buffer && bind_buffer) bind_buffer(GL_PIXEL_PACK_BUFFER, (GLuint)pack_buffer);
+  return NULL;
 }
 
 int gl_replay_blocked(void) { return g.in_begin; }

@@ -56,11 +56,14 @@ struct gl_real {
 extern struct gl_real gl_real;
 
 // What the wrappers test on every call: one load and a branch each when nothing is to be done.
-extern volatile int gl_recording;       // the current context is indirect: its state is in the server
-extern volatile int gl_replay_pending;  // restarted: replay before the program's next GL call
-void gl_replay_now(void);
+extern volatile int gl_recording;  // the current context is the recorded one (gl_plugin.c says which)
+// Work for the program's GL thread at its next GL call: the replay after a restart
+// (ATTEND_REPLAY), the read-back at a checkpoint (ATTEND_READ_BACK).
+enum { ATTEND_REPLAY = 1, ATTEND_READ_BACK = 2 };
+extern volatile int gl_attention;
+void gl_attend(void);
 #define GL_ENTRY() \
-  do { if (__builtin_expect(gl_replay_pending, 0)) gl_replay_now(); } while (0)
+  do { if (__builtin_expect(gl_attention, 0)) gl_attend(); } while (0)
 
 // Recording, called by the wrappers while gl_recording. gl_note: a call that sets state, keyed
 // by its operation and its first `keys` words (the latest per key is kept); inside a display list

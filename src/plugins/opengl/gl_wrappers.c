@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <string.h>
 
+#include "gl_core.h"
 #include "gl_plugin.h"
 #include "gl_record.h"
 
@@ -151,12 +152,13 @@ GL_EXPORT void glBindTexture(GLenum target, GLuint name) {
     if (target != GL_TEXTURE_2D) gl_unsupported("glBindTexture of a target other than GL_TEXTURE_2D");
     const uint32_t w[2] = {target, name};
     gl_note(OP_BIND_TEXTURE, w, 2, 1);
+    gl_core_bind_texture(target, name);  // the unit's binding, the name for a fresh context
   }
   REAL(BindTexture)(target, name);
 }
 GL_EXPORT void glDeleteTextures(GLsizei n, const GLuint* names) {
   GL_ENTRY();
-  if (gl_recording) gl_note_delete_textures(n, names);
+  if (gl_recording) gl_note_delete_textures(n, names), gl_core_delete(KIND_TEXTURE, n, names);
   REAL(DeleteTextures)(n, names);
 }
 // glTexParameter* and glTexEnv*: the value kept as a float (enums such as GL_LINEAR are exact).
@@ -180,18 +182,18 @@ GL_EXPORT void glPixelStorei(GLenum pname, GLint v) {
   }
   REAL(PixelStorei)(pname, v);
 }
-static size_t image_bytes(GLsizei width, GLsizei height, GLenum format, GLenum type) {
+size_t gl_image_bytes(GLsizei width, GLsizei height, GLenum format, GLenum type, GLint alignment) {
   size_t components;
   switch (format) {
     case GL_RGBA: case 0x80E1 /* GL_BGRA */: components = 4; break;
     case GL_RGB: case 0x80E0 /* GL_BGR */: components = 3; break;
-    case GL_LUMINANCE_ALPHA: components = 2; break;
-    case GL_LUMINANCE: case GL_ALPHA: case GL_RED: case GL_INTENSITY: components = 1; break;
+    case GL_LUMINANCE_ALPHA: case 0x8227 /* GL_RG */: components = 2; break;
+    case GL_LUMINANCE: case GL_ALPHA: case GL_RED: case GL_INTENSITY: case GL_DEPTH_COMPONENT: components = 1; break;
     default: return 0;
   }
   const size_t size = type == GL_UNSIGNED_BYTE ? 1 : type == GL_FLOAT ? 4 : 0;
   if (!size) return 0;
-  const size_t align = (size_t)(g_unpack_alignment > 0 ? g_unpack_alignment : 1);
+  const size_t align = (size_t)(alignment > 0 ? alignment : 1);
   const size_t row = ((size_t)width * components * size + align - 1) / align * align;
   return row * (size_t)height;
 }
@@ -199,7 +201,7 @@ GL_EXPORT void glTexImage2D(GLenum target, GLint level, GLint internal, GLsizei 
                             GLenum format, GLenum type, const void* pixels) {
   GL_ENTRY();
   if (gl_recording) {
-    const size_t bytes = image_bytes(width, height, format, type);
+    const size_t bytes = gl_image_bytes(width, height, format, type, g_unpack_alignment);
     if (target != GL_TEXTURE_2D) gl_unsupported("glTexImage2D of a target other than GL_TEXTURE_2D");
     else if (!bytes && width && height) gl_unsupported("glTexImage2D of a format or type the plugin does not size");
     const uint32_t w[9] = {target, (uint32_t)level, (uint32_t)internal, (uint32_t)width, (uint32_t)height,
@@ -378,5 +380,5 @@ void gl_resolve_real(void) {
 void* gl_wrapper_named(const char* name) {
   for (size_t i = 0; i < sizeof g_entries / sizeof g_entries[0]; i++)
     if (strcmp(g_entries[i].name, name) == 0) return g_entries[i].wrapper;
-  return NULL;
+  return gl_core_wrapper_named(name);
 }

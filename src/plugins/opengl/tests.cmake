@@ -42,3 +42,20 @@ if(STASIS_LIBGLDISPATCH AND STASIS_LIBGLAPI)
                    ${DRIVER} opengl.refuse_unrecorded "${STASIS_GL_TEXTURES}" 100 20 unrecorded)
   set_tests_properties(opengl.refuse_unrecorded PROPERTIES TIMEOUT 180 LABELS ckpt SKIP_RETURN_CODE 77)
 endif()
+# A direct OpenGL 3.3 core context (../x11/tests/gl33_frames.c: VAOs, FBO render-to-texture, GLSL
+# programs, a UBO; "trails": the texture never cleared, so its read-back at the checkpoint
+# matters) recorded and, after each restart on a new Xvfb, replayed into a fresh context
+# (STASIS_GL_REPLAY=fresh: llvmpipe's old context would still work, a GPU's would not): every
+# frame's checksum equal to an uninterrupted run's, the plugin's line saying it replayed. The
+# same with nothing replayed into the fresh context (fresh-empty) must not (gl_fresh_empty.sh).
+if(STASIS_GL_LIBGL AND STASIS_GL_LIBX11 AND STASIS_GL_INCLUDE)
+  add_test(NAME opengl.fresh_gl33
+           COMMAND env STASIS_GL_REPLAY=fresh STASIS_GL_VERBOSE=1 "X11_RESTART_STDERR=replayed into a fresh context"
+                   ${PROJECT_SOURCE_DIR}/src/plugins/x11/tests/x11_driver.sh ${STASIS_BIN} ${STASIS_TEST_PYTHON}
+                   ${DRIVER} opengl.fresh_gl33 $<TARGET_FILE:gl33_frames> 100 10 trails)
+  set_tests_properties(opengl.fresh_gl33 PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
+  add_test(NAME opengl.fresh_empty
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/gl_fresh_empty.sh ${PROJECT_SOURCE_DIR}/src/plugins/x11/tests/x11_driver.sh
+                   ${STASIS_BIN} ${STASIS_TEST_PYTHON} ${DRIVER} opengl.fresh_empty $<TARGET_FILE:gl33_frames> 100 10 trails)
+  set_tests_properties(opengl.fresh_empty PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
+endif()

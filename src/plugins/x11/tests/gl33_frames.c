@@ -3,8 +3,12 @@
  * the window with a second GLSL program; both programs read a uniform buffer (UBO) the step
  * rewrites, and both draws go through vertex array objects. The window's frame is read back with
  * glReadPixels and its FNV-1a checksum printed: "step N checksum X". A restart that lost or
- * changed any of that GL or X state prints other checksums, or none.
- * usage: gl33_frames STEPS DELAY_MS */
+ * changed any of that GL or X state prints other checksums, or none. With "trails" the texture
+ * is never cleared: each frame draws over the ones before, so the texture's contents (written by
+ * the GPU, in no call's arguments) are part of every later checksum; it also asks
+ * glXGetProcAddressARB for glLineWidth, which the OpenGL plugin does not record, and never calls
+ * it (a program that only asks must not be refused).
+ * usage: gl33_frames STEPS DELAY_MS [trails] */
 #define GL_GLEXT_PROTOTYPES 1
 #include <GL/gl.h>
 #include <GL/glext.h>
@@ -14,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 enum { kWidth = 128, kHeight = 128, kTexture = 64 };
@@ -83,8 +88,8 @@ static const char kCompositeFragment[] =
     "}\n";
 
 int main(int argc, char** argv) {
-  if (argc != 3) die("usage: gl33_frames STEPS DELAY_MS");
-  const int steps = atoi(argv[1]), delay_ms = atoi(argv[2]);
+  if (argc != 3 && !(argc == 4 && strcmp(argv[3], "trails") == 0)) die("usage: gl33_frames STEPS DELAY_MS [trails]");
+  const int steps = atoi(argv[1]), delay_ms = atoi(argv[2]), trails = argc == 4;
   setvbuf(stdout, NULL, _IOLBF, 0);
 
   Display* display = XOpenDisplay(NULL);
@@ -118,6 +123,7 @@ int main(int argc, char** argv) {
   if (!context) die("no OpenGL 3.3 core-profile context");
   if (!glXMakeCurrent(display, window, context)) die("glXMakeCurrent failed");
 
+  if (trails && !glXGetProcAddressARB((const GLubyte*)"glLineWidth")) die("no glLineWidth");
   GLuint scene = link_program(kSceneVertex, kSceneFragment);
   GLuint composite = link_program(kCompositeVertex, kCompositeFragment);
   glUseProgram(composite);
@@ -177,7 +183,7 @@ int main(int argc, char** argv) {
     glBindFramebuffer(GL_FRAMEBUFFER, framebuffer);  /* the scene, into the texture */
     glViewport(0, 0, kTexture, kTexture);
     glClearColor((step % 7) / 7.0f, 0.1f, 0.2f, 1);
-    glClear(GL_COLOR_BUFFER_BIT);
+    if (!trails || step == 0) glClear(GL_COLOR_BUFFER_BIT);
     glUseProgram(scene);
     glBindVertexArray(arrays[0]);
     glDrawArrays(GL_TRIANGLES, 0, 9);

@@ -8,7 +8,8 @@
 #   x11.round_trips: round_trips.c, a checkpoint with replies outstanding; X11_REPLAYED=[0-9]:
 #     fewer than 10 requests replayed although it set its GC's colour at every step.
 #   opengl.textures (../../opengl/tests.cmake): XVFB_ARGS and XVFB_PRELOAD go to every Xvfb;
-#     X11_EXPECT_REFUSAL=REGEX: the checkpoint must be refused so, the program running on.
+#     X11_EXPECT_REFUSAL=REGEX: the checkpoint must be refused so, the program running on;
+#     X11_RESTART_STDERR=REGEX: what the restarts' stderr must also say (the plugin's replay).
 # usage: x11_driver.sh STASIS PYTHON DRIVER NAME PROGRAM ARGS...
 set -uo pipefail
 STASIS=$1 PYTHON=$2 DRIVER=$3 NAME=$4 PROGRAM=$5
@@ -45,4 +46,5 @@ if [ -n "${X11_EXPECT_REFUSAL:-}" ]; then
 fi
 "$PYTHON" "$DRIVER" --stasis "$STASIS" --name "$NAME" --launch-arg=--x11 --kill ckpt-kill --chain 2 \
   --wait-lines 20 --between-lines 20 --before-restart "$WORK/new_xvfb.sh" \
-  --restart-stderr "reconnected to DISPLAY=:$display: replayed ${X11_REPLAYED:-[0-9]+} requests" -- "$PROGRAM" "$@"
+  --restart-stderr "(?s)(?=.*reconnected to DISPLAY=:$display: replayed ${X11_REPLAYED:-[0-9]+} requests)(?=.*${X11_RESTART_STDERR:-})" \
+  -- "$PROGRAM" "$@"
