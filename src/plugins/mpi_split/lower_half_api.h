@@ -29,7 +29,7 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 8
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 9
 
 /* An address range [start, end) the lower half owns (inventory below). */
 typedef struct StasisMpiLowerRange {
@@ -166,6 +166,17 @@ typedef struct StasisMpiLower {
    * upper half exempts them from the checkpoint's stop (stasis_plugin_exempt_thread). Set before
    * init_thread. NULL as above. */
   void (*set_thread_hook)(int (*hook)(int tid, int exempt));
+
+  /* Intercommunicators (mpiinter, upper_intercomm.c). peer is significant at local_leader only
+   * (the library's COMM_NULL elsewhere); intercomm_merge is collective over both groups.
+   * comm_remote_world_ranks: ranks[i] = the rank in `world` of rank i of comm's remote group. */
+  int (*intercomm_create)(StasisMpiRealHandle local, int local_leader, StasisMpiRealHandle peer, int remote_leader,
+                          int tag, StasisMpiRealHandle *made);
+  int (*intercomm_merge)(StasisMpiRealHandle intercomm, int high, StasisMpiRealHandle *made);
+  int (*comm_test_inter)(StasisMpiRealHandle comm, int *flag);
+  int (*comm_remote_size)(StasisMpiRealHandle comm, int *size);
+  int (*comm_remote_group)(StasisMpiRealHandle comm, StasisMpiRealHandle *made);
+  int (*comm_remote_world_ranks)(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size);
 } StasisMpiLower;
 
 typedef const StasisMpiLower *(*StasisMpiLowerInterfaceFn)(void);

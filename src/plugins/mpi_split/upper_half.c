@@ -98,8 +98,8 @@ static void tables_init(void) {
 
 /* Gives `real`, just made by the library, a virtual id in `table` and logs how it was made.
  * On a full table or log the object is left to the library and the call fails, saying so. */
-static int remember(const char *function, StasisMpiIdTable *table, StasisMpiRealHandle real, uint32_t op, int from,
-                    int arg0, int arg1, int arg2, int *id) {
+int remember(const char *function, StasisMpiIdTable *table, StasisMpiRealHandle real, uint32_t op, int from, int arg0,
+             int arg1, int arg2, int *id) {
   if (stasis_mpi_ids_add(table, real, id) != 0) {
     complain(function, "too many live objects of this kind for the split layer's table");
     return MPI_ERR_INTERN;
@@ -113,15 +113,19 @@ static int remember(const char *function, StasisMpiIdTable *table, StasisMpiReal
 }
 
 /* Records the world rank of each rank of the communicator just made (id `comm`), so that its
- * messages are counted by world rank. */
-static int map_comm_ranks(const char *function, int comm) {
+ * messages are counted by world rank; of an intercommunicator (remote), its remote group's ranks:
+ * the ones its messages name. */
+int map_comm_ranks(const char *function, int comm, int remote) {
   int64_t index = stasis_mpi_ids_index(&handles.comms, comm);
+  StasisMpiRealHandle real = handles.comms.entries[index].real;
+  StasisMpiRealHandle world = handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real;
   int size = 0;
-  if (LOWER_CALL(lower, comm_size, handles.comms.entries[index].real, &size) != 0) return library_error(1);
+  if ((remote ? LOWER_CALL(lower, comm_remote_size, real, &size) : LOWER_CALL(lower, comm_size, real, &size)) != 0)
+    return library_error(1);
   int *world_ranks = malloc((size_t)(size ? size : 1) * sizeof *world_ranks);
-  int rc = world_ranks ? LOWER_CALL(lower, comm_world_ranks, handles.comms.entries[index].real,
-                                    handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, world_ranks, size)
-                       : MPI_ERR_INTERN;
+  int rc = !world_ranks ? MPI_ERR_INTERN
+           : remote     ? LOWER_CALL(lower, comm_remote_world_ranks, real, world, world_ranks, size)
+                        : LOWER_CALL(lower, comm_world_ranks, real, world, world_ranks, size);
   if (rc == 0 && stasis_mpi_peers_map_comm(&peers, (uint32_t)index, world_ranks, size) != 0) rc = MPI_ERR_INTERN;
   free(world_ranks);
   if (rc != 0) complain(function, "cannot tell the world ranks of the new communicator's members");
@@ -262,9 +266,9 @@ int stasis_mpi_record_comm(const char *function, uint32_t op, StasisMpiRealHandl
 
 /* The creations wait at a safe point first (upper_collectives.c); the new communicator's ranks
  * are then mapped to world ranks, outside any region (this allocates). */
-static int comm_created(const char *function, int rc, MPI_Comm *newcomm) {
+int comm_created(const char *function, int rc, MPI_Comm *newcomm) {
   if (rc != MPI_SUCCESS || *newcomm == MPI_COMM_NULL) return rc;
-  return map_comm_ranks(function, *newcomm);
+  return map_comm_ranks(function, *newcomm, 0);
 }
 
 API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {

@@ -128,6 +128,16 @@ void stasis_mpi_topology_comm_freed(int comm);
  * filled, a receive counted), 0 when not, -1 with *rc the library's error. */
 int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc);
 
+/* Gives `real`, just made by the library, a virtual id in `table` and logs how it was made
+ * (upper_half.c); MPI_ERR_INTERN, said, when the table or the log is full. In a safe region. */
+int remember(const char *function, StasisMpiIdTable *table, StasisMpiRealHandle real, uint32_t op, int from, int arg0,
+             int arg1, int arg2, int *id);
+/* After a communicator creation that returned rc: the new communicator's ranks (remote: an
+ * intercommunicator's remote group) mapped to world ranks for the drain's counts. Outside any
+ * region (it allocates). */
+int map_comm_ranks(const char *function, int comm, int remote);
+int comm_created(const char *function, int rc, MPI_Comm *newcomm);
+
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);
 int not_initialized(const char *function);

@@ -1,0 +1,104 @@
+/* inter_ring STEPS DELAY_MS: messages over an intercommunicator received through matched probes
+ * (README.md, Intercommunicators; Matched probes).
+ * At start the world is split in two groups (even and odd ranks) and MPI_Intercomm_create joins
+ * them (leaders: each group's rank 0, peer MPI_COMM_WORLD); MPI_Intercomm_merge makes one
+ * intracommunicator of both (odd ranks high) and MPI_Comm_remote_group keeps the other group;
+ * before them an intercommunicator is made, merged and freed again (its ids are given out again).
+ * Every step each rank sends a 16 KiB block to the rank of its own group rank in the other group
+ * over the intercommunicator, waits with it in flight (DELAY_MS on even steps: a checkpoint's drain
+ * takes it), matches the other group's block (MPI_Mprobe on odd steps, MPI_Improbe on even ones),
+ * waits with it matched and not received (DELAY_MS on odd steps: a checkpoint keeps it; a restart,
+ * under any library, receives it), receives it (MPI_Mrecv; MPI_Imrecv and MPI_Wait), sums over the merged
+ * communicator, and rank 0 prints the
+ * step's figures with what MPI_Comm_test_inter, MPI_Comm_remote_size, the remote group's size and
+ * the merged ranks answer: a restart under another library must answer the same. Needs an even
+ * number of ranks. Built against Stasis's abi/mpi.h and each library's own mpi.h: all print the
+ * same lines. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "split_test_common.h"
+
+enum { WORDS = 2048 };
+
+/* An intercommunicator between the even and the odd ranks of MPI_COMM_WORLD, on `local`. */
+static void join_groups(MPI_Comm local, int rank, int tag, MPI_Comm *inter) {
+  MPI_OK(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, tag, inter));
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int steps = argc > 1 ? atoi(argv[1]) : 16, delay = argc > 2 ? atoi(argv[2]) : 100, rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  CHECK(size % 2 == 0);
+  MPI_Comm local, inter, merged, spare, spare_merged;
+  MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &local));
+  /* Made, merged and freed first: the ids of the ones kept may be these again. */
+  join_groups(local, rank, 7, &spare);
+  MPI_OK(MPI_Intercomm_merge(spare, rank % 2 == 0, &spare_merged));
+  MPI_OK(MPI_Comm_free(&spare_merged));
+  MPI_OK(MPI_Comm_free(&spare));
+  join_groups(local, rank, 8, &inter);
+  MPI_OK(MPI_Intercomm_merge(inter, rank % 2, &merged));
+  MPI_Group remote;
+  MPI_OK(MPI_Comm_remote_group(inter, &remote));
+  int local_rank;
+  MPI_OK(MPI_Comm_rank(local, &local_rank));
+  static double out[WORDS], in[WORDS];
+  for (int step = 0; step < steps; step++) {
+    int is_inter, is_inter_local, remote_size, remote_group_size, merged_rank, merged_size, inter_rank;
+    MPI_OK(MPI_Comm_test_inter(inter, &is_inter));
+    MPI_OK(MPI_Comm_test_inter(merged, &is_inter_local));
+    MPI_OK(MPI_Comm_remote_size(inter, &remote_size));
+    MPI_OK(MPI_Group_size(remote, &remote_group_size));
+    MPI_OK(MPI_Comm_rank(merged, &merged_rank));
+    MPI_OK(MPI_Comm_size(merged, &merged_size));
+    MPI_OK(MPI_Comm_rank(inter, &inter_rank));
+    CHECK(inter_rank == local_rank && merged_size == size);
+    for (int i = 0; i < WORDS; i++) out[i] = (double)((rank + 1) * (i + 1) % 89) + step * 0.25;
+    MPI_Request sent, received;
+    MPI_Status status;
+    MPI_OK(MPI_Isend(out, WORDS, MPI_DOUBLE, local_rank, step, inter, &sent));
+    /* Even steps wait with the block in flight, odd ones with it matched: a checkpoint taken
+     * soon after a line finds the one or the other. */
+    struct timespec pause = {delay / 1000, (long)(delay % 1000) * 1000000L}, moment = {0, 1000000L};
+    nanosleep(step % 2 ? &moment : &pause, NULL); /* the block in flight: a checkpoint now must drain it */
+    MPI_Message message;
+    int count, flag = 0;
+    if (step % 2) {
+      MPI_OK(MPI_Mprobe(MPI_ANY_SOURCE, step, inter, &message, &status));
+    } else {
+      while (!flag) MPI_OK(MPI_Improbe(local_rank, MPI_ANY_TAG, inter, &flag, &message, &status));
+    }
+    MPI_OK(MPI_Get_count(&status, MPI_DOUBLE, &count));
+    CHECK(status.MPI_SOURCE == local_rank && status.MPI_TAG == step && count == WORDS);
+    nanosleep(step % 2 ? &pause : &moment, NULL); /* matched, not received: a checkpoint now must keep it */
+    if (step % 2) {
+      MPI_OK(MPI_Mrecv(in, WORDS, MPI_DOUBLE, &message, &status));
+    } else {
+      MPI_OK(MPI_Imrecv(in, WORDS, MPI_DOUBLE, &message, &received));
+      MPI_OK(MPI_Wait(&received, &status));
+    }
+    CHECK(message == MPI_MESSAGE_NULL);
+    MPI_OK(MPI_Wait(&sent, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Get_count(&status, MPI_DOUBLE, &count));
+    CHECK(status.MPI_SOURCE == local_rank && status.MPI_TAG == step && count == WORDS);
+    double mine = 0, total = 0;
+    for (int i = 0; i < WORDS; i++) mine += in[i] * (i % 7 + 1);
+    MPI_OK(MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, merged));
+    if (rank == 0)
+      printf("step %d inter %d intra %d remote %d/%d merged %d/%d sum %.2f\n", step, is_inter != 0, is_inter_local != 0,
+             remote_size, remote_group_size, merged_rank, merged_size, total);
+    fflush(stdout);
+  }
+  MPI_OK(MPI_Group_free(&remote));
+  MPI_OK(MPI_Comm_free(&merged));
+  MPI_OK(MPI_Comm_free(&inter));
+  MPI_OK(MPI_Comm_free(&local));
+  if (rank == 0) printf("done ranks %d\n", size);
+  MPI_Finalize();
+  return 0;
+}
