@@ -294,21 +294,29 @@ function(split_restart_program program steps)
   endforeach()
 endfunction()
 split_restart_program(cart_ring 14 openmpi:openmpi mpich:mpich openmpi:mpich)
-# The Open MPI build of cart_ring, unmodified, through the Open MPI front (ompi_abi/), checkpointed
-# under Open MPI and restarted under MPICH: the front's MPI_Cart_* and the grid's handles.
-if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
-  set(native ${CMAKE_BINARY_DIR}/tests/targets/cart_ring_openmpi)
-  add_test(NAME mpi_split.ompi_abi.openmpi_to_mpich.cart_restart
-           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
-                   ${STASIS_OPENMPI_RUN} 2 ${native} ${native} 14 200 ${STASIS_MPICH_RUN} mpich)
-  set_tests_properties(mpi_split.ompi_abi.openmpi_to_mpich.cart_restart PROPERTIES TIMEOUT 400
-                       LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
-endif()
 # End of the Cartesian topologies.
-# Intercommunicators (README.md, Intercommunicators): inter_ring (tests/inter_ring.c) joins the
-# even and odd ranks with MPI_Intercomm_create, merges them, keeps the remote group, and sends over
-# the intercommunicator with a block in flight at each checkpoint; the split restart's chain and
-# double restart, each run the native output. Open MPI, and Open MPI to MPICH.
-split_restart_program(inter_ring 12 openmpi:openmpi openmpi:mpich)
+# Intercommunicators and matched probes (README.md, Intercommunicators; Matched probes): inter_ring
+# (tests/inter_ring.c) joins the even and odd ranks with MPI_Intercomm_create, merges them, keeps
+# the remote group, and sends over the intercommunicator, each block matched by MPI_Mprobe or
+# MPI_Improbe and received by MPI_Mrecv or MPI_Imrecv; checkpoints come with a block in flight
+# (drained) or matched and not received (held). The split restart's chain and double restart,
+# each run the native output: checkpointed under MPICH and restarted under Open MPI, and the reverse.
+split_restart_program(inter_ring 12 mpich:openmpi openmpi:mpich)
+# The Open MPI builds of cart_ring and inter_ring, unmodified, through the Open MPI front
+# (ompi_abi/), checkpointed under Open MPI and restarted under MPICH: the front's MPI_Cart_*, its
+# intercommunicators and matched messages, and their handles.
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
+  set(front_programs cart_ring inter_ring)
+  set(front_steps 14 12)
+  foreach(program steps IN ZIP_LISTS front_programs front_steps)
+    string(REPLACE "_ring" "" short ${program})
+    set(native ${CMAKE_BINARY_DIR}/tests/targets/${program}_openmpi)
+    set(name mpi_split.ompi_abi.openmpi_to_mpich.${short}_restart)
+    add_test(NAME ${name}
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${STASIS_OPENMPI_RUN} 2 ${native} ${native} ${steps} 200 ${STASIS_MPICH_RUN} mpich)
+    set_tests_properties(${name} PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  endforeach()
+endif()
 # The Open MPI ABI front: programs built with Open MPI's own mpicc as split processes.
 include(${MPI_SPLIT_DIR}/ompi_abi/tests.cmake)
