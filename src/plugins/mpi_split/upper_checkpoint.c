@@ -235,7 +235,7 @@ static int restart_lower_half(void) {
   }
   lower = fresh;
   if (stasis_plugin_exempt_thread) lower->set_thread_hook(stasis_plugin_exempt_thread);
-  if (LOWER_CALL(lower, init_thread, NULL, NULL, MPI_THREAD_SINGLE, &provided) != 0) {
+  if (LOWER_CALL(lower, init_thread, NULL, NULL, stasis_mpi_lower_thread_level, &provided) != 0) {
     snprintf(error, sizeof error, "MPI_Init failed in the fresh lower half");
     goto failed;
   }

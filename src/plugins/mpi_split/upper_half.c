@@ -5,7 +5,8 @@
  *
  * The tables and the log are static storage of this library: upper-half memory, saved with the
  * program. Every point-to-point message is counted per peer (peer_counts.h) for the drain.
- * Supported threading: up to MPI_THREAD_SERIALIZED (no locks on the tables). The drain is in
+ * Threads: up to MPI_THREAD_MULTIPLE, the program's threads taking turns in the safe regions
+ * (lower_tls.h), where every table is read and written. The drain is in
  * upper_drain.c; the state both share is declared in upper_state.h. */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -41,6 +42,7 @@ StasisMpiRealHandle private_world; /* upper_state.h says what these are */
 StasisMpiDrainQueue drained;
 static int initialized;
 int finalized;
+int stasis_mpi_lower_thread_level;
 
 /* The program's own MPI errors are returned as well; these lines say what the split layer saw. */
 void complain(const char *function, const char *what) {
@@ -154,8 +156,12 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   }
   tables_init();
   stasis_mpi_join_checkpoints();
+  /* Several threads' calls reach the library one region at a time: it is asked for
+   * MPI_THREAD_SERIALIZED, and a restart asks the fresh library for the same level. */
+  if (required == MPI_THREAD_MULTIPLE) stasis_mpi_threads_multiple = 1;
+  stasis_mpi_lower_thread_level = required < MPI_THREAD_SERIALIZED ? required : MPI_THREAD_SERIALIZED;
   int lower_provided = MPI_THREAD_SINGLE;
-  int rc = LOWER_CALL(lower, init_thread, argc, argv, required, &lower_provided);
+  int rc = LOWER_CALL(lower, init_thread, argc, argv, stasis_mpi_lower_thread_level, &lower_provided);
   if (rc != 0) return library_error(rc);
   int failed_kind = 0, failed_index = 0;
   if (stasis_mpi_handles_bind_predefined(&handles, lower, &failed_kind, &failed_index) != 0) {
@@ -180,7 +186,9 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     return MPI_ERR_INTERN;
   }
   initialized = 1;
-  int most = lower_provided < MPI_THREAD_SERIALIZED ? lower_provided : MPI_THREAD_SERIALIZED;
+  int most = lower_provided < MPI_THREAD_SERIALIZED ? lower_provided
+             : stasis_mpi_threads_multiple        ? MPI_THREAD_MULTIPLE
+                                                  : MPI_THREAD_SERIALIZED;
   if (provided) *provided = required < most ? required : most;
   return MPI_SUCCESS;
 }
@@ -589,13 +597,13 @@ static int wait_request(const char *function, MPI_Request *request, MPI_Status *
   for (unsigned turn = 0; !complete; turn++) {
     stasis_mpi_safe_point_enter(function);
     complete = test_request_in_region(index, &lower_status, &rc);
+    if (complete > 0) stasis_mpi_ids_remove(&handles.requests, *request); /* in the region: other threads */
     stasis_mpi_blocked_in = complete ? NULL : function;
     stasis_mpi_safe_point_leave();
     if (complete < 0) return library_error(rc);
     if (!complete) stasis_mpi_wait_turn(turn);
   }
   status_up(&lower_status, status);
-  stasis_mpi_ids_remove(&handles.requests, *request);
   *request = MPI_REQUEST_NULL;
   return MPI_SUCCESS;
 }
@@ -615,12 +623,12 @@ API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
   int rc = 0;
   stasis_mpi_safe_point_enter("MPI_Test");
   int complete = test_request_in_region(index, &lower_status, &rc);
+  if (complete > 0) stasis_mpi_ids_remove(&handles.requests, *request); /* in the region: other threads */
   stasis_mpi_safe_point_leave();
   if (complete < 0) return library_error(rc);
   *flag = complete;
   if (!complete) return MPI_SUCCESS;
   status_up(&lower_status, status);
-  stasis_mpi_ids_remove(&handles.requests, *request);
   *request = MPI_REQUEST_NULL;
   return MPI_SUCCESS;
 }

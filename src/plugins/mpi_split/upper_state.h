@@ -54,6 +54,9 @@ extern StasisMpiRealHandle private_world;
 /* Messages the drain took out of the library, until the program receives them. */
 extern StasisMpiDrainQueue drained;
 extern int finalized;
+/* The thread level asked of the library (MPI_Init_thread's, at most MPI_THREAD_SERIALIZED: the
+ * program's threads take turns in the regions), asked again of a fresh one at a restart. */
+extern int stasis_mpi_lower_thread_level;
 
 /* Binds the predefined ids to the running lower half's objects, makes every object of the replay
  * log again under its id and the private world again (STASIS_MPI_Remake_objects, and a restart).

@@ -12,16 +12,49 @@
  * communicator, and rank 0 prints the
  * step's figures with what MPI_Comm_test_inter, MPI_Comm_remote_size, the remote group's size and
  * the merged ranks answer: a restart under another library must answer the same. Needs an even
- * number of ranks. Built against Stasis's abi/mpi.h and each library's own mpi.h: all print the
- * same lines. */
+ * number of ranks. A second thread of every rank calls MPI at the same time (MPI_THREAD_MULTIPLE,
+ * helper_main); its figures are in each line. Built against Stasis's abi/mpi.h and each library's
+ * own mpi.h: all print the same lines. */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include "split_test_common.h"
 
-enum { WORDS = 2048 };
+enum { WORDS = 2048, HELPER_WORDS = 512, MAX_STEPS = 4096 };
+
+/* The second thread of every rank (MPI_THREAD_MULTIPLE): each step, on its own duplicate of the
+ * world, a receive from the left posted, a third of DELAY_MS, a send to the right, both waited
+ * for while the main thread probes, and an MPI_Allreduce; its sum for the main thread's line. */
+static struct {
+  MPI_Comm twin;
+  int rank, size, steps, delay;
+  double total[MAX_STEPS];
+  pthread_barrier_t step_done;
+} helper;
+
+static void *helper_main(void *unused) {
+  (void)unused;
+  static double out[HELPER_WORDS], in[HELPER_WORDS];
+  for (int step = 0; step < helper.steps; step++) {
+    for (int i = 0; i < HELPER_WORDS; i++) out[i] = (double)((helper.rank + 3) * (i + step) % 61);
+    MPI_Request requests[2];
+    int left = (helper.rank + helper.size - 1) % helper.size, right = (helper.rank + 1) % helper.size;
+    MPI_OK(MPI_Irecv(in, HELPER_WORDS, MPI_DOUBLE, left, step, helper.twin, &requests[0]));
+    struct timespec pause = {0, (long)(helper.delay / 3) * 1000000L};
+    nanosleep(&pause, NULL);
+    MPI_OK(MPI_Isend(out, HELPER_WORDS, MPI_DOUBLE, right, step, helper.twin, &requests[1]));
+    MPI_Status statuses[2];
+    MPI_OK(MPI_Waitall(2, requests, statuses));
+    double mine = 0;
+    for (int i = 0; i < HELPER_WORDS; i++) mine += in[i] * (i % 5 + 1);
+    MPI_OK(MPI_Allreduce(&mine, &helper.total[step], 1, MPI_DOUBLE, MPI_SUM, helper.twin));
+    pthread_barrier_wait(&helper.step_done);
+  }
+  return NULL;
+}
 
 /* An intercommunicator between the even and the odd ranks of MPI_COMM_WORLD, on `local`. */
 static void join_groups(MPI_Comm local, int rank, int tag, MPI_Comm *inter) {
@@ -29,11 +62,13 @@ static void join_groups(MPI_Comm local, int rank, int tag, MPI_Comm *inter) {
 }
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  int provided = MPI_THREAD_SINGLE;
+  MPI_OK(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+  CHECK(provided == MPI_THREAD_MULTIPLE);
   int steps = argc > 1 ? atoi(argv[1]) : 16, delay = argc > 2 ? atoi(argv[2]) : 100, rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  CHECK(size % 2 == 0);
+  CHECK(size % 2 == 0 && steps <= MAX_STEPS);
   MPI_Comm local, inter, merged, spare, spare_merged;
   MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &local));
   /* Made, merged and freed first: the ids of the ones kept may be these again. */
@@ -47,6 +82,14 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Comm_remote_group(inter, &remote));
   int local_rank;
   MPI_OK(MPI_Comm_rank(local, &local_rank));
+  MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &helper.twin));
+  helper.rank = rank;
+  helper.size = size;
+  helper.steps = steps;
+  helper.delay = delay;
+  pthread_barrier_init(&helper.step_done, NULL, 2);
+  pthread_t helper_thread;
+  CHECK(pthread_create(&helper_thread, NULL, helper_main, NULL) == 0);
   static double out[WORDS], in[WORDS];
   for (int step = 0; step < steps; step++) {
     int is_inter, is_inter_local, remote_size, remote_group_size, merged_rank, merged_size, inter_rank;
@@ -89,11 +132,14 @@ int main(int argc, char **argv) {
     double mine = 0, total = 0;
     for (int i = 0; i < WORDS; i++) mine += in[i] * (i % 7 + 1);
     MPI_OK(MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, merged));
+    pthread_barrier_wait(&helper.step_done);
     if (rank == 0)
-      printf("step %d inter %d intra %d remote %d/%d merged %d/%d sum %.2f\n", step, is_inter != 0, is_inter_local != 0,
-             remote_size, remote_group_size, merged_rank, merged_size, total);
+      printf("step %d inter %d intra %d remote %d/%d merged %d/%d sum %.2f thread %.2f\n", step, is_inter != 0,
+             is_inter_local != 0, remote_size, remote_group_size, merged_rank, merged_size, total, helper.total[step]);
     fflush(stdout);
   }
+  CHECK(pthread_join(helper_thread, NULL) == 0);
+  MPI_OK(MPI_Comm_free(&helper.twin));
   MPI_OK(MPI_Group_free(&remote));
   MPI_OK(MPI_Comm_free(&merged));
   MPI_OK(MPI_Comm_free(&inter));
