@@ -12,8 +12,9 @@
  * communicator, and rank 0 prints the
  * step's figures with what MPI_Comm_test_inter, MPI_Comm_remote_size, the remote group's size and
  * the merged ranks answer: a restart under another library must answer the same. Needs an even
- * number of ranks. A second thread of every rank calls MPI at the same time (MPI_THREAD_MULTIPLE,
- * helper_main); its figures are in each line. Built against Stasis's abi/mpi.h and each library's
+ * number of ranks. The waits poll with MPI_Iprobe, and a second thread of every rank calls MPI at
+ * the same time (MPI_THREAD_MULTIPLE, helper_main: an exchange, a burst of small messages to
+ * itself, a reduction); its figures are in each line. Built against Stasis's abi/mpi.h and each library's
  * own mpi.h: all print the same lines. */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -23,7 +24,7 @@
 #include <time.h>
 #include "split_test_common.h"
 
-enum { WORDS = 2048, HELPER_WORDS = 512, MAX_STEPS = 4096 };
+enum { WORDS = 2048, HELPER_WORDS = 512, MAX_STEPS = 4096, BURST = 200 };
 
 /* The second thread of every rank (MPI_THREAD_MULTIPLE): each step, on its own duplicate of the
  * world, a receive from the left posted, a third of DELAY_MS, a send to the right, both waited
@@ -34,6 +35,19 @@ static struct {
   double total[MAX_STEPS];
   pthread_barrier_t step_done;
 } helper;
+
+/* Waits `ms` calling MPI all the while (an MPI_Iprobe for a message nobody sends, every 100 us):
+ * the main thread's calls meet the helper's. */
+static void poll_for(int ms) {
+  double until = MPI_Wtime() + ms / 1000.0;
+  struct timespec moment = {0, 100000};
+  while (MPI_Wtime() < until) {
+    int flag = 1;
+    MPI_OK(MPI_Iprobe(MPI_ANY_SOURCE, MAX_STEPS - 1, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+    CHECK(!flag);
+    nanosleep(&moment, NULL);
+  }
+}
 
 static void *helper_main(void *unused) {
   (void)unused;
@@ -48,6 +62,15 @@ static void *helper_main(void *unused) {
     MPI_OK(MPI_Isend(out, HELPER_WORDS, MPI_DOUBLE, right, step, helper.twin, &requests[1]));
     MPI_Status statuses[2];
     MPI_OK(MPI_Waitall(2, requests, statuses));
+    /* A burst of small messages to itself while the main thread polls: requests made and freed
+     * by both threads at once, none waiting for another rank (cheap on a loaded machine). */
+    for (int k = 0; k < BURST; k++) {
+      int token = step * BURST + k, got = -1;
+      MPI_OK(MPI_Irecv(&got, 1, MPI_INT, 0, MAX_STEPS + k, MPI_COMM_SELF, &requests[0]));
+      MPI_OK(MPI_Isend(&token, 1, MPI_INT, 0, MAX_STEPS + k, MPI_COMM_SELF, &requests[1]));
+      MPI_OK(MPI_Waitall(2, requests, statuses));
+      CHECK(got == token);
+    }
     double mine = 0;
     for (int i = 0; i < HELPER_WORDS; i++) mine += in[i] * (i % 5 + 1);
     MPI_OK(MPI_Allreduce(&mine, &helper.total[step], 1, MPI_DOUBLE, MPI_SUM, helper.twin));
@@ -107,8 +130,7 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Isend(out, WORDS, MPI_DOUBLE, local_rank, step, inter, &sent));
     /* Even steps wait with the block in flight, odd ones with it matched: a checkpoint taken
      * soon after a line finds the one or the other. */
-    struct timespec pause = {delay / 1000, (long)(delay % 1000) * 1000000L}, moment = {0, 1000000L};
-    nanosleep(step % 2 ? &moment : &pause, NULL); /* the block in flight: a checkpoint now must drain it */
+    poll_for(step % 2 ? 1 : delay); /* the block in flight: a checkpoint now must drain it */
     MPI_Message message;
     int count, flag = 0;
     if (step % 2) {
@@ -118,7 +140,7 @@ int main(int argc, char **argv) {
     }
     MPI_OK(MPI_Get_count(&status, MPI_DOUBLE, &count));
     CHECK(status.MPI_SOURCE == local_rank && status.MPI_TAG == step && count == WORDS);
-    nanosleep(step % 2 ? &pause : &moment, NULL); /* matched, not received: a checkpoint now must keep it */
+    poll_for(step % 2 ? delay : 1); /* matched, not received: a checkpoint now must keep it */
     if (step % 2) {
       MPI_OK(MPI_Mrecv(in, WORDS, MPI_DOUBLE, &message, &status));
     } else {
