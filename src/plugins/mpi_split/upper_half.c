@@ -224,7 +224,9 @@ API int MPI_Abort(MPI_Comm comm, int errorcode) {
   return library_error(LOWER_CALL(lower, abort, REAL_NOW(handles.comms, comm), errorcode));
 }
 
-API double MPI_Wtime(void) { return lower && !finalized ? LOWER_CALL(lower, wtime) : 0.0; }
+API double MPI_Wtime(void) {
+  return lower && !finalized ? LOWER_CALL(lower, wtime) + stasis_mpi_wtime_offset : 0.0;
+}
 
 API int MPI_Get_processor_name(char *name, int *resultlen) {
   NEED_LOWER("MPI_Get_processor_name");

@@ -57,6 +57,10 @@ extern int finalized;
 /* The thread level asked of the library (MPI_Init_thread's, at most MPI_THREAD_SERIALIZED: the
  * program's threads take turns in the regions), asked again of a fresh one at a restart. */
 extern int stasis_mpi_lower_thread_level;
+/* What MPI_Wtime adds to the library's clock (upper_checkpoint.c): each library counts from its own
+ * origin (Open MPI from its MPI_Init, MPICH from another), so a restart sets it to carry on from
+ * the checkpoint's MPI_Wtime; a program's deadline taken before keeps its meaning. */
+extern double stasis_mpi_wtime_offset;
 
 /* Binds the predefined ids to the running lower half's objects, makes every object of the replay
  * log again under its id and the private world again (STASIS_MPI_Remake_objects, and a restart).
