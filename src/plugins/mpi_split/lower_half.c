@@ -140,15 +140,20 @@ static int lower_group_free(StasisMpiRealHandle group) {
   MPI_Group handle = AS(MPI_Group, group);
   return MPI_Group_free(&handle);
 }
-static int lower_comm_world_ranks(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size) {
+/* ranks[i] = the rank in `world` of rank i of comm's group, or of its remote group (an
+ * intercommunicator's, remote). */
+static int ranks_in_world(StasisMpiRealHandle comm, int remote, StasisMpiRealHandle world, int *ranks, int size) {
   MPI_Group group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
-  int rc = MPI_Comm_group(AS(MPI_Comm, comm), &group);
+  int rc = remote ? MPI_Comm_remote_group(AS(MPI_Comm, comm), &group) : MPI_Comm_group(AS(MPI_Comm, comm), &group);
   if (rc == MPI_SUCCESS) rc = MPI_Comm_group(AS(MPI_Comm, world), &world_group);
   for (int i = 0; rc == MPI_SUCCESS && i < size; i++)
     rc = MPI_Group_translate_ranks(group, 1, &i, world_group, &ranks[i]);
   if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
   if (world_group != MPI_GROUP_NULL) MPI_Group_free(&world_group);
   return rc;
+}
+static int lower_comm_world_ranks(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size) {
+  return ranks_in_world(comm, 0, world, ranks, size);
 }
 
 static int lower_type_contiguous(int count, StasisMpiRealHandle old, StasisMpiRealHandle *made) {
@@ -384,14 +389,7 @@ static int lower_comm_remote_group(StasisMpiRealHandle comm, StasisMpiRealHandle
   return rc;
 }
 static int lower_comm_remote_world_ranks(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size) {
-  MPI_Group group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
-  int rc = MPI_Comm_remote_group(AS(MPI_Comm, comm), &group);
-  if (rc == MPI_SUCCESS) rc = MPI_Comm_group(AS(MPI_Comm, world), &world_group);
-  for (int i = 0; rc == MPI_SUCCESS && i < size; i++)
-    rc = MPI_Group_translate_ranks(group, 1, &i, world_group, &ranks[i]);
-  if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
-  if (world_group != MPI_GROUP_NULL) MPI_Group_free(&world_group);
-  return rc;
+  return ranks_in_world(comm, 1, world, ranks, size);
 }
 
 __attribute__((weak)) int stasis_mpi_lower_inventory(StasisMpiLowerRange *ranges, int range_capacity, int *range_count,

@@ -138,6 +138,13 @@ struct UpperHalf {
                         STASIS_MPI_PREDEFINED_REQUEST_COUNT);
     stasis_mpi_replay_init(&log, records.data(), 64);
   }
+  // The program's first run, on a library whose handles are at 0xa000000.
+  void start() {
+    library = FakeLibrary{};
+    library.base = 0xa000000;
+    int kind = 0, index = 0;
+    EXPECT_EQ(stasis_mpi_handles_bind_predefined(&handles, &lower, &kind, &index), 0);
+  }
   StasisMpiRealHandle real(StasisMpiIdTable &table, int id) {
     StasisMpiRealHandle value = 0;
     EXPECT_EQ(stasis_mpi_ids_real(&table, id, &value), 0) << std::hex << id;
@@ -288,10 +295,7 @@ TEST(ReplayLog, AnUnknownOperationIsADamagedLog) {
 
 TEST(ReplayLog, ACommunicatorMadeFromAGroupIsMadeAgainFromTheGroupMadeAgain) {
   UpperHalf upper;
-  library = FakeLibrary{};
-  library.base = 0xa000000;
-  int kind = 0, index = 0;
-  ASSERT_EQ(stasis_mpi_handles_bind_predefined(&upper.handles, &upper.lower, &kind, &index), 0);
+  upper.start();
   StasisMpiRealHandle made = 0, group_handle = 0;
   upper.lower.comm_group(upper.real(upper.handles.comms, MPI_COMM_WORLD), &group_handle);
   int group = upper.made(upper.handles.groups, group_handle, STASIS_MPI_REPLAY_COMM_GROUP, MPI_COMM_WORLD);
@@ -314,10 +318,7 @@ TEST(ReplayLog, ACommunicatorMadeFromAGroupIsMadeAgainFromTheGroupMadeAgain) {
 // library's MPI_COMM_NULL.
 TEST(ReplayLog, AnIntercommunicatorItsMergeAndRemoteGroupAreMadeAgain) {
   UpperHalf upper;
-  library = FakeLibrary{};
-  library.base = 0xa000000;
-  int kind = 0, index = 0;
-  ASSERT_EQ(stasis_mpi_handles_bind_predefined(&upper.handles, &upper.lower, &kind, &index), 0);
+  upper.start();
   StasisMpiRealHandle made = 0;
   upper.lower.comm_split(upper.real(upper.handles.comms, MPI_COMM_WORLD), 1, 0, &made);
   int local = upper.made(upper.handles.comms, made, STASIS_MPI_REPLAY_COMM_SPLIT, MPI_COMM_WORLD, 1, 0);
