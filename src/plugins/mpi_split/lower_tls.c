@@ -23,7 +23,7 @@ int stasis_mpi_fsgsbase;
 
 int stasis_mpi_threads_multiple;
 _Atomic int stasis_mpi_region_lock;
-__thread int stasis_mpi_region_depth;
+__thread int stasis_mpi_region_depth __attribute__((tls_model("initial-exec")));
 
 /* The region lock's slow paths (a three-state futex lock: 2 says a thread may sleep on it). */
 void stasis_mpi_region_lock_wait(void) {

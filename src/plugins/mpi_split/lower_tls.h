@@ -51,7 +51,10 @@ void stasis_mpi_wait_out_checkpoint(void);
  * asked for, never after; else the lock is never taken (one well-predicted branch a region). */
 extern int stasis_mpi_threads_multiple;
 extern _Atomic int stasis_mpi_region_lock; /* 0 free, 1 taken, 2 taken with waiters (a futex word) */
-extern __thread int stasis_mpi_region_depth; /* nested regions of this thread hold it once */
+/* Nested regions of this thread hold it once. Initial-exec: one load off the thread pointer, not a
+ * __tls_get_addr call (where libstasis_mpi.so is dlopen'ed, as by mpi4py, glibc's static TLS
+ * reserve holds these 4 bytes). */
+extern __thread int stasis_mpi_region_depth __attribute__((tls_model("initial-exec")));
 void stasis_mpi_region_lock_wait(void);
 void stasis_mpi_region_lock_wake(void);
 
