@@ -14,8 +14,13 @@ the best of each and the split build's overhead against native, and the cost of 
 MPI_Comm_rank call (no communication: the layer's own cost per call). No Stasis runtime, no checkpoint:
 the layer alone.
 
+With --thread-multiple, two more ways: native-mt and split-own-mt, the same programs initialised
+with MPI_THREAD_MULTIPLE (one thread calling: the uncontended cost of the split layer's region
+lock, against split-own).
+
 usage: bench/mpi_split_overhead.py [--build build] [--mpi openmpi|mpich] [--runs 7]
                                    [--latency-iters 200000] [--bandwidth-iters 100] [--btl tcp]
+                                   [--thread-multiple]
 """
 import argparse
 import os
@@ -47,6 +52,8 @@ def main():
     parser.add_argument("--latency-iters", default="200000")
     parser.add_argument("--bandwidth-iters", default="100")
     parser.add_argument("--btl", help="Open MPI's --mca btl value (default: its own choice, shared memory)")
+    parser.add_argument("--thread-multiple", action="store_true",
+                        help="also native-mt and split-own-mt, initialised with MPI_THREAD_MULTIPLE")
     a = parser.parse_args()
     libdir = os.path.join(os.path.abspath(a.build), "lib", "stasis")
     if not os.path.exists(os.path.join(libdir, "libstasis_mpi.so")):
@@ -68,10 +75,13 @@ def main():
             # What `stasis launch --mpi` sets for such a program (src/cli/cmd_launch.cc).
             ways.append(("front", [native], {"LD_LIBRARY_PATH": front, "STASIS_MPI_OMPI_ABI_DIR": front,
                                              "STASIS_MPI_LOWER_MODE": "program"}))
+        if a.thread_multiple:
+            ways += [("native-mt", [native], None), ("split-own-mt", [lower_program, split], None)]
         results = {name: [] for name, _, _ in ways}
         for _ in range(a.runs):
             for name, program, extra_env in ways:
-                results[name].append(run_job(launcher, options, program, args, extra_env))
+                way_args = args + ["multiple"] if name.endswith("-mt") else args
+                results[name].append(run_job(launcher, options, program, way_args, extra_env))
     print(f"{a.mpi} {'btl ' + a.btl if options else 'default transports'}, 2 ranks, {a.runs} runs each")
     summary = {}
     for name in results:

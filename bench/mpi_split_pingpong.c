@@ -1,6 +1,8 @@
 /* mpi_split_pingpong: the osu-style loops bench/mpi_split_overhead.py times, built against a
  * library's own mpi.h and against Stasis's split-mode abi/mpi.h. Two ranks.
- * usage: mpirun -np 2 mpi_split_pingpong LATENCY_ITERS BANDWIDTH_ITERS
+ * usage: mpirun -np 2 mpi_split_pingpong LATENCY_ITERS BANDWIDTH_ITERS [multiple]
+ * ("multiple": MPI_Init_thread with MPI_THREAD_MULTIPLE, one thread still calling: the
+ * uncontended cost of the split layer's region lock.)
  * Prints "latency_us X" (one way, 8-byte messages, half the round trip) and "bandwidth_MBps Y"
  * (1 MiB messages, a window of 16 Isends answered by one 8-byte acknowledgement), and
  * "call_ns Z": the cost of one MPI_Comm_rank, which does no communication (the layer's own cost
@@ -13,7 +15,16 @@
 enum { LARGE = 1 << 20, WINDOW = 16 };
 
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  if (argc > 3 && strcmp(argv[3], "multiple") == 0) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    if (provided != MPI_THREAD_MULTIPLE) {
+      fprintf(stderr, "mpi_split_pingpong: MPI_THREAD_MULTIPLE not provided (%d)\n", provided);
+      return 1;
+    }
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   long latency_iters = argc > 1 ? atol(argv[1]) : 100000, bandwidth_iters = argc > 2 ? atol(argv[2]) : 200;

@@ -120,15 +120,20 @@ static int lower_group_free(StasisMpiRealHandle group) {
   MPI_Group handle = AS(MPI_Group, group);
   return MPI_Group_free(&handle);
 }
-static int lower_comm_world_ranks(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size) {
+/* ranks[i] = the rank in `world` of rank i of comm's group, or of its remote group (an
+ * intercommunicator's, remote). */
+static int ranks_in_world(StasisMpiRealHandle comm, int remote, StasisMpiRealHandle world, int *ranks, int size) {
   MPI_Group group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
-  int rc = MPI_Comm_group(AS(MPI_Comm, comm), &group);
+  int rc = remote ? MPI_Comm_remote_group(AS(MPI_Comm, comm), &group) : MPI_Comm_group(AS(MPI_Comm, comm), &group);
   if (rc == MPI_SUCCESS) rc = MPI_Comm_group(AS(MPI_Comm, world), &world_group);
   for (int i = 0; rc == MPI_SUCCESS && i < size; i++)
     rc = MPI_Group_translate_ranks(group, 1, &i, world_group, &ranks[i]);
   if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
   if (world_group != MPI_GROUP_NULL) MPI_Group_free(&world_group);
   return rc;
+}
+static int lower_comm_world_ranks(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size) {
+  return ranks_in_world(comm, 0, world, ranks, size);
 }
 
 static int lower_type_contiguous(int count, StasisMpiRealHandle old, StasisMpiRealHandle *made) {
@@ -337,6 +342,36 @@ static int lower_icollective(const StasisMpiLowerCollective *c, StasisMpiRealHan
 }
 
 /* Only in the lower-half program (lower_inventory.c); absent (NULL) in the library form. */
+/* Intercommunicators (mpiinter). */
+static int lower_intercomm_create(StasisMpiRealHandle local, int local_leader, StasisMpiRealHandle peer,
+                                  int remote_leader, int tag, StasisMpiRealHandle *made) {
+  MPI_Comm result = MPI_COMM_NULL;
+  int rc = MPI_Intercomm_create(AS(MPI_Comm, local), local_leader, AS(MPI_Comm, peer), remote_leader, tag, &result);
+  *made = REAL(result);
+  return rc;
+}
+static int lower_intercomm_merge(StasisMpiRealHandle intercomm, int high, StasisMpiRealHandle *made) {
+  MPI_Comm result = MPI_COMM_NULL;
+  int rc = MPI_Intercomm_merge(AS(MPI_Comm, intercomm), high, &result);
+  *made = REAL(result);
+  return rc;
+}
+static int lower_comm_test_inter(StasisMpiRealHandle comm, int *flag) {
+  return MPI_Comm_test_inter(AS(MPI_Comm, comm), flag);
+}
+static int lower_comm_remote_size(StasisMpiRealHandle comm, int *size) {
+  return MPI_Comm_remote_size(AS(MPI_Comm, comm), size);
+}
+static int lower_comm_remote_group(StasisMpiRealHandle comm, StasisMpiRealHandle *made) {
+  MPI_Group result = MPI_GROUP_NULL;
+  int rc = MPI_Comm_remote_group(AS(MPI_Comm, comm), &result);
+  *made = REAL(result);
+  return rc;
+}
+static int lower_comm_remote_world_ranks(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size) {
+  return ranks_in_world(comm, 1, world, ranks, size);
+}
+
 __attribute__((weak)) int stasis_mpi_lower_inventory(StasisMpiLowerRange *ranges, int range_capacity, int *range_count,
                                                      int *tids, int tid_capacity, int *tid_count);
 __attribute__((weak)) int stasis_mpi_lower_descriptors(int *fds, int capacity, int *count);
@@ -407,6 +442,13 @@ static const StasisMpiLower lower_half = {
     .win_create_dynamic = lower_win_create_dynamic,
     .win_attach = lower_win_attach,
     .win_detach = lower_win_detach,
+    /* Intercommunicators (mpiinter). */
+    .intercomm_create = lower_intercomm_create,
+    .intercomm_merge = lower_intercomm_merge,
+    .comm_test_inter = lower_comm_test_inter,
+    .comm_remote_size = lower_comm_remote_size,
+    .comm_remote_group = lower_comm_remote_group,
+    .comm_remote_world_ranks = lower_comm_remote_world_ranks,
 };
 
 __attribute__((visibility("default"))) const StasisMpiLower *stasis_mpi_lower_interface(void) { return &lower_half; }

@@ -215,6 +215,16 @@ typedef struct StasisMpiLower {
   int (*win_create_dynamic)(StasisMpiRealHandle comm, StasisMpiRealHandle *win);
   int (*win_attach)(StasisMpiRealHandle win, void *base, long size);
   int (*win_detach)(StasisMpiRealHandle win, const void *base);
+  /* Intercommunicators (mpiinter, upper_intercomm.c). peer is significant at local_leader only
+   * (the library's COMM_NULL elsewhere); intercomm_merge is collective over both groups.
+   * comm_remote_world_ranks: ranks[i] = the rank in `world` of rank i of comm's remote group. */
+  int (*intercomm_create)(StasisMpiRealHandle local, int local_leader, StasisMpiRealHandle peer, int remote_leader,
+                          int tag, StasisMpiRealHandle *made);
+  int (*intercomm_merge)(StasisMpiRealHandle intercomm, int high, StasisMpiRealHandle *made);
+  int (*comm_test_inter)(StasisMpiRealHandle comm, int *flag);
+  int (*comm_remote_size)(StasisMpiRealHandle comm, int *size);
+  int (*comm_remote_group)(StasisMpiRealHandle comm, StasisMpiRealHandle *made);
+  int (*comm_remote_world_ranks)(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size);
 } StasisMpiLower;
 
 typedef const StasisMpiLower *(*StasisMpiLowerInterfaceFn)(void);

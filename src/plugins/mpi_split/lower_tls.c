@@ -21,6 +21,20 @@ void stasis_mpi_wait_out_checkpoint(void) {
 }
 int stasis_mpi_fsgsbase;
 
+int stasis_mpi_threads_multiple;
+_Atomic int stasis_mpi_region_lock;
+__thread int stasis_mpi_region_depth __attribute__((tls_model("initial-exec")));
+
+/* The region lock's slow paths (a three-state futex lock: 2 says a thread may sleep on it). */
+void stasis_mpi_region_lock_wait(void) {
+  while (atomic_exchange(&stasis_mpi_region_lock, 2) != 0)
+    syscall(SYS_futex, &stasis_mpi_region_lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+}
+
+void stasis_mpi_region_lock_wake(void) {
+  syscall(SYS_futex, &stasis_mpi_region_lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 /* arch_prctl as a raw system call: libc's wrapper would set errno, in whichever TLS is current. */
 static long raw_arch_prctl(long code, uint64_t value) {
   long result;

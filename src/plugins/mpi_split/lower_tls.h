@@ -41,6 +41,34 @@ extern __thread int stasis_mpi_is_checkpoint_thread;
 /* Waits (futex) until no checkpoint is pending. */
 void stasis_mpi_wait_out_checkpoint(void);
 
+/* MPI_THREAD_MULTIPLE (README.md, Threads; mpiinter): the program's threads take turns in the
+ * safe regions, one region at a time, under one lock. Every table, request, collective, drained
+ * message and the lower half's one thread pointer is touched only in a region, so the layer and
+ * the library see the calls of several threads as serialized calls; a blocking call holds the
+ * lock for one test a turn, never while it waits. A thread counts itself inside before it takes
+ * the lock and gives the lock back before it counts itself out: a checkpoint, which waits for no
+ * thread inside, never finds the lock held. Set at MPI_Init_thread when MPI_THREAD_MULTIPLE is
+ * asked for, never after; else the lock is never taken (one well-predicted branch a region). */
+extern int stasis_mpi_threads_multiple;
+extern _Atomic int stasis_mpi_region_lock; /* 0 free, 1 taken, 2 taken with waiters (a futex word) */
+/* Nested regions of this thread hold it once. Initial-exec: one load off the thread pointer, not a
+ * __tls_get_addr call (where libstasis_mpi.so is dlopen'ed, as by mpi4py, glibc's static TLS
+ * reserve holds these 4 bytes). */
+extern __thread int stasis_mpi_region_depth __attribute__((tls_model("initial-exec")));
+void stasis_mpi_region_lock_wait(void);
+void stasis_mpi_region_lock_wake(void);
+
+static inline void stasis_mpi_region_take(void) {
+  if (stasis_mpi_region_depth++) return;
+  int free_word = 0;
+  if (!atomic_compare_exchange_strong(&stasis_mpi_region_lock, &free_word, 1)) stasis_mpi_region_lock_wait();
+}
+
+static inline void stasis_mpi_region_give(void) {
+  if (--stasis_mpi_region_depth) return;
+  if (atomic_exchange(&stasis_mpi_region_lock, 0) == 2) stasis_mpi_region_lock_wake();
+}
+
 static inline void stasis_mpi_safe_point_enter(const char *call) {
   for (;;) {
     atomic_fetch_add(&stasis_mpi_calls_in_lower, 1);
@@ -48,10 +76,14 @@ static inline void stasis_mpi_safe_point_enter(const char *call) {
     atomic_fetch_sub(&stasis_mpi_calls_in_lower, 1);
     stasis_mpi_wait_out_checkpoint();
   }
+  if (stasis_mpi_threads_multiple) stasis_mpi_region_take();
   atomic_store_explicit(&stasis_mpi_last_lower_call, call, memory_order_relaxed);
 }
 
-static inline void stasis_mpi_safe_point_leave(void) { atomic_fetch_sub(&stasis_mpi_calls_in_lower, 1); }
+static inline void stasis_mpi_safe_point_leave(void) {
+  if (stasis_mpi_threads_multiple) stasis_mpi_region_give();
+  atomic_fetch_sub(&stasis_mpi_calls_in_lower, 1);
+}
 
 /* A safe region: between stasis_mpi_safe_point_enter and _leave a thread counts as inside the
  * lower half, so a checkpoint never stops it there. The upper half's state that a checkpoint's

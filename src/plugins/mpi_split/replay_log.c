@@ -14,7 +14,7 @@ void stasis_mpi_replay_init(StasisMpiReplayLog *log, StasisMpiReplayRecord *stor
 
 int stasis_mpi_replay_append(StasisMpiReplayLog *log, uint32_t op, int made, int from, int arg0, int arg1, int arg2) {
   if (log->count >= log->capacity) return -1;
-  StasisMpiReplayRecord record = {op, made, from, {arg0, arg1, arg2}};
+  StasisMpiReplayRecord record = {op, made, from, {arg0, arg1, arg2, 0}};
   log->records[log->count++] = record;
   return 0;
 }
@@ -31,6 +31,9 @@ const char *stasis_mpi_replay_op_name(uint32_t op) {
     case STASIS_MPI_REPLAY_TYPE_COMMIT: return "type_commit";
     case STASIS_MPI_REPLAY_TYPE_FREE: return "type_free";
     case STASIS_MPI_REPLAY_COMM_CREATE: return "comm_create";
+    case STASIS_MPI_REPLAY_INTERCOMM_CREATE: return "intercomm_create";
+    case STASIS_MPI_REPLAY_INTERCOMM_MERGE: return "intercomm_merge";
+    case STASIS_MPI_REPLAY_COMM_REMOTE_GROUP: return "comm_remote_group";
     default: return "unknown";
   }
 }
@@ -83,6 +86,9 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
     case STASIS_MPI_REPLAY_COMM_SPLIT:
     case STASIS_MPI_REPLAY_COMM_CREATE:
     case STASIS_MPI_REPLAY_COMM_GROUP:
+    case STASIS_MPI_REPLAY_INTERCOMM_CREATE:
+    case STASIS_MPI_REPLAY_INTERCOMM_MERGE:
+    case STASIS_MPI_REPLAY_COMM_REMOTE_GROUP:
       if (replay_usable(&handles->comms, record->from, epoch, &from) != 0) {
         *fault = "its communicator is not one made before it";
         return -1;
@@ -97,12 +103,21 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
           return -1;
         }
         rc = LOWER_CALL(lower, comm_create, from, group, &made);
+      } else if (record->op == STASIS_MPI_REPLAY_INTERCOMM_CREATE) {
+        /* The peer communicator counts at the local leader only; elsewhere it may be any id. */
+        StasisMpiRealHandle peer = handles->comms.entries[STASIS_MPI_INDEX_COMM_NULL].real;
+        (void)replay_usable(&handles->comms, record->args[1], epoch, &peer);
+        rc = LOWER_CALL(lower, intercomm_create, from, record->args[0], peer, record->args[2], record->args[3], &made);
+      } else if (record->op == STASIS_MPI_REPLAY_INTERCOMM_MERGE) {
+        rc = LOWER_CALL(lower, intercomm_merge, from, record->args[0], &made);
+      } else if (record->op == STASIS_MPI_REPLAY_COMM_REMOTE_GROUP) {
+        rc = LOWER_CALL(lower, comm_remote_group, from, &made);
       } else rc = LOWER_CALL(lower, comm_group, from, &made);
       if (rc != 0) {
         *fault = "the MPI library refused it";
         return -1;
       }
-      if (record->op == STASIS_MPI_REPLAY_COMM_GROUP) {
+      if (record->op == STASIS_MPI_REPLAY_COMM_GROUP || record->op == STASIS_MPI_REPLAY_COMM_REMOTE_GROUP) {
         if (replay_bind(&handles->groups, record->made, epoch, made) != 0) {
           *fault = "the group id it made is not a group id";
           return -1;

@@ -31,13 +31,18 @@ enum StasisMpiReplayOp {
   STASIS_MPI_REPLAY_TYPE_COMMIT,     /* commit(from) */
   STASIS_MPI_REPLAY_TYPE_FREE,       /* free(from) */
   STASIS_MPI_REPLAY_COMM_CREATE,     /* made = create(from, args[0] the group id) */
+  /* Intercommunicators (mpiinter, upper_intercomm.c). */
+  STASIS_MPI_REPLAY_INTERCOMM_CREATE, /* made = intercomm_create(from the local communicator, args[0] local
+                                       * leader, args[1] peer communicator id, args[2] remote leader, args[3] tag) */
+  STASIS_MPI_REPLAY_INTERCOMM_MERGE,  /* made = merge(from, args[0] high) */
+  STASIS_MPI_REPLAY_COMM_REMOTE_GROUP, /* made = remote group of intercommunicator from */
 };
 
 typedef struct StasisMpiReplayRecord {
   uint32_t op;  /* enum StasisMpiReplayOp */
   int32_t made; /* the virtual id made, or MPI_COMM_NULL for a split that gave none */
   int32_t from; /* the virtual id it was made from or acts on */
-  int32_t args[3];
+  int32_t args[4]; /* args[3]: an intercommunicator's tag (stasis_mpi_replay_append leaves it 0) */
 } StasisMpiReplayRecord;
 
 typedef struct StasisMpiReplayLog {

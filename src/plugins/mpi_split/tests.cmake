@@ -256,53 +256,44 @@ endif()
 # each checkpoint; split_restart.py checkpoints, kills and restarts it (a chain and a double
 # restart), and every run must end with the native build's lines: the grid's communicators re-made
 # by the replay, every query of the grid answered as before. Open MPI, MPICH, and Open MPI to MPICH.
-add_executable(cart_ring_split ${MPI_SPLIT_DIR}/tests/cart_ring.c)
-target_link_libraries(cart_ring_split PRIVATE stasis_mpi)
-target_compile_options(cart_ring_split PRIVATE -O2)
-set_target_properties(cart_ring_split PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/targets)
-set(cart_ring_runs)
-if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
-  list(APPEND cart_ring_runs openmpi:openmpi)
-endif()
-if(STASIS_MPICH_CC AND STASIS_MPICH_RUN)
-  list(APPEND cart_ring_runs mpich:mpich)
-endif()
-if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
-  list(APPEND cart_ring_runs openmpi:mpich)
-endif()
-foreach(run IN LISTS cart_ring_runs)
-  string(REPLACE ":" ";" pair ${run})
-  list(GET pair 0 from)
-  list(GET pair 1 to)
-  string(TOUPPER ${from} FROM)
-  string(TOUPPER ${to} TO)
-  set(native ${CMAKE_BINARY_DIR}/tests/targets/cart_ring_${from})
-  if(NOT TARGET cart_ring_${from})
-    add_custom_command(OUTPUT ${native} COMMAND ${STASIS_${FROM}_CC} -O2 -o ${native} ${MPI_SPLIT_DIR}/tests/cart_ring.c
-                       DEPENDS ${MPI_SPLIT_DIR}/tests/cart_ring.c ${MPI_SPLIT_DIR}/tests/split_test_common.h VERBATIM)
-    add_custom_target(cart_ring_${from} ALL DEPENDS ${native})
-  endif()
-  set(name mpi_split.${from}.cart_restart)
-  set(cross)
-  if(NOT from STREQUAL to)
-    set(name mpi_split.${from}_to_${to}.cart_restart)
-    set(cross ${STASIS_${TO}_RUN} ${to})
-  endif()
-  add_test(NAME ${name}
-           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
-                   ${STASIS_${FROM}_RUN} 2 ${native} $<TARGET_FILE:cart_ring_split> 14 200 ${cross})
-  set_tests_properties(${name} PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
-endforeach()
-# The Open MPI build of cart_ring, unmodified, through the Open MPI front (ompi_abi/), checkpointed
-# under Open MPI and restarted under MPICH: the front's MPI_Cart_* and the grid's handles.
-if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
-  set(native ${CMAKE_BINARY_DIR}/tests/targets/cart_ring_openmpi)
-  add_test(NAME mpi_split.ompi_abi.openmpi_to_mpich.cart_restart
-           COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
-                   ${STASIS_OPENMPI_RUN} 2 ${native} ${native} 14 200 ${STASIS_MPICH_RUN} mpich)
-  set_tests_properties(mpi_split.ompi_abi.openmpi_to_mpich.cart_restart PROPERTIES TIMEOUT 400
-                       LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
-endif()
+# split_restart_program(PROGRAM STEPS RUNS...): PROGRAM (tests/PROGRAM.c) built against abi/mpi.h
+# and against each library's own mpi.h; split_restart.py for each run FROM:TO (checkpoint under FROM,
+# every restart under TO), named mpi_split.FROM.PROGRAM_restart or mpi_split.FROM_to_TO.PROGRAM_restart
+# (PROGRAM less its "_ring"). A run whose MPI is missing is left out.
+function(split_restart_program program steps)
+  add_executable(${program}_split ${MPI_SPLIT_DIR}/tests/${program}.c)
+  target_link_libraries(${program}_split PRIVATE stasis_mpi)
+  target_compile_options(${program}_split PRIVATE -O2)
+  set_target_properties(${program}_split PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/targets)
+  string(REPLACE "_ring" "" short ${program})
+  foreach(run IN LISTS ARGN)
+    string(REPLACE ":" ";" pair ${run})
+    list(GET pair 0 from)
+    list(GET pair 1 to)
+    string(TOUPPER ${from} FROM)
+    string(TOUPPER ${to} TO)
+    if(NOT (STASIS_${FROM}_CC AND STASIS_${FROM}_RUN AND STASIS_${TO}_RUN))
+      continue()
+    endif()
+    set(native ${CMAKE_BINARY_DIR}/tests/targets/${program}_${from})
+    if(NOT TARGET ${program}_${from})
+      add_custom_command(OUTPUT ${native} COMMAND ${STASIS_${FROM}_CC} -O2 -o ${native} ${MPI_SPLIT_DIR}/tests/${program}.c
+                         DEPENDS ${MPI_SPLIT_DIR}/tests/${program}.c ${MPI_SPLIT_DIR}/tests/split_test_common.h VERBATIM)
+      add_custom_target(${program}_${from} ALL DEPENDS ${native})
+    endif()
+    set(name mpi_split.${from}.${short}_restart)
+    set(cross)
+    if(NOT from STREQUAL to)
+      set(name mpi_split.${from}_to_${to}.${short}_restart)
+      set(cross ${STASIS_${TO}_RUN} ${to})
+    endif()
+    add_test(NAME ${name}
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${STASIS_${FROM}_RUN} 2 ${native} $<TARGET_FILE:${program}_split> ${steps} 200 ${cross})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  endforeach()
+endfunction()
+split_restart_program(cart_ring 14 openmpi:openmpi mpich:mpich openmpi:mpich)
 # End of the Cartesian topologies.
 # mpirma: one-sided communication (README.md, One-sided communication): rma_epochs
 # (tests/rma_epochs.c) checkpointed with operations in flight in a fence epoch, in a lock_all epoch
@@ -355,5 +346,28 @@ else()
   stasis_skipped_group(mpi_split.openmpi.rma_restart "needs mpicc.openmpi and mpirun.openmpi")
 endif()
 # End of one-sided communication.
+# Intercommunicators and matched probes (README.md, Intercommunicators; Matched probes): inter_ring
+# (tests/inter_ring.c) joins the even and odd ranks with MPI_Intercomm_create, merges them, keeps
+# the remote group, and sends over the intercommunicator, each block matched by MPI_Mprobe or
+# MPI_Improbe and received by MPI_Mrecv or MPI_Imrecv; checkpoints come with a block in flight
+# (drained) or matched and not received (held). The split restart's chain and double restart,
+# each run the native output: checkpointed under MPICH and restarted under Open MPI, and the reverse.
+split_restart_program(inter_ring 12 mpich:openmpi openmpi:mpich)
+# The Open MPI builds of cart_ring and inter_ring, unmodified, through the Open MPI front
+# (ompi_abi/), checkpointed under Open MPI and restarted under MPICH: the front's MPI_Cart_*, its
+# intercommunicators and matched messages, and their handles.
+if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN AND STASIS_MPICH_RUN)
+  set(front_programs cart_ring inter_ring)
+  set(front_steps 14 12)
+  foreach(program steps IN ZIP_LISTS front_programs front_steps)
+    string(REPLACE "_ring" "" short ${program})
+    set(native ${CMAKE_BINARY_DIR}/tests/targets/${program}_openmpi)
+    set(name mpi_split.ompi_abi.openmpi_to_mpich.${short}_restart)
+    add_test(NAME ${name}
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${STASIS_OPENMPI_RUN} 2 ${native} ${native} ${steps} 200 ${STASIS_MPICH_RUN} mpich)
+    set_tests_properties(${name} PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+  endforeach()
+endif()
 # The Open MPI ABI front: programs built with Open MPI's own mpicc as split processes.
 include(${MPI_SPLIT_DIR}/ompi_abi/tests.cmake)

@@ -66,6 +66,11 @@ static int lower_threads[MAX_LOWER_THREADS];
  * in (every member had arrived): said in the rank's report. */
 static int made_at_safe_point;
 
+/* MPI_Wtime at the drain, saved with the image: a restart's MPI_Wtime carries on from it (the time
+ * the job was down does not count), whichever library the fresh lower half runs. */
+double stasis_mpi_wtime_offset;
+static double wtime_at_checkpoint;
+
 static void release_waiting_calls(void) {
   atomic_store(&stasis_mpi_checkpoint_pending, 0);
   syscall(SYS_futex, &stasis_mpi_checkpoint_pending, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
@@ -186,6 +191,7 @@ static int drain_messages(uint64_t generation) {
     return 1;
   }
   long long taken = 0;
+  wtime_at_checkpoint = LOWER_CALL(lower, wtime) + stasis_mpi_wtime_offset;
   if (stasis_mpi_drain_all(&taken) != MPI_SUCCESS) {
     stasis_plugin_refuse("split MPI: the drain of the messages in flight failed (see the rank's stderr)");
     return 1;
@@ -244,10 +250,11 @@ static int restart_lower_half(void) {
   }
   lower = fresh;
   if (stasis_plugin_exempt_thread) lower->set_thread_hook(stasis_plugin_exempt_thread);
-  if (LOWER_CALL(lower, init_thread, NULL, NULL, MPI_THREAD_SINGLE, &provided) != 0) {
+  if (LOWER_CALL(lower, init_thread, NULL, NULL, stasis_mpi_lower_thread_level, &provided) != 0) {
     snprintf(error, sizeof error, "MPI_Init failed in the fresh lower half");
     goto failed;
   }
+  stasis_mpi_wtime_offset = wtime_at_checkpoint - LOWER_CALL(lower, wtime);
   if (stasis_mpi_remake_objects(error, sizeof error) != 0) goto failed;
   if (LOWER_CALL(lower, comm_size, handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, &size) != 0 ||
       size != old_size) {

@@ -36,7 +36,7 @@
 
 static const char *const collective_names[] = {
     "MPI_Barrier",   "MPI_Allreduce",  "MPI_Bcast",     "MPI_Reduce",         "MPI_Comm_dup",
-    "MPI_Comm_split", "MPI_Comm_create", "MPI_Finalize", "MPI_Gather",         "MPI_Gatherv",
+    "MPI_Comm_split", "MPI_Comm_create", "MPI_Finalize", "MPI_Intercomm_merge", "MPI_Gather",         "MPI_Gatherv",
     "MPI_Scatter",   "MPI_Scatterv",   "MPI_Allgather", "MPI_Allgatherv",     "MPI_Alltoall",
     "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan"};
 _Static_assert(sizeof collective_names / sizeof collective_names[0] == COLLECTIVE_EXSCAN + 1, "a name for each");
@@ -46,7 +46,8 @@ static int is_reduction(enum CollectiveKind kind) {
          kind == COLLECTIVE_REDUCE_SCATTER_BLOCK || kind == COLLECTIVE_SCAN || kind == COLLECTIVE_EXSCAN;
 }
 static int is_creation(enum CollectiveKind kind) {
-  return kind == COLLECTIVE_COMM_DUP || kind == COLLECTIVE_COMM_SPLIT || kind == COLLECTIVE_COMM_CREATE;
+  return kind == COLLECTIVE_COMM_DUP || kind == COLLECTIVE_COMM_SPLIT || kind == COLLECTIVE_COMM_CREATE ||
+         kind == COLLECTIVE_INTERCOMM_MERGE;
 }
 /* Only an MPI_Ibarrier: the barrier, a creation's entry and MPI_Finalize's. */
 static int barrier_only(enum CollectiveKind kind) {
@@ -159,8 +160,13 @@ static int make_communicator(Collective *c) {
   if (c->kind == COLLECTIVE_COMM_DUP) rc = LOWER_CALL_IN_REGION(lower, comm_dup, real_parent, &made);
   else if (c->kind == COLLECTIVE_COMM_SPLIT)
     rc = LOWER_CALL_IN_REGION(lower, comm_split, real_parent, c->color, c->key, &made);
+  else if (c->kind == COLLECTIVE_INTERCOMM_MERGE)
+    rc = LOWER_CALL_IN_REGION(lower, intercomm_merge, real_parent, c->color, &made);
   else rc = LOWER_CALL_IN_REGION(lower, comm_create, real_parent, real_group, &made);
   if (rc != 0) return library_error(rc);
+  /* `high` differs between the two groups: the merged key is derived with color 0 on both. */
+  if (c->kind == COLLECTIVE_INTERCOMM_MERGE)
+    return stasis_mpi_record_comm(name, STASIS_MPI_REPLAY_INTERCOMM_MERGE, made, c->comm, 0, c->color, 0, &c->made);
   uint32_t op = replay_ops[c->kind - COLLECTIVE_COMM_DUP];
   if (c->kind == COLLECTIVE_COMM_CREATE) return stasis_mpi_record_comm(name, op, made, c->comm, 0, c->group, 0, &c->made);
   return stasis_mpi_record_comm(name, op, made, c->comm, c->color, c->color, c->key, &c->made);
@@ -338,13 +344,26 @@ int stasis_mpi_collective_test(int slot, int *rc) {
 }
 
 int stasis_mpi_create_comm(uint32_t replay_op, MPI_Comm comm, int color, int key, MPI_Group group, MPI_Comm *newcomm) {
-  enum CollectiveKind kind = replay_op == STASIS_MPI_REPLAY_COMM_DUP     ? COLLECTIVE_COMM_DUP
-                             : replay_op == STASIS_MPI_REPLAY_COMM_SPLIT ? COLLECTIVE_COMM_SPLIT
-                                                                         : COLLECTIVE_COMM_CREATE;
+  enum CollectiveKind kind = replay_op == STASIS_MPI_REPLAY_COMM_DUP         ? COLLECTIVE_COMM_DUP
+                             : replay_op == STASIS_MPI_REPLAY_COMM_SPLIT     ? COLLECTIVE_COMM_SPLIT
+                             : replay_op == STASIS_MPI_REPLAY_INTERCOMM_MERGE ? COLLECTIVE_INTERCOMM_MERGE
+                                                                             : COLLECTIVE_COMM_CREATE;
   Collective asked = {.kind = kind, .comm = comm, .color = color, .key = key, .group = group, .made = MPI_COMM_NULL};
   int rc = stasis_mpi_collective_run(&asked);
   if (rc == MPI_SUCCESS) *newcomm = asked.made;
   return rc;
+}
+
+uint64_t stasis_mpi_collectives_child_key(int parent) {
+  uint32_t from = (uint32_t)stasis_mpi_ids_index(&handles.comms, parent);
+  return mix(comm_key[from] ^ mix(++comm_children[from]));
+}
+
+void stasis_mpi_collectives_set_key(int comm, uint64_t mine, uint64_t theirs) {
+  uint32_t index = (uint32_t)stasis_mpi_ids_index(&handles.comms, comm);
+  uint64_t low = mine < theirs ? mine : theirs, high = mine < theirs ? theirs : mine; /* the same on both sides */
+  comm_key[index] = mix(low ^ mix(high));
+  comm_started[index] = comm_decided[index] = comm_posted[index] = comm_children[index] = 0;
 }
 
 int stasis_mpi_finalize_entry(void) {

@@ -15,6 +15,7 @@ enum CollectiveKind {
   COLLECTIVE_COMM_SPLIT,
   COLLECTIVE_COMM_CREATE,
   COLLECTIVE_FINALIZE,
+  COLLECTIVE_INTERCOMM_MERGE, /* a creation (mpiinter): its entry barrier spans both groups */
   /* The rest, in the order of enum StasisMpiLowerCollectiveKind: posted with lower->icollective. */
   COLLECTIVE_GATHER,
   COLLECTIVE_GATHERV,
@@ -57,5 +58,11 @@ typedef struct Collective {
 int stasis_mpi_collective_run(Collective *asked);
 /* The same checks, then the collective started: *request completes it (MPI_Wait). */
 int stasis_mpi_collective_start(Collective *asked, MPI_Request *request);
+
+/* Intercommunicators (mpiinter, upper_intercomm.c): the key of the next communicator made from
+ * `parent` (counted among its children, as a creation is), and the key of an intercommunicator
+ * just made, which both groups derive from the two local keys their leaders exchanged. */
+uint64_t stasis_mpi_collectives_child_key(int parent);
+void stasis_mpi_collectives_set_key(int comm, uint64_t mine, uint64_t theirs);
 
 #endif

@@ -5,7 +5,8 @@
  *
  * The tables and the log are static storage of this library: upper-half memory, saved with the
  * program. Every point-to-point message is counted per peer (peer_counts.h) for the drain.
- * Supported threading: up to MPI_THREAD_SERIALIZED (no locks on the tables). The drain is in
+ * Threads: up to MPI_THREAD_MULTIPLE, the program's threads taking turns in the safe regions
+ * (lower_tls.h), where every table is read and written. The drain is in
  * upper_drain.c; the state both share is declared in upper_state.h. */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -41,6 +42,7 @@ StasisMpiRealHandle private_world; /* upper_state.h says what these are */
 StasisMpiDrainQueue drained;
 static int initialized;
 int finalized;
+int stasis_mpi_lower_thread_level;
 
 /* The program's own MPI errors are returned as well; these lines say what the split layer saw. */
 void complain(const char *function, const char *what) {
@@ -98,8 +100,8 @@ static void tables_init(void) {
 
 /* Gives `real`, just made by the library, a virtual id in `table` and logs how it was made.
  * On a full table or log the object is left to the library and the call fails, saying so. */
-static int remember(const char *function, StasisMpiIdTable *table, StasisMpiRealHandle real, uint32_t op, int from,
-                    int arg0, int arg1, int arg2, int *id) {
+int remember(const char *function, StasisMpiIdTable *table, StasisMpiRealHandle real, uint32_t op, int from, int arg0,
+             int arg1, int arg2, int *id) {
   if (stasis_mpi_ids_add(table, real, id) != 0) {
     complain(function, "too many live objects of this kind for the split layer's table");
     return MPI_ERR_INTERN;
@@ -113,15 +115,19 @@ static int remember(const char *function, StasisMpiIdTable *table, StasisMpiReal
 }
 
 /* Records the world rank of each rank of the communicator just made (id `comm`), so that its
- * messages are counted by world rank. */
-static int map_comm_ranks(const char *function, int comm) {
+ * messages are counted by world rank; of an intercommunicator (remote), its remote group's ranks:
+ * the ones its messages name. */
+int map_comm_ranks(const char *function, int comm, int remote) {
   int64_t index = stasis_mpi_ids_index(&handles.comms, comm);
+  StasisMpiRealHandle real = handles.comms.entries[index].real;
+  StasisMpiRealHandle world = handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real;
   int size = 0;
-  if (LOWER_CALL(lower, comm_size, handles.comms.entries[index].real, &size) != 0) return library_error(1);
+  if ((remote ? LOWER_CALL(lower, comm_remote_size, real, &size) : LOWER_CALL(lower, comm_size, real, &size)) != 0)
+    return library_error(1);
   int *world_ranks = malloc((size_t)(size ? size : 1) * sizeof *world_ranks);
-  int rc = world_ranks ? LOWER_CALL(lower, comm_world_ranks, handles.comms.entries[index].real,
-                                    handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real, world_ranks, size)
-                       : MPI_ERR_INTERN;
+  int rc = !world_ranks ? MPI_ERR_INTERN
+           : remote     ? LOWER_CALL(lower, comm_remote_world_ranks, real, world, world_ranks, size)
+                        : LOWER_CALL(lower, comm_world_ranks, real, world, world_ranks, size);
   if (rc == 0 && stasis_mpi_peers_map_comm(&peers, (uint32_t)index, world_ranks, size) != 0) rc = MPI_ERR_INTERN;
   free(world_ranks);
   if (rc != 0) complain(function, "cannot tell the world ranks of the new communicator's members");
@@ -150,8 +156,12 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   }
   tables_init();
   stasis_mpi_join_checkpoints();
+  /* Several threads' calls reach the library one region at a time: it is asked for
+   * MPI_THREAD_SERIALIZED, and a restart asks the fresh library for the same level. */
+  if (required == MPI_THREAD_MULTIPLE) stasis_mpi_threads_multiple = 1;
+  stasis_mpi_lower_thread_level = required < MPI_THREAD_SERIALIZED ? required : MPI_THREAD_SERIALIZED;
   int lower_provided = MPI_THREAD_SINGLE;
-  int rc = LOWER_CALL(lower, init_thread, argc, argv, required, &lower_provided);
+  int rc = LOWER_CALL(lower, init_thread, argc, argv, stasis_mpi_lower_thread_level, &lower_provided);
   if (rc != 0) return library_error(rc);
   int failed_kind = 0, failed_index = 0;
   if (stasis_mpi_handles_bind_predefined(&handles, lower, &failed_kind, &failed_index) != 0) {
@@ -176,7 +186,9 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     return MPI_ERR_INTERN;
   }
   initialized = 1;
-  int most = lower_provided < MPI_THREAD_SERIALIZED ? lower_provided : MPI_THREAD_SERIALIZED;
+  int most = lower_provided < MPI_THREAD_SERIALIZED ? lower_provided
+             : stasis_mpi_threads_multiple        ? MPI_THREAD_MULTIPLE
+                                                  : MPI_THREAD_SERIALIZED;
   if (provided) *provided = required < most ? required : most;
   return MPI_SUCCESS;
 }
@@ -212,7 +224,9 @@ API int MPI_Abort(MPI_Comm comm, int errorcode) {
   return library_error(LOWER_CALL(lower, abort, REAL_NOW(handles.comms, comm), errorcode));
 }
 
-API double MPI_Wtime(void) { return lower && !finalized ? LOWER_CALL(lower, wtime) : 0.0; }
+API double MPI_Wtime(void) {
+  return lower && !finalized ? LOWER_CALL(lower, wtime) + stasis_mpi_wtime_offset : 0.0;
+}
 
 API int MPI_Get_processor_name(char *name, int *resultlen) {
   NEED_LOWER("MPI_Get_processor_name");
@@ -262,9 +276,9 @@ int stasis_mpi_record_comm(const char *function, uint32_t op, StasisMpiRealHandl
 
 /* The creations wait at a safe point first (upper_collectives.c); the new communicator's ranks
  * are then mapped to world ranks, outside any region (this allocates). */
-static int comm_created(const char *function, int rc, MPI_Comm *newcomm) {
+int comm_created(const char *function, int rc, MPI_Comm *newcomm) {
   if (rc != MPI_SUCCESS || *newcomm == MPI_COMM_NULL) return rc;
-  return map_comm_ranks(function, *newcomm);
+  return map_comm_ranks(function, *newcomm, 0);
 }
 
 API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
@@ -585,13 +599,13 @@ static int wait_request(const char *function, MPI_Request *request, MPI_Status *
   for (unsigned turn = 0; !complete; turn++) {
     stasis_mpi_safe_point_enter(function);
     complete = test_request_in_region(index, &lower_status, &rc);
+    if (complete > 0) stasis_mpi_ids_remove(&handles.requests, *request); /* in the region: other threads */
     stasis_mpi_blocked_in = complete ? NULL : function;
     stasis_mpi_safe_point_leave();
     if (complete < 0) return library_error(rc);
     if (!complete) stasis_mpi_wait_turn(turn);
   }
   status_up(&lower_status, status);
-  stasis_mpi_ids_remove(&handles.requests, *request);
   *request = MPI_REQUEST_NULL;
   return MPI_SUCCESS;
 }
@@ -611,12 +625,12 @@ API int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
   int rc = 0;
   stasis_mpi_safe_point_enter("MPI_Test");
   int complete = test_request_in_region(index, &lower_status, &rc);
+  if (complete > 0) stasis_mpi_ids_remove(&handles.requests, *request); /* in the region: other threads */
   stasis_mpi_safe_point_leave();
   if (complete < 0) return library_error(rc);
   *flag = complete;
   if (!complete) return MPI_SUCCESS;
   status_up(&lower_status, status);
-  stasis_mpi_ids_remove(&handles.requests, *request);
   *request = MPI_REQUEST_NULL;
   return MPI_SUCCESS;
 }

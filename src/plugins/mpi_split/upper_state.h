@@ -55,6 +55,13 @@ extern StasisMpiRealHandle private_world;
 /* Messages the drain took out of the library, until the program receives them. */
 extern StasisMpiDrainQueue drained;
 extern int finalized;
+/* The thread level asked of the library (MPI_Init_thread's, at most MPI_THREAD_SERIALIZED: the
+ * program's threads take turns in the regions), asked again of a fresh one at a restart. */
+extern int stasis_mpi_lower_thread_level;
+/* What MPI_Wtime adds to the library's clock (upper_checkpoint.c): each library counts from its own
+ * origin (Open MPI from its MPI_Init, MPICH from another), so a restart sets it to carry on from
+ * the checkpoint's MPI_Wtime; a program's deadline taken before keeps its meaning. */
+extern double stasis_mpi_wtime_offset;
 
 /* Binds the predefined ids to the running lower half's objects, makes every object of the replay
  * log again under its id and the private world again (STASIS_MPI_Remake_objects, and a restart).
@@ -138,6 +145,16 @@ void stasis_mpi_topology_comm_freed(int comm);
 /* One test of live request `index` (upper_half.c), in a safe region: 1 when complete (*status
  * filled, a receive counted), 0 when not, -1 with *rc the library's error. */
 int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc);
+
+/* Gives `real`, just made by the library, a virtual id in `table` and logs how it was made
+ * (upper_half.c); MPI_ERR_INTERN, said, when the table or the log is full. In a safe region. */
+int remember(const char *function, StasisMpiIdTable *table, StasisMpiRealHandle real, uint32_t op, int from, int arg0,
+             int arg1, int arg2, int *id);
+/* After a communicator creation that returned rc: the new communicator's ranks (remote: an
+ * intercommunicator's remote group) mapped to world ranks for the drain's counts. Outside any
+ * region (it allocates). */
+int map_comm_ranks(const char *function, int comm, int remote);
+int comm_created(const char *function, int rc, MPI_Comm *newcomm);
 
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "abi/mpi.h"
+#include "lower_tls.h"
 #include "upper_state.h"
 
 enum { CART_CAPACITY = 256, CART_MAX_DIMS = 8 };
@@ -39,22 +40,28 @@ static CartGrid *take_grid(void) {
   return NULL;
 }
 
+/* The table is written in safe regions: under MPI_THREAD_MULTIPLE they are taken in turns
+ * (lower_tls.h). A slot is reserved (comm -1) before the grid's communicator is made. */
 void stasis_mpi_topology_comm_freed(int comm) {
+  stasis_mpi_safe_point_enter("MPI_Comm_free");
   CartGrid *grid = grid_of(comm);
   if (grid) memset(grid, 0, sizeof *grid);
+  stasis_mpi_safe_point_leave();
 }
 
 int stasis_mpi_topology_comm_dup(int from, int made) {
-  CartGrid *grid = grid_of(from);
-  if (!grid) return MPI_SUCCESS;
-  CartGrid *copy = take_grid();
-  if (!copy) {
+  int rc = MPI_SUCCESS;
+  stasis_mpi_safe_point_enter("MPI_Comm_dup");
+  CartGrid *grid = grid_of(from), *copy = grid ? take_grid() : NULL;
+  if (copy) {
+    *copy = *grid;
+    copy->comm = made;
+  } else if (grid) {
     complain("MPI_Comm_dup", "too many Cartesian communicators for the split layer's table");
-    return MPI_ERR_INTERN;
+    rc = MPI_ERR_INTERN;
   }
-  *copy = *grid;
-  copy->comm = made;
-  return MPI_SUCCESS;
+  stasis_mpi_safe_point_leave();
+  return rc;
 }
 
 /* The grid of a live Cartesian communicator, or NULL after saying why. */
@@ -97,20 +104,28 @@ static void coords_of(const CartGrid *grid, int rank, int *coords) {
  * with color `color` (their rank order kept by `key`), the rest MPI_COMM_NULL. */
 static int make_grid_comm(const char *function, MPI_Comm comm, int color, int key, int ndims, const int *dims,
                           const int *periods, MPI_Comm *made) {
+  stasis_mpi_safe_point_enter(function);
   CartGrid *grid = take_grid();
+  if (grid) grid->comm = -1; /* reserved */
+  stasis_mpi_safe_point_leave();
   if (!grid) {
     complain(function, "too many Cartesian communicators for the split layer's table");
     return MPI_ERR_INTERN;
   }
   int rc = MPI_Comm_split(comm, color, key, made);
-  if (rc != MPI_SUCCESS || *made == MPI_COMM_NULL) return rc;
-  grid->comm = *made;
-  grid->ndims = ndims;
-  for (int d = 0; d < ndims; d++) {
-    grid->dims[d] = dims[d];
-    grid->periods[d] = periods[d] != 0;
+  stasis_mpi_safe_point_enter(function);
+  if (rc != MPI_SUCCESS || *made == MPI_COMM_NULL) {
+    grid->comm = 0;
+  } else {
+    grid->comm = *made;
+    grid->ndims = ndims;
+    for (int d = 0; d < ndims; d++) {
+      grid->dims[d] = dims[d];
+      grid->periods[d] = periods[d] != 0;
+    }
   }
-  return MPI_SUCCESS;
+  stasis_mpi_safe_point_leave();
+  return rc;
 }
 
 API int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,

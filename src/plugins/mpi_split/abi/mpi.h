@@ -23,6 +23,9 @@ typedef int MPI_Datatype;
 typedef int MPI_Op;
 typedef int MPI_Group;
 typedef int MPI_Request;
+typedef int MPI_Message;
+#define MPI_MESSAGE_NULL ((MPI_Message)STASIS_MPI_MESSAGE_TAG)
+#define MPI_MESSAGE_NO_PROC ((MPI_Message)(STASIS_MPI_MESSAGE_TAG | 1))
 typedef long MPI_Aint;
 
 /* A virtual id: tag 0x5A in the top byte, the kind (enum StasisMpiKind) in the next, the index in
@@ -147,6 +150,19 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
 int MPI_Group_size(MPI_Group group, int *size);
 int MPI_Group_rank(MPI_Group group, int *rank);
 int MPI_Group_free(MPI_Group *group);
+/* Intercommunicators (upper_intercomm.c): point-to-point on them, MPI_Comm_free and
+ * MPI_Intercomm_merge; no collectives on them yet. */
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm, int remote_leader, int tag,
+                         MPI_Comm *newintercomm);
+int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm);
+int MPI_Comm_test_inter(MPI_Comm comm, int *flag);
+int MPI_Comm_remote_size(MPI_Comm comm, int *size);
+int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group);
+/* Matched probes (upper_mprobe.c): the matched message is taken into the upper half. */
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status);
+int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message, MPI_Status *status);
+int MPI_Mrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Status *status);
+int MPI_Imrecv(void *buf, int count, MPI_Datatype datatype, MPI_Message *message, MPI_Request *request);
 
 int MPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype *newtype);
 int MPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype, MPI_Datatype *newtype);

@@ -32,5 +32,10 @@ enum StasisMpiKind {
 #define STASIS_MPI_PREDEFINED_REQUESTS(X) X(REQUEST_NULL)
 
 #define STASIS_MPI_PREDEFINED_WINS(X) X(WIN_NULL) /* mpirma */
+/* Matched messages (MPI_Message, upper_mprobe.c) are no virtual ids of the tables: a message
+ * matched by MPI_Mprobe is held by the upper half itself. Its handle is this tag | its slot; slot
+ * 0 is MPI_MESSAGE_NULL, 1 MPI_MESSAGE_NO_PROC. */
+#define STASIS_MPI_MESSAGE_TAG 0x4D000000
+#define STASIS_MPI_MESSAGE_SLOTS 1024
 
 #endif

@@ -80,6 +80,24 @@ int fake_type_free(StasisMpiRealHandle type) {
   return 0;
 }
 
+int fake_intercomm_create(StasisMpiRealHandle local, int local_leader, StasisMpiRealHandle peer, int remote_leader,
+                          int tag, StasisMpiRealHandle *made) {
+  *made = library.make();
+  library.calls.push_back("intercomm " + hex(local) + " " + std::to_string(local_leader) + " " + hex(peer) + " " +
+                          std::to_string(remote_leader) + " " + std::to_string(tag) + " -> " + hex(*made));
+  return 0;
+}
+int fake_intercomm_merge(StasisMpiRealHandle intercomm, int high, StasisMpiRealHandle *made) {
+  *made = library.make();
+  library.calls.push_back("merge " + hex(intercomm) + " " + std::to_string(high) + " -> " + hex(*made));
+  return 0;
+}
+int fake_comm_remote_group(StasisMpiRealHandle comm, StasisMpiRealHandle *made) {
+  *made = library.make();
+  library.calls.push_back("remote_group " + hex(comm) + " -> " + hex(*made));
+  return 0;
+}
+
 StasisMpiLower fake_lower() {
   StasisMpiLower lower{};
   lower.interface_version = STASIS_MPI_LOWER_INTERFACE_VERSION;
@@ -95,6 +113,9 @@ StasisMpiLower fake_lower() {
   lower.type_vector = fake_type_vector;
   lower.type_commit = fake_type_commit;
   lower.type_free = fake_type_free;
+  lower.intercomm_create = fake_intercomm_create;
+  lower.intercomm_merge = fake_intercomm_merge;
+  lower.comm_remote_group = fake_comm_remote_group;
   return lower;
 }
 
@@ -116,6 +137,13 @@ struct UpperHalf {
     stasis_mpi_ids_init(&handles.requests, STASIS_MPI_KIND_REQUEST, requests.data(), 16,
                         STASIS_MPI_PREDEFINED_REQUEST_COUNT);
     stasis_mpi_replay_init(&log, records.data(), 64);
+  }
+  // The program's first run, on a library whose handles are at 0xa000000.
+  void start() {
+    library = FakeLibrary{};
+    library.base = 0xa000000;
+    int kind = 0, index = 0;
+    EXPECT_EQ(stasis_mpi_handles_bind_predefined(&handles, &lower, &kind, &index), 0);
   }
   StasisMpiRealHandle real(StasisMpiIdTable &table, int id) {
     StasisMpiRealHandle value = 0;
@@ -267,10 +295,7 @@ TEST(ReplayLog, AnUnknownOperationIsADamagedLog) {
 
 TEST(ReplayLog, ACommunicatorMadeFromAGroupIsMadeAgainFromTheGroupMadeAgain) {
   UpperHalf upper;
-  library = FakeLibrary{};
-  library.base = 0xa000000;
-  int kind = 0, index = 0;
-  ASSERT_EQ(stasis_mpi_handles_bind_predefined(&upper.handles, &upper.lower, &kind, &index), 0);
+  upper.start();
   StasisMpiRealHandle made = 0, group_handle = 0;
   upper.lower.comm_group(upper.real(upper.handles.comms, MPI_COMM_WORLD), &group_handle);
   int group = upper.made(upper.handles.groups, group_handle, STASIS_MPI_REPLAY_COMM_GROUP, MPI_COMM_WORLD);
@@ -285,6 +310,42 @@ TEST(ReplayLog, ACommunicatorMadeFromAGroupIsMadeAgainFromTheGroupMadeAgain) {
   expected.push_back("group_free b000001");
   EXPECT_EQ(library.calls, expected);
   EXPECT_EQ(upper.real(upper.handles.comms, created), 0xb000002u);
+}
+
+// An intercommunicator (upper_intercomm.c's record: local leader, peer id, remote leader and the
+// tag in the fourth argument), its merge and its remote group are made again with the same
+// arguments; a peer id this rank no longer holds (significant at the leader only) goes down as the
+// library's MPI_COMM_NULL.
+TEST(ReplayLog, AnIntercommunicatorItsMergeAndRemoteGroupAreMadeAgain) {
+  UpperHalf upper;
+  upper.start();
+  StasisMpiRealHandle made = 0;
+  upper.lower.comm_split(upper.real(upper.handles.comms, MPI_COMM_WORLD), 1, 0, &made);
+  int local = upper.made(upper.handles.comms, made, STASIS_MPI_REPLAY_COMM_SPLIT, MPI_COMM_WORLD, 1, 0);
+  upper.lower.intercomm_create(made, 0, upper.real(upper.handles.comms, MPI_COMM_WORLD), 2, 77, &made);
+  int inter = upper.made(upper.handles.comms, made, STASIS_MPI_REPLAY_INTERCOMM_CREATE, local, 0, MPI_COMM_WORLD, 2);
+  upper.log.records[upper.log.count - 1].args[3] = 77;
+  upper.lower.intercomm_merge(made, 1, &made);
+  int merged = upper.made(upper.handles.comms, made, STASIS_MPI_REPLAY_INTERCOMM_MERGE, inter, 1);
+  upper.lower.comm_remote_group(upper.real(upper.handles.comms, inter), &made);
+  int remote = upper.made(upper.handles.groups, made, STASIS_MPI_REPLAY_COMM_REMOTE_GROUP, inter);
+  // A non-leader's record: its peer id is one it never held.
+  upper.lower.intercomm_create(upper.real(upper.handles.comms, local), 0, kCommNull, 0, 78, &made);
+  int other = upper.made(upper.handles.comms, made, STASIS_MPI_REPLAY_INTERCOMM_CREATE, local, 0,
+                         STASIS_MPI_VID(STASIS_MPI_KIND_COMM, 40), 0);
+  upper.log.records[upper.log.count - 1].args[3] = 78;
+  std::string error;
+  ASSERT_EQ(upper.restart(0xb000000, &error), 0) << error;
+  std::string world = hex(0xb000000 + 0x1000 * STASIS_MPI_KIND_COMM + STASIS_MPI_INDEX_COMM_WORLD);
+  std::vector<std::string> expected = {"split " + world + " 1 0 -> b000001",
+                                       "intercomm b000001 0 " + world + " 2 77 -> b000002",
+                                       "merge b000002 1 -> b000003", "remote_group b000002 -> b000004",
+                                       "intercomm b000001 0 dead0000 0 78 -> b000005"};
+  EXPECT_EQ(library.calls, expected);
+  EXPECT_EQ(upper.real(upper.handles.comms, inter), 0xb000002u);
+  EXPECT_EQ(upper.real(upper.handles.comms, merged), 0xb000003u);
+  EXPECT_EQ(upper.real(upper.handles.groups, remote), 0xb000004u);
+  EXPECT_EQ(upper.real(upper.handles.comms, other), 0xb000005u);
 }
 
 TEST(ReplayLog, ACreateFromAGroupNeverMadeIsRefused) {
