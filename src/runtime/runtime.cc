@@ -292,6 +292,7 @@ void prepare_to_end() {
 }
 
 bool enter_exec() {
+  keep_pid_table_for_exec();  // the new program looks for the table only at its descriptor
   // A vfork child runs on its parent's memory: the counters are the parent's, and the parent's
   // checkpoint thread never signals the child (another process).
   if (!g_config.active || sys_getpid() != g_real_pid) return false;
@@ -611,8 +612,8 @@ bool start_checkpoint_thread(LogLine& error) {
 // computation already has a process that sees that number (then the pid table says otherwise).
 void join_as_new_process(bool forked) {
   // A fork child has its parent's mapping of the table, or there is none (a table comes only with
-  // a restart, which restarts its parent too): looking for it again (a failed mmap, then a path
-  // under /proc) cost every child of a shell about 25 us.
+  // a restart, which restarts its parent too); an exec'd program looks only at the table's
+  // descriptor (one failed mmap before any restart), which the exec wrappers keep in place.
   if (!forked) attach_pid_table();
   g_config.original_pid = static_cast<uint32_t>(claim_virtual_pid(sys_getpid()));
 }

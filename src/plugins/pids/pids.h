@@ -14,6 +14,9 @@ namespace stasis::rt {
 bool attach_pid_table(bool after_restart = false);
 extern StasisPidTable* g_pid_table;  // nullptr until the computation's first restart
 inline bool have_pid_table() { return g_pid_table != nullptr; }
+// Before exec: the table back at its descriptor if the program closed it, so that the program
+// exec starts (which looks only there) still finds it. Nothing without a table.
+void keep_pid_table_for_exec();
 // After a restart: the coordinator the restarted computation uses (false without a table).
 bool pid_table_coordinator(char* host, size_t host_cap, uint16_t* port, char* secret_hex,
                            size_t secret_cap);

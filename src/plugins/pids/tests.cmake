@@ -83,6 +83,12 @@ stasis_ckpt_test(ckpt.tree.fork.chain2 TIMEOUT 200 ARGS --chain 2 --between-line
 # twice and restarted as one tree: the coordinator and the restart at scale (issue 5).
 stasis_ckpt_test(ckpt.tree.scale64 TIMEOUT 240 ARGS --checkpoints 2 --between-lines 5 --wait-lines 10
                  --timeout 120 --step-timeout 90 --ckpt-timeout 90 PROGRAM scale_tree 64 80 100 16)
+# A child that closes the pid table's descriptor with a raw close (past the runtime's wrappers)
+# and execs: after the restart the new program must still find the table (its parent's virtual pid,
+# the restarted coordinator), which the exec wrapper puts back at its descriptor.
+stasis_test_target(exec_closed_table ${CMAKE_CURRENT_LIST_DIR}/tests/exec_closed_table.c)
+stasis_ckpt_test(ckpt.tree.exec_closed_table.chain2 TIMEOUT 200 ARGS --chain 2 --between-lines 5 --wait-lines 5
+                 PROGRAM exec_closed_table 24 100)
 # bash: pipelines, command substitution, a background job waited for; every command a new process
 stasis_ckpt_test(interp.bash.pipeline LABELS interp ARGS --wait-lines 10 PROGRAM ${SCRIPTS}/pipeline.sh)
 stasis_ckpt_test(interp.bash.pipeline.chain3 TIMEOUT 200 LABELS interp ARGS --chain 3 --between-lines 8

@@ -19,24 +19,11 @@ bool attach_pid_table(bool after_restart) {
   // A forked child shares its parent's mapping; after a restart the pointer is from before.
   if (after_restart) g_pid_table = nullptr;
   if (g_pid_table) return true;
+  // Until the computation's first restart there is no table: this one failed mmap (EBADF) is all
+  // a new program pays. A program exec'd by a process that has the table finds it here, as the
+  // exec wrappers put it back if the program had closed it (keep_pid_table_for_exec).
   long addr = STASIS_SYS6(SYS_mmap, 0, sizeof(StasisPidTable), PROT_READ | PROT_WRITE, MAP_SHARED,
                           kPidTableFd, 0);
-  if (addr == -EBADF && !after_restart) {
-    // A program that closes every descriptor before exec (Python's subprocess does) leaves its
-    // child without the table: the parent still has it. Put it back where children look.
-    char path[48] = "/proc/";
-    format_uint(path + 6, static_cast<unsigned long>(STASIS_SYS0(SYS_getppid)));
-    str_copy(path + str_len(path), "/fd/1020", 12);
-    static_assert(kPidTableFd == 1020, "the path above names the table's descriptor");
-    long fd = STASIS_SYS3(SYS_open, path, O_RDWR | O_CLOEXEC, 0);
-    if (fd < 0) return false;
-    addr = STASIS_SYS6(SYS_mmap, 0, sizeof(StasisPidTable), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    bool mapped = !(addr < 0 && addr > -4096);
-    if (mapped && reinterpret_cast<StasisPidTable*>(addr)->magic == STASIS_PID_TABLE_MAGIC &&
-        STASIS_SYS2(SYS_fcntl, kPidTableFd, F_GETFD) < 0)  // the number is free: no program descriptor
-      STASIS_SYS3(SYS_dup3, fd, kPidTableFd, 0);
-    STASIS_SYS1(SYS_close, fd);
-  }
   if (addr < 0 && addr > -4096) return false;
   auto* table = reinterpret_cast<StasisPidTable*>(addr);
   if (table->magic != STASIS_PID_TABLE_MAGIC) {
@@ -45,6 +32,25 @@ bool attach_pid_table(bool after_restart) {
   }
   g_pid_table = table;
   return true;
+}
+
+void keep_pid_table_for_exec() {
+  if (!g_pid_table || STASIS_SYS2(SYS_fcntl, kPidTableFd, F_GETFD) != -EBADF) return;
+  // The program closed the descriptor behind the runtime's back (a raw close, or posix_spawn's
+  // closefrom inside libc): the mapping stays, but the program exec starts would have no table.
+  // The parent, which forked this process, still has it. (The kernel gives no descriptor for
+  // one's own mapping without CAP_CHECKPOINT_RESTORE.)
+  char path[48] = "/proc/";
+  format_uint(path + 6, static_cast<unsigned long>(STASIS_SYS0(SYS_getppid)));
+  str_copy(path + str_len(path), "/fd/1020", 12);
+  static_assert(kPidTableFd == 1020, "the path above names the table's descriptor");
+  long fd = STASIS_SYS3(SYS_open, path, O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) return;
+  // Read, not mapped: a vfork child shares its parent's address space.
+  uint64_t magic = 0;
+  if (STASIS_SYS4(SYS_pread64, fd, &magic, sizeof magic, 0) == sizeof magic && magic == STASIS_PID_TABLE_MAGIC)
+    STASIS_SYS3(SYS_dup3, fd, kPidTableFd, 0);  // inherited by the new program
+  STASIS_SYS1(SYS_close, fd);
 }
 
 bool pid_table_region(uint64_t* start, uint64_t* end) {
