@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "plugins/ipc/ipc.h"
+#include "plugins/memory/fork_exclusions.h"
 
 namespace stasis::rt {
 namespace {
@@ -29,6 +30,17 @@ uint32_t g_withheld_count = 0;
 
 bool overlaps(const Mapping& a, const Mapping& b) { return a.start < b.end && b.start < a.end; }
 
+// The program marked it MADV_DONTFORK itself (lend_fork_excluded_memory lifted the mark for the
+// writer's fork). Left to the writer: the memory kind keeps that mark in the image from the
+// writer's own smaps where the pause did not read it, and the writer's smaps must show it.
+bool program_marked_dontfork(const Mapping& m) {
+  uint32_t count = 0;
+  const StasisMemoryMark* marks = memory_marks(&count);
+  for (uint32_t i = 0; i < count; i++)
+    if ((marks[i].marks & STASIS_MARK_DONTFORK) && marks[i].start < m.end && m.start < marks[i].end) return true;
+  return false;
+}
+
 }  // namespace
 
 void withhold_sysv_attachments_from_writer(const Mapping* maps, uint32_t count) {
@@ -38,6 +50,7 @@ void withhold_sysv_attachments_from_writer(const Mapping* maps, uint32_t count) 
     // One that does not fit stays inherited: its count shows while the writer lives, its image
     // is still right (the writer lists it as its own mapping).
     if (!claim_sysv_mapping(m, nullptr) || str_len(m.path) >= kPathCap) continue;
+    if (program_marked_dontfork(m)) continue;
     if (STASIS_SYS3(SYS_madvise, m.start, m.end - m.start, MADV_DONTFORK) != 0) continue;
     Withheld& w = g_withheld[g_withheld_count++];
     w.mapping = m;
@@ -47,8 +60,7 @@ void withhold_sysv_attachments_from_writer(const Mapping* maps, uint32_t count) 
 }
 
 void return_sysv_attachments_after_fork() {
-  // The program's own MADV_DONTFORK on an attachment was lifted for the fork by
-  // lend_fork_excluded_memory; take_back_fork_excluded_memory, called after this, sets it again.
+  // None of these had a mark of the program's own (program_marked_dontfork).
   for (uint32_t i = 0; i < g_withheld_count; i++) {
     const Mapping& m = g_withheld[i].mapping;
     long r = STASIS_SYS3(SYS_madvise, m.start, m.end - m.start, MADV_DOFORK);
