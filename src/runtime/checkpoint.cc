@@ -16,6 +16,7 @@
 
 #include "plugins/files/files.h"
 #include "plugins/infiniband/verbs_guard.h"
+#include "plugins/ipc/ipc.h"
 #include "plugins/memory/dirty_tracking.h"
 #include "plugins/memory/fork_exclusions.h"
 #include "plugins/memory/memory.h"
@@ -238,8 +239,12 @@ int write_checkpoint(const char* dir, uint32_t compression, bool forked, uint64_
   if (outcome) {
     // A forked writer: its memory is the snapshot, so the program may run on as soon as it
     // exists. exit signal 0: the program gets no SIGCHLD and its wait() never sees the writer.
+    withhold_sysv_attachments_from_writer(maps, map_count);  // else the program sees them counted twice
     long pid = STASIS_SYS5(SYS_clone, 0, 0, 0, 0, 0);
-    if (pid != 0) take_back_fork_excluded_memory();  // the writer has its copy (or none: in place)
+    if (pid != 0) {  // the writer has its copy (or none: in place)
+      return_sysv_attachments_after_fork();
+      take_back_fork_excluded_memory();
+    }
     if (pid == 0) {
       STASIS_SYS2(SYS_prctl, PR_SET_NAME, "stasis-writer");  // how `ps` tells it apart
       wait_at_writer_gate(gate);

@@ -5,6 +5,8 @@
 // is restore_ipc.h.
 #pragma once
 #include "plugins/files/files.h"
+#include "plugins/ipc/restart_info.h"
+#include "plugins/memory/mappings.h"
 
 namespace stasis::rt {
 
@@ -24,5 +26,16 @@ bool claim_sysv_mapping(const Mapping& m, StasisRegionRecord* r);
 // syscall(SYS_shmat, ...) as the shmat wrapper treats shmat (the id translated after a restart,
 // the attachment noted); returns as syscall() does.
 long shmat_syscall(long id, long address, long flags);
+
+// The forked image writer inherits no System V attachment, so no shm_nattch counts it while it
+// lives on after "resume" (writer_attachments.cc). In the pause, just before the fork: marks each
+// attachment of `maps` (the pause's list) MADV_DONTFORK and keeps its mapping.
+void withhold_sysv_attachments_from_writer(const Mapping* maps, uint32_t count);
+// In the program right after the fork (done or failed), before take_back_fork_excluded_memory:
+// clears those marks and forgets them.
+void return_sysv_attachments_after_fork();
+// read_mappings of /proc/self/maps: in the writer, adds the attachments withheld from it, in
+// address order, so its image keeps their REGION records. Elsewhere returns `count` untouched.
+uint32_t add_withheld_sysv_attachments(Arena& arena, Mapping** maps, uint32_t count);
 
 }  // namespace stasis::rt

@@ -1,7 +1,7 @@
 # System V IPC and POSIX message queues: checkpoint-kill-restart cases,
 # included by tests/CMakeLists.txt (which defines stasis_test_target, stasis_ckpt_test,
 # stasis_plain_test and the tools they use).
-foreach(t sysv_shm sysv_shared sysv_sem sysv_msg posix_mq)
+foreach(t sysv_shm sysv_shared sysv_nattch sysv_sem sysv_msg posix_mq)
   stasis_test_target(${t} ${CMAKE_CURRENT_LIST_DIR}/tests/${t}.c)
 endforeach()
 # System V objects and POSIX queues outlive the processes that made them, and the killed run of
@@ -16,6 +16,10 @@ if(STASIS_UNSHARE)
   endif()
   stasis_ckpt_test(ckpt.ipc.sysv_shm ARGS --wait-lines 15 PROGRAM sysv_shm 40 50)
   stasis_ckpt_test(ckpt.ipc.sysv_shm.chain2 TIMEOUT 200 ARGS --chain 2 --between-lines 10 PROGRAM sysv_shm 50 50)
+  # Four live checkpoints: while each forked writer lives on after "resume", the program reads its
+  # segment's shm_nattch every 2 ms and prints any reading other than its own 3 mappings.
+  stasis_ckpt_test(ckpt.ipc.sysv_nattch ARGS --wait-lines 5 --checkpoints 4 --between-lines 4
+                   PROGRAM sysv_nattch 30 25)
   # The segment attached at each step goes through syscall(SYS_shmat) (the capture table's syscall
   # rows hand it to the ipc kind, which translates the id after the restart).
   stasis_ckpt_test(ckpt.ipc.sysv_shm.syscall ARGS --wait-lines 15 PROGRAM sysv_shm 40 50 0x5157a001 syscall)

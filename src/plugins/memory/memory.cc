@@ -6,6 +6,7 @@
 #include "plugins/memory/memory.h"
 
 #include "plugins/files/capture.h"
+#include "plugins/ipc/ipc.h"
 #include "plugins/saved_files/saved_files.h"
 #include "plugins/memory/dirty_tracking.h"
 #include "plugins/memory/fork_exclusions.h"
@@ -94,7 +95,11 @@ uint32_t read_mappings(Arena& arena, Mapping** out, LogLine& error, const char* 
   }
   *out = maps;
   // This process's memory as the image sees it: without what a plugin left out of it.
-  if (str_eq(path, "/proc/self/maps")) n = cut_left_out_memory(arena, out, n);
+  // In a forked image writer, with the System V attachments kept out of its fork (plugins/ipc).
+  if (str_eq(path, "/proc/self/maps")) {
+    n = cut_left_out_memory(arena, out, n);
+    n = add_withheld_sysv_attachments(arena, out, n);
+  }
   return n;
 }
 
