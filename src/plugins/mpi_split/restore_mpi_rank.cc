@@ -109,4 +109,21 @@ MpiRankPart mpi_rank_part(const std::string& path) {
   part.setenv.push_back("STASIS_MPI_INHERITED_SOCKETS=" + sockets);
   return part;
 }
+
+void forward_to_remote_ranks() {
+  constexpr const char* kList = "OMPI_MCA_mca_base_env_list";
+  const char* given = std::getenv(kList);
+  std::string list = given ? given : "";
+  // Open MPI splits the list at ';' (mca_base_env_list_delimiter, unless the user chose another).
+  const char* chosen = std::getenv("OMPI_MCA_mca_base_env_list_delimiter");
+  const std::string delimiter = chosen && *chosen ? chosen : ";";
+  for (char** entry = environ; *entry; entry++) {
+    const char* equals = std::strchr(*entry, '=');
+    if (!equals) continue;
+    const std::string name(*entry, static_cast<size_t>(equals - *entry));
+    if (name.rfind("STASIS_", 0) != 0 && name != "LD_PRELOAD" && name != "LD_LIBRARY_PATH") continue;
+    list += (list.empty() ? "" : delimiter) + name;
+  }
+  setenv(kList, list.c_str(), 1);
+}
 }  // namespace stasis::restart
