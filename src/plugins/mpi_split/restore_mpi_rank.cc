@@ -31,11 +31,19 @@ bool launcher_variable(const char* entry) {
 
 // What every rank of this launch has alike, on every node: the PMIx namespace (Open MPI's mpirun,
 // srun --mpi=pmix), else the Slurm job step (srun --mpi=pmi2), else the launcher's pid (Hydra's
-// mpiexec on one host, whose ranks are its children).
+// mpiexec on one host, whose ranks are its children). Hydra on several hosts gives its ranks no
+// common name (each host's ranks are children of that host's proxy): refused, since ranks that
+// meet under different names would wait for each other until the restart times out.
 std::string launch_name() {
   if (const char* pmix = std::getenv("PMIX_NAMESPACE"); pmix && *pmix) return pmix;
   const char *job = std::getenv("SLURM_JOB_ID"), *step = std::getenv("SLURM_STEP_ID");
   if (job && *job && step && *step) return fmt::format("slurm-{}.{}", job, step);
+  const char *here = std::getenv("MPI_LOCALNRANKS"), *all = std::getenv("PMI_SIZE");
+  if (here && all && std::atol(here) < std::atol(all))
+    throw Error(fmt::format("--mpi-rank: this launcher placed the ranks on several hosts (MPI_LOCALNRANKS={} of "
+                            "PMI_SIZE={}) and names them nothing in common: set STASIS_RESTART_ID to one new "
+                            "value for the whole restart (STASIS_RESTART_ID=$(date +%s%N) mpiexec ...; Hydra "
+                            "passes it to every host)", here, all));
   return std::to_string(getppid());
 }
 
