@@ -46,7 +46,9 @@ def main():
     parser.add_argument("--native", required=True, help="ring_in_flight built against Open MPI's mpi.h")
     parser.add_argument("--split", required=True, help="ring_in_flight built against abi/mpi.h")
     parser.add_argument("--nsrsh", default=NSRSH)
+    parser.add_argument("--mpich", action="store_true", help="MPICH's mpirun (Hydra's ssh launcher), not Open MPI's")
     args = parser.parse_args()
+    implementation = "mpich" if args.mpich else "openmpi"
     reason = skip_reason(args.nsrsh)
     if reason:
         print(f"SKIP: {reason}")
@@ -58,6 +60,9 @@ def main():
     mpi_run = os.path.join(os.path.dirname(HERE), "scripts", "mpi_run.sh")
 
     def mpirun(hosts, *program, forward=()):
+        if args.mpich:  # Hydra passes its whole environment to every host; UCX over TCP alone
+            return [mpi_run, args.mpirun, "-launcher", "ssh", "-launcher-exec", ssh, "-hosts", hosts,
+                    "-genv", "UCX_TLS", "tcp,self", "-genv", "MPIR_CVAR_NOLOCAL", "1", "-np", str(RANKS), "--", *program]
         # TCP between the hosts, shared memory within one. Under `launch --mpi` the launch forwards
         # the ranks' variables (Open MPI refuses -x beside it); the restart's `stasis restart` on
         # host 2 needs the secret's directory forwarded by the user.
@@ -128,19 +133,24 @@ def main():
                                   ("host 1 alone", f"{h1}:4", [h1] * 4)):
             restart_at = time.time()
             log_before = len(coordinator_log())
-            restart = subprocess.run(
-                HOSTS.in_ns(0, *mpirun(hosts, args.stasis, "restart", "--mpi-rank", "--coord", coord, generation,
-                                       forward=("-x", "STASIS_RUNTIME_DIR"))),
-                capture_output=True, text=True, env=env, timeout=120)
+            # Hydra names its ranks on several hosts nothing in common: the restart's name is given.
+            restart_env = dict(env, STASIS_RESTART_ID=f"hosts-{time.time_ns()}") if args.mpich else env
+            try:
+                restart = subprocess.run(
+                    HOSTS.in_ns(0, *mpirun(hosts, args.stasis, "restart", "--mpi-rank", "--coord", coord, generation,
+                                           forward=("-x", "STASIS_RUNTIME_DIR"))),
+                    capture_output=True, text=True, env=restart_env, timeout=120)
+            except subprocess.TimeoutExpired as e:
+                raise Failure(f"restart ({what}) did not end in 120 s: {e.stdout}{e.stderr}")
             if restart.returncode != 0:
                 raise Failure(f"restart ({what}) exited {restart.returncode}: {restart.stdout[-2000:]}"
                               f"{restart.stderr[-3000:]}")
             start = check_continues(expected, asked_at, before, program_lines(restart.stdout), f"restart ({what})")
             log = coordinator_log()[log_before:]
             fresh = re.findall(FRESH, restart.stderr) + re.findall(FRESH, log)
-            if fresh != ["openmpi"] * RANKS:
+            if fresh != [implementation] * RANKS:
                 raise Failure(f"restart ({what}): the ranks said they restarted over lower halves {fresh}, "
-                              f"not {RANKS} of openmpi")
+                              f"not {RANKS} of {implementation}")
             joined = sorted(re.findall(rf"process joined: pid \d+ \({PROGRAM}\) on \S+ from ([\d.]+):\d+, restarted",
                                        log))
             if joined != want:
