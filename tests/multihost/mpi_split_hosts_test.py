@@ -35,7 +35,7 @@ from slurm.slurm_test import Failure  # noqa: E402
 
 HOSTS = TwoHosts(("stasis_mh1", "stasis_mh2"), ("10.214.0.1", "10.214.0.2"), "stasis_mhv")
 PORT = 7793
-STEPS, DELAY_MS, RANKS = 30, 150, 4
+STEPS, DELAY_MS, RANKS = 24, 150, 4
 SUBNET = "10.214.0.0/24"
 
 
