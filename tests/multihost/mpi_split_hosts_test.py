@@ -29,7 +29,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from e2e_common import wait_for  # noqa: E402
-from multihost.hosts import NSRSH, TwoHosts, fail, remove_unless_kept, skip_reason, test_run  # noqa: E402
+from multihost.hosts import (NSRSH, TwoHosts, checkpoint_and_kill, fail, remove_unless_kept, skip_reason,  # noqa: E402
+                             test_run)
 from slurm.mpi_split_test import FRESH, PROGRAM, check_continues, program_lines  # noqa: E402
 from slurm.slurm_test import Failure  # noqa: E402
 
@@ -70,14 +71,6 @@ def main():
                 "--mca", "oob_tcp_if_include", SUBNET, "--mca", "btl_tcp_if_include", SUBNET,
                 *forward, "-np", str(RANKS), "--", *program]
 
-    def members():
-        r = subprocess.run(HOSTS.in_ns(0, args.stasis, "status", "--coord", coord, "--json"), capture_output=True,
-                           text=True, env=env, timeout=60)
-        try:
-            return sorted((p["program"], p["host"]) for p in json.loads(r.stdout)["processes"])
-        except (ValueError, KeyError):
-            return []
-
     def coordinator_log():
         return open(log_path, errors="replace").read() if os.path.exists(log_path) else ""
 
@@ -99,23 +92,15 @@ def main():
                                                   ckpt_dir, "--", *job),
                                       stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         printed = lambda: program_lines(open(out_path).read())
-        two_a_host = sorted((PROGRAM, ns.replace("_", "-")) for ns in HOSTS.namespaces for _ in range(2))
-        wait_for(lambda: (len(printed()) >= 5 and members() == two_a_host) or launch.poll() is not None,
-                 "the first lines and the 4 ranks, 2 on each host, in `stasis status`", 120)
+        two_a_host = sorted(ns.replace("_", "-") for ns in HOSTS.namespaces for _ in range(2))
+        joined = lambda: sorted(re.findall(rf"process joined: pid \d+ \({PROGRAM}\) on (\S+) from", coordinator_log()))
+        wait_for(lambda: (len(printed()) >= 5 and joined() == two_a_host) or launch.poll() is not None,
+                 "the first lines and the 4 ranks, 2 on each host, joined", 120)
         if launch.poll() is not None:
             raise Failure(f"the job ended early ({launch.returncode}): {open(out_path).read()[-3000:]}")
 
         asked_at = len(printed())
-        for _ in range(20):  # a rank inside a call that does not come out in time: asked again
-            ckpt = subprocess.run(HOSTS.in_ns(0, args.stasis, "checkpoint", "--kill", "--coord", coord),
-                                  capture_output=True, text=True, env=env, timeout=120)
-            if ckpt.returncode == 0 or "stayed inside the MPI library" not in ckpt.stderr:
-                break
-            time.sleep(0.3)
-        if ckpt.returncode != 0:
-            raise Failure(f"checkpoint failed: {ckpt.stdout}{ckpt.stderr}")
-        generation = ckpt.stdout.strip().splitlines()[-1]
-        launch.wait(timeout=60)
+        generation = checkpoint_and_kill(HOSTS, args.stasis, coord, env, launch, out_path, log_path)
         before = printed()
         manifest = json.load(open(os.path.join(generation, "MANIFEST.json")))["processes"]
         if sorted((p["program"], p["address"]) for p in manifest) != sorted((PROGRAM, a) for a in (h1, h2, h1, h2)):
