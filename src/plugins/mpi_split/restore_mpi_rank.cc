@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -118,7 +120,14 @@ MpiRankPart mpi_rank_part(const std::string& path) {
   return part;
 }
 
-void forward_to_remote_ranks() {
+void forward_to_remote_ranks(const std::vector<std::string>& launcher_argv) {
+  if (std::find(launcher_argv.begin(), launcher_argv.end(), "-x") != launcher_argv.end()) {
+    std::fputs("stasis launch --mpi: the command line has -x, which Open MPI does not mix with the "
+               "mca_base_env_list the launch would set: ranks on other hosts join only if STASIS_*, LD_PRELOAD "
+               "and LD_LIBRARY_PATH are forwarded too (-x NAME each), or name your variables in "
+               "OMPI_MCA_mca_base_env_list instead of -x\n", stderr);
+    return;
+  }
   constexpr const char* kList = "OMPI_MCA_mca_base_env_list";
   const char* given = std::getenv(kList);
   std::string list = given ? given : "";

@@ -118,5 +118,21 @@ TEST_F(MpiRankPartTest, MalformedOrMissingRankFilesAreRefusedNamingTheFile) {
   unsetenv("PMIX_RANK");  // not started by an MPI launcher
   EXPECT_THROW(mpi_rank_part(generation_.string()), Error);
 }
+// `launch --mpi` has Open MPI forward the runtime's variables to other hosts' ranks, after the
+// user's own list; beside the user's -x (which Open MPI does not mix with the list) it adds nothing.
+TEST(ForwardToRemoteRanks, AddsTheRuntimesVariablesAfterTheUsersUnlessMinusX) {
+  setenv("OMPI_MCA_mca_base_env_list", "MINE", 1);
+  setenv("STASIS_COORD_FOR_TEST", "10.0.0.1:7781", 1);
+  setenv("LD_PRELOAD", "/lib/libstasis.so", 1);
+  forward_to_remote_ranks({"mpirun", "-x", "FOO", "-np", "2", "./prog"});
+  EXPECT_STREQ(getenv("OMPI_MCA_mca_base_env_list"), "MINE");
+  forward_to_remote_ranks({"mpirun", "--host", "h1,h2", "-np", "2", "./prog"});
+  std::string list = getenv("OMPI_MCA_mca_base_env_list");
+  EXPECT_EQ(list.rfind("MINE;", 0), 0u) << list;
+  EXPECT_NE(list.find(";STASIS_COORD_FOR_TEST"), std::string::npos) << list;
+  EXPECT_NE(list.find(";LD_PRELOAD"), std::string::npos) << list;
+  EXPECT_EQ(list.find("OMPI_MCA"), std::string::npos) << list;
+  for (const char* name : {"OMPI_MCA_mca_base_env_list", "STASIS_COORD_FOR_TEST", "LD_PRELOAD"}) unsetenv(name);
+}
 }  // namespace
 }  // namespace stasis::restart
