@@ -16,6 +16,7 @@
 #include "image/compression.h"
 #include "cli/coord_client.h"
 #include "common/error.h"
+#include "plugins/mpi_split/restore_mpi_rank.h"
 #include "protocol/wire.h"
 #include "relay/relay.h"
 
@@ -256,6 +257,7 @@ class LaunchCommand : public Command {
       argv_.insert(argv_.begin(), x11_proxy_path());
       program = argv_[0];
     }
+    if (mpi_) restart::forward_to_remote_ranks(argv_);  // after every STASIS_* is set
     std::vector<char*> args;
     for (auto& a : argv_) args.push_back(a.data());
     args.push_back(nullptr);

@@ -58,6 +58,21 @@ else()
   stasis_skipped_group(multihost.mpi "${STASIS_NO_OPENMPI}")
 endif()
 
+# ---- a split-process MPI job on two hosts under mpirun's ssh launcher (src/plugins/mpi_split) ----
+# `stasis launch --mpi -- mpirun --host H1:2,H2:2` (ring_in_flight, four ranks), checkpointed and
+# killed, restarted by `mpirun ... stasis restart --mpi-rank` on both hosts and on host 1 alone.
+if(TARGET ring_in_flight_split AND TARGET ring_in_flight_openmpi)
+  add_test(NAME multihost.mpi_split.openmpi
+           COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/mpi_split_hosts_test.py --stasis ${STASIS_BIN}
+                   --mpirun ${STASIS_OPENMPI_RUN} --nsrsh ${STASIS_NSRSH}
+                   --native ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_openmpi
+                   --split $<TARGET_FILE:ring_in_flight_split>)
+  set_tests_properties(multihost.mpi_split.openmpi PROPERTIES TIMEOUT 300 LABELS "ckpt;mpi;mpi_split"
+                       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+else()
+  stasis_skipped_group(multihost.mpi_split.openmpi "${STASIS_NO_OPENMPI}")
+endif()
+
 # ---- InfiniBand verbs over softib (docs/infiniband.md) ----------------------------------------
 # The InfiniBand plugin's own cases are in src/plugins/infiniband/tests.cmake.
 if(TARGET ib_sendrecv AND TARGET stasis_ib)

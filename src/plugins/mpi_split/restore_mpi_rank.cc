@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -31,11 +33,19 @@ bool launcher_variable(const char* entry) {
 
 // What every rank of this launch has alike, on every node: the PMIx namespace (Open MPI's mpirun,
 // srun --mpi=pmix), else the Slurm job step (srun --mpi=pmi2), else the launcher's pid (Hydra's
-// mpiexec on one host, whose ranks are its children).
+// mpiexec on one host, whose ranks are its children). Hydra on several hosts gives its ranks no
+// common name (each host's ranks are children of that host's proxy): refused, since ranks that
+// meet under different names would wait for each other until the restart times out.
 std::string launch_name() {
   if (const char* pmix = std::getenv("PMIX_NAMESPACE"); pmix && *pmix) return pmix;
   const char *job = std::getenv("SLURM_JOB_ID"), *step = std::getenv("SLURM_STEP_ID");
   if (job && *job && step && *step) return fmt::format("slurm-{}.{}", job, step);
+  const char *here = std::getenv("MPI_LOCALNRANKS"), *all = std::getenv("PMI_SIZE");
+  if (here && all && std::atol(here) < std::atol(all))
+    throw Error(fmt::format("--mpi-rank: this launcher placed the ranks on several hosts (MPI_LOCALNRANKS={} of "
+                            "PMI_SIZE={}) and names them nothing in common: set STASIS_RESTART_ID to one new "
+                            "value for the whole restart (STASIS_RESTART_ID=$(date +%s%N) mpiexec ...; Hydra "
+                            "passes it to every host)", here, all));
   return std::to_string(getppid());
 }
 
@@ -108,5 +118,29 @@ MpiRankPart mpi_rank_part(const std::string& path) {
   for (int fd : part.launcher_sockets) sockets += (sockets.empty() ? "" : ",") + std::to_string(fd);
   part.setenv.push_back("STASIS_MPI_INHERITED_SOCKETS=" + sockets);
   return part;
+}
+
+void forward_to_remote_ranks(const std::vector<std::string>& launcher_argv) {
+  if (std::find(launcher_argv.begin(), launcher_argv.end(), "-x") != launcher_argv.end()) {
+    std::fputs("stasis launch --mpi: the command line has -x, which Open MPI does not mix with the "
+               "mca_base_env_list the launch would set: ranks on other hosts join only if STASIS_*, LD_PRELOAD "
+               "and LD_LIBRARY_PATH are forwarded too (-x NAME each), or name your variables in "
+               "OMPI_MCA_mca_base_env_list instead of -x\n", stderr);
+    return;
+  }
+  constexpr const char* kList = "OMPI_MCA_mca_base_env_list";
+  const char* given = std::getenv(kList);
+  std::string list = given ? given : "";
+  // Open MPI splits the list at ';' (mca_base_env_list_delimiter, unless the user chose another).
+  const char* chosen = std::getenv("OMPI_MCA_mca_base_env_list_delimiter");
+  const std::string delimiter = chosen && *chosen ? chosen : ";";
+  for (char** entry = environ; *entry; entry++) {
+    const char* equals = std::strchr(*entry, '=');
+    if (!equals) continue;
+    const std::string name(*entry, static_cast<size_t>(equals - *entry));
+    if (name.rfind("STASIS_", 0) != 0 && name != "LD_PRELOAD" && name != "LD_LIBRARY_PATH") continue;
+    list += (list.empty() ? "" : delimiter) + name;
+  }
+  setenv(kList, list.c_str(), 1);
 }
 }  // namespace stasis::restart

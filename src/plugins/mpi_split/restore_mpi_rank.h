@@ -22,4 +22,13 @@ struct MpiRankPart {
 // takes them for its own; its other descriptors are marked close-on-exec. Throws, naming what is
 // missing.
 MpiRankPart mpi_rank_part(const std::string& path);
+
+// `stasis launch --mpi -- mpirun --host ...` (README.md, Several hosts under mpirun): Open MPI's
+// daemons, started over ssh, pass a remote rank none of mpirun's environment but OMPI_* and what
+// `mca_base_env_list` names, so the ranks of other hosts would run without the runtime. Adds every
+// STASIS_* variable, LD_PRELOAD and LD_LIBRARY_PATH to OMPI_MCA_mca_base_env_list (after the user's
+// own list, if any). Hydra (MPICH) forwards the whole environment already. Open MPI refuses the
+// list beside `-x`: where the launcher's command line has a `-x`, nothing is added and a line on
+// stderr says what the user then forwards.
+void forward_to_remote_ranks(const std::vector<std::string>& launcher_argv);
 }  // namespace stasis::restart

@@ -36,7 +36,7 @@ class MpiRankPartTest : public ::testing::Test {
   }
   static constexpr const char* kVariables[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "PMIX_NAMESPACE",
                                                "SLURM_JOB_ID", "SLURM_STEP_ID", "STASIS_RESTART_ID",
-                                               "STASIS_MPI_LAUNCHER"};
+                                               "STASIS_MPI_LAUNCHER", "MPI_LOCALNRANKS", "PMI_SIZE"};
   fs::path generation_;
 };
 
@@ -62,6 +62,26 @@ TEST_F(MpiRankPartTest, SrunPmi2RankMeetsByJobStepAndStartsMpich) {
   MpiRankPart part = mpi_rank_part(generation_.string());
   EXPECT_EQ(part.restart_id, "mpi-000003-slurm-7.1");
   EXPECT_TRUE(has(part, "STASIS_MPI_LAUNCHER=mpich"));
+}
+
+// Hydra's ranks on several hosts share no name (each host's proxy is their parent): refused unless
+// the user gives one; on one host the launcher's pid still is one.
+TEST_F(MpiRankPartTest, HydraOnSeveralHostsNeedsAGivenRestartId) {
+  rank_file(1, "9 boot/1\n");
+  setenv("PMI_RANK", "1", 1);
+  setenv("PMI_SIZE", "4", 1);
+  setenv("MPI_LOCALNRANKS", "2", 1);
+  try {
+    mpi_rank_part(generation_.string());
+    FAIL() << "ranks of Hydra on several hosts were given the proxy's pid as their common name";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("STASIS_RESTART_ID"), std::string::npos) << e.what();
+  }
+  setenv("STASIS_RESTART_ID", "hydra-42", 1);
+  EXPECT_EQ(mpi_rank_part(generation_.string()).restart_id, "hydra-42");
+  unsetenv("STASIS_RESTART_ID");
+  setenv("MPI_LOCALNRANKS", "4", 1);
+  EXPECT_EQ(mpi_rank_part(generation_.string()).restart_id, "mpi-000003-" + std::to_string(getppid()));
 }
 
 TEST_F(MpiRankPartTest, OlderRankFileWithoutPidSpaceStillNamesItsProcess) {
@@ -97,6 +117,22 @@ TEST_F(MpiRankPartTest, MalformedOrMissingRankFilesAreRefusedNamingTheFile) {
   EXPECT_THROW(mpi_rank_part(generation_.string()), Error);
   unsetenv("PMIX_RANK");  // not started by an MPI launcher
   EXPECT_THROW(mpi_rank_part(generation_.string()), Error);
+}
+// `launch --mpi` has Open MPI forward the runtime's variables to other hosts' ranks, after the
+// user's own list; beside the user's -x (which Open MPI does not mix with the list) it adds nothing.
+TEST(ForwardToRemoteRanks, AddsTheRuntimesVariablesAfterTheUsersUnlessMinusX) {
+  setenv("OMPI_MCA_mca_base_env_list", "MINE", 1);
+  setenv("STASIS_COORD_FOR_TEST", "10.0.0.1:7781", 1);
+  setenv("LD_PRELOAD", "/lib/libstasis.so", 1);
+  forward_to_remote_ranks({"mpirun", "-x", "FOO", "-np", "2", "./prog"});
+  EXPECT_STREQ(getenv("OMPI_MCA_mca_base_env_list"), "MINE");
+  forward_to_remote_ranks({"mpirun", "--host", "h1,h2", "-np", "2", "./prog"});
+  std::string list = getenv("OMPI_MCA_mca_base_env_list");
+  EXPECT_EQ(list.rfind("MINE;", 0), 0u) << list;
+  EXPECT_NE(list.find(";STASIS_COORD_FOR_TEST"), std::string::npos) << list;
+  EXPECT_NE(list.find(";LD_PRELOAD"), std::string::npos) << list;
+  EXPECT_EQ(list.find("OMPI_MCA"), std::string::npos) << list;
+  for (const char* name : {"OMPI_MCA_mca_base_env_list", "STASIS_COORD_FOR_TEST", "LD_PRELOAD"}) unsetenv(name);
 }
 }  // namespace
 }  // namespace stasis::restart
