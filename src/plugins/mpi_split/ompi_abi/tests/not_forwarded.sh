@@ -2,7 +2,7 @@
 # not_forwarded.sh MPI_RUN LAUNCHER FRONT_DIR PROGRAM: runs not_forwarded (tests/not_forwarded.c,
 # built with Open MPI's mpicc) on 2 ranks through the Open MPI front in FRONT_DIR, as `stasis
 # launch --mpi` sets it up. Passes when every rank ran through the front, found the functions the
-# front answers itself right and said "before", and the job then ended with a nonzero status and the front's line naming MPI_Op_create, no rank said
+# front answers itself right and said "before", and the job then ended with a nonzero status and the front's line naming MPI_Add_error_class, no rank said
 # "after", and no rank died of a signal; and the same for MPI_Bcast of MPI_WCHAR, an object of
 # Open MPI's that has no split-mode equivalent, refused by name.
 set -u
@@ -28,5 +28,5 @@ job() {
   grep -Eqi 'segmentation|signal [0-9]|core dumped' "$work/err" && fail "a rank died of a signal"
   echo "$1: ended by name (job status $status)"
 }
-job call "MPI_Op_create: not forwarded"
+job call "MPI_Add_error_class: not forwarded"
 job object "MPI_Bcast: Open MPI's ompi_mpi_wchar has no equivalent in split mode yet"
