@@ -327,6 +327,8 @@ int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgrou
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]);
 int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
 int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+/* All complete (*flag 1, each released) or none changes (*flag 0); persistent requests refused. */
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /* The Open MPI ABI front's user reduction operations, struct datatypes, groups made from ranks and
- * ready sends (part "mpiops"; ../upper_ops_types.c): Open MPI's signatures forwarding to the
+ * ready sends (part "mpiops"; ../upper_ops_types.c), and MPI_Testall (../upper_testall.c): Open MPI's signatures forwarding to the
  * split layer, as front.c does, with a table of their own.
  *
  * A user operation of the program takes Open MPI's datatype handle: the split layer calls
@@ -12,7 +12,7 @@
 
 #include "ompi_abi.h"
 
-typedef OmpiAbiHandle MPI_Comm, MPI_Datatype, MPI_Group, MPI_Op;
+typedef OmpiAbiHandle MPI_Comm, MPI_Datatype, MPI_Group, MPI_Op, MPI_Request;
 typedef intptr_t MPI_Aint;
 typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
 typedef void WithContext(void *invec, void *inoutvec, int *len, int *datatype, void *context);
@@ -29,6 +29,7 @@ static struct {
   int (*Group_translate_ranks)(int, int, const int[], int, int[]);
   int (*Group_compare)(int, int, int *);
   int (*Rsend)(const void *, int, int, int, int, int);
+  int (*Testall)(int, int[], int *, MPI_Status[]);
 } split;
 
 __attribute__((constructor)) static void resolve_ops(void) {
@@ -40,6 +41,7 @@ __attribute__((constructor)) static void resolve_ops(void) {
   OMPI_ABI_RESOLVE(split, Group_translate_ranks);
   OMPI_ABI_RESOLVE(split, Group_compare);
   OMPI_ABI_RESOLVE(split, Rsend);
+  OMPI_ABI_RESOLVE(split, Testall);
 }
 
 static void call_program_op(void *invec, void *inoutvec, int *len, int *datatype, void *context) {
@@ -89,3 +91,8 @@ EXPORTED int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int de
   return split.Rsend(buf, count, VID(datatype), dest, tag, VID(comm));
 }
 FORWARDED(MPI_Rsend)
+
+EXPORTED int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
+  WITH_REQUEST_IDS(count, requests, split.Testall(count, ids, flag, statuses));
+}
+FORWARDED(MPI_Testall)

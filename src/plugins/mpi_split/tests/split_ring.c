@@ -8,7 +8,8 @@
  * "step N ..." with checksums of everything received. Also per step: an MPI_Allreduce of a struct
  * datatype (MPI_Type_create_struct) with a non-commutative user operation (MPI_Op_create), which
  * checks that it is handed the program's datatype, and a Bcast on a communicator made from
- * MPI_Group_incl of the first and last ranks (Group_translate_ranks, Group_compare checked), so a
+ * MPI_Group_incl of the first and last ranks (Group_translate_ranks, Group_compare checked), and
+ * a word from the next rank completed by MPI_Testall, so a
  * restart makes the operation, the struct and the group again. The output depends only on the arguments
  * and the number of ranks. On stderr, the upper half's build says what it ran through. With
  * REMAKE_AT > 0, the upper half's build makes every communicator and datatype again from its
@@ -219,12 +220,24 @@ int main(int argc, char **argv) {
     uint64_t ends_word = rank == size - 1 ? mine[3] : 0;
     if (ends_comm != MPI_COMM_NULL) MPI_OK(MPI_Bcast(&ends_word, 1, MPI_UINT64_T, 0, ends_comm));
     MPI_OK(MPI_Bcast(&ends_word, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD)); /* rank 0 is an end */
+    /* A word back from the next rank, completed by MPI_Testall: all or none. */
+    MPI_Request pair[2];
+    MPI_Status pair_statuses[2];
+    uint64_t back = 0, sent = mine[5];
+    MPI_OK(MPI_Irecv(&back, 1, MPI_UINT64_T, next, 7, MPI_COMM_WORLD, &pair[0]));
+    MPI_OK(MPI_Isend(&sent, 1, MPI_UINT64_T, previous, 7, MPI_COMM_WORLD, &pair[1]));
+    for (int all = 0; !all;) {
+      MPI_OK(MPI_Testall(2, pair, &all, pair_statuses));
+      CHECK(all || (pair[0] != MPI_REQUEST_NULL && pair[1] != MPI_REQUEST_NULL));
+    }
+    CHECK(pair[0] == MPI_REQUEST_NULL && pair[1] == MPI_REQUEST_NULL && pair_statuses[0].MPI_SOURCE == next);
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0)
-      printf("step %ld ring %016llx row %016llx column %.3f chain %016llx %016llx %d %016llx %d ends %016llx\n", step,
+      printf("step %ld ring %016llx row %016llx column %.3f chain %016llx %016llx %d %016llx %d ends %016llx back %016llx\n", step,
              (unsigned long long)global[0], (unsigned long long)global[1], column_total,
              (unsigned long long)chained[0].scale, (unsigned long long)chained[0].shift, chained[0].count,
-             (unsigned long long)chained[1].shift, chained[1].count, (unsigned long long)ends_word);
+             (unsigned long long)chained[1].shift, chained[1].count, (unsigned long long)ends_word,
+             (unsigned long long)back);
     sleep_ms(delay);
   }
 
