@@ -53,7 +53,7 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
   add_test(NAME mpi_split.ompi_abi.hpcc
            COMMAND ${OMPI_ABI_DIR}/tests/hpcc_front.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} ${STASIS_LIBDIR}/ompi_abi
                    ${OMPI_ABI_DIR}/tests/hpccinf.txt)
-  set_tests_properties(mpi_split.ompi_abi.hpcc PROPERTIES TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports
+  set_tests_properties(mpi_split.ompi_abi.hpcc PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports
                        SKIP_RETURN_CODE 77)
   # hpcc checkpointed and killed in its first benchmark, restarted over fresh Open MPI lower halves
   # (its user operations and struct datatype made again from the replay log): the verification

@@ -115,7 +115,10 @@ def main():
                 fail(f"the restarted {app} did not end: {text(tmp / 'restart.err')[-2000:]}")
             got = verdict(split, [launched, restarted])
             if status != 0 or not ended(split, [launched, restarted]):
-                fail(f"the restarted {app} exited {status} before its end: {text(tmp / 'restart.err')[-2000:]}")
+                begun = re.findall(r"^Begin of (\w+) section", text(split / "hpccoutf.txt"), re.M)
+                fail(f"the restarted {app} (checkpointed after {len(before)} verdict lines"
+                     f"{', in section ' + begun[-1] if begun else ''}) exited {status} before its end: "
+                     f"{text(tmp / 'restart.err')[-2000:]}")
             if got != expected:
                 fail(f"the restarted {app}'s verdict differs from the native run's:\n" +
                      "\n".join(f"native: {a}" for a in expected) + "\n" + "\n".join(f"split:  {b}" for b in got))
