@@ -5,6 +5,7 @@
  * lower_half_api.h, and nothing else: no state, no policy. */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "abi/stasis_mpi_predefined.h"
@@ -341,6 +342,8 @@ static int lower_icollective(const StasisMpiLowerCollective *c, StasisMpiRealHan
   }
 }
 
+#include "lower_ops_types.c" /* part "mpiops": user operations, struct datatypes, groups from ranks */
+
 /* Only in the lower-half program (lower_inventory.c); absent (NULL) in the library form. */
 /* Intercommunicators (mpiinter). */
 static int lower_intercomm_create(StasisMpiRealHandle local, int local_leader, StasisMpiRealHandle peer,
@@ -449,6 +452,12 @@ static const StasisMpiLower lower_half = {
     .comm_remote_size = lower_comm_remote_size,
     .comm_remote_group = lower_comm_remote_group,
     .comm_remote_world_ranks = lower_comm_remote_world_ranks,
+    .op_create = lower_op_create,
+    .op_free = lower_op_free,
+    .type_create_struct = lower_type_create_struct,
+    .group_select = lower_group_select,
+    .group_translate_ranks = lower_group_translate_ranks,
+    .group_compare = lower_group_compare,
 };
 
 __attribute__((visibility("default"))) const StasisMpiLower *stasis_mpi_lower_interface(void) { return &lower_half; }

@@ -225,7 +225,24 @@ typedef struct StasisMpiLower {
   int (*comm_remote_size)(StasisMpiRealHandle comm, int *size);
   int (*comm_remote_group)(StasisMpiRealHandle comm, StasisMpiRealHandle *made);
   int (*comm_remote_world_ranks)(StasisMpiRealHandle comm, StasisMpiRealHandle world, int *ranks, int size);
+  /* Part "mpiops" (issue 17: user operations, struct datatypes, groups made from ranks;
+   * lower_ops_types.c). A user operation is trampoline `slot` (< STASIS_MPI_LOWER_OP_SLOTS),
+   * which calls `callback` with the slot and the library's datatype handle. */
+  int (*op_create)(int slot, int commute, void (*callback)(int slot, void *in, void *inout, int *length,
+                                                           StasisMpiRealHandle type),
+                   StasisMpiRealHandle *made);
+  int (*op_free)(StasisMpiRealHandle op);
+  int (*type_create_struct)(int count, const int *blocklengths, const int64_t *displacements,
+                            const StasisMpiRealHandle *types, StasisMpiRealHandle *made);
+  /* MPI_Group_incl (exclude 0) or MPI_Group_excl (exclude 1). */
+  int (*group_select)(StasisMpiRealHandle group, int exclude, int n, const int *ranks, StasisMpiRealHandle *made);
+  int (*group_translate_ranks)(StasisMpiRealHandle group1, int n, const int *ranks1, StasisMpiRealHandle group2,
+                               int *ranks2);
+  int (*group_compare)(StasisMpiRealHandle group1, StasisMpiRealHandle group2, int *result);
 } StasisMpiLower;
+
+/* How many user operations may live at once (one lower-half trampoline each). */
+#define STASIS_MPI_LOWER_OP_SLOTS 32
 
 typedef const StasisMpiLower *(*StasisMpiLowerInterfaceFn)(void);
 #define STASIS_MPI_LOWER_INTERFACE_SYMBOL "stasis_mpi_lower_interface"

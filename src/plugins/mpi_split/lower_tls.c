@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 uint64_t stasis_mpi_lower_tls;
+uint64_t stasis_mpi_upper_tls_inside;
 _Atomic int stasis_mpi_calls_in_lower;
 _Atomic int stasis_mpi_checkpoint_pending;
 const char *_Atomic stasis_mpi_last_lower_call;

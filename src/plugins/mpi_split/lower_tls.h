@@ -19,9 +19,16 @@ extern int stasis_mpi_fsgsbase;       /* the CPU and kernel let user space write
 void stasis_mpi_set_fs_base(uint64_t base);
 uint64_t stasis_mpi_get_fs_base(void);
 
+/* The upper half's FS base of the thread last gone into the lower half: where a user reduction
+ * operation, called back from inside the library, runs the program's function
+ * (upper_ops_types.c). One word for the process: right while one thread at a time calls MPI
+ * (MPI_THREAD_SERIALIZED, the most the split mode offers). */
+extern uint64_t stasis_mpi_upper_tls_inside;
+
 static inline uint64_t stasis_mpi_enter_lower(void) {
   if (!stasis_mpi_lower_tls) return 0;
   uint64_t upper = stasis_mpi_get_fs_base();
+  stasis_mpi_upper_tls_inside = upper;
   stasis_mpi_set_fs_base(stasis_mpi_lower_tls);
   return upper;
 }

@@ -10,6 +10,9 @@ void stasis_mpi_replay_init(StasisMpiReplayLog *log, StasisMpiReplayRecord *stor
   log->count = 0;
   log->epoch = 0;
   log->records = storage;
+  log->array_capacity = 0;
+  log->array_count = 0;
+  log->arrays = NULL;
 }
 
 int stasis_mpi_replay_append(StasisMpiReplayLog *log, uint32_t op, int made, int from, int arg0, int arg1, int arg2) {
@@ -34,6 +37,11 @@ const char *stasis_mpi_replay_op_name(uint32_t op) {
     case STASIS_MPI_REPLAY_INTERCOMM_CREATE: return "intercomm_create";
     case STASIS_MPI_REPLAY_INTERCOMM_MERGE: return "intercomm_merge";
     case STASIS_MPI_REPLAY_COMM_REMOTE_GROUP: return "comm_remote_group";
+    case STASIS_MPI_REPLAY_OP_CREATE: return "op_create";
+    case STASIS_MPI_REPLAY_OP_FREE: return "op_free";
+    case STASIS_MPI_REPLAY_TYPE_STRUCT: return "type_create_struct";
+    case STASIS_MPI_REPLAY_GROUP_INCL: return "group_incl";
+    case STASIS_MPI_REPLAY_GROUP_EXCL: return "group_excl";
     default: return "unknown";
   }
 }
@@ -50,7 +58,7 @@ static StasisMpiIdEntry *replay_entry(StasisMpiIdTable *table, int id) {
   return &table->entries[index];
 }
 
-static int replay_usable(StasisMpiIdTable *table, int id, uint32_t epoch, StasisMpiRealHandle *real) {
+int stasis_mpi_replay_usable(StasisMpiIdTable *table, int id, uint32_t epoch, StasisMpiRealHandle *real) {
   StasisMpiIdEntry *entry = replay_entry(table, id);
   if (!entry) return -1;
   uint32_t index = (uint32_t)(entry - table->entries);
@@ -59,7 +67,7 @@ static int replay_usable(StasisMpiIdTable *table, int id, uint32_t epoch, Stasis
   return 0;
 }
 
-static int replay_bind(StasisMpiIdTable *table, int id, uint32_t epoch, StasisMpiRealHandle real) {
+int stasis_mpi_replay_bind(StasisMpiIdTable *table, int id, uint32_t epoch, StasisMpiRealHandle real) {
   StasisMpiIdEntry *entry = replay_entry(table, id);
   if (!entry || (uint32_t)(entry - table->entries) < table->predefined_count) return -1;
   entry->real = real;
@@ -68,8 +76,8 @@ static int replay_bind(StasisMpiIdTable *table, int id, uint32_t epoch, StasisMp
 }
 
 /* A freed id is no longer usable by later records until a record makes it again. */
-static int replay_forget(StasisMpiIdTable *table, int id, uint32_t epoch, StasisMpiRealHandle *real) {
-  if (replay_usable(table, id, epoch, real) != 0) return -1;
+int stasis_mpi_replay_forget(StasisMpiIdTable *table, int id, uint32_t epoch, StasisMpiRealHandle *real) {
+  if (stasis_mpi_replay_usable(table, id, epoch, real) != 0) return -1;
   StasisMpiIdEntry *entry = replay_entry(table, id);
   if ((uint32_t)(entry - table->entries) < table->predefined_count) return -1;
   entry->replay_epoch = 0;
@@ -77,8 +85,8 @@ static int replay_forget(StasisMpiIdTable *table, int id, uint32_t epoch, Stasis
   return 0;
 }
 
-static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower *lower, StasisMpiHandles *handles,
-                      uint32_t epoch, const char **fault) {
+static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiReplayLog *log, const StasisMpiLower *lower,
+                      StasisMpiHandles *handles, uint32_t epoch, const char **fault) {
   StasisMpiRealHandle from = 0, made = 0;
   int rc;
   switch (record->op) {
@@ -89,7 +97,7 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
     case STASIS_MPI_REPLAY_INTERCOMM_CREATE:
     case STASIS_MPI_REPLAY_INTERCOMM_MERGE:
     case STASIS_MPI_REPLAY_COMM_REMOTE_GROUP:
-      if (replay_usable(&handles->comms, record->from, epoch, &from) != 0) {
+      if (stasis_mpi_replay_usable(&handles->comms, record->from, epoch, &from) != 0) {
         *fault = "its communicator is not one made before it";
         return -1;
       }
@@ -98,7 +106,7 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
         rc = LOWER_CALL(lower, comm_split, from, record->args[0], record->args[1], &made);
       else if (record->op == STASIS_MPI_REPLAY_COMM_CREATE) {
         StasisMpiRealHandle group = 0;
-        if (replay_usable(&handles->groups, record->args[0], epoch, &group) != 0) {
+        if (stasis_mpi_replay_usable(&handles->groups, record->args[0], epoch, &group) != 0) {
           *fault = "its group is not one made before it";
           return -1;
         }
@@ -106,7 +114,7 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
       } else if (record->op == STASIS_MPI_REPLAY_INTERCOMM_CREATE) {
         /* The peer communicator counts at the local leader only; elsewhere it may be any id. */
         StasisMpiRealHandle peer = handles->comms.entries[STASIS_MPI_INDEX_COMM_NULL].real;
-        (void)replay_usable(&handles->comms, record->args[1], epoch, &peer);
+        (void)stasis_mpi_replay_usable(&handles->comms, record->args[1], epoch, &peer);
         rc = LOWER_CALL(lower, intercomm_create, from, record->args[0], peer, record->args[2], record->args[3], &made);
       } else if (record->op == STASIS_MPI_REPLAY_INTERCOMM_MERGE) {
         rc = LOWER_CALL(lower, intercomm_merge, from, record->args[0], &made);
@@ -118,7 +126,7 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
         return -1;
       }
       if (record->op == STASIS_MPI_REPLAY_COMM_GROUP || record->op == STASIS_MPI_REPLAY_COMM_REMOTE_GROUP) {
-        if (replay_bind(&handles->groups, record->made, epoch, made) != 0) {
+        if (stasis_mpi_replay_bind(&handles->groups, record->made, epoch, made) != 0) {
           *fault = "the group id it made is not a group id";
           return -1;
         }
@@ -136,14 +144,14 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
         *fault = "the library made no communicator where the first run made one";
         return -1;
       }
-      if (replay_bind(&handles->comms, record->made, epoch, made) != 0) {
+      if (stasis_mpi_replay_bind(&handles->comms, record->made, epoch, made) != 0) {
         *fault = "the communicator id it made is not a communicator id";
         return -1;
       }
       return 0;
     case STASIS_MPI_REPLAY_TYPE_CONTIGUOUS:
     case STASIS_MPI_REPLAY_TYPE_VECTOR:
-      if (replay_usable(&handles->datatypes, record->from, epoch, &from) != 0) {
+      if (stasis_mpi_replay_usable(&handles->datatypes, record->from, epoch, &from) != 0) {
         *fault = "its datatype is not one made before it";
         return -1;
       }
@@ -154,13 +162,13 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
         *fault = "the MPI library refused it";
         return -1;
       }
-      if (replay_bind(&handles->datatypes, record->made, epoch, made) != 0) {
+      if (stasis_mpi_replay_bind(&handles->datatypes, record->made, epoch, made) != 0) {
         *fault = "the datatype id it made is not a made datatype id";
         return -1;
       }
       return 0;
     case STASIS_MPI_REPLAY_TYPE_COMMIT:
-      if (replay_usable(&handles->datatypes, record->from, epoch, &from) != 0) {
+      if (stasis_mpi_replay_usable(&handles->datatypes, record->from, epoch, &from) != 0) {
         *fault = "its datatype is not one made before it";
         return -1;
       }
@@ -175,7 +183,7 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
       StasisMpiIdTable *table = record->op == STASIS_MPI_REPLAY_COMM_FREE    ? &handles->comms
                                 : record->op == STASIS_MPI_REPLAY_GROUP_FREE ? &handles->groups
                                                                              : &handles->datatypes;
-      if (replay_forget(table, record->from, epoch, &from) != 0) {
+      if (stasis_mpi_replay_forget(table, record->from, epoch, &from) != 0) {
         *fault = "it frees an id no earlier record made";
         return -1;
       }
@@ -188,7 +196,11 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiLower 
       }
       return 0;
     }
-    default: *fault = "its operation is unknown (a damaged log)"; return -1;
+    default: {
+      int rc = stasis_mpi_replay_ops_types(record, log, lower, handles, epoch, fault);
+      if (rc == 1) *fault = "its operation is unknown (a damaged log)";
+      return rc == 0 ? 0 : -1;
+    }
   }
 }
 
@@ -199,7 +211,7 @@ int stasis_mpi_replay_run(StasisMpiReplayLog *log, const StasisMpiLower *lower, 
   for (uint32_t i = 0; i < log->count; i++) {
     const StasisMpiReplayRecord *record = &log->records[i];
     const char *fault = NULL;
-    if (replay_one(record, lower, handles, epoch, &fault) != 0) {
+    if (replay_one(record, log, lower, handles, epoch, &fault) != 0) {
       snprintf(error, error_size, "MPI replay record %u of %u (%s, id 0x%x from 0x%x): %s", i, log->count,
                stasis_mpi_replay_op_name(record->op), (unsigned)record->made, (unsigned)record->from, fault);
       return -1;
@@ -207,7 +219,7 @@ int stasis_mpi_replay_run(StasisMpiReplayLog *log, const StasisMpiLower *lower, 
   }
   /* The invariant that makes a restart right: every object the program still holds was made
    * again. An id the log does not explain would silently point at a dead library object. */
-  StasisMpiIdTable *replayed[] = {&handles->comms, &handles->groups, &handles->datatypes};
+  StasisMpiIdTable *replayed[] = {&handles->comms, &handles->groups, &handles->datatypes, &handles->ops};
   for (size_t t = 0; t < sizeof replayed / sizeof replayed[0]; t++) {
     StasisMpiIdTable *table = replayed[t];
     for (uint32_t index = table->predefined_count; index < table->next_unused; index++) {

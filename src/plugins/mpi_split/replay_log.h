@@ -36,6 +36,13 @@ enum StasisMpiReplayOp {
                                        * leader, args[1] peer communicator id, args[2] remote leader, args[3] tag) */
   STASIS_MPI_REPLAY_INTERCOMM_MERGE,  /* made = merge(from, args[0] high) */
   STASIS_MPI_REPLAY_COMM_REMOTE_GROUP, /* made = remote group of intercommunicator from */
+  /* Part "mpiops" (replay_ops_types.c). An "array" is args[1] values from args[0] on in the
+   * log's array storage (stasis_mpi_replay_append_array). */
+  STASIS_MPI_REPLAY_OP_CREATE = 64, /* made = user operation, args[2] commute (the function: the made id's slot) */
+  STASIS_MPI_REPLAY_OP_FREE,        /* free(from) */
+  STASIS_MPI_REPLAY_TYPE_STRUCT,    /* made = struct of args[2] members; array: blocklength, displacement, type id each */
+  STASIS_MPI_REPLAY_GROUP_INCL,     /* made = incl(from, array: ranks) */
+  STASIS_MPI_REPLAY_GROUP_EXCL,     /* made = excl(from, array: ranks) */
 };
 
 typedef struct StasisMpiReplayRecord {
@@ -50,12 +57,35 @@ typedef struct StasisMpiReplayLog {
   uint32_t count;
   uint32_t epoch; /* counts replays: each stamps the ids it binds */
   StasisMpiReplayRecord *records;
+  /* The records' arrays (part "mpiops"); none until stasis_mpi_replay_set_arrays. */
+  uint32_t array_capacity;
+  uint32_t array_count;
+  int64_t *arrays;
 } StasisMpiReplayLog;
 
 void stasis_mpi_replay_init(StasisMpiReplayLog *log, StasisMpiReplayRecord *storage, uint32_t capacity);
 
 /* Appends one record; -1 when the log is full. */
 int stasis_mpi_replay_append(StasisMpiReplayLog *log, uint32_t op, int made, int from, int arg0, int arg1, int arg2);
+
+/* Gives the log storage for its records' arrays (capacity values). */
+void stasis_mpi_replay_set_arrays(StasisMpiReplayLog *log, int64_t *storage, uint32_t capacity);
+/* Copies n values into the array storage; *offset says where. -1 when it is full. */
+int stasis_mpi_replay_append_array(StasisMpiReplayLog *log, const int64_t *values, uint32_t n, uint32_t *offset);
+
+/* The function a fresh lower half's user operations call (upper_ops_types.c sets it). */
+extern void (*stasis_mpi_replay_op_callback)(int slot, void *in, void *inout, int *length, StasisMpiRealHandle type);
+
+/* For replay_ops_types.c: during a replay, an id's handle when it is predefined or made by this
+ * replay (epoch) and not freed since (0), else -1; bind a made id; forget a freed one. */
+int stasis_mpi_replay_usable(StasisMpiIdTable *table, int id, uint32_t epoch, StasisMpiRealHandle *real);
+int stasis_mpi_replay_bind(StasisMpiIdTable *table, int id, uint32_t epoch, StasisMpiRealHandle real);
+int stasis_mpi_replay_forget(StasisMpiIdTable *table, int id, uint32_t epoch, StasisMpiRealHandle *real);
+/* Replays one record of part "mpiops"'s operations: 0, 1 when the operation is not one of them,
+ * -1 with *fault. */
+int stasis_mpi_replay_ops_types(const StasisMpiReplayRecord *record, const StasisMpiReplayLog *log,
+                                const StasisMpiLower *lower, StasisMpiHandles *handles, uint32_t epoch,
+                                const char **fault);
 
 /* The name of a record's operation, for messages ("comm_split"); "unknown" for another value. */
 const char *stasis_mpi_replay_op_name(uint32_t op);

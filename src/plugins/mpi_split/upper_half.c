@@ -27,7 +27,7 @@
 
 static StasisMpiIdEntry comm_entries[COMM_CAPACITY];
 static StasisMpiIdEntry datatype_entries[DATATYPE_CAPACITY];
-static StasisMpiIdEntry op_entries[STASIS_MPI_PREDEFINED_OP_COUNT];
+static StasisMpiIdEntry op_entries[STASIS_MPI_PREDEFINED_OP_COUNT + STASIS_MPI_LOWER_OP_SLOTS];
 static StasisMpiIdEntry group_entries[GROUP_CAPACITY];
 static StasisMpiIdEntry request_entries[REQUEST_CAPACITY];
 static uint64_t receives_posted;
@@ -65,11 +65,8 @@ int not_live(const char *function, const char *what, int id, int error_class) {
 
 int library_error(int rc) { return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER; }
 
-/* An id's handle of the moment, for the arguments of LOWER_CALL, which are evaluated inside its
- * safe region: a thread held at the region's entry by a checkpoint may find the objects made again
- * in a fresh library when it goes on (a restart), so a handle read before the entry may be stale.
- * The REAL_* macros below check the id; the calls read the handle again with REAL_NOW. */
-#define REAL_NOW(table, id) ((table).entries[stasis_mpi_ids_index(&(table), (id))].real)
+/* The REAL_* macros below check the id; the calls read the handle again with REAL_NOW
+ * (upper_state.h). */
 
 #define REAL_COMM(function, id, out)                                                                            \
   StasisMpiRealHandle out;                                                                                      \
@@ -89,13 +86,14 @@ static void tables_init(void) {
                       STASIS_MPI_PREDEFINED_COMM_COUNT);
   stasis_mpi_ids_init(&handles.datatypes, STASIS_MPI_KIND_DATATYPE, datatype_entries, DATATYPE_CAPACITY,
                       STASIS_MPI_PREDEFINED_DATATYPE_COUNT);
-  stasis_mpi_ids_init(&handles.ops, STASIS_MPI_KIND_OP, op_entries, STASIS_MPI_PREDEFINED_OP_COUNT,
-                      STASIS_MPI_PREDEFINED_OP_COUNT);
+  stasis_mpi_ids_init(&handles.ops, STASIS_MPI_KIND_OP, op_entries,
+                      STASIS_MPI_PREDEFINED_OP_COUNT + STASIS_MPI_LOWER_OP_SLOTS, STASIS_MPI_PREDEFINED_OP_COUNT);
   stasis_mpi_ids_init(&handles.groups, STASIS_MPI_KIND_GROUP, group_entries, GROUP_CAPACITY,
                       STASIS_MPI_PREDEFINED_GROUP_COUNT);
   stasis_mpi_ids_init(&handles.requests, STASIS_MPI_KIND_REQUEST, request_entries, REQUEST_CAPACITY,
                       STASIS_MPI_PREDEFINED_REQUEST_COUNT);
   stasis_mpi_replay_init(&replay, replay_records, REPLAY_CAPACITY);
+  stasis_mpi_ops_types_init();
 }
 
 /* Gives `real`, just made by the library, a virtual id in `table` and logs how it was made.
@@ -687,7 +685,8 @@ API int STASIS_MPI_Remake_objects(int *remade) {
     complain("STASIS_MPI_Remake_objects", error);
     return MPI_ERR_INTERN;
   }
-  *remade = (int)(handles.comms.live_count + handles.groups.live_count + handles.datatypes.live_count);
+  *remade = (int)(handles.comms.live_count + handles.groups.live_count + handles.datatypes.live_count +
+                  handles.ops.live_count);
   return MPI_SUCCESS;
 }
 

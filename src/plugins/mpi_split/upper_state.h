@@ -146,8 +146,12 @@ void stasis_mpi_topology_comm_freed(int comm);
  * filled, a receive counted), 0 when not, -1 with *rc the library's error. */
 int test_request_in_region(int64_t index, StasisMpiLowerStatus *status, int *rc);
 
+/* An id's handle of the moment, for the arguments of LOWER_CALL, which are evaluated inside its
+ * safe region: a thread held at the region's entry by a checkpoint may find the objects made again
+ * in a fresh library when it goes on (a restart), so a handle read before the entry may be stale. */
+#define REAL_NOW(table, id) ((table).entries[stasis_mpi_ids_index(&(table), (id))].real)
 /* Gives `real`, just made by the library, a virtual id in `table` and logs how it was made
- * (upper_half.c); MPI_ERR_INTERN, said, when the table or the log is full. In a safe region. */
+ * (upper_half.c); MPI_ERR_INTERN, saying so, on a full table or log. */
 int remember(const char *function, StasisMpiIdTable *table, StasisMpiRealHandle real, uint32_t op, int from, int arg0,
              int arg1, int arg2, int *id);
 /* After a communicator creation that returned rc: the new communicator's ranks (remote: an
@@ -155,6 +159,8 @@ int remember(const char *function, StasisMpiIdTable *table, StasisMpiRealHandle 
  * region (it allocates). */
 int map_comm_ranks(const char *function, int comm, int remote);
 int comm_created(const char *function, int rc, MPI_Comm *newcomm);
+/* Part "mpiops" (upper_ops_types.c): the replay log's array storage, at MPI_Init. */
+void stasis_mpi_ops_types_init(void);
 
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);

@@ -389,6 +389,28 @@ int STASIS_MPI_Lower_inventory(unsigned long long *ranges, int range_capacity, i
  * order; MPI_ERR_OTHER as above. */
 int STASIS_MPI_Lower_descriptors(int *fds, int capacity, int *count);
 
+/* User reduction operations, struct datatypes, groups made from ranks, ready sends (part
+ * "mpiops", upper_ops_types.c). A user operation's function gets the program's datatype id; at
+ * most 32 live at once (MPI_ERR_INTERN past them). */
+typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
+int MPI_Op_create(MPI_User_function *function, int commute, MPI_Op *op);
+int MPI_Op_free(MPI_Op *op);
+/* Stasis's own: MPI_Op_create whose function also gets `context` (the Open MPI front's way to
+ * call a function of another ABI). */
+typedef void STASIS_MPI_User_function_with_context(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype,
+                                                   void *context);
+int STASIS_MPI_Op_create_with_context(STASIS_MPI_User_function_with_context *function, void *context, int commute,
+                                      MPI_Op *op);
+int MPI_Type_create_struct(int count, const int blocklengths[], const MPI_Aint displacements[],
+                           const MPI_Datatype types[], MPI_Datatype *newtype);
+int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group *newgroup);
+int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]);
+int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
+int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+/* All complete (*flag 1, each released) or none changes (*flag 0); persistent requests refused. */
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -97,13 +97,15 @@ static const int predefined_count[KIND_COUNT] = {
 /* The made objects' handles: one slot per index of the split layer's tables (an index beyond
  * them is refused, never wrapped). */
 static OmpiAbiObject comm_slots[COMM_CAPACITY], datatype_slots[DATATYPE_CAPACITY], group_slots[GROUP_CAPACITY],
-    request_slots[REQUEST_CAPACITY], window_slots[WINDOW_CAPACITY];
+    request_slots[REQUEST_CAPACITY], window_slots[WINDOW_CAPACITY],
+    op_slots[STASIS_MPI_PREDEFINED_OP_COUNT + STASIS_MPI_LOWER_OP_SLOTS];
 static OmpiAbiObject *const slots[KIND_COUNT] = {
     [STASIS_MPI_KIND_COMM] = comm_slots,
     [STASIS_MPI_KIND_DATATYPE] = datatype_slots,
     [STASIS_MPI_KIND_GROUP] = group_slots,
     [STASIS_MPI_KIND_REQUEST] = request_slots,
     [STASIS_MPI_KIND_WIN] = window_slots,
+    [STASIS_MPI_KIND_OP] = op_slots,
 };
 static const uint32_t slot_count[KIND_COUNT] = {
     [STASIS_MPI_KIND_COMM] = sizeof comm_slots / sizeof *comm_slots,
@@ -111,6 +113,7 @@ static const uint32_t slot_count[KIND_COUNT] = {
     [STASIS_MPI_KIND_GROUP] = sizeof group_slots / sizeof *group_slots,
     [STASIS_MPI_KIND_REQUEST] = sizeof request_slots / sizeof *request_slots,
     [STASIS_MPI_KIND_WIN] = sizeof window_slots / sizeof *window_slots,
+    [STASIS_MPI_KIND_OP] = sizeof op_slots / sizeof *op_slots,
 };
 
 OmpiAbiSplit ompi_abi_split;

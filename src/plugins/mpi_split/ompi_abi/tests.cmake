@@ -49,12 +49,20 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                        mpi_split.ompi_abi.not_forwarded PROPERTIES
                        TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
   # Debian's hpcc, unmodified, through the front: reads its input, then runs to its end or stops
-  # by name at the first function the front does not forward (today MPI_Test).
+  # by name at the first function the front does not forward (none since front_ops.c).
   add_test(NAME mpi_split.ompi_abi.hpcc
            COMMAND ${OMPI_ABI_DIR}/tests/hpcc_front.sh ${SPLIT_MPI_RUN} ${STASIS_OPENMPI_RUN} ${STASIS_LIBDIR}/ompi_abi
                    ${OMPI_ABI_DIR}/tests/hpccinf.txt)
-  set_tests_properties(mpi_split.ompi_abi.hpcc PROPERTIES TIMEOUT 200 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports
+  set_tests_properties(mpi_split.ompi_abi.hpcc PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports
                        SKIP_RETURN_CODE 77)
+  # hpcc checkpointed and killed once PTRANS has begun (its RandomAccess benchmarks made and freed
+  # user operations and a struct datatype: replayed), restarted over fresh Open MPI lower halves:
+  # the verification lines of the native uninterrupted run (tests/app_restart.py).
+  add_test(NAME mpi_split.ompi_abi.hpcc.split_restart
+           COMMAND ${STASIS_TEST_PYTHON} ${OMPI_ABI_DIR}/tests/app_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} hpcc ${OMPI_ABI_DIR}/tests/hpccinf.txt)
+  set_tests_properties(mpi_split.ompi_abi.hpcc.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
+                       RESOURCE_LOCK mpi_ports SKIP_RETURN_CODE 77)
   # Checkpoints while ranks wait in MPI_Recv, MPI_Wait, MPI_Barrier and MPI_Allreduce
   # (../tests/blocking_restart.py), blocking_ranks' Open MPI build through the front: the front
   # adds no place where a rank waits outside the split layer's safe points.
@@ -97,6 +105,15 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                      10 200 ${lammps_to_run} ${lammps_to})
     set_tests_properties(mpi_split.ompi_abi.lammps.openmpi_to_${lammps_to}.split_restart PROPERTIES TIMEOUT 400
                          LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
+    # LAMMPS's LJ melt (tests/lammps_melt.in: 864 atoms, 600 steps, its Cartesian processor grid)
+    # checkpointed and killed under Open MPI after 4 thermo lines,
+    # restarted under MPICH where it is installed (tests/app_restart.py): the native run's thermo
+    # lines, 12 digits.
+    add_test(NAME mpi_split.ompi_abi.lammps_melt.openmpi_to_${lammps_to}.split_restart
+             COMMAND ${STASIS_TEST_PYTHON} ${OMPI_ABI_DIR}/tests/app_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${STASIS_OPENMPI_RUN} lammps ${OMPI_ABI_DIR}/tests/lammps_melt.in ${lammps_to_run} ${lammps_to})
+    set_tests_properties(mpi_split.ompi_abi.lammps_melt.openmpi_to_${lammps_to}.split_restart PROPERTIES TIMEOUT 400
+                         LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports SKIP_RETURN_CODE 77)
   else()
     stasis_skipped_group(mpi_split.ompi_abi.lammps "no lmp (Debian: lammps)")
   endif()

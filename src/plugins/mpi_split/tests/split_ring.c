@@ -5,13 +5,19 @@
  * Per step: a ring exchange of a block (Isend/Irecv/Waitall) on a duplicate of MPI_COMM_WORLD, a
  * strided column sent with a vector datatype (Send/Recv, Get_count), a row communicator from
  * Comm_split (Allreduce, Bcast), and a Reduce and a Barrier on the world; rank 0 prints
- * "step N ..." with checksums of everything received. The output depends only on the arguments
+ * "step N ..." with checksums of everything received. Also per step: an MPI_Allreduce of a struct
+ * datatype (MPI_Type_create_struct) with a non-commutative user operation (MPI_Op_create), which
+ * checks that it is handed the program's datatype, and a Bcast on a communicator made from
+ * MPI_Group_incl of the first and last ranks (Group_translate_ranks, Group_compare checked), and
+ * a word from the next rank completed by MPI_Testall, so a
+ * restart makes the operation, the struct and the group again. The output depends only on the arguments
  * and the number of ranks. On stderr, the upper half's build says what it ran through. With
  * REMAKE_AT > 0, the upper half's build makes every communicator and datatype again from its
  * replay log before that step (as a restart does), goes on with the new objects under the same
  * ids, and says so on stderr. */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,12 +70,36 @@ static void remake_objects(int rank) {
 #ifdef STASIS_MPI_SPLIT
   int remade = 0;
   MPI_OK(STASIS_MPI_Remake_objects(&remade));
-  /* ring, row, lonely (rank 0 only) and column are held. */
-  CHECK(remade == (rank == 0 ? 4 : 3));
+  /* ring, row, lonely (rank 0 only), column, tagged, chain and ends (first and last rank) are held. */
+  int size = 1;
+  MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  if (remade != 5 + (rank == 0) + (rank == 0 || rank == size - 1)) fprintf(stderr, "rank %d remade %d\n", rank, remade);
+  CHECK(remade == 5 + (rank == 0) + (rank == 0 || rank == size - 1));
   fprintf(stderr, "rank %d: remade %d objects from the replay log\n", rank, remade);
 #else
   (void)rank;
 #endif
+}
+
+/* An affine map x -> x * scale + shift (mod 2^64) and a count: the struct datatype's members,
+ * with a hole (pad) left out. Composing maps is associative but not commutative. */
+typedef struct Tagged {
+  uint64_t scale;
+  int32_t count;
+  int32_t pad;
+  uint64_t shift;
+} Tagged;
+static MPI_Datatype tagged_type;
+
+/* inout = in, then inout (declared non-commutative: the library keeps rank order). */
+static void chain(void *in, void *inout, int *len, MPI_Datatype *type) {
+  CHECK(*type == tagged_type); /* the program's own handle, whatever the library passed */
+  Tagged *a = in, *b = inout;
+  for (int i = 0; i < *len; i++) {
+    b[i].shift = a[i].shift * b[i].scale + b[i].shift;
+    b[i].scale = a[i].scale * b[i].scale;
+    b[i].count = a[i].count + b[i].count;
+  }
 }
 
 int main(int argc, char **argv) {
@@ -108,6 +138,30 @@ int main(int argc, char **argv) {
   int column_size = 0;
   MPI_OK(MPI_Type_size(column, &column_size));
   CHECK(column_size == ROWS * 2 * (int)sizeof(double));
+
+  /* The struct (the pad left out: a hole) and a user operation on it. */
+  int tagged_lengths[3] = {1, 1, 1};
+  MPI_Aint tagged_displacements[3] = {offsetof(Tagged, scale), offsetof(Tagged, count), offsetof(Tagged, shift)};
+  MPI_Datatype tagged_members[3] = {MPI_UINT64_T, MPI_INT, MPI_UINT64_T};
+  MPI_OK(MPI_Type_create_struct(3, tagged_lengths, tagged_displacements, tagged_members, &tagged_type));
+  MPI_OK(MPI_Type_commit(&tagged_type));
+  MPI_Op chain_op;
+  MPI_OK(MPI_Op_create(chain, 0, &chain_op));
+  /* The first and last ranks, last first: a group from ranks, and a communicator from it. */
+  MPI_Group world_group, ends_group;
+  MPI_OK(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+  int ends[2] = {size - 1, 0}, in_world[2] = {-1, -1};
+  MPI_OK(MPI_Group_incl(world_group, size > 1 ? 2 : 1, ends, &ends_group));
+  MPI_OK(MPI_Group_translate_ranks(ends_group, size > 1 ? 2 : 1, (int[]){0, 1}, world_group, in_world));
+  CHECK(in_world[0] == size - 1 && (size == 1 || in_world[1] == 0));
+  int comparison = -1;
+  MPI_OK(MPI_Group_compare(ends_group, world_group, &comparison));
+  CHECK(comparison == (size <= 2 ? (size == 2 ? MPI_SIMILAR : MPI_IDENT) : MPI_UNEQUAL));
+  MPI_Comm ends_comm;
+  MPI_OK(MPI_Comm_create(MPI_COMM_WORLD, ends_group, &ends_comm));
+  CHECK((ends_comm != MPI_COMM_NULL) == (rank == 0 || rank == size - 1));
+  MPI_OK(MPI_Group_free(&ends_group));
+  MPI_OK(MPI_Group_free(&world_group));
 
   uint64_t *mine = malloc(WORDS * sizeof *mine), *theirs = malloc(WORDS * sizeof *theirs);
   double matrix[ROWS][COLUMNS], received[ROWS][COLUMNS];
@@ -161,14 +215,37 @@ int main(int argc, char **argv) {
     double column_total = 0;
     MPI_OK(MPI_Allreduce(&column_sum, &column_total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     if (lonely != MPI_COMM_NULL) MPI_OK(MPI_Barrier(lonely));
+    Tagged tagged[2] = {{mine[1] | 1, 1, 0, mine[2]}, {mine[4] | 1, rank, 0, (uint64_t)step}}, chained[2];
+    MPI_OK(MPI_Allreduce(tagged, chained, 2, tagged_type, chain_op, MPI_COMM_WORLD));
+    uint64_t ends_word = rank == size - 1 ? mine[3] : 0;
+    if (ends_comm != MPI_COMM_NULL) MPI_OK(MPI_Bcast(&ends_word, 1, MPI_UINT64_T, 0, ends_comm));
+    MPI_OK(MPI_Bcast(&ends_word, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD)); /* rank 0 is an end */
+    /* A word back from the next rank, completed by MPI_Testall: all or none. */
+    MPI_Request pair[2];
+    MPI_Status pair_statuses[2];
+    uint64_t back = 0, sent = mine[5];
+    MPI_OK(MPI_Irecv(&back, 1, MPI_UINT64_T, next, 7, MPI_COMM_WORLD, &pair[0]));
+    MPI_OK(MPI_Isend(&sent, 1, MPI_UINT64_T, previous, 7, MPI_COMM_WORLD, &pair[1]));
+    for (int all = 0; !all;) {
+      MPI_OK(MPI_Testall(2, pair, &all, pair_statuses));
+      CHECK(all || (pair[0] != MPI_REQUEST_NULL && pair[1] != MPI_REQUEST_NULL));
+    }
+    CHECK(pair[0] == MPI_REQUEST_NULL && pair[1] == MPI_REQUEST_NULL && pair_statuses[0].MPI_SOURCE == next);
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0)
-      printf("step %ld ring %016llx row %016llx column %.3f\n", step, (unsigned long long)global[0],
-             (unsigned long long)global[1], column_total);
+      printf("step %ld ring %016llx row %016llx column %.3f chain %016llx %016llx %d %016llx %d ends %016llx back %016llx\n", step,
+             (unsigned long long)global[0], (unsigned long long)global[1], column_total,
+             (unsigned long long)chained[0].scale, (unsigned long long)chained[0].shift, chained[0].count,
+             (unsigned long long)chained[1].shift, chained[1].count, (unsigned long long)ends_word,
+             (unsigned long long)back);
     sleep_ms(delay);
   }
 
   MPI_OK(MPI_Type_free(&column));
+  MPI_OK(MPI_Type_free(&tagged_type));
+  MPI_OK(MPI_Op_free(&chain_op));
+  CHECK(chain_op == MPI_OP_NULL);
+  if (ends_comm != MPI_COMM_NULL) MPI_OK(MPI_Comm_free(&ends_comm));
   if (lonely != MPI_COMM_NULL) MPI_OK(MPI_Comm_free(&lonely));
   MPI_OK(MPI_Comm_free(&row));
   MPI_OK(MPI_Comm_free(&ring));

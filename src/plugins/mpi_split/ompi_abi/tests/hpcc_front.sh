@@ -19,10 +19,10 @@ fail() {
 }
 cp "$input" "$work/hpccinf.txt"
 (cd "$work" && LD_DEBUG=files LD_LIBRARY_PATH="$front${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  STASIS_MPI_OMPI_ABI_DIR="$front" STASIS_MPI_LOWER_MODE=program timeout 120 \
+  STASIS_MPI_OMPI_ABI_DIR="$front" STASIS_MPI_LOWER_MODE=program timeout 300 \
   "$mpi_run" "$launcher" -np 2 -- hpcc >"$work/out" 2>"$work/err")
 status=$?
-[ $status -ne 124 ] || fail "hpcc did not end in 120 s"
+[ $status -ne 124 ] || fail "hpcc did not end in 300 s"
 initialised=$(grep -c "calling init: $front/libmpi.so.40\$" "$work/err")
 [ "$initialised" = 2 ] || fail "the front was initialised in $initialised ranks, expected 2"
 grep -Eq '^N +: +200 *$' "$work/hpccoutf.txt" && grep -Eq '^Q +: +2 *$' "$work/hpccoutf.txt" ||

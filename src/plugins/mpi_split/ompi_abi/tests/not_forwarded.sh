@@ -2,7 +2,7 @@
 # not_forwarded.sh MPI_RUN LAUNCHER FRONT_DIR PROGRAM [LIBRARY ARG EXPECTED...]: runs not_forwarded
 # (tests/not_forwarded.c, built with Open MPI's mpicc) on 2 ranks through the Open MPI front in
 # FRONT_DIR, as `stasis launch --mpi` sets it up. Passes when every rank ran through the front, found the functions the
-# front answers itself right and said "before", and the job then ended with a nonzero status and the front's line naming MPI_Op_create, no rank said
+# front answers itself right and said "before", and the job then ended with a nonzero status and the front's line naming MPI_Add_error_class, no rank said
 # "after", and no rank died of a signal; and the same for MPI_Bcast of MPI_WCHAR, an object of
 # Open MPI's that has no split-mode equivalent, refused by name. With LIBRARY (the front's library
 # each rank must say it runs through: libmpi_mpifh.so.40 for fortran/tests/fortran_refused.f90)
@@ -11,7 +11,7 @@ set -u
 mpi_run=$1 launcher=$2 front=$3 program=$4 library=${5:-libmpi.so.40}
 shift 5 2>/dev/null || shift 4
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(call "MPI_Op_create: not forwarded"
+[ ${#cases[@]} -gt 0 ] || cases=(call "MPI_Add_error_class: not forwarded"
   object "MPI_Bcast: Open MPI's ompi_mpi_wchar has no equivalent in split mode yet")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
