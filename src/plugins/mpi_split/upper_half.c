@@ -117,15 +117,18 @@ int remember(const char *function, StasisMpiIdTable *table, StasisMpiRealHandle 
  * the ones its messages name. */
 int map_comm_ranks(const char *function, int comm, int remote) {
   int64_t index = stasis_mpi_ids_index(&handles.comms, comm);
-  StasisMpiRealHandle real = handles.comms.entries[index].real;
-  StasisMpiRealHandle world = handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real;
+  /* The handles are read inside each call's safe region (REAL_NOW, WORLD_NOW): a checkpoint and a
+   * restart may come at any call's entry, and a handle read before it would be the old library's. */
+#define WORLD_NOW handles.comms.entries[STASIS_MPI_INDEX_COMM_WORLD].real
   int size = 0;
-  if ((remote ? LOWER_CALL(lower, comm_remote_size, real, &size) : LOWER_CALL(lower, comm_size, real, &size)) != 0)
+  if ((remote ? LOWER_CALL(lower, comm_remote_size, REAL_NOW(handles.comms, comm), &size)
+              : LOWER_CALL(lower, comm_size, REAL_NOW(handles.comms, comm), &size)) != 0)
     return library_error(1);
   int *world_ranks = malloc((size_t)(size ? size : 1) * sizeof *world_ranks);
   int rc = !world_ranks ? MPI_ERR_INTERN
-           : remote     ? LOWER_CALL(lower, comm_remote_world_ranks, real, world, world_ranks, size)
-                        : LOWER_CALL(lower, comm_world_ranks, real, world, world_ranks, size);
+           : remote ? LOWER_CALL(lower, comm_remote_world_ranks, REAL_NOW(handles.comms, comm), WORLD_NOW, world_ranks, size)
+                    : LOWER_CALL(lower, comm_world_ranks, REAL_NOW(handles.comms, comm), WORLD_NOW, world_ranks, size);
+#undef WORLD_NOW
   if (rc == 0 && stasis_mpi_peers_map_comm(&peers, (uint32_t)index, world_ranks, size) != 0) rc = MPI_ERR_INTERN;
   free(world_ranks);
   if (rc != 0) complain(function, "cannot tell the world ranks of the new communicator's members");
