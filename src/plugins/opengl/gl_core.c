@@ -350,6 +350,8 @@ void gl_core_uniform(int kind, GLint location, GLsizei count, const void* values
 
 // --- textures' bindings (their objects: gl_record.c), framebuffers, renderbuffers ---
 void gl_core_active_texture(GLenum unit) { c.active_unit = unit - GL_TEXTURE0; }
+GLenum gl_core_active_unit(void) { return c.active_unit; }
+GLuint gl_core_array_buffer(void) { return c.array_buffer; }
 void gl_core_bind_texture(GLenum target, GLuint name) {
   if (name) name_add(&c.gen[KIND_TEXTURE], name);
   if (target == GL_TEXTURE_2D && c.active_unit < MAX_UNITS) c.unit_2d[c.active_unit] = name;
@@ -665,6 +667,7 @@ void gl_core_replay(int with_matrices) {
     else
       CORE_REAL(void (*)(GLenum, GLuint, GLuint), BindBufferBase)(GL_UNIFORM_BUFFER, i, x->buffer);
   }
+  if (with_matrices) gl_fixed_replay();  // a compatibility context's client arrays, per-unit state
   // The bindings as the program left them.
   const struct { GLenum target; GLuint name; } targets[] = {
       {GL_ARRAY_BUFFER, c.array_buffer}, {GL_UNIFORM_BUFFER, c.uniform_buffer}, {GL_COPY_READ_BUFFER, c.copy_read},

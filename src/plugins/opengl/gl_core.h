@@ -54,6 +54,8 @@ enum { UNIFORM_FLOAT, UNIFORM_INT, UNIFORM_UINT, UNIFORM_MATRIX };
 #define UNIFORM_KIND(type, components) ((type) << 4 | (components))
 void gl_core_uniform(int kind, GLint location, GLsizei count, const void* values, size_t bytes);
 void gl_core_active_texture(GLenum unit);
+GLenum gl_core_active_unit(void);    // from 0
+GLuint gl_core_array_buffer(void);   // bound to GL_ARRAY_BUFFER
 void gl_core_bind_texture(GLenum target, GLuint name);
 void gl_core_bind_framebuffer(GLenum target, GLuint name);
 void gl_core_framebuffer_attach(GLenum target, GLenum attachment, GLenum kind, GLuint object, GLint level);

@@ -254,7 +254,9 @@ static int builds_no_state(const char* name) {
                                          "glClientWaitSync", "glWaitSync", "glDeleteSync", "glClearBuffer"};
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
     if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return 1;
-  return strcmp(name, "glClear") == 0;
+  // Drawing from arrays, and updates of texture levels the read-back at the checkpoint brings back.
+  return strcmp(name, "glClear") == 0 || strcmp(name, "glArrayElement") == 0 || strcmp(name, "glTexSubImage2D") == 0 ||
+         strcmp(name, "glCopyTexSubImage2D") == 0;
 }
 
 // Entry points asked for by name get the plugin's wrapper where it has one. A GL entry point it
@@ -511,6 +513,19 @@ static int on_event(stasis_event_t event, const stasis_event_data_t* data, void*
 
 static const stasis_plugin_t g_plugin = {STASIS_PLUGIN_API_VERSION, "opengl", on_event, NULL, NULL};
 
+// SDL loads libGL on its own and takes GLX's entry points from that handle (gl_front.c): unless
+// the program chose its libGL, SDL is given the front library beside this one, so that the
+// context it makes and the entry points it asks for pass through the plugin.
+static void point_sdl_at_front(void) {
+  Dl_info self;
+  if (getenv("SDL_OPENGL_LIBRARY") || !dladdr((void*)point_sdl_at_front, &self) || !self.dli_fname) return;
+  const char* slash = strrchr(self.dli_fname, '/');
+  if (!slash) return;
+  char front[4096];
+  const int n = snprintf(front, sizeof front, "%.*s/libstasis_gl_front.so", (int)(slash - self.dli_fname), self.dli_fname);
+  if (n > 0 && (size_t)n < sizeof front && access(front, R_OK) == 0) setenv("SDL_OPENGL_LIBRARY", front, 0);
+}
+
 __attribute__((constructor)) static void gl_plugin_init(void) {
   const char* replay = getenv("STASIS_GL_REPLAY");
   g_replay_enabled = !(replay && strcmp(replay, "0") == 0);
@@ -518,5 +533,6 @@ __attribute__((constructor)) static void gl_plugin_init(void) {
                : strcmp(replay, "fresh-empty") == 0 ? FRESH_EMPTY : FRESH_AUTO;
   const char* verbose = getenv("STASIS_GL_VERBOSE");
   g_verbose = verbose && strcmp(verbose, "1") == 0;
+  point_sdl_at_front();
   if (stasis_register_plugin) stasis_register_plugin(&g_plugin);
 }

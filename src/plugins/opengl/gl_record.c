@@ -280,6 +280,8 @@ int gl_matrix_transform(enum gl_op op, float angle, float x, float y, float z) {
   return 0;
 }
 
+void gl_modelview(float m16[16]) { memcpy(m16, g.stacks[0][g.depth[0]], 64); }
+
 void gl_eye_vector(float v[4], int is_position) {
   const float* m = g.stacks[0][g.depth[0]];
   float out[4];

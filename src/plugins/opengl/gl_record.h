@@ -88,6 +88,15 @@ int gl_matrix_frustum(enum gl_op op, const double* six);
 int gl_matrix_transform(enum gl_op op, float angle, float x, float y, float z);
 void gl_eye_vector(float v[4], int is_position);  // v times the modelview (lights' positions)
 
+void gl_modelview(float m16[16]);  // the tracked modelview's top
+
+// The 1.x fixed-function state of a fresh context (gl_fixed.c): per texture unit, client arrays.
+void gl_fixed_tex_env(GLenum target, GLenum pname, GLfloat value);  // per active unit
+void gl_fixed_enable(GLenum cap, int enabled);                        // GL_TEXTURE_2D per active unit
+void gl_fixed_color_float(void);                                      // a glColor*f after any glColor4ubv
+void* gl_fixed_wrapper_named(const char* name);
+void gl_fixed_replay(void);
+
 void gl_record_reset(void);  // the recorded context was destroyed
 // Figures for the log line and the checkpoint's refusal.
 struct gl_record_stats { size_t lists, list_calls, list_bytes, sets, textures, texture_bytes, noted_bytes; };

@@ -67,12 +67,12 @@ ENUM2_SET(ColorMaterial, OP_COLOR_MATERIAL, 0)
 
 GL_EXPORT void glEnable(GLenum cap) {
   GL_ENTRY();
-  if (gl_recording) { const uint32_t w[2] = {cap, 1}; gl_note(OP_ENABLE, w, 2, 1); }
+  if (gl_recording) { const uint32_t w[2] = {cap, 1}; if (!gl_note(OP_ENABLE, w, 2, 1)) gl_fixed_enable(cap, 1); }
   REAL(Enable)(cap);
 }
 GL_EXPORT void glDisable(GLenum cap) {
   GL_ENTRY();
-  if (gl_recording) { const uint32_t w[2] = {cap, 0}; gl_note(OP_ENABLE, w, 2, 1); }
+  if (gl_recording) { const uint32_t w[2] = {cap, 0}; if (!gl_note(OP_ENABLE, w, 2, 1)) gl_fixed_enable(cap, 0); }
   REAL(Disable)(cap);
 }
 GL_EXPORT void glClearColor(GLclampf r, GLclampf g, GLclampf b, GLclampf a) {
@@ -170,8 +170,18 @@ GL_EXPORT void glDeleteTextures(GLsizei n, const GLuint* names) {
   }
 TARGET_PNAME_SET(TexParameterf, OP_TEX_PARAMETER, GLfloat)
 TARGET_PNAME_SET(TexParameteri, OP_TEX_PARAMETER, GLint)
-TARGET_PNAME_SET(TexEnvf, OP_TEX_ENV, GLfloat)
-TARGET_PNAME_SET(TexEnvi, OP_TEX_ENV, GLint)
+// glTexEnv*: also per texture unit (gl_fixed.c), which a fresh context's replay sets last.
+#define TEX_ENV_SET(name, type)                                                                         \
+  GL_EXPORT void gl##name(GLenum target, GLenum pname, type v) {                                        \
+    GL_ENTRY();                                                                                         \
+    if (gl_recording) {                                                                                 \
+      const uint32_t w[3] = {target, pname, gl_fbits((float)v)};                                        \
+      if (!gl_note(OP_TEX_ENV, w, 3, 2)) gl_fixed_tex_env(target, pname, (float)v);                     \
+    }                                                                                                   \
+    REAL(name)(target, pname, v);                                                                       \
+  }
+TEX_ENV_SET(TexEnvf, GLfloat)
+TEX_ENV_SET(TexEnvi, GLint)
 GL_EXPORT void glPixelStorei(GLenum pname, GLint v) {
   GL_ENTRY();
   if (gl_recording) {
@@ -231,7 +241,8 @@ GL_EXPORT void glEnd(void) {
       floats_to_words(w, v, count);                                                      \
       if (!gl_note_in_list(op, w, count) && op != OP_VERTEX2F && op != OP_VERTEX3F &&   \
           !gl_replay_blocked())                                                          \
-        gl_note_state(op == OP_COLOR3F ? OP_COLOR4F : op, w, count, 0);                  \
+        gl_note_state(op == OP_COLOR3F ? OP_COLOR4F : op, w, count, 0),                  \
+        op == OP_COLOR4F ? gl_fixed_color_float() : (void)0;                             \
     }                                                                                    \
     REAL(name)(__VA_ARGS__);                                                             \
   }
@@ -377,8 +388,19 @@ void gl_resolve_real(void) {
     if (!*g_entries[i].real) *g_entries[i].real = gl_find_real(g_entries[i].name);
 }
 
-void* gl_wrapper_named(const char* name) {
+static void* wrapper_named_exactly(const char* name) {
   for (size_t i = 0; i < sizeof g_entries / sizeof g_entries[0]; i++)
     if (strcmp(g_entries[i].name, name) == 0) return g_entries[i].wrapper;
-  return gl_core_wrapper_named(name);
+  void* wrapper = gl_core_wrapper_named(name);
+  return wrapper ? wrapper : gl_fixed_wrapper_named(name);
+}
+// An ARB name of a function promoted to the core unchanged (glActiveTextureARB,
+// glClientActiveTextureARB, glMultiTexCoord2fARB) gets the core function's wrapper.
+void* gl_wrapper_named(const char* name) {
+  void* wrapper = wrapper_named_exactly(name);
+  const size_t n = strlen(name);
+  if (wrapper || n < 4 || n > 63 || strcmp(name + n - 3, "ARB") != 0) return wrapper;
+  char core[64];
+  memcpy(core, name, n - 3), core[n - 3] = 0;
+  return wrapper_named_exactly(core);
 }

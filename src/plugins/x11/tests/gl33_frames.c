@@ -6,7 +6,7 @@
  * changed any of that GL or X state prints other checksums, or none. With "trails" the texture
  * is never cleared: each frame draws over the ones before, so the texture's contents (written by
  * the GPU, in no call's arguments) are part of every later checksum; it also asks
- * glXGetProcAddressARB for glLineWidth, which the OpenGL plugin does not record, and never calls
+ * glXGetProcAddressARB for glPointSize, which the OpenGL plugin does not record, and never calls
  * it (a program that only asks must not be refused).
  * usage: gl33_frames STEPS DELAY_MS [trails] */
 #define GL_GLEXT_PROTOTYPES 1
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   if (!context) die("no OpenGL 3.3 core-profile context");
   if (!glXMakeCurrent(display, window, context)) die("glXMakeCurrent failed");
 
-  if (trails && !glXGetProcAddressARB((const GLubyte*)"glLineWidth")) die("no glLineWidth");
+  if (trails && !glXGetProcAddressARB((const GLubyte*)"glPointSize")) die("no glPointSize");
   GLuint scene = link_program(kSceneVertex, kSceneFragment);
   GLuint composite = link_program(kCompositeVertex, kCompositeFragment);
   glUseProgram(composite);

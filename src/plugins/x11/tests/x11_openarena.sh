@@ -7,6 +7,10 @@
 # checkpoint and after the restart, equals the uninterrupted run's at the same number.
 # The demo is Debian's demo088-test1 cut to its first FRAMES messages (a timedemo renders one frame
 # a message) at 160x120, so the test stays short; both runs seed rand() alike (fixed_seed.so).
+# The GL state comes back by the OpenGL plugin's replay into a fresh context (STASIS_GL_REPLAY=fresh,
+# ../../opengl/README.md), as it must on a GPU: its 400-odd textures with their mipmaps, client arrays,
+# per-unit texture state; the restart must say it replayed (with llvmpipe the old context's state is
+# in the image too, so without that line the test would prove nothing about the replay).
 # usage: x11_openarena.sh STASIS FIXED_SEED_SO [FRAMES]
 set -uo pipefail
 export PATH=/usr/bin:/bin:/usr/games:$PATH  # Debian's python3, not a pyenv shim
@@ -41,7 +45,7 @@ reference_frames=$(timedemo_line "$WORK/reference.out")
 [ -n "$reference_frames" ] || fail "OpenArena without Stasis printed no timedemo result"
 
 # shellcheck disable=SC2046
-STASIS_X11_VERBOSE=1 DISPLAY=":$first" LD_PRELOAD=$FIXED_SEED "$STASIS" launch --x11 -- /usr/games/openarena \
+STASIS_GL_REPLAY=fresh STASIS_GL_VERBOSE=1 STASIS_X11_VERBOSE=1 DISPLAY=":$first" LD_PRELOAD=$FIXED_SEED "$STASIS" launch --x11 -- /usr/games/openarena \
   $(openarena_args restarted) > "$WORK/openarena.out" 2> "$WORK/openarena.err" &
 program=$!
 recorded() { python3 "$HELPER" count "$VIDEOS/restarted.avi"; }
@@ -62,6 +66,7 @@ DISPLAY=":$second" timeout 240 "$STASIS" restart "$generation" >> "$WORK/openare
 grep "reconnected to DISPLAY=:$second" "$WORK/openarena.err" || fail "the proxy did not reconnect"
 [ "$(grep -c "cannot be replaced" "$WORK/openarena.err")" = "$killed_errors" ] ||
   fail "the proxy could not replace the X server: $(grep "cannot be replaced" "$WORK/openarena.err")"
+grep "replayed into a fresh context" "$WORK/openarena.err" || fail "the GL state was not replayed into a fresh context"
 restarted_frames=$(timedemo_line "$WORK/openarena.out" "$WORK/openarena.err")
 [ "$restarted_frames" = "$reference_frames" ] ||
   fail "the restarted timedemo rendered ${restarted_frames:-no result, not} $reference_frames frames"

@@ -4,7 +4,9 @@
 # another display number: its windows are there again, the rotation completes, and the OpenGL PNG it
 # writes is byte for byte an uninterrupted run's. The proxy must have replayed its log (PyMOL's
 # PNG alone would not tell: it renders in the program, and comes out right even with a dead X
-# connection).
+# connection). Its GL state comes back by the OpenGL plugin's replay into a fresh context
+# (STASIS_GL_REPLAY=fresh, ../../opengl/README.md), as it must on a GPU; the restart must say so
+# (with llvmpipe the old context's state is in the image too).
 # usage: x11_pymol.sh STASIS
 set -uo pipefail
 export PATH=/usr/bin:/bin:$PATH  # Debian's python3, which has PyMOL, not a pyenv shim
@@ -20,7 +22,7 @@ DISPLAY=":$first" timeout 120 pymol -q "$SCRIPT" -- $PDB $STEPS "$WORK/reference
   fail "PyMOL without Stasis: $(tail -3 "$WORK/reference.out")"
 [ -s "$WORK/reference.png" ] || fail "PyMOL without Stasis wrote no PNG"
 
-STASIS_X11_VERBOSE=1 DISPLAY=":$first" "$STASIS" launch --x11 -- pymol -q "$SCRIPT" -- $PDB $STEPS "$WORK/restarted.png" \
+STASIS_GL_REPLAY=fresh STASIS_GL_VERBOSE=1 STASIS_X11_VERBOSE=1 DISPLAY=":$first" "$STASIS" launch --x11 -- pymol -q "$SCRIPT" -- $PDB $STEPS "$WORK/restarted.png" \
   > "$WORK/pymol.out" 2> "$WORK/pymol.err" &
 program=$!
 wait_for grep -q "^step 40$" "$WORK/pymol.out"
@@ -52,6 +54,7 @@ shown=$(viewable_windows "$second")
 echo "display :$second after the restart: $shown PyMOL windows viewable"
 wait "$program" || fail "the restarted PyMOL exited with $?"
 grep -q "^done" "$WORK/pymol.out" || fail "the restarted PyMOL did not finish"
+grep "replayed into a fresh context" "$WORK/pymol.err" || fail "the GL state was not replayed into a fresh context"
 grep "reconnected to DISPLAY=:$second" "$WORK/pymol.err" || fail "the proxy did not reconnect"
 [ "$(grep -c "cannot be replaced" "$WORK/pymol.err")" = "$killed_errors" ] ||
   fail "the proxy could not replace the X server: $(grep "cannot be replaced" "$WORK/pymol.err")"
