@@ -85,36 +85,34 @@ class RelayBatch {
   // max_payload bytes (an entry with too many ids is split), in order; then empties the batch.
   std::vector<std::string> take(size_t max_payload = STASIS_MAX_PAYLOAD) {
     std::vector<std::string> out(1);
+    // An entry's header and payload, for `count` processes, starting a new message if needed.
+    auto start_entry = [&](const Entry& entry, uint32_t count, size_t room_after) -> std::string& {
+      if (out.back().size() + sizeof(StasisRelayEntry) + entry.payload.size() + room_after > max_payload)
+        out.emplace_back();
+      StasisRelayEntry header{};
+      header.type = entry.type;
+      header.flags = entry.flags;
+      header.payload_len = static_cast<uint32_t>(entry.payload.size());
+      header.arg = entry.arg;
+      header.reserved = entry.reserved;
+      header.count = count;
+      out.back().append(reinterpret_cast<const char*>(&header), sizeof header);
+      out.back().append(entry.payload);
+      return out.back();
+    };
     for (const Entry& entry : entries_) {
       if (entry.all_count > 0) {
-        StasisRelayEntry header{};
-        header.type = entry.type;
-        header.flags = entry.flags;
-        header.payload_len = static_cast<uint32_t>(entry.payload.size());
-        header.arg = entry.arg;
-        header.reserved = entry.reserved;
-        header.count = entry.all_count;
-        if (out.back().size() + sizeof header + entry.payload.size() > max_payload) out.emplace_back();
-        out.back().append(reinterpret_cast<const char*>(&header), sizeof header);
-        out.back().append(entry.payload);
+        start_entry(entry, entry.all_count, 0);
         continue;
       }
       size_t done = 0;
       while (done < entry.ids.size()) {
         size_t fixed = sizeof(StasisRelayEntry) + entry.payload.size();
-        if (out.back().size() + fixed + sizeof(uint64_t) > max_payload) out.emplace_back();
-        size_t room = (max_payload - out.back().size() - fixed) / sizeof(uint64_t);
+        size_t room = out.back().size() + fixed + sizeof(uint64_t) > max_payload
+                          ? (max_payload - fixed) / sizeof(uint64_t)
+                          : (max_payload - out.back().size() - fixed) / sizeof(uint64_t);
         size_t count = std::min(room, entry.ids.size() - done);
-        StasisRelayEntry header{};
-        header.type = entry.type;
-        header.flags = entry.flags;
-        header.payload_len = static_cast<uint32_t>(entry.payload.size());
-        header.arg = entry.arg;
-        header.reserved = entry.reserved;
-        header.count = static_cast<uint32_t>(count);
-        std::string& bytes = out.back();
-        bytes.append(reinterpret_cast<const char*>(&header), sizeof header);
-        bytes.append(entry.payload);
+        std::string& bytes = start_entry(entry, static_cast<uint32_t>(count), sizeof(uint64_t));
         bytes.append(reinterpret_cast<const char*>(entry.ids.data() + done), count * sizeof(uint64_t));
         done += count;
       }
