@@ -89,13 +89,18 @@ void CheckpointMachine::process_joined(Client& client) {
   log_.line(fmt::format("{} joins checkpoint {} under way", client.describe(), op.generation));
   StasisBarrier barrier{};
   copy_field(barrier.name, protocol::barrier_name(Barrier::Suspend));
-  send_barrier(client, barrier, op.generation);
   if (op.step == Barrier::Suspend) {
-    op.pending.insert(client.id);
-  } else if (op.step == Barrier::Children) {
-    copy_field(barrier.name, protocol::barrier_name(Barrier::Children));
-    send_barrier(client, barrier, op.generation);
-    op.pending.insert(client.id);
+    uint32_t ask = next_ask();
+    mark_asked(client, ask);
+    send_barrier(client, barrier, op.generation, ask);
+  } else {
+    send_barrier(client, barrier, op.generation, 0);  // catching up: answered apart
+    if (op.step == Barrier::Children) {
+      copy_field(barrier.name, protocol::barrier_name(Barrier::Children));
+      uint32_t ask = next_ask();
+      mark_asked(client, ask);
+      send_barrier(client, barrier, op.generation, ask);
+    }
   }
 }
 
@@ -269,11 +274,9 @@ void CheckpointMachine::start_barrier(Barrier step, uint64_t arg, const std::str
   op.barrier = step == Barrier::Plugin ? plugin : protocol::barrier_name(step);
   op.state_during = state_during(op.barrier.c_str());
   op.state_after = state_after(op.barrier.c_str());
-  op.pending.clear();
-  for (uint64_t id : op.alive) {
-    // A repeated "children" barrier asks only the members that have not answered it.
-    if (step != Barrier::Children || op.children.count(id) == 0) op.pending.insert(id);
-  }
+  op.round = ++rounds_;
+  op.unanswered = 0;
+  op.relay_rounds.clear();
   op.deadline = after_seconds(options_.barrier_timeout);
   StasisBarrier barrier{};
   copy_field(barrier.name, op.barrier);
@@ -288,10 +291,16 @@ void CheckpointMachine::start_barrier(Barrier step, uint64_t arg, const std::str
     barrier.parent_generation = op.op.full ? 0 : newest_complete_;
   }
   if (step == Barrier::Commit) barrier.abort = op.failure.empty() ? 0 : 1;
+  uint32_t ask = next_ask();
   for (uint64_t id : op.members) {
-    if (op.pending.count(id) > 0) send_barrier(connections_.at(id), barrier, arg);
+    // A repeated "children" barrier asks only the members that have not answered it.
+    if (step == Barrier::Children && op.children.count(id) > 0) continue;
+    Client* client = connections_.find(id);
+    if (client == nullptr || client->dead || op.alive.count(id) == 0) continue;
+    mark_asked(*client, ask);
+    send_barrier(*client, barrier, arg, ask);
   }
-  if (op.pending.empty()) barrier_complete();
+  if (op.unanswered == 0) barrier_complete();
 }
 
 // The table's next barrier. Where it says Barrier::Plugin, the barriers plugins added run one
@@ -316,11 +325,12 @@ void CheckpointMachine::start_next_barrier(Barrier finished, const std::string& 
   start_barrier(next, arg);
 }
 
-void CheckpointMachine::send_barrier(Client& client, const StasisBarrier& barrier, uint64_t arg) {
+void CheckpointMachine::send_barrier(Client& client, const StasisBarrier& barrier, uint64_t arg,
+                                     uint32_t ask) {
   // Looked up once per barrier, not once per process.
   client.state = running_->barrier == barrier.name ? running_->state_during : state_during(barrier.name);
   running_->timing.messages++;
-  connections_.send(client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier);
+  connections_.send(client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier, ask);
 }
 
 void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& done,
@@ -335,13 +345,13 @@ void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& do
                        bounded(done.message, sizeof done.message)));
     return;
   }
-  if (!running_ || running_->barrier != name || running_->pending.count(client.id) == 0) {
+  if (!running_ || running_->barrier != name || !is_pending(client)) {
     log_.line(
         fmt::format("ignoring an unexpected BARRIER_DONE \"{}\" from {}", name, client.describe()));
     return;
   }
   RunningOp& op = *running_;
-  op.pending.erase(client.id);
+  mark_answered(client);
   if (done.status != 0) {
     std::string message = bounded(done.message, sizeof done.message);
     std::replace(message.begin(), message.end(), '\n', ' ');
@@ -364,7 +374,74 @@ void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& do
       if (auto image = op.images.find(client.id); image != op.images.end()) image->second.checked = true;
     }
   }
-  if (op.pending.empty()) barrier_complete();
+  if (op.unanswered == 0) barrier_complete();
+}
+
+void CheckpointMachine::mark_asked(Client& client, uint32_t ask) {
+  RunningOp& op = *running_;
+  if (client.asked_round == op.round) return;
+  client.asked_round = op.round;
+  client.asked_ask = ask;
+  op.unanswered++;
+  if (client.relay != 0) op.relay_rounds[client.relay].waiting_by_ask[ask]++;
+}
+
+void CheckpointMachine::mark_answered(Client& client) {
+  RunningOp& op = *running_;
+  client.answered_round = op.round;
+  op.unanswered--;
+  if (client.relay != 0) op.relay_rounds[client.relay].waiting_by_ask[client.asked_ask]--;
+}
+
+bool CheckpointMachine::is_pending(const Client& client) const {
+  if (!running_ || running_->barrier.empty()) return false;
+  const RunningOp& op = *running_;
+  if (client.asked_round != op.round || client.answered_round == op.round) return false;
+  if (client.relay == 0) return true;
+  auto relay = op.relay_rounds.find(client.relay);
+  return relay == op.relay_rounds.end() || client.asked_ask > relay->second.covered_up_to;
+}
+
+void CheckpointMachine::relay_all_done(Client& relay, const StasisBarrierDone& done, uint32_t count,
+                                       uint32_t up_to_ask) {
+  std::string name = bounded(done.name, sizeof done.name);
+  if (!running_ || running_->barrier != name) {
+    log_.line(fmt::format("ignoring an unexpected aggregated BARRIER_DONE \"{}\" from the relay at {}",
+                          name, relay.peer));
+    return;
+  }
+  RunningOp& op = *running_;
+  RunningOp::RelayRound& round = op.relay_rounds[relay.id];
+  size_t waiting = 0;
+  auto covered_end = round.waiting_by_ask.upper_bound(up_to_ask);
+  for (auto it = round.waiting_by_ask.begin(); it != covered_end; ++it) waiting += it->second;
+  op.timing.messages += count;
+  op.timing.aggregated_answers += count;
+  // The relay and the coordinator must agree on who was asked: a count that differs would
+  // complete the barrier for processes that never reached it, or leave some waiting forever.
+  if (done.status != 0 || count != waiting || up_to_ask <= round.covered_up_to) {
+    fail(fmt::format("the relay at {} answered \"{}\" for {} of its processes (asks up to {}), but {} "
+                     "were waiting (status {}): the relay and the coordinator disagree",
+                     relay.peer, name, count, up_to_ask, waiting, done.status));
+    return;
+  }
+  round.waiting_by_ask.erase(round.waiting_by_ask.begin(), covered_end);
+  round.covered_up_to = up_to_ask;
+  op.unanswered -= waiting;
+  relay.all_answered_round = op.round;
+  relay.all_answered_up_to = up_to_ask;
+  relay.all_answered_state = op.state_after;
+  if (op.unanswered == 0) barrier_complete();
+}
+
+const std::string& CheckpointMachine::state_of(const Client& client) const {
+  if (client.relay != 0 && client.asked_round != client.answered_round) {
+    const Client* relay = connections_.find(client.relay);
+    if (relay != nullptr && relay->all_answered_round == client.asked_round &&
+        client.asked_ask <= relay->all_answered_up_to)
+      return relay->all_answered_state;
+  }
+  return client.state;
 }
 
 // Records the first failure; a checkpoint that has one is abandoned after the current barrier.
@@ -379,7 +456,8 @@ void CheckpointMachine::barrier_complete() {
   std::string finished_name = op.barrier;
   op.step = Barrier::None;
   op.barrier.clear();
-  op.pending.clear();
+  op.unanswered = 0;
+  op.relay_rounds.clear();
   op.timing.barrier_ended(finished_name);
 
   if (op.op.kind == OpKind::Restart) {
@@ -568,10 +646,11 @@ void CheckpointMachine::commit_checkpoint() {
       coordinator_messages));
   log_.line(
       fmt::format("checkpoint {} complete in {:.3f} s (computation paused {:.3f} s): {} image{}, "
-                  "{} bytes written, {} bytes of memory; {} image{} checked by their hosts' relays",
+                  "{} bytes written, {} bytes of memory; {} image{} checked by their hosts' relays; "
+                  "{} answers counted in relays' aggregates",
                   op.generation, manifest.seconds, op.pause_seconds, op.members.size(),
                   op.members.size() == 1 ? "" : "s", image_bytes, memory_bytes, checked_by_relays,
-                  checked_by_relays == 1 ? "" : "s"));
+                  checked_by_relays == 1 ? "" : "s", op.timing.aggregated_answers));
   for (uint64_t removed : prune_generations(options_.ckpt_dir, options_.keep)) {
     log_.line(fmt::format("removed generation {} (--keep {})", removed, options_.keep));
   }
@@ -637,8 +716,10 @@ void CheckpointMachine::process_left(const Client& client) {
     fail(fmt::format("process {} disconnected during checkpoint {}{}", client.describe(),
                      op.generation, client.dead_reason.empty() ? "" : ": " + client.dead_reason));
   }
-  if (!op.barrier.empty() && op.pending.erase(client.id) > 0 && op.pending.empty()) {
-    barrier_complete();
+  if (is_pending(client)) {
+    op.unanswered--;
+    if (client.relay != 0) op.relay_rounds[client.relay].waiting_by_ask[client.asked_ask]--;
+    if (op.unanswered == 0) barrier_complete();
   }
 }
 
@@ -698,7 +779,11 @@ void CheckpointMachine::check_deadlines(Clock::time_point now) {
     RunningOp& op = *running_;
     if (!op.barrier.empty()) {
       std::vector<std::string> late;
-      for (uint64_t id : op.pending) late.push_back(connections_.at(id).describe());
+      for (uint64_t id : op.members) {
+        if (const Client* client = connections_.find(id); client != nullptr && is_pending(*client))
+          late.push_back(client->describe());
+      }
+      if (late.empty()) late.push_back("a relay's processes");
       std::sort(late.begin(), late.end());
       std::string who = late.front();
       if (late.size() > 1) who += fmt::format(" and {} more", late.size() - 1);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -50,6 +51,7 @@ struct CheckpointTiming {
   Clock::time_point last_mark;
   uint64_t slowest_write_ns = 0;  // the longest any process took to write its image
   uint64_t messages = 0;          // barrier messages to and from processes: O(N) per checkpoint
+  uint64_t aggregated_answers = 0;  // of those, answers a relay counted (kRelayEntryAllOfMine)
   // Messages through the coordinator's sockets, from the start: O(hosts) when every process
   // joined through its host's relay (a relay's batch is one message), else as `messages`.
   uint64_t wire_messages_at_start = 0;
@@ -66,7 +68,18 @@ struct RunningOp {
   protocol::Barrier step = protocol::Barrier::None;  // the barrier under way; None between
   std::string barrier;                               // its name on the wire; "" between barriers
   std::string state_during, state_after;             // a member's `state` while and after it runs
-  std::unordered_set<uint64_t> pending;              // members that have not answered it yet
+  // Who has not answered the barrier yet, counted without a set rebuilt per barrier: a member
+  // asked in this round (Client::asked_round) that has not answered by name
+  // (Client::answered_round) nor through its relay's aggregated answer (RelayRound).
+  uint64_t round = 0;
+  size_t unanswered = 0;
+  // A relay's processes still to answer, by the ask (Client::asked_ask) they were asked in:
+  // the relay's aggregated answer covers every ask up to the one it names.
+  struct RelayRound {
+    std::map<uint32_t, size_t> waiting_by_ask;
+    uint32_t covered_up_to = 0;
+  };
+  std::unordered_map<uint64_t, RelayRound> relay_rounds;  // by the relay's client id
   bool waiting_for_exits = false;                    // KILL sent; waiting for disconnects
   Clock::time_point deadline;                        // of the barrier or of the wait for exits
   std::string failure;  // the first failure, one line; "" = none so far
@@ -119,6 +132,12 @@ class CheckpointMachine {
   // image_checked: the process's relay checked its image at "commit" (image_fault), so the
   // commit need not open it again.
   void barrier_done(Client& client, const StasisBarrierDone& done, bool image_checked = false);
+  // A relay's aggregated answer (protocol/relay_batch.h, kRelayEntryAllOfMine): all `count` of
+  // its processes asked this barrier that have not answered by name gave `done`.
+  // `up_to_ask`: the last ask (StasisMsgHeader::reserved of a BARRIER) it covers.
+  void relay_all_done(Client& relay, const StasisBarrierDone& done, uint32_t count, uint32_t up_to_ask);
+  // A process's state for `stasis status`: its own, or its relay's aggregated answer's.
+  const std::string& state_of(const Client& client) const;
   void children_reported(const Client& client, const uint32_t* pids, size_t count);
   // A line of a process's runtime: a member's goes into the reply of the operation under way.
   void note(const Client& client, const std::string& text);
@@ -146,7 +165,13 @@ class CheckpointMachine {
   void start_barrier(protocol::Barrier barrier, uint64_t arg, const std::string& plugin = "");
   // After `finished` (a step of the running sequence, or a plugin barrier): the next one.
   void start_next_barrier(protocol::Barrier finished, const std::string& finished_name);
-  void send_barrier(Client& client, const StasisBarrier& barrier, uint64_t arg);
+  // ask: the ask it is counted in (mark_asked), 0 for a barrier no answer is counted for.
+  void send_barrier(Client& client, const StasisBarrier& barrier, uint64_t arg, uint32_t ask);
+  // The member is asked the barrier under way (in ask `ask`, sent with the barrier so that its
+  // relay can name what its aggregated answer covers) / has answered it / is still to answer it.
+  void mark_asked(Client& client, uint32_t ask);
+  void mark_answered(Client& client);
+  bool is_pending(const Client& client) const;
   void barrier_complete();
   void fail(const std::string& why);
   void abandon_checkpoint();
@@ -173,6 +198,11 @@ class CheckpointMachine {
   uint64_t checkpoints_done_ = 0;
   // The newest generation this coordinator completed: the parent incremental images may name.
   uint64_t newest_complete_ = 0;
+  // Numbers each barrier sent (RunningOp::round), across operations.
+  uint64_t rounds_ = 0;
+  // Numbers each group of processes asked a counted barrier at once (never 0).
+  uint32_t asks_ = 0;
+  uint32_t next_ask() { return ++asks_ == 0 ? ++asks_ : asks_; }
 };
 
 }  // namespace stasis::coordinator

@@ -313,6 +313,11 @@ Client& Connections::add_relayed(Client& relay, uint64_t local) {
   return client;
 }
 
+void Connections::queue_for_relay(Client& relay, uint16_t type, const void* payload, uint32_t len) {
+  if (relay.batch.empty()) relays_with_batches_.push_back(relay.id);
+  relay.batch.add(type, 0, 0, payload, len, 0);
+}
+
 void Connections::flush_relay_batches() {
   for (uint64_t id : relays_with_batches_) {
     Client* relay = find(id);

@@ -64,6 +64,10 @@ struct Client {
   StasisProcessInfo info{};
   bool in_computation = false;  // takes part in checkpoints (restarted: after "restart")
   std::string state;
+  // The barrier rounds (RunningOp::round) it was last asked and last answered by name.
+  uint64_t asked_round = 0;
+  uint64_t answered_round = 0;
+  uint32_t asked_ask = 0;  // CheckpointMachine::next_ask
   // A process that joined through a host relay has no descriptor (fd -1): what is sent to it
   // goes into its relay's batch, under the relay's id for it.
   uint64_t relay = 0;
@@ -72,6 +76,10 @@ struct Client {
   // Relays only: their processes (relay's id -> client id) and what waits to go down to them.
   std::unordered_map<uint64_t, uint64_t> relayed;
   protocol::RelayBatch batch;
+  // Its processes' state after the round they answered together (kRelayEntryAllOfMine).
+  uint64_t all_answered_round = 0;
+  uint32_t all_answered_up_to = 0;
+  std::string all_answered_state;
 
   std::string describe() const {
     return fmt::format("pid {} ({})", info.pid, bounded(info.program, sizeof info.program));
@@ -127,6 +135,8 @@ class Connections {
   // Sends each relay what was queued for its processes since the last call: one RELAY_BATCH
   // (or a few, for a large one) per relay and loop iteration, however many processes.
   void flush_relay_batches();
+  // Queues a message for the relay itself (id 0 in its batch), sent with its processes' ones.
+  void queue_for_relay(Client& relay, uint16_t type, const void* payload, uint32_t len);
   // Messages that crossed a socket (a relay's batch counts once): for the checkpoint's figures.
   uint64_t wire_messages() const { return wire_messages_; }
   // Gives queued replies (a kill's answer, say) a last chance to leave, and closes everything.

@@ -288,6 +288,17 @@ void Coordinator::handle_auth(Client& client, const StasisMsgHeader&, const uint
     connections_.refuse(client, refusal);
     return;
   }
+  if (auth.role == STASIS_ROLE_RELAY) {
+    // An older relay sends no protocol name (nor reads aggregated answers' rules): refused.
+    std::string speaks = bounded(auth.process.program, sizeof auth.process.program);
+    if (speaks != protocol::kRelayProtocol) {
+      connections_.refuse(
+          client, fmt::format("the relay speaks {}, this coordinator {}: run the same stasis on every host",
+                              speaks.empty() ? "stasis-relay/1 (an older stasis)" : speaks,
+                              protocol::kRelayProtocol));
+      return;
+    }
+  }
   StasisAuthOk ok{.client_id = client.id};
   connections_.send(client, STASIS_MSG_AUTH_OK, 0, &ok, sizeof ok);
   if (auth.role == STASIS_ROLE_COMMAND) {
@@ -296,6 +307,9 @@ void Coordinator::handle_auth(Client& client, const StasisMsgHeader&, const uint
   }
   if (auth.role == STASIS_ROLE_RELAY) {
     connections_.authenticated(client, Role::Relay);
+    // The relay waits for this before it serves anyone: the coordinator's side of the check.
+    connections_.queue_for_relay(client, STASIS_MSG_RELAY_JOIN, protocol::kRelayProtocol,
+                                 sizeof protocol::kRelayProtocol - 1);
     log_.line(fmt::format("relay joined from {}", client.peer));
     return;
   }
@@ -328,6 +342,14 @@ void Coordinator::handle_relay_batch(Client& relay, const StasisMsgHeader& heade
           memcpy(&*done, data, sizeof *done);
         }
         bool image_checked = (entry.flags & STASIS_RELAY_ENTRY_IMAGE_CHECKED) != 0;
+        if (entry.flags & protocol::kRelayEntryAllOfMine) {
+          if (!done) {
+            connections_.drop(*from, "protocol error: an aggregated relay entry that is no BARRIER_DONE");
+            return;
+          }
+          machine_.relay_all_done(*from, *done, entry.count, entry.reserved);
+          return;
+        }
         for (uint64_t local : ids) {
           if (from->dead) return;  // a message below dropped the relay
           auto known = from->relayed.find(local);
@@ -518,7 +540,7 @@ json Coordinator::status_json() const {
                     {"host", bounded(info.hostname, sizeof info.hostname)},
                     {"program", bounded(info.program, sizeof info.program)},
                     {"restarted", info.restarted != 0},
-                    {"state", client->state}});
+                    {"state", machine_.state_of(*client)}});
   }
   std::string state = machine_.state(!processes.empty());
   return {{"coordinator",

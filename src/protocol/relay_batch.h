@@ -18,6 +18,17 @@
 
 namespace stasis::protocol {
 
+// The relay protocol, named in both directions so that an older relay or coordinator is refused
+// by name rather than misread: a relay authenticates with it as its StasisProcessInfo::program,
+// and the coordinator's first batch to a relay is one RELAY_JOIN entry (id 0) carrying it.
+// 1 (unnamed): an entry per process; 2: aggregated answers (kRelayEntryAllOfMine).
+inline constexpr char kRelayProtocol[] = "stasis-relay/2";
+
+// StasisRelayEntry::flags, upwards: "all `count` of my processes that were given this barrier
+// and have not answered it by name gave this same answer" -- no ids follow, so the coordinator
+// counts them per relay instead of per process.
+inline constexpr uint16_t kRelayEntryAllOfMine = 2;
+
 class RelayBatch {
  public:
   // flags: StasisRelayEntry::flags, which the entry's processes share.
@@ -50,15 +61,23 @@ class RelayBatch {
     }
     size_t index = entries_.size();
     entries_.push_back(Entry{type, flags, arg, reserved, std::string(static_cast<const char*>(payload), len),
-                             {id}});
+                             {id}, 0});
     by_content_[std::move(key)] = index;
     last_entry_of_[id] = index;
+  }
+
+  // An aggregated entry (kRelayEntryAllOfMine): `count` processes, no ids; `reserved` is the
+  // last ask it covers. Nothing joins it.
+  void add_all_of_mine(uint16_t type, uint64_t arg, uint32_t reserved, const void* payload, uint32_t len,
+                       uint32_t count) {
+    entries_.push_back(Entry{type, kRelayEntryAllOfMine, arg, reserved,
+                             std::string(static_cast<const char*>(payload), len), {}, count});
   }
 
   bool empty() const { return entries_.empty(); }
   size_t messages() const {
     size_t n = 0;
-    for (const Entry& entry : entries_) n += entry.ids.size();
+    for (const Entry& entry : entries_) n += entry.ids.size() + entry.all_count;
     return n;
   }
 
@@ -66,23 +85,34 @@ class RelayBatch {
   // max_payload bytes (an entry with too many ids is split), in order; then empties the batch.
   std::vector<std::string> take(size_t max_payload = STASIS_MAX_PAYLOAD) {
     std::vector<std::string> out(1);
+    // An entry's header and payload, for `count` processes, starting a new message if needed.
+    auto start_entry = [&](const Entry& entry, uint32_t count, size_t room_after) -> std::string& {
+      if (out.back().size() + sizeof(StasisRelayEntry) + entry.payload.size() + room_after > max_payload)
+        out.emplace_back();
+      StasisRelayEntry header{};
+      header.type = entry.type;
+      header.flags = entry.flags;
+      header.payload_len = static_cast<uint32_t>(entry.payload.size());
+      header.arg = entry.arg;
+      header.reserved = entry.reserved;
+      header.count = count;
+      out.back().append(reinterpret_cast<const char*>(&header), sizeof header);
+      out.back().append(entry.payload);
+      return out.back();
+    };
     for (const Entry& entry : entries_) {
+      if (entry.all_count > 0) {
+        start_entry(entry, entry.all_count, 0);
+        continue;
+      }
       size_t done = 0;
       while (done < entry.ids.size()) {
         size_t fixed = sizeof(StasisRelayEntry) + entry.payload.size();
-        if (out.back().size() + fixed + sizeof(uint64_t) > max_payload) out.emplace_back();
-        size_t room = (max_payload - out.back().size() - fixed) / sizeof(uint64_t);
+        size_t room = out.back().size() + fixed + sizeof(uint64_t) > max_payload
+                          ? (max_payload - fixed) / sizeof(uint64_t)
+                          : (max_payload - out.back().size() - fixed) / sizeof(uint64_t);
         size_t count = std::min(room, entry.ids.size() - done);
-        StasisRelayEntry header{};
-        header.type = entry.type;
-        header.flags = entry.flags;
-        header.payload_len = static_cast<uint32_t>(entry.payload.size());
-        header.arg = entry.arg;
-        header.reserved = entry.reserved;
-        header.count = static_cast<uint32_t>(count);
-        std::string& bytes = out.back();
-        bytes.append(reinterpret_cast<const char*>(&header), sizeof header);
-        bytes.append(entry.payload);
+        std::string& bytes = start_entry(entry, static_cast<uint32_t>(count), sizeof(uint64_t));
         bytes.append(reinterpret_cast<const char*>(entry.ids.data() + done), count * sizeof(uint64_t));
         done += count;
       }
@@ -102,6 +132,7 @@ class RelayBatch {
     uint32_t reserved;
     std::string payload;
     std::vector<uint64_t> ids;
+    uint32_t all_count = 0;  // an aggregated entry: this many processes, no ids
   };
   std::vector<Entry> entries_;
   std::unordered_map<std::string, size_t> by_content_;
@@ -109,7 +140,7 @@ class RelayBatch {
 };
 
 // Calls visit(entry, payload, ids) for each entry of a RELAY_BATCH payload, in order (ids is one
-// vector, refilled for each entry: no allocation per entry). Returns "" or, for a malformed
+// vector, refilled for each entry: no allocation per entry; empty for an aggregated entry). Returns "" or, for a malformed
 // payload, what is wrong with it (nothing after the fault is visited).
 template <typename Visit>
 std::string for_each_relay_entry(const uint8_t* data, size_t len, Visit&& visit) {
@@ -120,12 +151,13 @@ std::string for_each_relay_entry(const uint8_t* data, size_t len, Visit&& visit)
     if (len - at < sizeof entry) return "a relay batch ends inside an entry's header";
     memcpy(&entry, data + at, sizeof entry);
     at += sizeof entry;
-    uint64_t ids_bytes = uint64_t{entry.count} * sizeof(uint64_t);
+    bool aggregated = (entry.flags & kRelayEntryAllOfMine) != 0;
+    uint64_t ids_bytes = aggregated ? 0 : uint64_t{entry.count} * sizeof(uint64_t);
     if (entry.count == 0 || entry.payload_len > len - at || ids_bytes > len - at - entry.payload_len)
       return "a relay batch entry is longer than the batch, or names no process";
     const uint8_t* payload = data + at;
     at += entry.payload_len;
-    ids.resize(entry.count);
+    ids.resize(aggregated ? 0 : entry.count);
     memcpy(ids.data(), data + at, ids_bytes);
     at += ids_bytes;
     visit(entry, payload, ids);

@@ -193,3 +193,37 @@ TEST(RelayBatch, AnswersThatDifferOnlyInFlagsStayApartAndKeepThem) {
   EXPECT_EQ(seen[1].first, 0);
   EXPECT_EQ(seen[1].second, (std::vector<uint64_t>{2}));
 }
+
+// A relay's aggregated answer carries a count and the last ask it covers, no ids, and keeps its
+// place after the entries before it; an entry with more ids than a message holds is split.
+TEST(RelayBatch, AnAggregatedEntryCarriesACountAndNoIdsAndLargeEntriesSplit) {
+  stasis::protocol::RelayBatch batch;
+  const char done[] = "done";
+  for (uint64_t id = 10; id < 40; id++) batch.add(STASIS_MSG_CHILDREN, 7, 0, nullptr, 0, id);
+  batch.add_all_of_mine(STASIS_MSG_BARRIER_DONE, 7, 42, done, sizeof done, 30);
+  size_t max_payload = 2 * sizeof(StasisRelayEntry) + 12 * sizeof(uint64_t) + sizeof done;
+  std::vector<std::string> payloads = batch.take(max_payload);
+  ASSERT_EQ(payloads.size(), 3u);
+  std::vector<uint64_t> children;
+  uint32_t aggregated = 0, covered = 0;
+  for (const std::string& payload : payloads) {
+    EXPECT_LE(payload.size(), max_payload);
+    std::string fault = stasis::protocol::for_each_relay_entry(
+        reinterpret_cast<const uint8_t*>(payload.data()), payload.size(),
+        [&](const StasisRelayEntry& entry, const uint8_t*, const std::vector<uint64_t>& ids) {
+          if (entry.flags & stasis::protocol::kRelayEntryAllOfMine) {
+            EXPECT_EQ(children.size(), 30u) << "the aggregate stays after what came before it";
+            EXPECT_TRUE(ids.empty());
+            aggregated = entry.count;
+            covered = entry.reserved;
+          } else {
+            children.insert(children.end(), ids.begin(), ids.end());
+          }
+        });
+    EXPECT_EQ(fault, "");
+  }
+  EXPECT_EQ(children.front(), 10u);
+  EXPECT_EQ(children.back(), 39u);
+  EXPECT_EQ(aggregated, 30u);
+  EXPECT_EQ(covered, 42u);
+}

@@ -13,6 +13,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <poll.h>
+
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -62,6 +65,7 @@ struct Local {
   uint8_t nonce[STASIS_NONCE_BYTES] = {};
   bool commit_aborts = false;  // the last "commit" given to it discards the image
   ImageToCheck image;          // named at "checkpoint" or "commit"; the later answer wins
+  bool counted_ask = false;    // given a counted barrier (an ask, StasisMsgHeader::reserved), no answer yet
 };
 
 class Relay {
@@ -87,6 +91,18 @@ class Relay {
   void on_coordinator_readable();
   void on_coordinator_batch(const uint8_t* payload, size_t len);
   void send_up(protocol::RelayBatch& batch);
+  // A process's answer to its counted ask: kept among the agreeing ones (sent up as one
+  // aggregated entry once every asked process answered) or sent up by name.
+  void answer_up(uint64_t id, Local& local, const StasisMsgHeader& header, const StasisBarrierDone& done,
+                 uint16_t flags);
+  // The agreeing answers kept so far go up by name, in the held batch (a process left the
+  // count, or the hold ran out while some process has not answered).
+  void agreeing_up_by_name();
+  // Sends the held answers up: aggregated when every asked process answered.
+  void release_held();
+  // Waits for the coordinator's first batch, which names its relay protocol; throws if it is
+  // not this relay's.
+  void check_coordinator_protocol();
   void queue(Link& link, uint64_t tag, uint16_t type, uint64_t arg, const void* payload,
              uint32_t len, uint32_t reserved = 0);
   bool flush(Link& link, uint64_t tag);
@@ -112,6 +128,14 @@ class Relay {
   std::unordered_set<uint64_t> held_ids_;
   std::optional<Clock::time_point> held_since_;
   std::unordered_set<uint64_t> outstanding_;  // processes given a barrier, not answered yet
+  // Aggregation of the answers to counted asks: how many asked processes have not answered;
+  // the ids whose answers agree (successful, no image, the same bytes) and that answer; the
+  // last ask seen (what an aggregated entry covers).
+  size_t asked_unanswered_ = 0;
+  std::vector<uint64_t> agreeing_ids_;
+  StasisMsgHeader agreeing_header_{};
+  StasisBarrierDone agreeing_answer_{};
+  uint32_t last_ask_ = 0;
 };
 
 // Reads whole messages out of link.in into visit(header, payload); returns false (with `fault`)
@@ -189,11 +213,14 @@ bool Relay::start() {
   }
   coordinator_.fd = fd;
   char reason[256] = "";
-  if (stasis_client_handshake(fd, secret_.bytes, sizeof secret_.bytes, STASIS_ROLE_RELAY, nullptr,
+  StasisProcessInfo speaks{};  // a relay names its protocol where a process names its program
+  snprintf(speaks.program, sizeof speaks.program, "%s", protocol::kRelayProtocol);
+  if (stasis_client_handshake(fd, secret_.bytes, sizeof secret_.bytes, STASIS_ROLE_RELAY, &speaks,
                               nullptr, reason, sizeof reason) != 0) {
     throw Error(fmt::format("the coordinator at {} refused the relay: {}",
                             options_.coordinator.str(), reason));
   }
+  check_coordinator_protocol();
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 
   epoll_.reset(epoll_create1(EPOLL_CLOEXEC));
@@ -206,6 +233,33 @@ bool Relay::start() {
   log_.line(fmt::format("relay for {} listening on @{} (pid {})", options_.coordinator.str(), name,
                         getpid()));
   return true;
+}
+
+void Relay::check_coordinator_protocol() {
+  constexpr int kPatienceMs = 10000;
+  std::string refusal = fmt::format(
+      "the coordinator at {} does not speak {} (an older stasis?): run the same stasis on every host",
+      options_.coordinator.str(), protocol::kRelayProtocol);
+  pollfd wait{.fd = coordinator_.fd, .events = POLLIN, .revents = 0};
+  StasisMsgHeader header;
+  if (poll(&wait, 1, kPatienceMs) != 1 ||
+      recv(coordinator_.fd, &header, sizeof header, MSG_WAITALL) != static_cast<ssize_t>(sizeof header) ||
+      header.magic != STASIS_PROTOCOL_MAGIC || header.type != STASIS_MSG_RELAY_BATCH ||
+      header.payload_len > STASIS_MAX_PAYLOAD) {
+    throw Error(refusal);
+  }
+  std::vector<uint8_t> payload(header.payload_len);
+  if (recv(coordinator_.fd, payload.data(), payload.size(), MSG_WAITALL) != static_cast<ssize_t>(payload.size()))
+    throw Error(refusal);
+  bool named = false;
+  std::string_view expected(protocol::kRelayProtocol);
+  std::string fault = protocol::for_each_relay_entry(
+      payload.data(), payload.size(),
+      [&](const StasisRelayEntry& entry, const uint8_t* data, const std::vector<uint64_t>&) {
+        named = named || (entry.type == STASIS_MSG_RELAY_JOIN &&
+                          std::string_view(reinterpret_cast<const char*>(data), entry.payload_len) == expected);
+      });
+  if (!fault.empty() || !named) throw Error(refusal);
 }
 
 void Relay::run() {
@@ -230,10 +284,8 @@ void Relay::run() {
     send_up(now_);
     bool held_too_long =
         held_since_ && Clock::now() - *held_since_ >= std::chrono::duration<double>(options_.hold_seconds);
-    if (!held_.empty() && (outstanding_.empty() || held_too_long)) {
-      send_up(held_);
-      held_ids_.clear();
-      held_since_.reset();
+    if ((!held_.empty() || !agreeing_ids_.empty()) && (outstanding_.empty() || held_too_long)) {
+      release_held();
     }
   }
   log_.line("the coordinator is gone; the relay ends (its processes lose their connection)");
@@ -329,6 +381,51 @@ void Relay::up(uint64_t id, const StasisMsgHeader& header, const void* payload, 
   if (header.type == STASIS_MSG_BARRIER_DONE) outstanding_.erase(id);
 }
 
+void Relay::answer_up(uint64_t id, Local& local, const StasisMsgHeader& header,
+                      const StasisBarrierDone& done, uint16_t flags) {
+  if (local.counted_ask) {
+    local.counted_ask = false;
+    asked_unanswered_--;
+    // Only answers that say nothing of their own agree: any failure, image or check goes by name.
+    bool plain = done.status == 0 && flags == 0 && done.image_path[0] == '\0';
+    if (plain && (agreeing_ids_.empty() || memcmp(&done, &agreeing_answer_, sizeof done) == 0)) {
+      if (agreeing_ids_.empty()) {
+        agreeing_header_ = header;
+        agreeing_answer_ = done;
+      }
+      agreeing_ids_.push_back(id);
+      held_ids_.insert(id);  // what it says next waits behind its answer
+      if (!held_since_) held_since_ = Clock::now();
+      outstanding_.erase(id);
+      return;
+    }
+  }
+  up(id, header, &done, sizeof done, flags);
+}
+
+void Relay::agreeing_up_by_name() {
+  for (uint64_t id : agreeing_ids_) {
+    held_.add(agreeing_header_.type, agreeing_header_.arg, agreeing_header_.reserved, &agreeing_answer_,
+              sizeof agreeing_answer_, id);
+  }
+  agreeing_ids_.clear();
+}
+
+void Relay::release_held() {
+  if (!agreeing_ids_.empty()) {
+    if (asked_unanswered_ == 0) {
+      held_.add_all_of_mine(agreeing_header_.type, agreeing_header_.arg, last_ask_, &agreeing_answer_,
+                            sizeof agreeing_answer_, static_cast<uint32_t>(agreeing_ids_.size()));
+      agreeing_ids_.clear();
+    } else {
+      agreeing_up_by_name();
+    }
+  }
+  send_up(held_);
+  held_ids_.clear();
+  held_since_.reset();
+}
+
 void Relay::barrier_done_up(uint64_t id, Local& local, const StasisMsgHeader& header,
                             const uint8_t* payload) {
   StasisBarrierDone done;
@@ -350,7 +447,7 @@ void Relay::barrier_done_up(uint64_t id, Local& local, const StasisMsgHeader& he
     }
   }
   if (name == "commit") local.image = ImageToCheck{};
-  up(id, header, &done, sizeof done, flags);
+  answer_up(id, local, header, done, flags);
 }
 
 void Relay::close_local(uint64_t id, bool tell_coordinator) {
@@ -363,6 +460,11 @@ void Relay::close_local(uint64_t id, bool tell_coordinator) {
   }
   epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, link.fd, nullptr);
   close(link.fd);
+  if (it->second.counted_ask) asked_unanswered_--;
+  // An agreeing answer kept for it must reach the coordinator before its departure, and not
+  // inside a count: the kept answers go up by name, ahead of the RELAY_LEFT.
+  if (std::find(agreeing_ids_.begin(), agreeing_ids_.end(), id) != agreeing_ids_.end())
+    agreeing_up_by_name();
   if (tell_coordinator && it->second.authenticated) {
     protocol::RelayBatch& batch = batch_for(id);
     batch.add(STASIS_MSG_RELAY_LEFT, 0, 0, nullptr, 0, id);
@@ -405,6 +507,13 @@ void Relay::on_coordinator_batch(const uint8_t* payload, size_t len) {
           }
           if (entry.type == STASIS_MSG_BARRIER) {
             outstanding_.insert(id);
+            // A counted ask (the coordinator counts its answer): a repeated ask of a process whose
+            // answer is still kept cannot be, as the coordinator waits for that answer first.
+            if (entry.reserved != 0) {
+              if (!it->second.counted_ask) asked_unanswered_++;
+              it->second.counted_ask = true;
+              last_ask_ = std::max(last_ask_, entry.reserved);
+            }
             StasisBarrier barrier;
             if (entry.payload_len == sizeof barrier) {
               memcpy(&barrier, data, sizeof barrier);

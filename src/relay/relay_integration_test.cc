@@ -3,13 +3,17 @@
 // same as without relays, the coordinator's message count follows relays and not processes, a
 // relay that dies fails the checkpoint at once and leaves the previous one, and a process that
 // joins the relay while a checkpoint stops the computation is taken into it.
+#include <netinet/in.h>
 #include <sys/un.h>
 
 #include <fstream>
 #include <functional>
 #include <regex>
+#include <thread>
 
+#include "common/hmac.h"
 #include "coordinator/coordinator_test_harness.h"
+#include "protocol/relay_batch.h"
 
 namespace coordinator_test {
 namespace {
@@ -121,6 +125,74 @@ TEST_F(RelayIntegration, CheckpointsThroughRelaysWithMessagesPerHostNotPerProces
   EXPECT_EQ(large.coordinator_messages, small.coordinator_messages) << log();
   for (const auto& process : relayed)
     EXPECT_EQ(process->count("commit"), process->count("suspend")) << "every one committed";
+  // Each relay answered "suspend", "children", "drain" and "resume" for its 12 processes as one
+  // counted entry ("checkpoint" names each image, "commit" each relay-checked one: by name).
+  EXPECT_NE(log().find("; 96 answers counted in relays' aggregates"), std::string::npos) << log();
+}
+
+// Relay protocol 2 (aggregated answers) against 1: each side refuses the other by name rather
+// than misread a count as a process, or leave one waiting.
+TEST_F(RelayIntegration, ARelayOfAnOlderProtocolIsRefusedByName) {
+  start_coordinator();
+  int fd = stasis_connect_tcp("127.0.0.1", port_);
+  ASSERT_GE(fd, 0);
+  uint8_t key[32];
+  ASSERT_EQ(stasis_hex_decode(secret().c_str(), key, sizeof key), 0);
+  char reason[256] = "";
+  // As an older relay authenticates: the right secret, no protocol name.
+  EXPECT_NE(stasis_client_handshake(fd, key, sizeof key, STASIS_ROLE_RELAY, nullptr, nullptr, reason,
+                                    sizeof reason),
+            0);
+  close(fd);
+  EXPECT_NE(std::string(reason).find("the relay speaks stasis-relay/1 (an older stasis), this "
+                                     "coordinator stasis-relay/2"),
+            std::string::npos)
+      << reason;
+  EXPECT_EQ(status_json()["processes"].size(), 0u);
+}
+
+TEST_F(RelayIntegration, ARelayRefusesACoordinatorOfAnOlderProtocolByName) {
+  // A coordinator of relay protocol 1: accepts the relay, then sends a batch without naming its
+  // protocol first.
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof address;
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), len), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &len), 0);
+  std::thread older([listener] {
+    int fd = accept(listener, nullptr, nullptr);
+    if (fd < 0) return;
+    StasisHello hello{};
+    stasis_send_msg(fd, STASIS_MSG_HELLO, 0, &hello, sizeof hello);
+    StasisMsgHeader header;
+    StasisAuth auth;
+    if (recv(fd, &header, sizeof header, MSG_WAITALL) == sizeof header &&
+        recv(fd, &auth, sizeof auth, MSG_WAITALL) == sizeof auth) {
+      StasisAuthOk ok{.client_id = 7};
+      stasis_send_msg(fd, STASIS_MSG_AUTH_OK, 0, &ok, sizeof ok);
+      stasis::protocol::RelayBatch batch;  // what an older coordinator sends: entries for processes
+      batch.add(STASIS_MSG_RELAY_LEFT, 0, 0, nullptr, 0, 5);
+      std::string payload = batch.take().front();
+      stasis_send_msg(fd, STASIS_MSG_RELAY_BATCH, 0, payload.data(), static_cast<uint32_t>(payload.size()));
+      char byte;
+      while (recv(fd, &byte, 1, 0) > 0) {
+      }
+    }
+    close(fd);
+  });
+  std::string coordinator = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  setenv("STASIS_SECRET", std::string(64, 'a').c_str(), 1);
+  StasisRun relay(tmp_, {"relay", "--coord", coordinator, "--socket", unique("older")});
+  unsetenv("STASIS_SECRET");
+  Output result = relay.wait();
+  older.join();
+  close(listener);
+  EXPECT_NE(result.status, 0);
+  EXPECT_NE(result.err.find("does not speak stasis-relay/2 (an older stasis?)"), std::string::npos)
+      << result.err;
 }
 
 TEST_F(RelayIntegration, ARelayKilledMidCheckpointFailsItAndKeepsThePreviousOne) {
