@@ -55,8 +55,8 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                    ${OMPI_ABI_DIR}/tests/hpccinf.txt)
   set_tests_properties(mpi_split.ompi_abi.hpcc PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports
                        SKIP_RETURN_CODE 77)
-  # hpcc checkpointed and killed once PTRANS has begun (its RandomAccess benchmarks made and freed
-  # user operations and a struct datatype: replayed), restarted over fresh Open MPI lower halves:
+  # hpcc checkpointed and killed once MPIRandomAccess has begun (its user operations and struct
+  # datatype live, updates in flight: replayed and drained), restarted over fresh Open MPI lower halves:
   # the verification lines of the native uninterrupted run (tests/app_restart.py).
   add_test(NAME mpi_split.ompi_abi.hpcc.split_restart
            COMMAND ${STASIS_TEST_PYTHON} ${OMPI_ABI_DIR}/tests/app_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}

@@ -7,9 +7,8 @@ hpccinf.txt) or `lammps` (Debian's lmp; INPUT an LJ melt, lammps_melt.in), on 2 
 
 First the native reference: `LAUNCHER -np 2 APP` without Stasis, to its end. Then `stasis launch
 --mpi -- LAUNCHER -np 2 APP`, checkpointed and killed once the application is under way (hpcc:
-PTRANS has begun, after its RandomAccess benchmarks, which made and freed user operations and a
-struct datatype: a checkpoint inside MPIRandomAccess's update loop is not restarted right yet,
-README.md; LAMMPS: 4 thermo lines), and `RESTART_LAUNCHER -np 2 stasis
+MPIRandomAccess has begun: its user operations and struct datatype live, updates in flight from
+any source; LAMMPS: 4 thermo lines), and `RESTART_LAUNCHER -np 2 stasis
 restart --mpi-rank GENERATION` (LAUNCHER when not given): fresh lower halves (of IMPL, every
 restarted rank must say so) make every object again from the replay log (hpcc's user operations
 and struct datatype, LAMMPS's Cartesian processor grid), and the
@@ -55,7 +54,7 @@ def lammps_verdict(work, outputs):
 APPS = {
     # command, input's name in the work folder, verdict, under way, ended
     "hpcc": (["hpcc"], "hpccinf.txt", hpcc_verdict,
-             lambda work, out: "Begin of PTRANS section." in text(work / "hpccoutf.txt"),
+             lambda work, out: "Begin of MPIRandomAccess section." in text(work / "hpccoutf.txt"),
              lambda work, outs: "End of HPC Challenge tests" in text(work / "hpccoutf.txt")),
     "lammps": (["lmp", "-in", "in.melt", "-log", "none", "-nocite", "-echo", "none"], "in.melt", lammps_verdict,
                lambda work, out: len(lammps_verdict(work, [out])) >= 4,
