@@ -10,10 +10,13 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -87,6 +90,13 @@ class Coordinator : public ConnectionEvents {
   json status_json() const;
 
   static constexpr std::chrono::milliseconds kIdleGrace{1000};  // --exit-when-idle waits this long
+  // A process of this machine's pid space that left while its pid lives on is exec'ing (or
+  // about to end): --exit-when-idle waits for it this long at most. Under load the new program
+  // can take seconds to load its libraries and join (a QEMU exec'd by a launched shell did).
+  static constexpr std::chrono::seconds kExecPatience{30};
+  // Forgets the departed processes whose pid has ended (gone or a zombie) or whose patience ran
+  // out; true while one is left.
+  bool departed_pids_live();
 
   Options options_;
   const Log& log_;
@@ -102,6 +112,8 @@ class Coordinator : public ConnectionEvents {
   bool seen_process_ = false;
   bool stop_ = false;
   std::optional<Clock::time_point> idle_since_;
+  std::string own_pid_space_;  // "BOOT_ID/PID_NAMESPACE_INODE", as processes say theirs
+  std::vector<std::pair<pid_t, Clock::time_point>> departed_pids_;
   std::optional<Clock::time_point> restart_expected_until_;
   std::map<uint64_t, std::vector<uint64_t>> restart_groups_;  // generation -> waiting processes
   std::optional<Clock::time_point> next_interval_;
@@ -110,6 +122,17 @@ class Coordinator : public ConnectionEvents {
 void Coordinator::start() {
   connections_.limit_handshakes(raise_descriptor_limit());
   signal(SIGPIPE, SIG_IGN);
+  // This machine's pid space, written as processes write theirs (runtime.cc): a departed
+  // process of it can be looked for under /proc.
+  if (FILE* boot = fopen("/proc/sys/kernel/random/boot_id", "re")) {
+    char id[64] = {};
+    struct stat pid_namespace;
+    if (fgets(id, sizeof id, boot) && stat("/proc/self/ns/pid", &pid_namespace) == 0) {
+      id[strcspn(id, "\n")] = 0;
+      own_pid_space_ = fmt::format("{}/{}", id, pid_namespace.st_ino);
+    }
+    fclose(boot);
+  }
 
   secret_ = load_or_make_secret();
 
@@ -175,8 +198,9 @@ int Coordinator::run() {
     connections_.flush_relay_batches();
     // Idle for a moment, not an instant: a process that execs leaves and joins again, and the
     // program it becomes joins from its own thread a little later.
-    if (options_.exit_when_idle && !idle_after_work()) idle_since_.reset();
-    if (options_.exit_when_idle && idle_after_work()) {
+    const bool idle = options_.exit_when_idle && idle_after_work() && !departed_pids_live();
+    if (!idle) idle_since_.reset();
+    if (idle) {
       if (!idle_since_) idle_since_ = Clock::now();
       if (Clock::now() - *idle_since_ >= kIdleGrace) {
         log_.line("every process has left; exiting");
@@ -267,6 +291,9 @@ void Coordinator::on_closed(Client& client) {
     process_count_--;
     log_.line(fmt::format("process left: {}{}", client.describe(),
                           client.dead_reason.empty() ? "" : ": " + client.dead_reason));
+    if (options_.exit_when_idle && !own_pid_space_.empty() &&
+        own_pid_space_ == std::string(client.info.pid_space, strnlen(client.info.pid_space, sizeof client.info.pid_space)))
+      departed_pids_.emplace_back(static_cast<pid_t>(client.info.pid), Clock::now());
     if (client.info.restarted) {
       auto group = restart_groups_.find(client.info.restarted_generation);
       if (group != restart_groups_.end()) std::erase(group->second, client.id);
@@ -507,11 +534,28 @@ int Coordinator::next_timeout_ms() const {
   if (auto deadline = machine_.next_deadline()) consider(*deadline);
   if (next_interval_) consider(*next_interval_);
   if (idle_since_) consider(*idle_since_ + kIdleGrace);
+  if (!departed_pids_.empty()) consider(Clock::now() + std::chrono::milliseconds(100));
   if (restart_expected_until_) consider(*restart_expected_until_);
   if (connections_.closing_any()) return 0;
   if (!soonest) return -1;
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(*soonest - Clock::now()).count();
   return static_cast<int>(std::clamp<int64_t>(wait, 0, 3600 * 1000));
+}
+
+bool Coordinator::departed_pids_live() {
+  std::erase_if(departed_pids_, [](const auto& departed) {
+    if (Clock::now() - departed.second >= kExecPatience) return true;
+    char path[64], stat[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(departed.first));
+    FILE* file = fopen(path, "re");
+    if (!file) return true;  // gone
+    size_t n = fread(stat, 1, sizeof stat - 1, file);
+    fclose(file);
+    stat[n] = 0;
+    const char* state = strrchr(stat, ')');  // "PID (COMM) STATE ...": COMM may hold anything
+    return !state || state[1] == 0 || state[2] == 'Z' || state[2] == 'X';
+  });
+  return !departed_pids_.empty();
 }
 
 bool Coordinator::idle_after_work() const {
