@@ -291,9 +291,13 @@ void Coordinator::on_closed(Client& client) {
     process_count_--;
     log_.line(fmt::format("process left: {}{}", client.describe(),
                           client.dead_reason.empty() ? "" : ": " + client.dead_reason));
+    // Pruned at each departure, so the list holds only processes between exec and join, however
+    // many a busy computation starts and ends.
     if (options_.exit_when_idle && !own_pid_space_.empty() &&
-        own_pid_space_ == std::string(client.info.pid_space, strnlen(client.info.pid_space, sizeof client.info.pid_space)))
+        own_pid_space_ == std::string(client.info.pid_space, strnlen(client.info.pid_space, sizeof client.info.pid_space))) {
+      departed_pids_live();
       departed_pids_.emplace_back(static_cast<pid_t>(client.info.pid), Clock::now());
+    }
     if (client.info.restarted) {
       auto group = restart_groups_.find(client.info.restarted_generation);
       if (group != restart_groups_.end()) std::erase(group->second, client.id);
@@ -534,7 +538,7 @@ int Coordinator::next_timeout_ms() const {
   if (auto deadline = machine_.next_deadline()) consider(*deadline);
   if (next_interval_) consider(*next_interval_);
   if (idle_since_) consider(*idle_since_ + kIdleGrace);
-  if (!departed_pids_.empty()) consider(Clock::now() + std::chrono::milliseconds(100));
+  if (!departed_pids_.empty() && idle_after_work()) consider(Clock::now() + std::chrono::milliseconds(100));
   if (restart_expected_until_) consider(*restart_expected_until_);
   if (connections_.closing_any()) return 0;
   if (!soonest) return -1;

@@ -22,11 +22,6 @@
 
 enum { BLOCK = 512 };
 
-static void sleep_ms(int ms) {
-  struct timespec pause = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  nanosleep(&pause, NULL);
-}
-
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   int steps = argc > 1 ? atoi(argv[1]) : 12, delay = argc > 2 ? atoi(argv[2]) : 150, rank, size;

@@ -32,19 +32,6 @@
 
 enum { WORDS = 512, ROWS = 16, COLUMNS = 8, THREAD_TAG = 7000 };
 
-static uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-static void sleep_ms(long ms) {
-  struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
-  while (ms > 0 && nanosleep(&pause, &pause) != 0) {
-  }
-}
-
 /* The second thread: one ring exchange per step on its own communicator, between the two
  * barriers the main thread meets it at. */
 struct side_ring {

@@ -28,19 +28,6 @@
 
 enum { WORDS = 1024, COLUMNS = 8, ROWS = 16 };
 
-static uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-static void sleep_ms(long ms) {
-  struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
-  while (ms > 0 && nanosleep(&pause, &pause) != 0) {
-  }
-}
-
 /* Says on stderr whether this process runs as a split process, and how: a lower half loaded
  * into the program (one libc) or the program started by the lower-half program (two libcs). */
 static void report_halves(int rank) {

@@ -21,10 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests"))
 from e2e_common import Computation, fail, lines, wait_for  # noqa: E402
-
-
-def program_lines(path):
-    return [line for line in lines(path) if re.match(r"^(step \d+ |done ranks )", line)]
+from split_restart import program_lines  # noqa: E402  (the program's lines, not its launcher's)
 
 
 def main():

@@ -3,6 +3,23 @@
 #define STASIS_SPLIT_TEST_COMMON_H
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
+#include <time.h>
+
+/* A 64-bit mixer (splitmix64's finaliser): the test programs' data, a function of its seed only. */
+static inline uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/* Sleeps `ms` milliseconds, resumed after a signal (a checkpoint interrupts it). */
+static inline void sleep_ms(long ms) {
+  struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
+  while (ms > 0 && nanosleep(&pause, &pause) != 0) {
+  }
+}
 
 #define CHECK(cond)                                                               \
   do {                                                                            \
