@@ -51,6 +51,11 @@ set_tests_properties(x11.refuse_gpu_device PROPERTIES TIMEOUT 120 LABELS ckpt SK
 # pixel for pixel as before the checkpoint. Skipped (77) without xlogo (Debian: x11-apps).
 add_test(NAME x11.proxy_xlogo COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_proxy_xlogo.sh ${STASIS_BIN})
 set_tests_properties(x11.proxy_xlogo PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
+# An X server resetting as its last client leaves closes, unanswered, a connection it accepted
+# meanwhile: the proxy asks again and the program runs (made certain by stopping Xvfb; the CI
+# failure of x11.proxy_glxgears and two of x11.proxy_xlogo). Skipped (77) without ss (iproute2).
+add_test(NAME x11.proxy_server_reset COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_proxy_server_reset.sh ${STASIS_BIN})
+set_tests_properties(x11.proxy_server_reset PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
 # PyMOL (issue 19's acceptance): restarted mid-rotation on a new Xvfb, its OpenGL PNG byte for byte
 # an uninterrupted run's. Skipped (77) without pymol (Debian: pymol).
 add_test(NAME x11.pymol COMMAND ${CMAKE_CURRENT_LIST_DIR}/tests/x11_pymol.sh ${STASIS_BIN})

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@ bool verbose() {
 // Blocking helpers for the replay, which runs while the program waits anyway; bounded so that a
 // server that stops answering is reported instead of hanging the program forever.
 constexpr int kReplayTimeoutMs = 10000;
+constexpr const char* kServerClosed = "the X server closed the connection";
 
 bool write_all(int fd, const uint8_t* data, size_t size, std::string& why) {
   while (size > 0) {
@@ -52,7 +54,7 @@ bool read_at_least(int fd, std::vector<uint8_t>& buffer, size_t want, std::strin
     uint8_t chunk[65536];
     ssize_t n = read(fd, chunk, sizeof chunk);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) return why = "the X server closed the connection", false;
+    if (n <= 0) return why = kServerClosed, false;
     buffer.insert(buffer.end(), chunk, chunk + n);
   }
   return true;
@@ -498,15 +500,41 @@ bool ClientConnection::open_server(std::string& why) {
   return server_fd_ >= 0;
 }
 
+// The server closed the connection before answering its set-up. An X server that resets (Xvfb and
+// Xorg do when their last client leaves) drops the connections accepted while it resets: a program
+// connecting just as another client leaves meets it (seen in the suite: a screenshot tool leaving).
+// Nothing of the program's has reached the server yet, so the set-up is sent again on a new
+// connection, a few times; a server that keeps closing is reported and the program told by the
+// closed connection.
+bool ClientConnection::setup_again() {
+  constexpr int kSetupTries = 5;
+  std::string why = "it closed the connection before answering the set-up";
+  if (setup_tries_ < kSetupTries && server_seq_ == 0 && from_server_.empty()) {
+    setup_tries_++;
+    close(server_fd_);
+    server_fd_ = -1;
+    // The reset takes milliseconds; connections made meanwhile wait in the listening socket.
+    struct timespec pause = {0, 20'000'000L * setup_tries_};
+    nanosleep(&pause, nullptr);
+    if (open_server(why)) {
+      to_server_raw_ = setup_request_;
+      if (verbose())
+        fprintf(stderr, "stasis-x11-proxy: DISPLAY=%s closed the connection before answering its set-up; asking again (%d)\n",
+                display_.c_str(), setup_tries_);
+      return true;
+    }
+  }
+  fprintf(stderr, "stasis-x11-proxy: the X server on DISPLAY=%s did not answer the connection set-up: %s\n",
+          display_.c_str(), why.c_str());
+  return false;
+}
+
 // The server's end is gone. After a restart that is the old server's connection, given back with
 // its peer closed: connect to the display the restart names (STASIS_X11_DISPLAY, which `stasis
 // restart` sets from its own DISPLAY), give the new server the pruned log, and carry on.
 bool ClientConnection::reconnect() {
-  if (!setup_answered_) {  // the program is told by the closed connection; this says why
-    fprintf(stderr, "stasis-x11-proxy: the X server on DISPLAY=%s closed the connection before answering its set-up\n",
-            display_.c_str());
-    return false;
-  }
+  if (!setup_answered_) return setup_again();
+
   if (setup_reply_[0] != 1) return false;  // never a working connection: nothing to rebuild
   const char* restart_display = getenv("STASIS_X11_DISPLAY");
   if (restart_display && *restart_display) display_ = restart_display;
@@ -540,11 +568,20 @@ bool ClientConnection::reconnect() {
 // then it gets the log, and the requests the old one never answered are asked again.
 bool ClientConnection::replay(std::string& why) {
   std::vector<uint8_t> in;
-  for (int slot_tries = 0;;) {
-    if (!write_all(server_fd_, setup_request_.data(), setup_request_.size(), why)) return false;
+  for (int slot_tries = 0, reset_tries = 0;;) {
     in.clear();
-    if (!read_at_least(server_fd_, in, 8, why) || !read_at_least(server_fd_, in, 8 + 4 * size_t{get16(&in[6])}, why))
-      return false;
+    if (!write_all(server_fd_, setup_request_.data(), setup_request_.size(), why) ||
+        !read_at_least(server_fd_, in, 8, why) || !read_at_least(server_fd_, in, 8 + 4 * size_t{get16(&in[6])}, why)) {
+      // Closed unanswered: a server resetting as its last other client left (setup_again), which
+      // closed the slots held here too. Start again from the lowest free slot, a few times.
+      if (why != kServerClosed || in.size() >= 8 || ++reset_tries > 5) return false;
+      close(server_fd_);
+      for (int fd : spare_server_fds_) close(fd);
+      spare_server_fds_.clear();
+      usleep(20000 * reset_tries);
+      if (!open_server(why)) return false;
+      continue;
+    }
     if (in[0] != 1)
       return why = "DISPLAY=" + display_ + " refused the connection (" +
                    std::string(reinterpret_cast<const char*>(in.data()) + 8, std::min<size_t>(in[1], in.size() - 8)) + ")",

@@ -76,6 +76,7 @@ class ClientConnection {
   std::string request_name(const std::vector<uint8_t>& bytes) const;
 
   bool reconnect();
+  bool setup_again();
   bool open_server(std::string& why);
   bool replay(std::string& why);
 
@@ -89,6 +90,7 @@ class ClientConnection {
   std::deque<Request> to_server_;
   std::vector<uint8_t> setup_request_, setup_reply_;
   bool setup_sent_ = false, setup_answered_ = false, big_requests_ = false;
+  int setup_tries_ = 0;  // set-ups the server closed unanswered (setup_again)
   uint32_t resource_base_ = 0, resource_mask_ = 0;
 
   uint64_t client_seq_ = 0;       // requests taken from the program

@@ -23,18 +23,6 @@ steady_window() {
 steady_window_or_ended() { steady_window || ! kill -0 "$program" 2>/dev/null; }
 launch_xlogo
 wait_for steady_window_or_ended
-# Twice in whole suites (CI and here, never alone in 30 runs) xlogo could not open the proxy's
-# display at its start ("Can't open display: :1024") and the computation ended before anything
-# was checkpointed; the cause is not found (the proxy now says why it closes a connection during
-# the set-up, and fail lists the X listeners). Launched once more then, saying so; a second
-# early end fails the test.
-if ! kill -0 "$program" 2>/dev/null; then
-  echo "NOTE: the computation ended before xlogo drew (not yet explained); its output:"
-  cat "$WORK/xlogo.err"
-  command -v ss >/dev/null && ss -xlp 2>/dev/null | grep "X11-unix" | head -20
-  launch_xlogo
-  wait_for steady_window_or_ended
-fi
 kill -0 "$program" 2>/dev/null || fail "the computation ended before xlogo drew on display :$first"
 cmp -s "$WORK/before.ppm" "$WORK/again.ppm" || fail "xlogo never drew a steady window on display :$first"
 echo "before the checkpoint, display :$first: $(cat "$WORK/before.colours")"
