@@ -122,7 +122,10 @@ def main():
             with open(launched, "w") as out, open(tmp / "launch.err", "w") as err:
                 processes.append(subprocess.Popen([stasis, "launch", "--mpi", "--", *job, *command], cwd=split,
                                                   env=c.env, stdout=out, stderr=err))
-            wait_for(lambda: under_way(split, launched), f"{app} under way", 120)
+            wait_for(lambda: under_way(split, launched) or processes[0].poll() is not None, f"{app} under way", 120)
+            if not under_way(split, launched):
+                fail(f"the launched {app} ended ({processes[0].returncode}) before it was under way: "
+                     f"{text(tmp / 'launch.err')[-2000:]}")
             generation = checkpoint_and_kill(c)
             processes[0].wait(timeout=60)
             if gate:
