@@ -146,15 +146,25 @@ static int free_keyval(const char *function, int kind, int *keyval) {
   return MPI_SUCCESS;
 }
 
-static int set_attribute(const char *function, int kind, int object, int keyval, void *value) {
-  if (!object_live(function, kind, object)) return error_of(kind);
+/* The keyval's slot (0: said, MPI_ERR_KEYVAL) and the index of the attribute of `keyval` on live
+ * `object` (-1: none); *rc MPI_SUCCESS or the call's error. */
+static int look_up(const char *function, int kind, int object, int keyval, int *slot, int *rc) {
+  *slot = 0;
+  *rc = object_live(function, kind, object) ? MPI_SUCCESS : error_of(kind);
+  if (*rc != MPI_SUCCESS) return -1;
   lock_tables();
-  int slot = keyval_slot(function, keyval, kind);
-  int index = slot ? find_attribute(object, keyval) : -1;
+  *slot = keyval_slot(function, keyval, kind);
+  int index = *slot ? find_attribute(object, keyval) : -1;
   unlock_tables();
-  if (!slot) return MPI_ERR_KEYVAL;
+  if (!*slot) *rc = MPI_ERR_KEYVAL;
+  return index;
+}
+
+static int set_attribute(const char *function, int kind, int object, int keyval, void *value) {
+  int slot, rc, index = look_up(function, kind, object, keyval, &slot, &rc);
+  if (rc != MPI_SUCCESS) return rc;
   if (index >= 0) { /* a value set before is deleted first, as the standard says */
-    int rc = delete_attribute(index);
+    rc = delete_attribute(index);
     if (rc != MPI_SUCCESS) return rc;
   }
   lock_tables();
@@ -210,12 +220,8 @@ static int get_attribute(const char *function, int kind, int object, int keyval,
 }
 
 static int delete_attr(const char *function, int kind, int object, int keyval) {
-  if (!object_live(function, kind, object)) return error_of(kind);
-  lock_tables();
-  int slot = keyval_slot(function, keyval, kind);
-  int index = slot ? find_attribute(object, keyval) : -1;
-  unlock_tables();
-  if (!slot) return MPI_ERR_KEYVAL;
+  int slot, rc, index = look_up(function, kind, object, keyval, &slot, &rc);
+  if (rc != MPI_SUCCESS) return rc;
   if (index < 0) {
     complain(function, "no attribute of this keyval is set on the object");
     return MPI_ERR_KEYVAL;
