@@ -13,7 +13,8 @@
  * restart makes the operation, the struct and the group again. Attributes: a keyval whose copy
  * function passes the value on and whose delete function counts, its value set on the ring's
  * communicator (copied to a duplicate, deleted with it) and on the column datatype, and read back
- * at the end (after any restart), MPI_COMM_NULL_COPY_FN's attribute not copied, MPI_TAG_UB; rank 0's
+ * at the end (after any restart), MPI_COMM_NULL_COPY_FN's attribute not copied, MPI_TAG_UB, one on
+ * MPI_COMM_SELF deleted by MPI_Finalize; rank 0's
  * "done ranks" line says how many copies and deletes its functions saw. The output depends only on the arguments
  * and the number of ranks. On stderr, the upper half's build says what it ran through. With
  * REMAKE_AT > 0, the upper half's build makes every communicator and datatype again from its
@@ -108,6 +109,14 @@ static int delete_mark(MPI_Comm comm, int keyval, void *value, void *extra_state
   (void)comm, (void)keyval;
   CHECK(value == &attribute_mark && extra_state == &attribute_mark);
   attribute_deletes++;
+  return MPI_SUCCESS;
+}
+/* MPI_COMM_SELF's attributes are deleted at the start of MPI_Finalize. */
+static int self_deletes;
+static int delete_self_mark(MPI_Comm comm, int keyval, void *value, void *extra_state) {
+  (void)comm, (void)keyval, (void)extra_state;
+  CHECK(value == &attribute_mark);
+  self_deletes++;
   return MPI_SUCCESS;
 }
 static int delete_type_mark(MPI_Datatype type, int keyval, void *value, void *extra_state) {
@@ -299,6 +308,10 @@ int main(int argc, char **argv) {
   if (rank == 0) printf("done ranks %d attributes copied %d deleted %d\n", size, attribute_copies, attribute_deletes);
   free(mine);
   free(theirs);
+  int self_key;
+  MPI_OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_self_mark, &self_key, NULL));
+  MPI_OK(MPI_Comm_set_attr(MPI_COMM_SELF, self_key, &attribute_mark));
   MPI_OK(MPI_Finalize());
+  CHECK(self_deletes == 1);
   return 0;
 }
