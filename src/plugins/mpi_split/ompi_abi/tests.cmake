@@ -91,32 +91,44 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
   # every command and broadcasts it, and the input loops by reading itself again
   # (tests/lammps_steps.in). Checkpointed and killed under Open MPI, restarted under MPICH
   # (under Open MPI where MPICH is missing), chained and restarted twice: the native output.
+  # The applications' restarts run under MPICH where it is installed, else under Open MPI again.
+  set(restart_to openmpi)
+  set(restart_to_run ${STASIS_OPENMPI_RUN})
+  if(STASIS_MPICH_RUN)
+    set(restart_to mpich)
+    set(restart_to_run ${STASIS_MPICH_RUN})
+  endif()
   find_program(STASIS_LMP lmp)
   if(STASIS_LMP)
-    set(lammps_to openmpi)
-    set(lammps_to_run ${STASIS_OPENMPI_RUN})
-    if(STASIS_MPICH_RUN)
-      set(lammps_to mpich)
-      set(lammps_to_run ${STASIS_MPICH_RUN})
-    endif()
-    add_test(NAME mpi_split.ompi_abi.lammps.openmpi_to_${lammps_to}.split_restart
+    add_test(NAME mpi_split.ompi_abi.lammps.openmpi_to_${restart_to}.split_restart
              COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
                      ${STASIS_OPENMPI_RUN} 2 ${OMPI_ABI_DIR}/tests/lammps_steps.sh ${OMPI_ABI_DIR}/tests/lammps_steps.sh
-                     10 200 ${lammps_to_run} ${lammps_to})
-    set_tests_properties(mpi_split.ompi_abi.lammps.openmpi_to_${lammps_to}.split_restart PROPERTIES TIMEOUT 400
+                     10 200 ${restart_to_run} ${restart_to})
+    set_tests_properties(mpi_split.ompi_abi.lammps.openmpi_to_${restart_to}.split_restart PROPERTIES TIMEOUT 400
                          LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports)
     # LAMMPS's LJ melt (tests/lammps_melt.in: 864 atoms, 600 steps, its Cartesian processor grid)
     # checkpointed and killed under Open MPI after 4 thermo lines,
     # restarted under MPICH where it is installed (tests/app_restart.py): the native run's thermo
     # lines, 12 digits.
-    add_test(NAME mpi_split.ompi_abi.lammps_melt.openmpi_to_${lammps_to}.split_restart
+    add_test(NAME mpi_split.ompi_abi.lammps_melt.openmpi_to_${restart_to}.split_restart
              COMMAND ${STASIS_TEST_PYTHON} ${OMPI_ABI_DIR}/tests/app_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
-                     ${STASIS_OPENMPI_RUN} lammps ${OMPI_ABI_DIR}/tests/lammps_melt.in ${lammps_to_run} ${lammps_to})
-    set_tests_properties(mpi_split.ompi_abi.lammps_melt.openmpi_to_${lammps_to}.split_restart PROPERTIES TIMEOUT 400
+                     ${STASIS_OPENMPI_RUN} lammps ${OMPI_ABI_DIR}/tests/lammps_melt.in ${restart_to_run} ${restart_to})
+    set_tests_properties(mpi_split.ompi_abi.lammps_melt.openmpi_to_${restart_to}.split_restart PROPERTIES TIMEOUT 400
                          LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports SKIP_RETURN_CODE 77)
   else()
     stasis_skipped_group(mpi_split.ompi_abi.lammps "no lmp (Debian: lammps)")
   endif()
+  # The mpi4py Jacobi solver (tests/scripts/jacobi.py under Debian's /usr/bin/python3 and its
+  # python3-mpi4py, built against Open MPI: Debian's own extension module through the front, with
+  # its keyvals and attributes, ../upper_attributes.c) checkpointed and killed under Open MPI at its
+  # gate after the first checksum (a halo in flight, mpi4py's attribute on the world holding the
+  # duplicate its reductions use), restarted under MPICH where it is installed (tests/app_restart.py):
+  # the native run's checksum lines.
+  add_test(NAME mpi_split.ompi_abi.jacobi.openmpi_to_${restart_to}.split_restart
+           COMMAND ${STASIS_TEST_PYTHON} ${OMPI_ABI_DIR}/tests/app_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} jacobi ${PROJECT_SOURCE_DIR}/tests/scripts/jacobi.py ${restart_to_run} ${restart_to})
+  set_tests_properties(mpi_split.ompi_abi.jacobi.openmpi_to_${restart_to}.split_restart PROPERTIES TIMEOUT 300
+                       LABELS "mpi;mpi_split" RESOURCE_LOCK mpi_ports SKIP_RETURN_CODE 77)
   if(STASIS_MPICH_RUN)
     add_test(NAME mpi_split.ompi_abi.openmpi_to_mpich.split_restart
              COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/split_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}

@@ -10,7 +10,12 @@
  * checks that it is handed the program's datatype, and a Bcast on a communicator made from
  * MPI_Group_incl of the first and last ranks (Group_translate_ranks, Group_compare checked), and
  * a word from the next rank completed by MPI_Testall, so a
- * restart makes the operation, the struct and the group again. The output depends only on the arguments
+ * restart makes the operation, the struct and the group again. Attributes: a keyval whose copy
+ * function passes the value on and whose delete function counts, its value set on the ring's
+ * communicator (copied to a duplicate, deleted with it) and on the column datatype, and read back
+ * at the end (after any restart), MPI_COMM_NULL_COPY_FN's attribute not copied, MPI_TAG_UB, one on
+ * MPI_COMM_SELF deleted by MPI_Finalize; rank 0's
+ * "done ranks" line says how many copies and deletes its functions saw. The output depends only on the arguments
  * and the number of ranks. On stderr, the upper half's build says what it ran through. With
  * REMAKE_AT > 0, the upper half's build makes every communicator and datatype again from its
  * replay log before that step (as a restart does), goes on with the new objects under the same
@@ -89,6 +94,38 @@ static void chain(void *in, void *inout, int *len, MPI_Datatype *type) {
   }
 }
 
+/* The attributes' functions: the copies and deletes they saw, and the value they were given. */
+static int attribute_copies, attribute_deletes;
+static long attribute_mark = 0x5eed;
+static int copy_mark(MPI_Comm comm, int keyval, void *extra_state, void *in, void *out, int *flag) {
+  (void)comm, (void)keyval;
+  CHECK(extra_state == &attribute_mark && in == &attribute_mark);
+  attribute_copies++;
+  *(void **)out = in;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+static int delete_mark(MPI_Comm comm, int keyval, void *value, void *extra_state) {
+  (void)comm, (void)keyval;
+  CHECK(value == &attribute_mark && extra_state == &attribute_mark);
+  attribute_deletes++;
+  return MPI_SUCCESS;
+}
+/* MPI_COMM_SELF's attributes are deleted at the start of MPI_Finalize. */
+static int self_deletes;
+static int delete_self_mark(MPI_Comm comm, int keyval, void *value, void *extra_state) {
+  (void)comm, (void)keyval, (void)extra_state;
+  CHECK(value == &attribute_mark);
+  self_deletes++;
+  return MPI_SUCCESS;
+}
+static int delete_type_mark(MPI_Datatype type, int keyval, void *value, void *extra_state) {
+  (void)type, (void)keyval, (void)extra_state;
+  CHECK(value == &attribute_mark);
+  attribute_deletes++;
+  return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv) {
   int rank = 0, size = 1;
   MPI_OK(MPI_Init(&argc, &argv));
@@ -125,6 +162,30 @@ int main(int argc, char **argv) {
   int column_size = 0;
   MPI_OK(MPI_Type_size(column, &column_size));
   CHECK(column_size == ROWS * 2 * (int)sizeof(double));
+
+  /* Attributes: the ring's (copied to a duplicate and deleted with it), the column's, and one of
+   * MPI_COMM_NULL_COPY_FN that a duplicate does not get. */
+  int ring_key, column_key, null_key, flag = 0;
+  void *value = NULL;
+  MPI_OK(MPI_Comm_create_keyval(copy_mark, delete_mark, &ring_key, &attribute_mark));
+  MPI_OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &null_key, NULL));
+  MPI_OK(MPI_Type_create_keyval(MPI_TYPE_DUP_FN, delete_type_mark, &column_key, NULL));
+  MPI_OK(MPI_Comm_set_attr(ring, ring_key, &attribute_mark));
+  MPI_OK(MPI_Comm_set_attr(ring, null_key, &attribute_mark));
+  MPI_OK(MPI_Type_set_attr(column, column_key, &attribute_mark));
+  MPI_Comm twin;
+  MPI_OK(MPI_Comm_dup(ring, &twin));
+  MPI_OK(MPI_Comm_get_attr(twin, ring_key, &value, &flag));
+  CHECK(flag && value == &attribute_mark);
+  MPI_OK(MPI_Comm_get_attr(twin, null_key, &value, &flag));
+  CHECK(!flag);
+  MPI_OK(MPI_Comm_free(&twin));
+  MPI_OK(MPI_Comm_delete_attr(ring, null_key));
+  MPI_OK(MPI_Comm_free_keyval(&null_key));
+  CHECK(null_key == MPI_KEYVAL_INVALID);
+  int *tag_ub = NULL;
+  MPI_OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag));
+  CHECK(flag && *tag_ub >= 32767);
 
   /* The struct (the pad left out: a hole) and a user operation on it. */
   int tagged_lengths[3] = {1, 1, 1};
@@ -228,6 +289,13 @@ int main(int argc, char **argv) {
     sleep_ms(delay);
   }
 
+  /* The attributes set before any checkpoint, after any restart. */
+  MPI_OK(MPI_Comm_get_attr(ring, ring_key, &value, &flag));
+  CHECK(flag && value == &attribute_mark);
+  MPI_OK(MPI_Type_get_attr(column, column_key, &value, &flag));
+  CHECK(flag && value == &attribute_mark);
+  MPI_OK(MPI_Comm_free_keyval(&ring_key)); /* its attribute on the ring stays until the ring goes */
+  MPI_OK(MPI_Type_free_keyval(&column_key));
   MPI_OK(MPI_Type_free(&column));
   MPI_OK(MPI_Type_free(&tagged_type));
   MPI_OK(MPI_Op_free(&chain_op));
@@ -237,9 +305,13 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Comm_free(&row));
   MPI_OK(MPI_Comm_free(&ring));
   CHECK(ring == MPI_COMM_NULL && column == MPI_DATATYPE_NULL);
-  if (rank == 0) printf("done ranks %d\n", size);
+  if (rank == 0) printf("done ranks %d attributes copied %d deleted %d\n", size, attribute_copies, attribute_deletes);
   free(mine);
   free(theirs);
+  int self_key;
+  MPI_OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_self_mark, &self_key, NULL));
+  MPI_OK(MPI_Comm_set_attr(MPI_COMM_SELF, self_key, &attribute_mark));
   MPI_OK(MPI_Finalize());
+  CHECK(self_deletes == 1);
   return 0;
 }
