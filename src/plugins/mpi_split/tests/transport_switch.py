@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "tests"))
 from e2e_common import Computation, fail, lines, wait_for  # noqa: E402
-from split_restart import checkpoint_and_kill, program_lines  # noqa: E402
+from split_restart import checkpoint_and_kill, native_output, program_lines, stop  # noqa: E402
 
 # Open MPI's options for a job over one BTL (and `self`, a rank to itself), ob1 its only PML (UCX's
 # would pick its own transports). openib refuses InfiniBand ports unless allowed (UCX is Open MPI
@@ -68,11 +68,7 @@ def main():
         if not re.search(rf"MCA btl: {btl} ", info):
             print(f"SKIP: this Open MPI has no {btl} BTL (ompi_info names no 'MCA btl: {btl}')")
             sys.exit(77)
-    reference = subprocess.run([mpi_run, launcher, "-np", ranks, "--", native, steps, "0"],
-                               capture_output=True, text=True, timeout=120)
-    if reference.returncode != 0 or "done ranks" not in reference.stdout:
-        fail(f"the native job failed ({reference.returncode}): {reference.stderr[-2000:]}")
-    expected = reference.stdout.splitlines()
+    expected = native_output([mpi_run, launcher, "-np", ranks, "--"], native, steps)
     with tempfile.TemporaryDirectory(prefix="stasis-split-transport-") as tmp:
         tmp = Path(tmp)
         c = Computation(stasis, tmp)
@@ -114,10 +110,7 @@ def main():
             if len(fresh) != int(ranks):
                 fail(f"{len(fresh)} ranks said they restarted over a fresh lower half, expected {ranks}")
         finally:
-            for process in runs:
-                if process.poll() is None:
-                    process.kill()
-            c.cleanup()
+            stop(runs, c)
     print(f"transport switch: checkpointed over {before} ({connections} softib connections; {len(printed)} lines "
           f"before it, drained {drained}), {generation.name} restarted over {after}: the native output "
           f"({len(expected)} lines)")
