@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,6 +31,21 @@ namespace {
 
 constexpr const char* kDeviceName = "softib0";
 
+// softib's stand-in for /sys: FABRIC/sys, holding the device's class directories (empty: no
+// attribute files). Verbs users check the class directory before they look for devices (Open
+// MPI's openib BTL: SYSFS/class/infiniband must be a directory), so it has to exist.
+const std::string& sysfs_dir() {
+  static const std::string& dir = *[] {
+    auto* d = new std::string(fabric_dir() + "/sys");
+    for (const char* sub : {"", "/class", "/class/infiniband", "/class/infiniband_verbs"})
+      mkdir((*d + sub).c_str(), 0700);
+    mkdir((*d + "/class/infiniband/" + kDeviceName).c_str(), 0700);
+    mkdir((*d + "/class/infiniband_verbs/uverbs-" + kDeviceName).c_str(), 0700);
+    return d;
+  }();
+  return dir;
+}
+
 ibv_device* the_device() {
   static ibv_device* dev = [] {
     auto* d = static_cast<ibv_device*>(calloc(1, sizeof(ibv_device)));
@@ -37,9 +53,9 @@ ibv_device* the_device() {
     d->transport_type = IBV_TRANSPORT_IB;
     snprintf(d->name, sizeof d->name, "%s", kDeviceName);
     snprintf(d->dev_name, sizeof d->dev_name, "uverbs-%s", kDeviceName);
-    // No sysfs entries exist: point the paths into the fabric directory, where nothing is found.
-    snprintf(d->dev_path, sizeof d->dev_path, "%s/sys/%s", fabric_dir().c_str(), d->dev_name);
-    snprintf(d->ibdev_path, sizeof d->ibdev_path, "%s/sys/%s", fabric_dir().c_str(), kDeviceName);
+    // Where rdma-core points them, under softib's sysfs stand-in (directories, no attributes).
+    snprintf(d->dev_path, sizeof d->dev_path, "%s/class/infiniband_verbs/%s", sysfs_dir().c_str(), d->dev_name);
+    snprintf(d->ibdev_path, sizeof d->ibdev_path, "%s/class/infiniband/%s", sysfs_dir().c_str(), kDeviceName);
     return d;
   }();
   return dev;
@@ -120,6 +136,10 @@ SOFTIB_API ibv_device** ibv_get_device_list(int* num_devices) {
 }
 
 SOFTIB_API void ibv_free_device_list(ibv_device** list) { free(list); }
+
+// rdma-core's `const char* ibv_get_sysfs_path(void)` (IBVERBS_1.0): the sysfs root its devices'
+// paths lie under.
+SOFTIB_API const char* ibv_get_sysfs_path(void) { return sysfs_dir().c_str(); }
 
 SOFTIB_API const char* ibv_get_device_name(ibv_device* device) { return device->name; }
 

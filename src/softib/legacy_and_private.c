@@ -4,7 +4,7 @@
 //    before 2006 against a different structure layout; softib refuses them with ENOSYS;
 //  - IBVERBS_PRIVATE_34, the interface between libibverbs and its kernel-driver providers; softib
 //    has no providers, so these report EOPNOTSUPP;
-//  - the sysfs helpers, which work for real files.
+//  - the sysfs helpers, which work for real files (ibv_get_sysfs_path is device.cpp's).
 // Written in C and without verbs.h: most of these have no public prototype.
 #include <errno.h>
 #include <fcntl.h>
@@ -144,11 +144,6 @@ EXPORTED void ibv_copy_path_rec_from_kern(void) {}
 EXPORTED void ibv_copy_path_rec_to_kern(void) {}
 EXPORTED void ibv_copy_qp_attr_from_kern(void) {}
 EXPORTED void ibv_copy_ah_attr_from_kern(void) {}
-
-EXPORTED int ibv_get_sysfs_path(char* buf, size_t size) {
-  snprintf(buf, size, "/sys");
-  return 0;
-}
 
 // Reads one sysfs-style attribute file; strips the trailing newline like the original.
 EXPORTED int ibv_read_sysfs_file(const char* dir, const char* file, char* buf, size_t size) {

@@ -1,7 +1,7 @@
 // End-to-end check of softib through the plain verbs API: two device contexts in one process
 // (so every frame crosses a real socket between contexts) connect an RC pair and exercise RDMA
 // write/read with rkey checks, send with immediate, completion channels under epoll, QP state
-// checks, and fresh keys and QP numbers on re-creation.
+// checks, and fresh keys and QP numbers on re-creation; and the sysfs root the device lies under.
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +26,15 @@ static int failures;
   } while (0)
 
 enum { kBuf = 1 << 20 };
+
+// rdma-core's (driver.h, not installed): the sysfs root, which verbs users such as Open MPI's
+// openib BTL read (SYSFS/class/infiniband must be a directory).
+const char* ibv_get_sysfs_path(void);
+
+static int is_directory(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 struct side {
   struct ibv_context* ctx;
@@ -124,6 +134,12 @@ static void close_side(struct side* s) {
 int main(void) {
   struct ibv_device** list = ibv_get_device_list(NULL);
   if (!list || !list[0]) { fprintf(stderr, "no device\n"); return 1; }
+  const char* sysfs = ibv_get_sysfs_path();
+  char class_dir[4096];
+  snprintf(class_dir, sizeof class_dir, "%s/class/infiniband", sysfs);
+  CHECK(is_directory(class_dir), "%s must be a directory", class_dir);
+  CHECK(strncmp(list[0]->ibdev_path, class_dir, strlen(class_dir)) == 0 && is_directory(list[0]->ibdev_path),
+        "the device's path %s must be a directory under %s", list[0]->ibdev_path, class_dir);
   const int remote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   struct side a, b;
   open_side(list[0], &a, remote);

@@ -198,6 +198,19 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                    PROGRAM ${run} -np 2 -- ${SPLIT_RING} 50 100)
   set_tests_properties(mpi_split.openmpi.tcp.whole_job.chain2 mpi_split.openmpi.shm.whole_job PROPERTIES
                        RESOURCE_LOCK mpi_ports)
+  # Another network at restart (README.md): ring_in_flight launched over verbs (Open MPI's openib
+  # BTL on softib, docs/softib.md), checkpointed and killed with a message in flight to every rank,
+  # restarted over TCP alone; each run's transport read from Open MPI's BML and softib's trace.
+  if(TARGET softib_verbs)
+    add_test(NAME mpi_split.openmpi.softib_to_tcp
+             COMMAND ${STASIS_TEST_PYTHON} ${MPI_SPLIT_DIR}/tests/transport_switch.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                     ${STASIS_OPENMPI_RUN} 2 ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_openmpi
+                     $<TARGET_FILE:ring_in_flight_split> 12 200 $<TARGET_FILE_DIR:softib_verbs>)
+    set_tests_properties(mpi_split.openmpi.softib_to_tcp PROPERTIES TIMEOUT 200 LABELS "mpi;mpi_split;softib"
+                         RESOURCE_LOCK "mpi_ports;busy_polling_verbs" SKIP_RETURN_CODE 77)
+  else()
+    stasis_skipped_group(mpi_split.openmpi.softib_to_tcp "no softib (no infiniband/verbs.h; Debian: libibverbs-dev)")
+  endif()
 else()
   stasis_skipped_group(mpi_split.openmpi "no mpicc.openmpi and mpirun.openmpi (Debian: openmpi-bin libopenmpi-dev)")
 endif()

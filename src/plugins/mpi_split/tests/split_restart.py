@@ -47,15 +47,28 @@ def checkpoint_and_kill(c, out, wanted):
     fail("10 checkpoints in a row were refused at the safe point")
 
 
+def native_output(job, native, steps):
+    """The lines the native build prints uninterrupted (no sleeps: they change no output)."""
+    reference = subprocess.run([*job, native, steps, "0"], capture_output=True, text=True, timeout=120)
+    if reference.returncode != 0 or "done ranks" not in reference.stdout:
+        fail(f"the native job failed ({reference.returncode}): {reference.stderr[-2000:]}")
+    return reference.stdout.splitlines()
+
+
+def stop(processes, computation):
+    """Kills what still runs of a test's jobs, then the computation."""
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+    computation.cleanup()
+
+
 def main():
     stasis, mpi_run, launcher, ranks, native, split, steps, delay = sys.argv[1:9]
     restart_launcher, implementation = (sys.argv[9], sys.argv[10]) if len(sys.argv) > 10 else (launcher, None)
     job = [mpi_run, launcher, "-np", ranks, "--"]
     restart_job = [mpi_run, restart_launcher, "-np", ranks, "--"]
-    reference = subprocess.run([*job, native, steps, "0"], capture_output=True, text=True, timeout=120)
-    if reference.returncode != 0 or "done ranks" not in reference.stdout:
-        fail(f"the native job failed ({reference.returncode}): {reference.stderr[-2000:]}")
-    expected = reference.stdout.splitlines()
+    expected = native_output(job, native, steps)
     with tempfile.TemporaryDirectory(prefix="stasis-split-restart-") as tmp:
         tmp = Path(tmp)
         c = Computation(stasis, tmp)
@@ -120,10 +133,7 @@ def main():
                     fail(f"the restarted ranks started lower halves of {started}, expected {3 * int(ranks)} of "
                          f"{implementation}")
         finally:
-            for process, _ in runs.values():
-                if process.poll() is None:
-                    process.kill()
-            c.cleanup()
+            stop([process for process, _ in runs.values()], c)
     print(f"split restart: {a.name} ({len(before_a)} lines before it; drained {drained_a}) restarted twice, "
           f"{b.name} taken from the first restart ({len(before_b)} lines before it; drained {drained_b}) and "
           f"restarted: each printed the native output ({len(expected)} lines)")
