@@ -342,7 +342,8 @@ void CheckpointMachine::start_barrier(Barrier step, uint64_t arg, const std::str
       op.timing.barriers_given_by_relays += group.asked.size();
       continue;
     }
-    for (Client* client : group.asked) connections_.send(*client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier, ask);
+    for (Client* client : group.asked)
+      connections_.send(*client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier, ask);
   }
   if (op.unanswered == 0) barrier_complete();
 }
