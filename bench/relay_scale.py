@@ -19,6 +19,7 @@ relays. Then --runs checkpoints; from the coordinator's "checkpoint G timing" li
 
 usage: bench/relay_scale.py [--stasis build/bin/stasis] [--configs 1024/0,1024/16,8192/16,...]
                             [--runs 3] [--hold 0.02] [--dir /dev/shm] [--baseline OTHER/stasis]
+                            [--perf PREFIX]
 --baseline: each configuration is measured with that binary too, just before this one ("before"
 and "after" rows), so a change is compared under the same load.
 The stand-ins and relays share this machine's cores with the coordinator: every figure includes
@@ -30,6 +31,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -60,7 +62,7 @@ def relay_listening(name: str) -> bool:
     return f"@{name}" in Path("/proc/net/unix").read_text()
 
 
-def measure(args, stasis: str, standins: Path, processes: int, relays: int) -> list[dict]:
+def measure(args, stasis: str, standins: Path, processes: int, relays: int, label: str = "") -> list[dict]:
     tmp = Path(tempfile.mkdtemp(prefix="stasis-bench-relay-", dir=args.dir))
     env = {k: v for k, v in os.environ.items() if not k.startswith("STASIS_")}
     env["STASIS_RUNTIME_DIR"] = str(tmp / "runtime")
@@ -116,6 +118,11 @@ def measure(args, stasis: str, standins: Path, processes: int, relays: int) -> l
         coordinator_pid = status["coordinator"]["pid"]
         relay_pids = [child.pid for child in children[:relays]]
         cpu = []
+        perf = None
+        if args.perf:  # the coordinator's profile over the checkpoints, joining left out
+            perf = subprocess.Popen(["perf", "record", "-g", "-o", f"{args.perf}.{processes}-{relays}{label and '.' + label}.data", "-p",
+                                     str(coordinator_pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1)
         for _ in range(args.runs):
             before = cpu_seconds(coordinator_pid), sum(cpu_seconds(p) for p in relay_pids)
             r = subprocess.run([stasis, "checkpoint", "--compress", "none"], env=env, capture_output=True,
@@ -126,6 +133,9 @@ def measure(args, stasis: str, standins: Path, processes: int, relays: int) -> l
             after = cpu_seconds(coordinator_pid), sum(cpu_seconds(p) for p in relay_pids)
             cpu.append((after[0] - before[0], (after[1] - before[1]) / max(1, relays)))
             shutil.rmtree(r.stdout.decode().strip(), ignore_errors=True)
+        if perf:
+            perf.send_signal(signal.SIGINT)
+            perf.wait(120)
         text = log_path.read_text(errors="replace")
         totals = {int(g): float(t) for g, t in COMPLETE_RE.findall(text)}
         results = []
@@ -162,6 +172,8 @@ def main():
     parser.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                         help="where the checkpoints go (default /dev/shm: the stand-ins' image files are "
                              "not what is measured)")
+    parser.add_argument("--perf", help="profile the coordinator over the checkpoints with `perf record -g` into "
+                                       "PERF.PROCESSES-RELAYS[.before|.after].data")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -174,7 +186,7 @@ def main():
         processes, relays = (int(x) for x in config.split("/"))
         for label, stasis in binaries:
             try:
-                results = measure(args, stasis, standins, processes, relays)
+                results = measure(args, stasis, standins, processes, relays, label)
             except RuntimeError as e:
                 print(f"{processes:>9} {relays:>6} {label:>6}  failed: {e}")
                 continue

@@ -277,6 +277,7 @@ void CheckpointMachine::start_barrier(Barrier step, uint64_t arg, const std::str
   op.round = ++rounds_;
   op.unanswered = 0;
   op.relay_rounds.clear();
+  op.images_checked_up_to.clear();
   op.deadline = after_seconds(options_.barrier_timeout);
   StasisBarrier barrier{};
   copy_field(barrier.name, op.barrier);
@@ -292,15 +293,71 @@ void CheckpointMachine::start_barrier(Barrier step, uint64_t arg, const std::str
   }
   if (step == Barrier::Commit) barrier.abort = op.failure.empty() ? 0 : 1;
   uint32_t ask = next_ask();
+  // A relay's members are asked together: when they are all of its processes that joined up to
+  // the last of them, the barrier goes down once for the relay (kRelayEntryFirstJoined), not
+  // once per process; otherwise (a repeated "children" that asks some of them) by name.
+  struct RelayAsk {
+    uint64_t relay = 0;
+    std::vector<Client*> asked;
+    uint64_t up_to_join = 0;
+    bool by_name = false;
+  };
+  std::vector<RelayAsk> relay_asks;
+  std::unordered_map<uint64_t, size_t> relay_ask_of;  // by the relay's client id
+  RelayAsk* last = nullptr;
   for (uint64_t id : op.members) {
     // A repeated "children" barrier asks only the members that have not answered it.
-    if (step == Barrier::Children && op.children.count(id) > 0) continue;
+    bool skip = step == Barrier::Children && op.children.count(id) > 0;
     Client* client = connections_.find(id);
-    if (client == nullptr || client->dead || op.alive.count(id) == 0) continue;
-    mark_asked(*client, ask);
-    send_barrier(*client, barrier, arg, ask);
+    // (A member that left is no client any more: ids are never reused.)
+    if (client == nullptr) continue;
+    if (client->relay != 0 && (last == nullptr || last->relay != client->relay)) {
+      auto [at, added] = relay_ask_of.try_emplace(client->relay, relay_asks.size());
+      if (added) relay_asks.push_back(RelayAsk{.relay = client->relay});
+      last = &relay_asks[at->second];
+    }
+    if (skip || client->dead) {
+      if (client->relay != 0) last->by_name = true;
+      continue;
+    }
+    if (client->relay == 0) {
+      mark_asked(*client, ask);
+      send_barrier(*client, barrier, arg, ask);
+      continue;
+    }
+    if (!mark_asked(*client, ask, /*count_in_relay=*/false)) continue;
+    client->state = op.state_during;
+    last->asked.push_back(client);
+    last->up_to_join = std::max(last->up_to_join, client->relay_join);
+  }
+  for (RelayAsk& group : relay_asks) {
+    if (group.asked.empty()) continue;
+    op.relay_rounds[group.relay].waiting_by_ask[ask] += group.asked.size();
+    op.timing.messages += group.asked.size();
+    Client* relay = connections_.find(group.relay);
+    if (relay == nullptr || relay->dead) continue;  // its processes are reported closed
+    if (!group.by_name && asks_all_joined_up_to(*relay, group.asked.size(), group.up_to_join)) {
+      connections_.send_to_first_joined(*relay, group.up_to_join, STASIS_MSG_BARRIER, arg, &barrier,
+                                        sizeof barrier, ask);
+      op.timing.barriers_given_by_relays += group.asked.size();
+      continue;
+    }
+    for (Client* client : group.asked)
+      connections_.send(*client, STASIS_MSG_BARRIER, arg, &barrier, sizeof barrier, ask);
   }
   if (op.unanswered == 0) barrier_complete();
+}
+
+// Whether `asked` processes of `relay` are every process it has that joined among its first
+// `up_to_join` and is not being dropped: then "each of yours up to that join" names them.
+bool CheckpointMachine::asks_all_joined_up_to(const Client& relay, size_t asked, uint64_t up_to_join) {
+  if (relay.relayed.size() == asked) return true;  // every one of them (the common case)
+  size_t joined = 0;
+  for (const auto& [local, id] : relay.relayed) {
+    const Client* process = connections_.find(id);
+    if (process != nullptr && !process->dead && process->relay_join <= up_to_join) joined++;
+  }
+  return joined == asked;
 }
 
 // The table's next barrier. Where it says Barrier::Plugin, the barriers plugins added run one
@@ -377,13 +434,14 @@ void CheckpointMachine::barrier_done(Client& client, const StasisBarrierDone& do
   if (op.unanswered == 0) barrier_complete();
 }
 
-void CheckpointMachine::mark_asked(Client& client, uint32_t ask) {
+bool CheckpointMachine::mark_asked(Client& client, uint32_t ask, bool count_in_relay) {
   RunningOp& op = *running_;
-  if (client.asked_round == op.round) return;
+  if (client.asked_round == op.round) return false;
   client.asked_round = op.round;
   client.asked_ask = ask;
   op.unanswered++;
-  if (client.relay != 0) op.relay_rounds[client.relay].waiting_by_ask[ask]++;
+  if (client.relay != 0 && count_in_relay) op.relay_rounds[client.relay].waiting_by_ask[ask]++;
+  return true;
 }
 
 void CheckpointMachine::mark_answered(Client& client) {
@@ -403,7 +461,7 @@ bool CheckpointMachine::is_pending(const Client& client) const {
 }
 
 void CheckpointMachine::relay_all_done(Client& relay, const StasisBarrierDone& done, uint32_t count,
-                                       uint32_t up_to_ask) {
+                                       uint32_t up_to_ask, bool images_checked) {
   std::string name = bounded(done.name, sizeof done.name);
   if (!running_ || running_->barrier != name) {
     log_.line(fmt::format("ignoring an unexpected aggregated BARRIER_DONE \"{}\" from the relay at {}",
@@ -415,7 +473,8 @@ void CheckpointMachine::relay_all_done(Client& relay, const StasisBarrierDone& d
   size_t waiting = 0;
   auto covered_end = round.waiting_by_ask.upper_bound(up_to_ask);
   for (auto it = round.waiting_by_ask.begin(); it != covered_end; ++it) waiting += it->second;
-  op.timing.messages += count;
+  // At "children" the count stands for their (empty) CHILDREN lists too, as the processes sent them.
+  op.timing.messages += op.step == Barrier::Children ? 2 * count : count;
   op.timing.aggregated_answers += count;
   // The relay and the coordinator must agree on who was asked: a count that differs would
   // complete the barrier for processes that never reached it, or leave some waiting forever.
@@ -427,11 +486,21 @@ void CheckpointMachine::relay_all_done(Client& relay, const StasisBarrierDone& d
   }
   round.waiting_by_ask.erase(round.waiting_by_ask.begin(), covered_end);
   round.covered_up_to = up_to_ask;
+  if (images_checked && op.step == Barrier::Commit) op.images_checked_up_to[relay.id] = up_to_ask;
   op.unanswered -= waiting;
   relay.all_answered_round = op.round;
   relay.all_answered_up_to = up_to_ask;
   relay.all_answered_state = op.state_after;
   if (op.unanswered == 0) barrier_complete();
+}
+
+bool CheckpointMachine::image_checked_by_relay(const Client& client, const ImageResult& image) const {
+  if (image.checked) return true;
+  // Answered "commit" (the round just finished) in its relay's aggregated, checked answer.
+  const RunningOp& op = *running_;
+  if (client.relay == 0 || client.asked_round != op.round || client.answered_round == op.round) return false;
+  auto relay = op.images_checked_up_to.find(client.relay);
+  return relay != op.images_checked_up_to.end() && client.asked_ask <= relay->second;
 }
 
 const std::string& CheckpointMachine::state_of(const Client& client) const {
@@ -560,7 +629,9 @@ void CheckpointMachine::commit_checkpoint() {
   for (uint64_t id : op.members) {
     const Client& client = member(id);
     auto found = op.images.find(id);
-    ImageResult image = found != op.images.end() ? found->second : ImageResult{};
+    static const ImageResult kNoImage;
+    const ImageResult& image = found != op.images.end() ? found->second : kNoImage;
+    bool checked = !image.path.empty() && image_checked_by_relay(client, image);
     std::string path = image.path;
     if (!path.empty() && path.front() != '/') path = op.generation_dir + "/" + path;
     std::optional<std::string> file_name = file_name_in(path, op.generation_dir);
@@ -582,10 +653,10 @@ void CheckpointMachine::commit_checkpoint() {
                         .srun_parent_vpid = client.info.srun_parent_vpid,
                         .pid_space = bounded(client.info.virtual_pid_space,
                                              sizeof client.info.virtual_pid_space),
-                        .image_checked = image.checked});
+                        .image_checked = checked});
     // The reply lists at most kImagesListedInReply (MANIFEST.json has them all).
     if (images.size() < kImagesListedInReply) images.push_back(path);
-    checked_by_relays += image.checked ? 1 : 0;
+    checked_by_relays += checked ? 1 : 0;
     image_bytes += image.image_bytes;
     memory_bytes += image.memory_bytes;
   }
@@ -647,10 +718,12 @@ void CheckpointMachine::commit_checkpoint() {
   log_.line(
       fmt::format("checkpoint {} complete in {:.3f} s (computation paused {:.3f} s): {} image{}, "
                   "{} bytes written, {} bytes of memory; {} image{} checked by their hosts' relays; "
-                  "{} answers counted in relays' aggregates",
+                  "{} answers counted in relays' aggregates; {} barriers given by relays to all their "
+                  "processes at once",
                   op.generation, manifest.seconds, op.pause_seconds, op.members.size(),
                   op.members.size() == 1 ? "" : "s", image_bytes, memory_bytes, checked_by_relays,
-                  checked_by_relays == 1 ? "" : "s", op.timing.aggregated_answers));
+                  checked_by_relays == 1 ? "" : "s", op.timing.aggregated_answers,
+                  op.timing.barriers_given_by_relays));
   for (uint64_t removed : prune_generations(options_.ckpt_dir, options_.keep)) {
     log_.line(fmt::format("removed generation {} (--keep {})", removed, options_.keep));
   }

@@ -52,6 +52,9 @@ struct CheckpointTiming {
   uint64_t slowest_write_ns = 0;  // the longest any process took to write its image
   uint64_t messages = 0;          // barrier messages to and from processes: O(N) per checkpoint
   uint64_t aggregated_answers = 0;  // of those, answers a relay counted (kRelayEntryAllOfMine)
+  // Barriers the coordinator sent once per relay, each relay giving it to its processes
+  // (kRelayEntryFirstJoined): counted per process.
+  uint64_t barriers_given_by_relays = 0;
   // Messages through the coordinator's sockets, from the start: O(hosts) when every process
   // joined through its host's relay (a relay's batch is one message), else as `messages`.
   uint64_t wire_messages_at_start = 0;
@@ -80,6 +83,9 @@ struct RunningOp {
     uint32_t covered_up_to = 0;
   };
   std::unordered_map<uint64_t, RelayRound> relay_rounds;  // by the relay's client id
+  // At "commit": the last ask up to which a relay's aggregated answer vouched for its processes'
+  // images (STASIS_RELAY_ENTRY_IMAGE_CHECKED), by the relay's client id.
+  std::unordered_map<uint64_t, uint32_t> images_checked_up_to;
   bool waiting_for_exits = false;                    // KILL sent; waiting for disconnects
   Clock::time_point deadline;                        // of the barrier or of the wait for exits
   std::string failure;  // the first failure, one line; "" = none so far
@@ -135,7 +141,10 @@ class CheckpointMachine {
   // A relay's aggregated answer (protocol/relay_batch.h, kRelayEntryAllOfMine): all `count` of
   // its processes asked this barrier that have not answered by name gave `done`.
   // `up_to_ask`: the last ask (StasisMsgHeader::reserved of a BARRIER) it covers.
-  void relay_all_done(Client& relay, const StasisBarrierDone& done, uint32_t count, uint32_t up_to_ask);
+  // images_checked: a "commit" whose processes' images the relay checked, each (image_fault).
+  // At "children", each of them has no child (it sent no CHILDREN list: relay protocol 3).
+  void relay_all_done(Client& relay, const StasisBarrierDone& done, uint32_t count, uint32_t up_to_ask,
+                      bool images_checked = false);
   // A process's state for `stasis status`: its own, or its relay's aggregated answer's.
   const std::string& state_of(const Client& client) const;
   void children_reported(const Client& client, const uint32_t* pids, size_t count);
@@ -169,9 +178,14 @@ class CheckpointMachine {
   void send_barrier(Client& client, const StasisBarrier& barrier, uint64_t arg, uint32_t ask);
   // The member is asked the barrier under way (in ask `ask`, sent with the barrier so that its
   // relay can name what its aggregated answer covers) / has answered it / is still to answer it.
-  void mark_asked(Client& client, uint32_t ask);
+  // count_in_relay false: the caller counts the relay's processes asked at once. False when it
+  // was asked already.
+  bool mark_asked(Client& client, uint32_t ask, bool count_in_relay = true);
+  bool asks_all_joined_up_to(const Client& relay, size_t asked, uint64_t up_to_join);
   void mark_answered(Client& client);
   bool is_pending(const Client& client) const;
+  // Its image was checked by its relay: named in its own answer, or in its relay's aggregated one.
+  bool image_checked_by_relay(const Client& client, const ImageResult& image) const;
   void barrier_complete();
   void fail(const std::string& why);
   void abandon_checkpoint();

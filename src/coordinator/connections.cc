@@ -301,7 +301,7 @@ void Connections::send(Client& client, uint16_t type, uint64_t arg, const void* 
   flush(client);
 }
 
-Client& Connections::add_relayed(Client& relay, uint64_t local) {
+Client& Connections::add_relayed(Client& relay, uint64_t local, uint64_t join) {
   uint64_t id = next_client_id_++;
   Client& client = clients_[id];
   client.id = id;
@@ -309,8 +309,16 @@ Client& Connections::add_relayed(Client& relay, uint64_t local) {
   client.peer_address = relay.peer_address;
   client.relay = relay.id;
   client.relay_local = local;
+  client.relay_join = join;
   relay.relayed[local] = id;
   return client;
+}
+
+void Connections::send_to_first_joined(Client& relay, uint64_t joins, uint16_t type, uint64_t arg,
+                                       const void* payload, uint32_t len, uint32_t reserved) {
+  if (relay.dead) return;
+  if (relay.batch.empty()) relays_with_batches_.push_back(relay.id);
+  relay.batch.add_first_joined(type, arg, reserved, payload, len, joins);
 }
 
 void Connections::queue_for_relay(Client& relay, uint16_t type, const void* payload, uint32_t len) {

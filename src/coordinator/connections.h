@@ -72,6 +72,7 @@ struct Client {
   // goes into its relay's batch, under the relay's id for it.
   uint64_t relay = 0;
   uint64_t relay_local = 0;
+  uint64_t relay_join = 0;  // its relay's number for its join (kRelayEntryFirstJoined)
   bool relay_knows_gone = false;  // the relay reported it left: nothing to tell it
   // Relays only: their processes (relay's id -> client id) and what waits to go down to them.
   std::unordered_map<uint64_t, uint64_t> relayed;
@@ -130,8 +131,12 @@ class Connections {
   void reap();
   // Refuses the connections that did not authenticate in time.
   void expire_handshakes(Clock::time_point now);
-  // A process that joined through `relay` under the relay's id `local`.
-  Client& add_relayed(Client& relay, uint64_t local);
+  // A process that joined through `relay` under the relay's id `local`, its `join`-th.
+  Client& add_relayed(Client& relay, uint64_t local, uint64_t join);
+  // One message for each of the relay's processes among its first `joins` (a barrier to a
+  // host's processes: protocol/relay_batch.h's kRelayEntryFirstJoined), in its next batch.
+  void send_to_first_joined(Client& relay, uint64_t joins, uint16_t type, uint64_t arg, const void* payload,
+                            uint32_t len, uint32_t reserved);
   // Sends each relay what was queued for its processes since the last call: one RELAY_BATCH
   // (or a few, for a large one) per relay and loop iteration, however many processes.
   void flush_relay_batches();

@@ -21,13 +21,20 @@ namespace stasis::protocol {
 // The relay protocol, named in both directions so that an older relay or coordinator is refused
 // by name rather than misread: a relay authenticates with it as its StasisProcessInfo::program,
 // and the coordinator's first batch to a relay is one RELAY_JOIN entry (id 0) carrying it.
-// 1 (unnamed): an entry per process; 2: aggregated answers (kRelayEntryAllOfMine).
-inline constexpr char kRelayProtocol[] = "stasis-relay/2";
+// 1 (unnamed): an entry per process; 2: aggregated answers (kRelayEntryAllOfMine); 3: a barrier
+// sent down once per relay (kRelayEntryFirstJoined), empty CHILDREN lists and relay-checked
+// commits folded into aggregated answers.
+inline constexpr char kRelayProtocol[] = "stasis-relay/3";
 
 // StasisRelayEntry::flags, upwards: "all `count` of my processes that were given this barrier
 // and have not answered it by name gave this same answer" -- no ids follow, so the coordinator
 // counts them per relay instead of per process.
 inline constexpr uint16_t kRelayEntryAllOfMine = 2;
+// StasisRelayEntry::flags, downwards: "to each of my processes whose join was among the first K
+// you sent me (and that is still there)" -- one id follows, K, so that a barrier costs the
+// coordinator one entry per relay. A relay numbers its processes' joins (1, 2, ...) in the order
+// it sends them up, each RELAY_JOIN entry carrying its number as its arg.
+inline constexpr uint16_t kRelayEntryFirstJoined = 4;
 
 class RelayBatch {
  public:
@@ -68,10 +75,19 @@ class RelayBatch {
 
   // An aggregated entry (kRelayEntryAllOfMine): `count` processes, no ids; `reserved` is the
   // last ask it covers. Nothing joins it.
+  // flags: STASIS_RELAY_ENTRY_IMAGE_CHECKED when every one of them is a relay-checked commit.
   void add_all_of_mine(uint16_t type, uint64_t arg, uint32_t reserved, const void* payload, uint32_t len,
-                       uint32_t count) {
-    entries_.push_back(Entry{type, kRelayEntryAllOfMine, arg, reserved,
+                       uint32_t count, uint16_t flags = 0) {
+    entries_.push_back(Entry{type, static_cast<uint16_t>(kRelayEntryAllOfMine | flags), arg, reserved,
                              std::string(static_cast<const char*>(payload), len), {}, count});
+  }
+
+  // A message for each of the relay's processes among its first `joins` (kRelayEntryFirstJoined).
+  // Nothing joins it.
+  void add_first_joined(uint16_t type, uint64_t arg, uint32_t reserved, const void* payload, uint32_t len,
+                        uint64_t joins) {
+    entries_.push_back(Entry{type, kRelayEntryFirstJoined, arg, reserved,
+                             std::string(static_cast<const char*>(payload), len), {joins}, 0});
   }
 
   bool empty() const { return entries_.empty(); }

@@ -227,3 +227,39 @@ TEST(RelayBatch, AnAggregatedEntryCarriesACountAndNoIdsAndLargeEntriesSplit) {
   EXPECT_EQ(aggregated, 30u);
   EXPECT_EQ(covered, 42u);
 }
+
+// Relay protocol 3: a barrier for all of a relay's processes up to a join is one entry with the
+// join count as its only id, which nothing later joins (a process's own message after it stays
+// after it); an aggregated answer keeps the "image checked" flag it was given.
+TEST(RelayBatch, ABarrierForTheFirstJoinedIsOneEntryAndAggregatesKeepTheCheckedFlag) {
+  stasis::protocol::RelayBatch batch;
+  const char barrier[] = "suspend";
+  const char done[] = "done";
+  batch.add(STASIS_MSG_RELAY_LEFT, 0, 0, nullptr, 0, 3);
+  batch.add_first_joined(STASIS_MSG_BARRIER, 7, 5, barrier, sizeof barrier, 1000);
+  batch.add(STASIS_MSG_BARRIER, 7, 5, barrier, sizeof barrier, 4);
+  batch.add_all_of_mine(STASIS_MSG_BARRIER_DONE, 7, 5, done, sizeof done, 999, STASIS_RELAY_ENTRY_IMAGE_CHECKED);
+  std::vector<std::string> payloads = batch.take();
+  ASSERT_EQ(payloads.size(), 1u);
+  struct Seen {
+    uint16_t type, flags;
+    uint32_t count;
+    std::vector<uint64_t> ids;
+  };
+  std::vector<Seen> seen;
+  std::string fault = stasis::protocol::for_each_relay_entry(
+      reinterpret_cast<const uint8_t*>(payloads[0].data()), payloads[0].size(),
+      [&](const StasisRelayEntry& entry, const uint8_t*, const std::vector<uint64_t>& ids) {
+        seen.push_back({entry.type, entry.flags, entry.count, ids});
+      });
+  EXPECT_EQ(fault, "");
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[1].type, STASIS_MSG_BARRIER);
+  EXPECT_EQ(seen[1].flags, stasis::protocol::kRelayEntryFirstJoined);
+  EXPECT_EQ(seen[1].ids, (std::vector<uint64_t>{1000}));
+  EXPECT_EQ(seen[2].flags, 0) << "a process's own barrier is not folded into the relay's";
+  EXPECT_EQ(seen[2].ids, (std::vector<uint64_t>{4}));
+  EXPECT_EQ(seen[3].flags, stasis::protocol::kRelayEntryAllOfMine | STASIS_RELAY_ENTRY_IMAGE_CHECKED);
+  EXPECT_EQ(seen[3].count, 999u);
+  EXPECT_TRUE(seen[3].ids.empty());
+}

@@ -66,6 +66,11 @@ struct Local {
   bool commit_aborts = false;  // the last "commit" given to it discards the image
   ImageToCheck image;          // named at "checkpoint" or "commit"; the later answer wins
   bool counted_ask = false;    // given a counted barrier (an ask, StasisMsgHeader::reserved), no answer yet
+  uint64_t join = 0;           // its RELAY_JOIN was the relay's join-th (kRelayEntryFirstJoined); 0: not yet
+  // It said it has no child (an empty CHILDREN list) in answer to the counted ask it is given:
+  // folded into the aggregated answer if its answer goes there, else sent up by name before it.
+  bool no_children_held = false;
+  uint64_t no_children_arg = 0;
 };
 
 class Relay {
@@ -90,6 +95,8 @@ class Relay {
           uint16_t flags = 0);
   void on_coordinator_readable();
   void on_coordinator_batch(const uint8_t* payload, size_t len);
+  // A message of the coordinator's batch for one of this relay's processes.
+  void down(uint64_t id, Local& local, const StasisRelayEntry& entry, const uint8_t* data);
   void send_up(protocol::RelayBatch& batch);
   // A process's answer to its counted ask: kept among the agreeing ones (sent up as one
   // aggregated entry once every asked process answered) or sent up by name.
@@ -98,6 +105,8 @@ class Relay {
   // The agreeing answers kept so far go up by name, in the held batch (a process left the
   // count, or the hold ran out while some process has not answered).
   void agreeing_up_by_name();
+  // Its empty CHILDREN list, held, goes up by name (before its answer, which goes by name too).
+  void no_children_up(uint64_t id, Local& local);
   // Sends the held answers up: aggregated when every asked process answered.
   void release_held();
   // Waits for the coordinator's first batch, which names its relay protocol; throws if it is
@@ -122,6 +131,7 @@ class Relay {
   Link coordinator_;
   bool coordinator_gone_ = false;
   uint64_t next_id_ = kFirstLocalId;
+  uint64_t joins_ = 0;  // RELAY_JOINs sent up
   std::unordered_map<uint64_t, Local> locals_;
   protocol::RelayBatch now_;   // goes up at the end of this loop iteration
   protocol::RelayBatch held_;  // answers to a barrier, waiting for the host's other processes
@@ -135,6 +145,7 @@ class Relay {
   std::vector<uint64_t> agreeing_ids_;
   StasisMsgHeader agreeing_header_{};
   StasisBarrierDone agreeing_answer_{};
+  uint16_t agreeing_flags_ = 0;  // STASIS_RELAY_ENTRY_IMAGE_CHECKED or 0, alike for all
   uint32_t last_ask_ = 0;
 };
 
@@ -353,9 +364,11 @@ void Relay::on_local_message(uint64_t id, Local& local, const StasisMsgHeader& h
       return;
     }
     local.authenticated = true;
+    local.join = ++joins_;
     StasisAuthOk ok{.client_id = id};
     queue(local.link, id, STASIS_MSG_AUTH_OK, 0, &ok, sizeof ok);
-    now_.add(STASIS_MSG_RELAY_JOIN, 0, 0, &auth.process, sizeof auth.process, id);
+    // Its join's number goes up with it (the entry's arg): "each of yours among the first K".
+    now_.add(STASIS_MSG_RELAY_JOIN, local.join, 0, &auth.process, sizeof auth.process, id);
     return;
   }
   if (header.type == STASIS_MSG_RELAY_BATCH || header.type == STASIS_MSG_RELAY_JOIN ||
@@ -365,6 +378,11 @@ void Relay::on_local_message(uint64_t id, Local& local, const StasisMsgHeader& h
   }
   if (header.type == STASIS_MSG_BARRIER_DONE && header.payload_len == sizeof(StasisBarrierDone)) {
     barrier_done_up(id, local, header, payload);
+    return;
+  }
+  if (header.type == STASIS_MSG_CHILDREN && header.payload_len == 0 && local.counted_ask) {
+    local.no_children_held = true;
+    local.no_children_arg = header.arg;
     return;
   }
   up(id, header, payload, header.payload_len);
@@ -386,12 +404,18 @@ void Relay::answer_up(uint64_t id, Local& local, const StasisMsgHeader& header,
   if (local.counted_ask) {
     local.counted_ask = false;
     asked_unanswered_--;
-    // Only answers that say nothing of their own agree: any failure, image or check goes by name.
-    bool plain = done.status == 0 && flags == 0 && done.image_path[0] == '\0';
-    if (plain && (agreeing_ids_.empty() || memcmp(&done, &agreeing_answer_, sizeof done) == 0)) {
+    // Only answers that say nothing of their own agree: any failure or image goes by name; a
+    // commit whose image this relay checked agrees with the others checked alike.
+    // At "children", only a process that said it has none (an aggregated "children" answer
+    // means: no child, each).
+    bool plain = done.status == 0 && (flags & ~STASIS_RELAY_ENTRY_IMAGE_CHECKED) == 0 && done.image_path[0] == '\0' &&
+                 (local.no_children_held || strncmp(done.name, "children", sizeof done.name) != 0);
+    if (plain && (agreeing_ids_.empty() ||
+                  (flags == agreeing_flags_ && memcmp(&done, &agreeing_answer_, sizeof done) == 0))) {
       if (agreeing_ids_.empty()) {
         agreeing_header_ = header;
         agreeing_answer_ = done;
+        agreeing_flags_ = flags;
       }
       agreeing_ids_.push_back(id);
       held_ids_.insert(id);  // what it says next waits behind its answer
@@ -400,13 +424,23 @@ void Relay::answer_up(uint64_t id, Local& local, const StasisMsgHeader& header,
       return;
     }
   }
+  no_children_up(id, local);
   up(id, header, &done, sizeof done, flags);
+}
+
+void Relay::no_children_up(uint64_t id, Local& local) {
+  if (!local.no_children_held) return;
+  local.no_children_held = false;
+  protocol::RelayBatch& batch = batch_for(id);
+  batch.add(STASIS_MSG_CHILDREN, local.no_children_arg, 0, nullptr, 0, id);
+  if (&batch == &held_) held_ids_.insert(id);
 }
 
 void Relay::agreeing_up_by_name() {
   for (uint64_t id : agreeing_ids_) {
+    if (auto it = locals_.find(id); it != locals_.end()) no_children_up(id, it->second);
     held_.add(agreeing_header_.type, agreeing_header_.arg, agreeing_header_.reserved, &agreeing_answer_,
-              sizeof agreeing_answer_, id);
+              sizeof agreeing_answer_, id, agreeing_flags_);
   }
   agreeing_ids_.clear();
 }
@@ -414,8 +448,12 @@ void Relay::agreeing_up_by_name() {
 void Relay::release_held() {
   if (!agreeing_ids_.empty()) {
     if (asked_unanswered_ == 0) {
+      // Their empty CHILDREN lists are in the count: "all N of mine answered, with no child".
+      for (uint64_t id : agreeing_ids_)
+        if (auto it = locals_.find(id); it != locals_.end()) it->second.no_children_held = false;
       held_.add_all_of_mine(agreeing_header_.type, agreeing_header_.arg, last_ask_, &agreeing_answer_,
-                            sizeof agreeing_answer_, static_cast<uint32_t>(agreeing_ids_.size()));
+                            sizeof agreeing_answer_, static_cast<uint32_t>(agreeing_ids_.size()),
+                            agreeing_flags_);
       agreeing_ids_.clear();
     } else {
       agreeing_up_by_name();
@@ -498,6 +536,18 @@ void Relay::on_coordinator_batch(const uint8_t* payload, size_t len) {
   std::string fault = protocol::for_each_relay_entry(
       payload, len,
       [&](const StasisRelayEntry& entry, const uint8_t* data, const std::vector<uint64_t>& ids) {
+        if (entry.flags & protocol::kRelayEntryFirstJoined) {
+          // Each process the coordinator knows of (its join read there) that is still here; the
+          // others left, and the coordinator hears of it.
+          uint64_t joins = ids.empty() ? 0 : ids.front();
+          std::vector<uint64_t> targets;
+          targets.reserve(locals_.size());
+          for (const auto& [id, local] : locals_)
+            if (local.join != 0 && local.join <= joins) targets.push_back(id);
+          for (uint64_t id : targets)
+            if (auto it = locals_.find(id); it != locals_.end()) down(id, it->second, entry, data);
+          return;
+        }
         for (uint64_t id : ids) {
           auto it = locals_.find(id);
           if (it == locals_.end()) continue;  // it left; the coordinator hears of it
@@ -505,31 +555,35 @@ void Relay::on_coordinator_batch(const uint8_t* payload, size_t len) {
             close_local(id, false);
             continue;
           }
-          if (entry.type == STASIS_MSG_BARRIER) {
-            outstanding_.insert(id);
-            // A counted ask (the coordinator counts its answer): a repeated ask of a process whose
-            // answer is still kept cannot be, as the coordinator waits for that answer first.
-            if (entry.reserved != 0) {
-              if (!it->second.counted_ask) asked_unanswered_++;
-              it->second.counted_ask = true;
-              last_ask_ = std::max(last_ask_, entry.reserved);
-            }
-            StasisBarrier barrier;
-            if (entry.payload_len == sizeof barrier) {
-              memcpy(&barrier, data, sizeof barrier);
-              if (strncmp(barrier.name, "commit", sizeof barrier.name) == 0)
-                it->second.commit_aborts = barrier.abort != 0;
-              if (strncmp(barrier.name, "checkpoint", sizeof barrier.name) == 0)
-                it->second.image = ImageToCheck{};  // a new checkpoint: nothing named yet
-            }
-          }
-          queue(it->second.link, id, entry.type, entry.arg, data, entry.payload_len, entry.reserved);
+          down(id, it->second, entry, data);
         }
       });
   if (!fault.empty()) {
     log_.line(fmt::format("the coordinator's batch is malformed ({}); the relay ends", fault));
     coordinator_gone_ = true;
   }
+}
+
+void Relay::down(uint64_t id, Local& local, const StasisRelayEntry& entry, const uint8_t* data) {
+  if (entry.type == STASIS_MSG_BARRIER) {
+    outstanding_.insert(id);
+    local.no_children_held = false;
+    // A counted ask (the coordinator counts its answer): a repeated ask of a process whose
+    // answer is still kept cannot be, as the coordinator waits for that answer first.
+    if (entry.reserved != 0) {
+      if (!local.counted_ask) asked_unanswered_++;
+      local.counted_ask = true;
+      last_ask_ = std::max(last_ask_, entry.reserved);
+    }
+    StasisBarrier barrier;
+    if (entry.payload_len == sizeof barrier) {
+      memcpy(&barrier, data, sizeof barrier);
+      if (strncmp(barrier.name, "commit", sizeof barrier.name) == 0) local.commit_aborts = barrier.abort != 0;
+      if (strncmp(barrier.name, "checkpoint", sizeof barrier.name) == 0)
+        local.image = ImageToCheck{};  // a new checkpoint: nothing named yet
+    }
+  }
+  queue(local.link, id, entry.type, entry.arg, data, entry.payload_len, entry.reserved);
 }
 
 void Relay::send_up(protocol::RelayBatch& batch) {

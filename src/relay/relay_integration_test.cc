@@ -125,74 +125,90 @@ TEST_F(RelayIntegration, CheckpointsThroughRelaysWithMessagesPerHostNotPerProces
   EXPECT_EQ(large.coordinator_messages, small.coordinator_messages) << log();
   for (const auto& process : relayed)
     EXPECT_EQ(process->count("commit"), process->count("suspend")) << "every one committed";
-  // Each relay answered "suspend", "children", "drain" and "resume" for its 12 processes as one
-  // counted entry ("checkpoint" names each image, "commit" each relay-checked one: by name).
-  EXPECT_NE(log().find("; 96 answers counted in relays' aggregates"), std::string::npos) << log();
+  // Each relay answered "suspend", "children" (with no CHILDREN list: none has a child),
+  // "drain", "resume" and "commit" (every image checked there) for its 12 processes as one
+  // counted entry; "checkpoint" names each image, by name.
+  EXPECT_NE(log().find("; 120 answers counted in relays' aggregates"), std::string::npos) << log();
+  // And was given each of the six barriers once for its 12 processes, not 12 times.
+  EXPECT_NE(log().find("; 144 barriers given by relays to all their processes at once"), std::string::npos)
+      << log();
 }
 
-// Relay protocol 2 (aggregated answers) against 1: each side refuses the other by name rather
-// than misread a count as a process, or leave one waiting.
+// Relay protocol 3 (a barrier down once per relay, folded CHILDREN lists and checked commits)
+// against 2 (aggregated answers) and 1: each side refuses the other by name rather than misread
+// an entry for all of a relay's processes as one for a single process, or leave one waiting.
 TEST_F(RelayIntegration, ARelayOfAnOlderProtocolIsRefusedByName) {
   start_coordinator();
-  int fd = stasis_connect_tcp("127.0.0.1", port_);
-  ASSERT_GE(fd, 0);
   uint8_t key[32];
   ASSERT_EQ(stasis_hex_decode(secret().c_str(), key, sizeof key), 0);
-  char reason[256] = "";
-  // As an older relay authenticates: the right secret, no protocol name.
-  EXPECT_NE(stasis_client_handshake(fd, key, sizeof key, STASIS_ROLE_RELAY, nullptr, nullptr, reason,
-                                    sizeof reason),
-            0);
-  close(fd);
-  EXPECT_NE(std::string(reason).find("the relay speaks stasis-relay/1 (an older stasis), this "
-                                     "coordinator stasis-relay/2"),
-            std::string::npos)
-      << reason;
+  // As an older relay authenticates: the right secret, and protocol 2's name, or (1) none.
+  for (const char* older : {"stasis-relay/2", ""}) {
+    SCOPED_TRACE(older);
+    int fd = stasis_connect_tcp("127.0.0.1", port_);
+    ASSERT_GE(fd, 0);
+    StasisProcessInfo speaks{};
+    snprintf(speaks.program, sizeof speaks.program, "%s", older);
+    char reason[256] = "";
+    EXPECT_NE(stasis_client_handshake(fd, key, sizeof key, STASIS_ROLE_RELAY, older[0] ? &speaks : nullptr,
+                                      nullptr, reason, sizeof reason),
+              0);
+    close(fd);
+    std::string expected = older[0] ? "the relay speaks stasis-relay/2, this coordinator stasis-relay/3"
+                                    : "the relay speaks stasis-relay/1 (an older stasis), this coordinator "
+                                      "stasis-relay/3";
+    EXPECT_NE(std::string(reason).find(expected), std::string::npos) << reason;
+  }
   EXPECT_EQ(status_json()["processes"].size(), 0u);
 }
 
 TEST_F(RelayIntegration, ARelayRefusesACoordinatorOfAnOlderProtocolByName) {
-  // A coordinator of relay protocol 1: accepts the relay, then sends a batch without naming its
-  // protocol first.
-  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof address;
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), len), 0);
-  ASSERT_EQ(listen(listener, 4), 0);
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &len), 0);
-  std::thread older([listener] {
-    int fd = accept(listener, nullptr, nullptr);
-    if (fd < 0) return;
-    StasisHello hello{};
-    stasis_send_msg(fd, STASIS_MSG_HELLO, 0, &hello, sizeof hello);
-    StasisMsgHeader header;
-    StasisAuth auth;
-    if (recv(fd, &header, sizeof header, MSG_WAITALL) == sizeof header &&
-        recv(fd, &auth, sizeof auth, MSG_WAITALL) == sizeof auth) {
-      StasisAuthOk ok{.client_id = 7};
-      stasis_send_msg(fd, STASIS_MSG_AUTH_OK, 0, &ok, sizeof ok);
-      stasis::protocol::RelayBatch batch;  // what an older coordinator sends: entries for processes
-      batch.add(STASIS_MSG_RELAY_LEFT, 0, 0, nullptr, 0, 5);
-      std::string payload = batch.take().front();
-      stasis_send_msg(fd, STASIS_MSG_RELAY_BATCH, 0, payload.data(), static_cast<uint32_t>(payload.size()));
-      char byte;
-      while (recv(fd, &byte, 1, 0) > 0) {
+  for (const char* older : {"stasis-relay/2", ""}) {
+    SCOPED_TRACE(older);
+    // A coordinator of relay protocol 2 (names it in its first batch) or 1 (sends a batch without
+    // naming its protocol first): accepts the relay, then sends that batch.
+    int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof address;
+    ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), len), 0);
+    ASSERT_EQ(listen(listener, 4), 0);
+    ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &len), 0);
+    std::thread older_coordinator([listener, older] {
+      int fd = accept(listener, nullptr, nullptr);
+      if (fd < 0) return;
+      StasisHello hello{};
+      stasis_send_msg(fd, STASIS_MSG_HELLO, 0, &hello, sizeof hello);
+      StasisMsgHeader header;
+      StasisAuth auth;
+      if (recv(fd, &header, sizeof header, MSG_WAITALL) == sizeof header &&
+          recv(fd, &auth, sizeof auth, MSG_WAITALL) == sizeof auth) {
+        StasisAuthOk ok{.client_id = 7};
+        stasis_send_msg(fd, STASIS_MSG_AUTH_OK, 0, &ok, sizeof ok);
+        stasis::protocol::RelayBatch batch;  // what an older coordinator sends first
+        if (older[0] != '\0')
+          batch.add(STASIS_MSG_RELAY_JOIN, 0, 0, older, static_cast<uint32_t>(strlen(older)), 0);
+        else
+          batch.add(STASIS_MSG_RELAY_LEFT, 0, 0, nullptr, 0, 5);
+        std::string payload = batch.take().front();
+        stasis_send_msg(fd, STASIS_MSG_RELAY_BATCH, 0, payload.data(), static_cast<uint32_t>(payload.size()));
+        char byte;
+        while (recv(fd, &byte, 1, 0) > 0) {
+        }
       }
-    }
-    close(fd);
-  });
-  std::string coordinator = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-  setenv("STASIS_SECRET", std::string(64, 'a').c_str(), 1);
-  StasisRun relay(tmp_, {"relay", "--coord", coordinator, "--socket", unique("older")});
-  unsetenv("STASIS_SECRET");
-  Output result = relay.wait();
-  older.join();
-  close(listener);
-  EXPECT_NE(result.status, 0);
-  EXPECT_NE(result.err.find("does not speak stasis-relay/2 (an older stasis?)"), std::string::npos)
-      << result.err;
+      close(fd);
+    });
+    std::string coordinator = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+    setenv("STASIS_SECRET", std::string(64, 'a').c_str(), 1);
+    StasisRun relay(tmp_, {"relay", "--coord", coordinator, "--socket", unique("older")});
+    unsetenv("STASIS_SECRET");
+    Output result = relay.wait();
+    older_coordinator.join();
+    close(listener);
+    EXPECT_NE(result.status, 0);
+    EXPECT_NE(result.err.find("does not speak stasis-relay/3 (an older stasis?)"), std::string::npos)
+        << result.err;
+  }
 }
 
 TEST_F(RelayIntegration, ARelayKilledMidCheckpointFailsItAndKeepsThePreviousOne) {
