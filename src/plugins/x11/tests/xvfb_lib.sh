@@ -23,7 +23,7 @@ xvfb_setup() {
 fail() {
   echo "FAIL: $*"
   for f in "$WORK"/*.out "$WORK"/*.err; do [ -s "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done
-  # Which processes listen as X displays (the proxy's are 1024 and up), to tell a clash from a bug.
+  # Which processes listen as X displays (the proxy's are 1024 to 32767), to tell a clash from a bug.
   command -v ss >/dev/null && { echo "--- X listeners"; ss -xlp 2>/dev/null | grep "X11-unix" | head -20; }
   exit 1
 }
