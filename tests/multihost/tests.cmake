@@ -72,6 +72,19 @@ if(TARGET ring_in_flight_split AND TARGET ring_in_flight_openmpi)
 else()
   stasis_skipped_group(multihost.mpi_split.openmpi "${STASIS_NO_OPENMPI}")
 endif()
+# The same under MPICH's mpiexec with Hydra's ssh launcher (`-launcher ssh -hosts H1:2,H2:2`).
+find_program(STASIS_MPICH_RUN mpirun.mpich)
+if(TARGET ring_in_flight_split AND TARGET ring_in_flight_mpich AND STASIS_MPICH_RUN)
+  add_test(NAME multihost.mpi_split.mpich
+           COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/mpi_split_hosts_test.py --mpich --stasis ${STASIS_BIN}
+                   --mpirun ${STASIS_MPICH_RUN} --nsrsh ${STASIS_NSRSH}
+                   --native ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_mpich
+                   --split $<TARGET_FILE:ring_in_flight_split>)
+  set_tests_properties(multihost.mpi_split.mpich PROPERTIES TIMEOUT 300 LABELS "ckpt;mpi;mpi_split"
+                       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+else()
+  stasis_skipped_group(multihost.mpi_split.mpich "no mpicc.mpich and mpirun.mpich (Debian: mpich libmpich-dev)")
+endif()
 
 # ---- InfiniBand verbs over softib (docs/infiniband.md) ----------------------------------------
 # The InfiniBand plugin's own cases are in src/plugins/infiniband/tests.cmake.
