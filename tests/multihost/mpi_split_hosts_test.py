@@ -16,8 +16,8 @@ Checks: the checkpoint holds two ranks at each host's address and a rank file na
 restart's rank-0 lines go on from the checkpoint to the uninterrupted run's end and it exits 0; every
 restarted rank says it started a fresh Open MPI lower half, and the restarted ranks joined from the
 hosts mpirun placed them on.
-With --mpich (by hand only, not in the suite: src/plugins/mpi_split/README.md, Missing), MPICH's
-mpirun (Hydra's ssh launcher, UCX over TCP), each restart given STASIS_RESTART_ID.
+With --mpich (multihost.mpi_split.mpich), MPICH's mpirun (Hydra's ssh launcher; UCX over TCP between
+the hosts, over shared memory within one), restarted on the two hosts only, given STASIS_RESTART_ID.
 usage: mpi_split_hosts_test.py --stasis S --mpirun M --native NATIVE --split SPLIT [--nsrsh NSRSH] [--mpich]
 Exits 77 (skipped) when not root or without `ip netns`."""
 import argparse
@@ -63,9 +63,15 @@ def main():
     mpi_run = os.path.join(os.path.dirname(HERE), "scripts", "mpi_run.sh")
 
     def mpirun(hosts, *program, forward=()):
-        if args.mpich:  # Hydra passes its whole environment to every host; UCX over TCP alone
+        if args.mpich:
+            # Hydra passes its whole environment to every host. Not UCX's TCP alone: with it, MPICH 4.0's
+            # MPI_Finalize hung natively in 14 of 107 jobs of 4 ranks on these hosts (a rank spinning in
+            # ucp_worker_progress for the close of its TCP endpoint to a rank of its own host, which
+            # waited in the PMI barrier that follows: README.md, Several hosts under Hydra); shared
+            # memory between the ranks of one host, 65 of 65 ended.
             return [mpi_run, args.mpirun, "-launcher", "ssh", "-launcher-exec", ssh, "-hosts", hosts,
-                    "-genv", "UCX_TLS", "tcp,self", "-genv", "MPIR_CVAR_NOLOCAL", "1", "-np", str(RANKS), "--", *program]
+                    "-genv", "UCX_TLS", "self,sm,tcp", "-genv", "MPIR_CVAR_NOLOCAL", "1", "-np", str(RANKS), "--",
+                    *program]
         # TCP between the hosts, shared memory within one. Under `launch --mpi` the launch forwards
         # the ranks' variables (Open MPI refuses -x beside it); the restart's `stasis restart` on
         # host 2 needs the secret's directory forwarded by the user.
@@ -116,8 +122,10 @@ def main():
             raise Failure(f"the rank files name {sorted(named)}, the checkpoint's processes are {sorted(saved)}")
         print(f"checkpoint {generation}: asked after {asked_at} lines, killed after {len(before)}")
 
-        for what, hosts, want in (("two hosts", f"{h1}:2,{h2}:2", [h1, h1, h2, h2]),
-                                  ("host 1 alone", f"{h1}:4", [h1] * 4)):
+        restarts = [("two hosts", f"{h1}:2,{h2}:2", [h1, h1, h2, h2]), ("host 1 alone", f"{h1}:4", [h1] * 4)]
+        if args.mpich:  # Hydra's restart on host 1 alone hangs (src/plugins/mpi_split/README.md, Missing)
+            restarts = restarts[:1]
+        for what, hosts, want in restarts:
             restart_at = time.time()
             log_before = len(coordinator_log())
             # Hydra names its ranks on several hosts nothing in common: the restart's name is given.

@@ -60,18 +60,33 @@ endif()
 
 # ---- a split-process MPI job on two hosts under mpirun's ssh launcher (src/plugins/mpi_split) ----
 # `stasis launch --mpi -- mpirun --host H1:2,H2:2` (ring_in_flight, four ranks), checkpointed and
-# killed, restarted by `mpirun ... stasis restart --mpi-rank` on both hosts and on host 1 alone.
-if(TARGET ring_in_flight_split AND TARGET ring_in_flight_openmpi)
-  add_test(NAME multihost.mpi_split.openmpi
-           COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/mpi_split_hosts_test.py --stasis ${STASIS_BIN}
-                   --mpirun ${STASIS_OPENMPI_RUN} --nsrsh ${STASIS_NSRSH}
-                   --native ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_openmpi
-                   --split $<TARGET_FILE:ring_in_flight_split>)
-  set_tests_properties(multihost.mpi_split.openmpi PROPERTIES TIMEOUT 300 LABELS "ckpt;mpi;mpi_split"
-                       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
-else()
-  stasis_skipped_group(multihost.mpi_split.openmpi "${STASIS_NO_OPENMPI}")
-endif()
+# killed, restarted by `mpirun ... stasis restart --mpi-rank` on both hosts and on host 1 alone;
+# under MPICH's mpiexec with Hydra's ssh launcher (`-launcher ssh -hosts H1:2,H2:2`, --mpich) on
+# both hosts only.
+find_program(STASIS_MPICH_RUN mpirun.mpich)
+set(STASIS_NO_MPICH "no mpicc.mpich and mpirun.mpich (Debian: mpich libmpich-dev)")
+foreach(implementation openmpi mpich)
+  if(implementation STREQUAL "openmpi")
+    set(launcher ${STASIS_OPENMPI_RUN})
+    set(which_mpi)
+    set(missing "${STASIS_NO_OPENMPI}")
+  else()
+    set(launcher ${STASIS_MPICH_RUN})
+    set(which_mpi --mpich)
+    set(missing "${STASIS_NO_MPICH}")
+  endif()
+  if(TARGET ring_in_flight_split AND TARGET ring_in_flight_${implementation} AND launcher)
+    add_test(NAME multihost.mpi_split.${implementation}
+             COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/mpi_split_hosts_test.py ${which_mpi}
+                     --stasis ${STASIS_BIN} --mpirun ${launcher} --nsrsh ${STASIS_NSRSH}
+                     --native ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_${implementation}
+                     --split $<TARGET_FILE:ring_in_flight_split>)
+    set_tests_properties(multihost.mpi_split.${implementation} PROPERTIES TIMEOUT 300 LABELS "ckpt;mpi;mpi_split"
+                         SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+  else()
+    stasis_skipped_group(multihost.mpi_split.${implementation} "${missing}")
+  endif()
+endforeach()
 
 # ---- InfiniBand verbs over softib (docs/infiniband.md) ----------------------------------------
 # The InfiniBand plugin's own cases are in src/plugins/infiniband/tests.cmake.

@@ -78,6 +78,7 @@ function(stasis_split_library_tests implementation compiler launcher)
                            ${run} ${ARGN} -- ${native} 30 0 15 --then ${run} ${ARGN} -- ${SPLIT_RING} 30 0 15)
   # in_flight counts only (DRAIN=0), then drains too (DRAIN=1), the last also under the lower-half
   # program (own_libc.drain) and with that program started by the program (lower_started.drain).
+  # Each with 4 duplicates of the world more, the last made carrying a message to every rank.
   foreach(mode IN ITEMS in_flight drain own_libc.drain lower_started.drain)
     set(drain 1)
     set(lower_program)
@@ -93,7 +94,7 @@ function(stasis_split_library_tests implementation compiler launcher)
              COMMAND sh -c "d=$(mktemp -d) && \"$0\" \"$d/out\" \"$d/err\" \"$@\"; rc=$?; cat \"$d/out\" \"$d/err\";
                             [ $rc -eq 0 ] && grep -q '^in_flight ok$' \"$d/out\"; rc=$?; rm -rf \"$d\"; exit $rc"
                      ${MPI_SPLIT_DIR}/tests/run_mpi_job.sh ${run} ${ARGN} -- ${lower_program} $<TARGET_FILE:in_flight_split>
-                     3 200 ${drain})
+                     3 200 ${drain} 4)
     set_tests_properties(mpi_split.${implementation}.${mode} PROPERTIES TIMEOUT 120 LABELS "mpi;mpi_split"
                          RESOURCE_LOCK mpi_ports ENVIRONMENT "${environment}")
   endforeach()
