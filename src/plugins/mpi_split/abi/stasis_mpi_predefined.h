@@ -13,6 +13,8 @@ enum StasisMpiKind {
   STASIS_MPI_KIND_GROUP = 4,
   STASIS_MPI_KIND_REQUEST = 5,
   STASIS_MPI_KIND_WIN = 6, /* mpirma: windows (upper_rma.c keeps their table) */
+  STASIS_MPI_KIND_ERRHANDLER = 7, /* the predefined error handlers (upper_errhandlers.c) */
+  STASIS_MPI_KIND_INFO = 8,       /* info objects (upper_info.c keeps their table) */
 };
 
 #define STASIS_MPI_PREDEFINED_COMMS(X) X(COMM_NULL) X(COMM_WORLD) X(COMM_SELF)
@@ -32,6 +34,10 @@ enum StasisMpiKind {
 #define STASIS_MPI_PREDEFINED_REQUESTS(X) X(REQUEST_NULL)
 
 #define STASIS_MPI_PREDEFINED_WINS(X) X(WIN_NULL) /* mpirma */
+/* Error handlers: the predefined ones only (MPI_Comm_create_errhandler is not offered). */
+#define STASIS_MPI_PREDEFINED_ERRHANDLERS(X) X(ERRHANDLER_NULL) X(ERRORS_ARE_FATAL) X(ERRORS_RETURN)
+/* Info objects live in the upper half alone (upper_info.c): MPI_INFO_ENV is an empty one. */
+#define STASIS_MPI_PREDEFINED_INFOS(X) X(INFO_NULL) X(INFO_ENV)
 /* Matched messages (MPI_Message, upper_mprobe.c) are no virtual ids of the tables: a message
  * matched by MPI_Mprobe is held by the upper half itself. Its handle is this tag | its slot; slot
  * 0 is MPI_MESSAGE_NULL, 1 MPI_MESSAGE_NO_PROC. */

@@ -20,6 +20,12 @@ STASIS_NAMES = {
     "ompi_mpi_datatype_null": ("DATATYPE", "DATATYPE_NULL"), "ompi_mpi_long_long_int": ("DATATYPE", "LONG_LONG"),
 }
 STASIS_NAMES["ompi_mpi_win_null"] = ("WIN", "WIN_NULL")  # mpirma
+STASIS_NAMES.update({  # mpinfo
+    "ompi_mpi_errhandler_null": ("ERRHANDLER", "ERRHANDLER_NULL"),
+    "ompi_mpi_errors_are_fatal": ("ERRHANDLER", "ERRORS_ARE_FATAL"),
+    "ompi_mpi_errors_return": ("ERRHANDLER", "ERRORS_RETURN"),
+    "ompi_mpi_info_null": ("INFO", "INFO_NULL"), "ompi_mpi_info_env": ("INFO", "INFO_ENV"),
+})
 for op in "null max min sum prod land band lor bor lxor bxor maxloc minloc replace no_op".split():
     STASIS_NAMES[f"ompi_mpi_op_{op}"] = ("OP", "OP_NULL" if op == "null" else op.upper())
 for datatype in ("char signed_char unsigned_char byte short unsigned_short int unsigned long unsigned_long "
