@@ -463,6 +463,9 @@ static const StasisMpiLower lower_half = {
     .type_create_hindexed = lower_type_create_hindexed,
     .type_create_subarray = lower_type_create_subarray,
     .type_get_extent = lower_type_get_extent,
+    .pack = lower_pack,
+    .unpack_at = lower_unpack_at,
+    .pack_size = lower_pack_size,
 };
 
 __attribute__((visibility("default"))) const StasisMpiLower *stasis_mpi_lower_interface(void) { return &lower_half; }

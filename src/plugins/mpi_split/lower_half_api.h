@@ -250,6 +250,13 @@ typedef struct StasisMpiLower {
   int (*type_create_subarray)(int ndims, const int *sizes, const int *subsizes, const int *starts, int order_fortran,
                               StasisMpiRealHandle old, StasisMpiRealHandle *made);
   int (*type_get_extent)(StasisMpiRealHandle type, int true_extent, int64_t *lb, int64_t *extent);
+  /* MPI_Pack, MPI_Unpack (from *position on, which they move) and MPI_Pack_size (ScaLAPACK's
+   * BLACS, under NWChem). */
+  int (*pack)(const void *inbuf, int incount, StasisMpiRealHandle type, void *outbuf, int outsize, int *position,
+              StasisMpiRealHandle comm);
+  int (*unpack_at)(const void *inbuf, int insize, int *position, void *outbuf, int outcount, StasisMpiRealHandle type,
+                   StasisMpiRealHandle comm);
+  int (*pack_size)(int incount, StasisMpiRealHandle type, StasisMpiRealHandle comm, int *size);
 } StasisMpiLower;
 
 /* How many user operations may live at once (one lower-half trampoline each). */

@@ -26,6 +26,20 @@ static int lower_type_create_subarray(int ndims, const int *sizes, const int *su
   return rc;
 }
 
+static int lower_pack(const void *inbuf, int incount, StasisMpiRealHandle type, void *outbuf, int outsize,
+                      int *position, StasisMpiRealHandle comm) {
+  return MPI_Pack(inbuf, incount, AS(MPI_Datatype, type), outbuf, outsize, position, AS(MPI_Comm, comm));
+}
+
+static int lower_unpack_at(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+                           StasisMpiRealHandle type, StasisMpiRealHandle comm) {
+  return MPI_Unpack(inbuf, insize, position, outbuf, outcount, AS(MPI_Datatype, type), AS(MPI_Comm, comm));
+}
+
+static int lower_pack_size(int incount, StasisMpiRealHandle type, StasisMpiRealHandle comm, int *size) {
+  return MPI_Pack_size(incount, AS(MPI_Datatype, type), AS(MPI_Comm, comm), size);
+}
+
 static int lower_type_get_extent(StasisMpiRealHandle type, int true_extent, int64_t *lb, int64_t *extent) {
   MPI_Aint library_lb = 0, library_extent = 0;
   int rc = true_extent ? MPI_Type_get_true_extent(AS(MPI_Datatype, type), &library_lb, &library_extent)

@@ -212,7 +212,10 @@ API int MPI_Finalized(int *flag) {
 
 API int MPI_Finalize(void) {
   NEED_LOWER("MPI_Finalize");
-  int rc = stasis_mpi_finalize_entry(); /* every rank there, at a safe point */
+  /* MPI_COMM_SELF's attributes are deleted first, as the standard says (mpi4py's clean-up hooks). */
+  int rc = stasis_mpi_attributes_delete_all(MPI_COMM_SELF);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = stasis_mpi_finalize_entry(); /* every rank there, at a safe point */
   if (rc != MPI_SUCCESS) return rc;
   rc = LOWER_CALL(lower, finalize);
   finalized = 1;
@@ -289,6 +292,8 @@ API int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
                         newcomm);
   /* A dup of a Cartesian communicator keeps its grid (upper_topology.c). */
   if (rc == MPI_SUCCESS && *newcomm != MPI_COMM_NULL) rc = stasis_mpi_topology_comm_dup(comm, *newcomm);
+  /* The attributes' copy functions (upper_attributes.c). */
+  if (rc == MPI_SUCCESS && *newcomm != MPI_COMM_NULL) rc = stasis_mpi_attributes_copy(comm, *newcomm);
   return rc;
 }
 
@@ -333,7 +338,11 @@ static int free_made(const char *function, StasisMpiIdTable *table, const char *
 
 API int MPI_Comm_free(MPI_Comm *comm) {
   int freed = *comm;
-  int rc = free_made("MPI_Comm_free", &handles.comms, "communicator made by the program", MPI_ERR_COMM,
+  int rc = stasis_mpi_ids_index(&handles.comms, freed) >= STASIS_MPI_PREDEFINED_COMM_COUNT
+               ? stasis_mpi_attributes_delete_all(freed) /* the attributes' delete functions first */
+               : MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) return rc;
+  rc = free_made("MPI_Comm_free", &handles.comms, "communicator made by the program", MPI_ERR_COMM,
                      STASIS_MPI_REPLAY_COMM_FREE, comm, MPI_COMM_NULL);
   if (*comm == MPI_COMM_NULL) stasis_mpi_topology_comm_freed(freed);
   return rc;
@@ -412,6 +421,10 @@ API int MPI_Type_commit(MPI_Datatype *datatype) {
 }
 
 API int MPI_Type_free(MPI_Datatype *datatype) {
+  if (stasis_mpi_ids_index(&handles.datatypes, *datatype) >= STASIS_MPI_PREDEFINED_DATATYPE_COUNT) {
+    int rc = stasis_mpi_attributes_delete_all(*datatype); /* the attributes' delete functions first */
+    if (rc != MPI_SUCCESS) return rc;
+  }
   return free_made("MPI_Type_free", &handles.datatypes, "datatype made by the program", MPI_ERR_TYPE,
                    STASIS_MPI_REPLAY_TYPE_FREE, datatype, MPI_DATATYPE_NULL);
 }

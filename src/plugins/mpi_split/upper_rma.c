@@ -238,7 +238,8 @@ API int MPI_Win_free(MPI_Win *win) {
   static const char function[] = "MPI_Win_free";
   NEED_LOWER(function);
   WINDOW(function, *win, w, index);
-  int rc = w->served ? MPI_SUCCESS : MPI_Barrier(w->comm);
+  int rc = stasis_mpi_attributes_delete_all(*win); /* the attributes' delete functions first */
+  if (rc == MPI_SUCCESS && !w->served) rc = MPI_Barrier(w->comm);
   if (rc != MPI_SUCCESS) return rc;
   stasis_mpi_safe_point_enter(function);
   StasisMpiRealHandle real = WIN_NOW(index);
@@ -262,7 +263,7 @@ API int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag
     case MPI_WIN_DISP_UNIT: *(int **)attribute_val = &w->disp_unit; break;
     case MPI_WIN_CREATE_FLAVOR: *(int **)attribute_val = &w->flavor; break;
     case MPI_WIN_MODEL: *(int **)attribute_val = &w->model; break;
-    default: *flag = 0; /* no attributes of the program's own keyvals yet */
+    default: return stasis_mpi_window_attribute(win, keyval, attribute_val, flag); /* the program's keyvals */
   }
   return MPI_SUCCESS;
 }

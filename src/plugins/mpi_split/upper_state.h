@@ -186,6 +186,15 @@ int receive_drained(const char *function, void *buf, int count, StasisMpiRealHan
 /* What libstasis_mpi.so exports: the MPI_* and STASIS_MPI_* functions, nothing else. */
 #define API __attribute__((visibility("default")))
 
+/* Attributes (upper_attributes.c): the copy functions of `from`'s attributes run for its dup `to`
+ * (MPI_Comm_dup); the delete functions of every attribute on `object`, last set first, before it
+ * is freed (MPI_Comm_free, MPI_Type_free, MPI_Win_free; MPI_COMM_SELF at MPI_Finalize). Outside
+ * any region (the program's functions may call MPI). MPI_SUCCESS, or the first function's error. */
+int stasis_mpi_attributes_copy(int from, int to);
+int stasis_mpi_attributes_delete_all(int object);
+/* MPI_Win_get_attr of a keyval the program made (upper_rma.c answers the predefined ones). */
+int stasis_mpi_window_attribute(MPI_Win win, int keyval, void *value, int *flag);
+
 #define NEED_LOWER(function)                                                                                    \
   do {                                                                                                          \
     if (!lower || finalized) return not_initialized(function);                                                  \

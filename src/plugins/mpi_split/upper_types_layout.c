@@ -103,6 +103,53 @@ API int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *exten
   return get_extent("MPI_Type_get_extent", 0, datatype, lb, extent);
 }
 
+/* The predefined C type of that class and size, as Open MPI answers from C. */
+API int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype) {
+  static const struct {
+    int typeclass, size;
+    MPI_Datatype type;
+  } matches[] = {{MPI_TYPECLASS_INTEGER, 1, MPI_INT8_T},  {MPI_TYPECLASS_INTEGER, 2, MPI_INT16_T},
+                 {MPI_TYPECLASS_INTEGER, 4, MPI_INT},     {MPI_TYPECLASS_INTEGER, 8, MPI_LONG},
+                 {MPI_TYPECLASS_REAL, 4, MPI_FLOAT},      {MPI_TYPECLASS_REAL, 8, MPI_DOUBLE},
+                 {MPI_TYPECLASS_REAL, 16, MPI_LONG_DOUBLE}};
+  if (!datatype) return MPI_ERR_ARG;
+  for (size_t i = 0; i < sizeof matches / sizeof matches[0]; i++)
+    if (matches[i].typeclass == typeclass && matches[i].size == size) {
+      *datatype = matches[i].type;
+      return MPI_SUCCESS;
+    }
+  complain("MPI_Type_match_size", "no datatype of that class and size in split mode (complex types are not offered)");
+  return MPI_ERR_ARG;
+}
+
+API int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position,
+                 MPI_Comm comm) {
+  NEED_LOWER("MPI_Pack");
+  if (stasis_mpi_ids_index(&handles.datatypes, datatype) < 0) return not_live("MPI_Pack", "datatype", datatype, MPI_ERR_TYPE);
+  if (stasis_mpi_ids_index(&handles.comms, comm) < 0) return not_live("MPI_Pack", "communicator", comm, MPI_ERR_COMM);
+  return library_error(LOWER_CALL(lower, pack, inbuf, incount, REAL_NOW(handles.datatypes, datatype), outbuf, outsize,
+                                  position, REAL_NOW(handles.comms, comm)));
+}
+
+API int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype,
+                   MPI_Comm comm) {
+  NEED_LOWER("MPI_Unpack");
+  if (stasis_mpi_ids_index(&handles.datatypes, datatype) < 0)
+    return not_live("MPI_Unpack", "datatype", datatype, MPI_ERR_TYPE);
+  if (stasis_mpi_ids_index(&handles.comms, comm) < 0) return not_live("MPI_Unpack", "communicator", comm, MPI_ERR_COMM);
+  return library_error(LOWER_CALL(lower, unpack_at, inbuf, insize, position, outbuf, outcount,
+                                  REAL_NOW(handles.datatypes, datatype), REAL_NOW(handles.comms, comm)));
+}
+
+API int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size) {
+  NEED_LOWER("MPI_Pack_size");
+  if (stasis_mpi_ids_index(&handles.datatypes, datatype) < 0)
+    return not_live("MPI_Pack_size", "datatype", datatype, MPI_ERR_TYPE);
+  if (stasis_mpi_ids_index(&handles.comms, comm) < 0) return not_live("MPI_Pack_size", "communicator", comm, MPI_ERR_COMM);
+  return library_error(
+      LOWER_CALL(lower, pack_size, incount, REAL_NOW(handles.datatypes, datatype), REAL_NOW(handles.comms, comm), size));
+}
+
 API int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent) {
   return get_extent("MPI_Type_get_true_extent", 1, datatype, true_lb, true_extent);
 }

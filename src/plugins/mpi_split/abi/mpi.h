@@ -361,6 +361,58 @@ int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void
                          int target_rank, MPI_Aint target_disp, MPI_Win win);
 /* End of one-sided communication. */
 
+/* Attributes and keyvals (part "mpiattr", upper_attributes.c): kept in the upper half alone (a
+ * keyval is an id of its table, STASIS_MPI_KEYVAL_TAG | slot; an attribute the program's value),
+ * so a restart under any library finds them unchanged. The predefined attributes of
+ * communicators are answered there (MPI_TAG_UB: 32767, the standard's least, valid on any
+ * library a restart brings). Open MPI's values. */
+#define MPI_KEYVAL_INVALID (-1)
+#define MPI_ERR_KEYVAL 36
+#define STASIS_MPI_ERR_LASTCODE 92
+#define STASIS_MPI_KEYVAL_TAG 0x4B000000
+enum { MPI_TAG_UB = 0, MPI_HOST = 1, MPI_IO = 2, MPI_WTIME_IS_GLOBAL = 3, MPI_APPNUM = 4, MPI_LASTUSEDCODE = 5,
+       MPI_UNIVERSE_SIZE = 6 };
+/* Every handle is an int: one copy and one delete function type serves the three kinds. */
+typedef int STASIS_MPI_Copy_attr_function(int object, int keyval, void *extra_state, void *attribute_val_in,
+                                          void *attribute_val_out, int *flag);
+typedef int STASIS_MPI_Delete_attr_function(int object, int keyval, void *attribute_val, void *extra_state);
+typedef STASIS_MPI_Copy_attr_function MPI_Comm_copy_attr_function, MPI_Type_copy_attr_function,
+    MPI_Win_copy_attr_function;
+typedef STASIS_MPI_Delete_attr_function MPI_Comm_delete_attr_function, MPI_Type_delete_attr_function,
+    MPI_Win_delete_attr_function;
+int STASIS_MPI_Null_copy_fn(int object, int keyval, void *extra_state, void *attribute_val_in,
+                            void *attribute_val_out, int *flag);
+int STASIS_MPI_Dup_fn(int object, int keyval, void *extra_state, void *attribute_val_in, void *attribute_val_out,
+                      int *flag);
+int STASIS_MPI_Null_delete_fn(int object, int keyval, void *attribute_val, void *extra_state);
+#define MPI_COMM_NULL_COPY_FN STASIS_MPI_Null_copy_fn
+#define MPI_COMM_DUP_FN STASIS_MPI_Dup_fn
+#define MPI_COMM_NULL_DELETE_FN STASIS_MPI_Null_delete_fn
+#define MPI_TYPE_NULL_COPY_FN STASIS_MPI_Null_copy_fn
+#define MPI_TYPE_DUP_FN STASIS_MPI_Dup_fn
+#define MPI_TYPE_NULL_DELETE_FN STASIS_MPI_Null_delete_fn
+#define MPI_WIN_NULL_COPY_FN STASIS_MPI_Null_copy_fn
+#define MPI_WIN_DUP_FN STASIS_MPI_Dup_fn
+#define MPI_WIN_NULL_DELETE_FN STASIS_MPI_Null_delete_fn
+int MPI_Comm_create_keyval(MPI_Comm_copy_attr_function *comm_copy_attr_fn,
+                           MPI_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval, void *extra_state);
+int MPI_Comm_free_keyval(int *comm_keyval);
+int MPI_Comm_set_attr(MPI_Comm comm, int comm_keyval, void *attribute_val);
+int MPI_Comm_get_attr(MPI_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+int MPI_Comm_delete_attr(MPI_Comm comm, int comm_keyval);
+int MPI_Type_create_keyval(MPI_Type_copy_attr_function *type_copy_attr_fn,
+                           MPI_Type_delete_attr_function *type_delete_attr_fn, int *type_keyval, void *extra_state);
+int MPI_Type_free_keyval(int *type_keyval);
+int MPI_Type_set_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val);
+int MPI_Type_get_attr(MPI_Datatype datatype, int type_keyval, void *attribute_val, int *flag);
+int MPI_Type_delete_attr(MPI_Datatype datatype, int type_keyval);
+int MPI_Win_create_keyval(MPI_Win_copy_attr_function *win_copy_attr_fn, MPI_Win_delete_attr_function *win_delete_attr_fn,
+                          int *win_keyval, void *extra_state);
+int MPI_Win_free_keyval(int *win_keyval);
+int MPI_Win_set_attr(MPI_Win win, int win_keyval, void *attribute_val);
+int MPI_Win_delete_attr(MPI_Win win, int win_keyval);
+/* End of attributes and keyvals. */
+
 /* Stasis's own: makes every communicator, group and datatype the program holds again in the
  * running library from the replay log, as a restart does in a fresh one, and rebinds their ids
  * (the old objects are left to the library). Collective over every communicator the program
@@ -449,6 +501,16 @@ int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                              MPI_Datatype oldtype, MPI_Datatype *newtype);
 int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
 int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
+/* A predefined datatype of a type class and size (MPI_TYPECLASS_COMPLEX has none yet), and packing
+ * (ScaLAPACK's BLACS, under NWChem). */
+enum { MPI_TYPECLASS_INTEGER = 1, MPI_TYPECLASS_REAL = 2, MPI_TYPECLASS_COMPLEX = 3 };
+#define MPI_PACKED STASIS_MPI_TYPE(PACKED)
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position,
+             MPI_Comm comm);
+int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype,
+               MPI_Comm comm);
+int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,10 @@ static struct {
   int (*Type_create_subarray)(int, const int[], const int[], const int[], int, int, int *);
   int (*Type_get_extent)(int, MPI_Aint *, MPI_Aint *);
   int (*Type_get_true_extent)(int, MPI_Aint *, MPI_Aint *);
+  int (*Type_match_size)(int, int, int *);
+  int (*Pack)(const void *, int, int, void *, int, int *, int);
+  int (*Unpack)(const void *, int, int *, void *, int, int, int);
+  int (*Pack_size)(int, int, int, int *);
 } split;
 
 __attribute__((constructor)) static void resolve_info(void) {
@@ -55,6 +59,10 @@ __attribute__((constructor)) static void resolve_info(void) {
   OMPI_ABI_RESOLVE(split, Type_create_subarray);
   OMPI_ABI_RESOLVE(split, Type_get_extent);
   OMPI_ABI_RESOLVE(split, Type_get_true_extent);
+  OMPI_ABI_RESOLVE(split, Type_match_size);
+  OMPI_ABI_RESOLVE(split, Pack);
+  OMPI_ABI_RESOLVE(split, Unpack);
+  OMPI_ABI_RESOLVE(split, Pack_size);
 }
 
 EXPORTED int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
@@ -117,3 +125,21 @@ EXPORTED int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, 
   return split.Type_get_true_extent(VID(datatype), true_lb, true_extent);
 }
 FORWARDED(MPI_Type_get_true_extent)
+EXPORTED int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype) {
+  MAKES(datatype, split.Type_match_size(typeclass, size, &made));
+}
+FORWARDED(MPI_Type_match_size)
+EXPORTED int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position,
+                      MPI_Comm comm) {
+  return split.Pack(inbuf, incount, VID(datatype), outbuf, outsize, position, VID(comm));
+}
+FORWARDED(MPI_Pack)
+EXPORTED int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
+                        MPI_Datatype datatype, MPI_Comm comm) {
+  return split.Unpack(inbuf, insize, position, outbuf, outcount, VID(datatype), VID(comm));
+}
+FORWARDED(MPI_Unpack)
+EXPORTED int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size) {
+  return split.Pack_size(incount, VID(datatype), VID(comm), size);
+}
+FORWARDED(MPI_Pack_size)

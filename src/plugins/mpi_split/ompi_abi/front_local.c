@@ -50,6 +50,7 @@ static const char *error_text(int code) {
     case 15: return "MPI_ERR_OTHER: known error not in list";
     case 17: return "MPI_ERR_INTERN: internal error";
     case 19: return "MPI_ERR_REQUEST: invalid request";
+    case 36: return "MPI_ERR_KEYVAL: invalid key value";
     case 52: return "MPI_ERR_UNSUPPORTED_OPERATION: operation not supported";
     default: return NULL;
   }

@@ -30,7 +30,7 @@ for op in "null max min sum prod land band lor bor lxor bxor maxloc minloc repla
     STASIS_NAMES[f"ompi_mpi_op_{op}"] = ("OP", "OP_NULL" if op == "null" else op.upper())
 for datatype in ("char signed_char unsigned_char byte short unsigned_short int unsigned long unsigned_long "
                  "unsigned_long_long float double long_double int8_t int16_t int32_t int64_t uint8_t uint16_t "
-                 "uint32_t uint64_t c_bool float_int double_int long_int 2int").split():
+                 "uint32_t uint64_t c_bool float_int double_int long_int 2int packed").split():
     STASIS_NAMES[f"ompi_mpi_{datatype}"] = ("DATATYPE", datatype.upper())
 
 

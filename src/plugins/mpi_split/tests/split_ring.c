@@ -10,11 +10,16 @@
  * checks that it is handed the program's datatype, and a Bcast on a communicator made from
  * MPI_Group_incl of the first and last ranks (Group_translate_ranks, Group_compare checked), and
  * a word from the next rank completed by MPI_Testall, so a
- * restart makes the operation, the struct and the group again. Part "mpinfo" (what NWChem's
- * Global Arrays call): MPI_ERRORS_RETURN set on the ring, so a send to a rank that does not exist
- * returns an error every step (a restart that did not set it again would end the job there); a
- * block of a matrix sent as a subarray type and words picked by an indexed-block type, their
- * extents checked; an info object's keys and values checked every step; MPI_Query_thread. The output depends only on the arguments
+ * restart makes the operation, the struct and the group again. Attributes: a keyval whose copy
+ * function passes the value on and whose delete function counts, its value set on the ring's
+ * communicator (copied to a duplicate, deleted with it) and on the column datatype, and read back
+ * at the end (after any restart), MPI_COMM_NULL_COPY_FN's attribute not copied, MPI_TAG_UB; rank 0's
+ * "done ranks" line says how many copies and deletes its functions saw. Part "mpinfo" (what
+ * NWChem's Global Arrays call): MPI_ERRORS_RETURN set on the ring, so a send to a rank that does
+ * not exist returns an error every step (a restart that did not set it again would end the job
+ * there); a block of a matrix sent as a subarray type and words picked by an indexed-block type,
+ * their extents checked; an info object's keys and values checked every step; MPI_Query_thread.
+ * The output depends only on the arguments
  * and the number of ranks. On stderr, the upper half's build says what it ran through. With
  * REMAKE_AT > 0, the upper half's build makes every communicator and datatype again from its
  * replay log before that step (as a restart does), goes on with the new objects under the same
@@ -94,6 +99,30 @@ static void chain(void *in, void *inout, int *len, MPI_Datatype *type) {
   }
 }
 
+/* The attributes' functions: the copies and deletes they saw, and the value they were given. */
+static int attribute_copies, attribute_deletes;
+static long attribute_mark = 0x5eed;
+static int copy_mark(MPI_Comm comm, int keyval, void *extra_state, void *in, void *out, int *flag) {
+  (void)comm, (void)keyval;
+  CHECK(extra_state == &attribute_mark && in == &attribute_mark);
+  attribute_copies++;
+  *(void **)out = in;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+static int delete_mark(MPI_Comm comm, int keyval, void *value, void *extra_state) {
+  (void)comm, (void)keyval;
+  CHECK(value == &attribute_mark && extra_state == &attribute_mark);
+  attribute_deletes++;
+  return MPI_SUCCESS;
+}
+static int delete_type_mark(MPI_Datatype type, int keyval, void *value, void *extra_state) {
+  (void)type, (void)keyval, (void)extra_state;
+  CHECK(value == &attribute_mark);
+  attribute_deletes++;
+  return MPI_SUCCESS;
+}
+
 int main(int argc, char **argv) {
   int rank = 0, size = 1;
   MPI_OK(MPI_Init(&argc, &argv));
@@ -130,6 +159,30 @@ int main(int argc, char **argv) {
   int column_size = 0;
   MPI_OK(MPI_Type_size(column, &column_size));
   CHECK(column_size == ROWS * 2 * (int)sizeof(double));
+
+  /* Attributes: the ring's (copied to a duplicate and deleted with it), the column's, and one of
+   * MPI_COMM_NULL_COPY_FN that a duplicate does not get. */
+  int ring_key, column_key, null_key, flag = 0;
+  void *value = NULL;
+  MPI_OK(MPI_Comm_create_keyval(copy_mark, delete_mark, &ring_key, &attribute_mark));
+  MPI_OK(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &null_key, NULL));
+  MPI_OK(MPI_Type_create_keyval(MPI_TYPE_DUP_FN, delete_type_mark, &column_key, NULL));
+  MPI_OK(MPI_Comm_set_attr(ring, ring_key, &attribute_mark));
+  MPI_OK(MPI_Comm_set_attr(ring, null_key, &attribute_mark));
+  MPI_OK(MPI_Type_set_attr(column, column_key, &attribute_mark));
+  MPI_Comm twin;
+  MPI_OK(MPI_Comm_dup(ring, &twin));
+  MPI_OK(MPI_Comm_get_attr(twin, ring_key, &value, &flag));
+  CHECK(flag && value == &attribute_mark);
+  MPI_OK(MPI_Comm_get_attr(twin, null_key, &value, &flag));
+  CHECK(!flag);
+  MPI_OK(MPI_Comm_free(&twin));
+  MPI_OK(MPI_Comm_delete_attr(ring, null_key));
+  MPI_OK(MPI_Comm_free_keyval(&null_key));
+  CHECK(null_key == MPI_KEYVAL_INVALID);
+  int *tag_ub = NULL;
+  MPI_OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag));
+  CHECK(flag && *tag_ub >= 32767);
 
   /* The struct (the pad left out: a hole) and a user operation on it. */
   int tagged_lengths[3] = {1, 1, 1};
@@ -176,8 +229,8 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Type_get_true_extent(picked, &lb, &extent));
   CHECK(lb == 0 && extent == 13 * (MPI_Aint)sizeof(uint64_t));
   MPI_Info info, copy;
-  char value[MPI_MAX_INFO_VAL + 1], key[MPI_MAX_INFO_KEY + 1];
-  int flag = 0, keys = 0, length = 0;
+  char info_value[MPI_MAX_INFO_VAL + 1], info_key[MPI_MAX_INFO_KEY + 1];
+  int info_flag = 0, keys = 0, length = 0;
   MPI_OK(MPI_Info_create(&info));
   MPI_OK(MPI_Info_set(info, "alloc_shm", "false"));
   MPI_OK(MPI_Info_set(info, "same_size", "true"));
@@ -272,13 +325,13 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Allreduce(&block_sum, &block_total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     MPI_OK(MPI_Allreduce(&picked_xor, &picked_total, 1, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD));
     MPI_OK(MPI_Info_get_nkeys(info, &keys));
-    MPI_OK(MPI_Info_get_nthkey(info, 1, key));
-    MPI_OK(MPI_Info_get_valuelen(info, "alloc_shm", &length, &flag));
-    CHECK(keys == 2 && strcmp(key, "same_size") == 0 && flag && length == 4);
-    MPI_OK(MPI_Info_get(info, "alloc_shm", MPI_MAX_INFO_VAL, value, &flag));
-    CHECK(flag && strcmp(value, "true") == 0);
-    MPI_OK(MPI_Info_get(info, "no_locks", MPI_MAX_INFO_VAL, value, &flag));
-    CHECK(!flag);
+    MPI_OK(MPI_Info_get_nthkey(info, 1, info_key));
+    MPI_OK(MPI_Info_get_valuelen(info, "alloc_shm", &length, &info_flag));
+    CHECK(keys == 2 && strcmp(info_key, "same_size") == 0 && info_flag && length == 4);
+    MPI_OK(MPI_Info_get(info, "alloc_shm", MPI_MAX_INFO_VAL, info_value, &info_flag));
+    CHECK(info_flag && strcmp(info_value, "true") == 0);
+    MPI_OK(MPI_Info_get(info, "no_locks", MPI_MAX_INFO_VAL, info_value, &info_flag));
+    CHECK(!info_flag);
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0)
       printf("step %ld ring %016llx row %016llx column %.3f chain %016llx %016llx %d %016llx %d ends %016llx back %016llx block %.3f picked %016llx\n", step,
@@ -289,6 +342,13 @@ int main(int argc, char **argv) {
     sleep_ms(delay);
   }
 
+  /* The attributes set before any checkpoint, after any restart. */
+  MPI_OK(MPI_Comm_get_attr(ring, ring_key, &value, &flag));
+  CHECK(flag && value == &attribute_mark);
+  MPI_OK(MPI_Type_get_attr(column, column_key, &value, &flag));
+  CHECK(flag && value == &attribute_mark);
+  MPI_OK(MPI_Comm_free_keyval(&ring_key)); /* its attribute on the ring stays until the ring goes */
+  MPI_OK(MPI_Type_free_keyval(&column_key));
   MPI_OK(MPI_Type_free(&column));
   MPI_OK(MPI_Type_free(&tagged_type));
   MPI_OK(MPI_Type_free(&block));
@@ -301,7 +361,7 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Comm_free(&row));
   MPI_OK(MPI_Comm_free(&ring));
   CHECK(ring == MPI_COMM_NULL && column == MPI_DATATYPE_NULL);
-  if (rank == 0) printf("done ranks %d\n", size);
+  if (rank == 0) printf("done ranks %d attributes copied %d deleted %d\n", size, attribute_copies, attribute_deletes);
   free(mine);
   free(theirs);
   MPI_OK(MPI_Finalize());

@@ -3,23 +3,27 @@
 
 A real application built against Open MPI, unmodified, as a split process through the Open MPI
 front (README.md), checkpointed mid-run and restarted. APP is `hpcc` (Debian's hpcc; INPUT its
-hpccinf.txt), `lammps` (Debian's lmp; INPUT an LJ melt, lammps_melt.in) or `nwchem` (Debian's
-nwchem, Fortran and C over both fronts, Global Arrays over MPI one-sided communication; INPUT an
-SCF of water, nwchem_water.nw), on 2 ranks.
+hpccinf.txt), `lammps` (Debian's lmp; INPUT an LJ melt, lammps_melt.in), `jacobi` (the mpi4py
+Jacobi solver, INPUT tests/scripts/jacobi.py, under Debian's /usr/bin/python3 and python3-mpi4py,
+built against Open MPI) or `nwchem` (Debian's nwchem, Fortran and C over both fronts, Global
+Arrays over MPI one-sided communication; INPUT an SCF of water, nwchem_water.nw), on 2 ranks.
 
 First the native reference: `LAUNCHER -np 2 APP` without Stasis, to its end. Then `stasis launch
 --mpi -- LAUNCHER -np 2 APP`, checkpointed and killed once the application is under way (hpcc:
 MPIRandomAccess has begun: its user operations and struct datatype live, updates in flight from
-any source; LAMMPS: 4 thermo lines; NWChem: 2 SCF iterations printed, its global arrays and their
-windows live), and `RESTART_LAUNCHER -np 2 stasis
+any source; LAMMPS: 4 thermo lines; jacobi: its first checksum, rank 0 held at its gate, rank 1's
+halo in flight, mpi4py's attribute on MPI_COMM_WORLD holding the duplicate its reductions use;
+the gate opened after the checkpoint; NWChem: 2 SCF iterations printed, its global arrays and
+their windows live), and `RESTART_LAUNCHER -np 2 stasis
 restart --mpi-rank GENERATION` (LAUNCHER when not given): fresh lower halves (of IMPL, every
 restarted rank must say so) make every object again from the replay log (hpcc's user operations
 and struct datatype, LAMMPS's Cartesian processor grid), and the
 application runs to its end. Its verdict must be the native run's: hpcc's verification lines
 (passed/PASSED/FAILED, error counts, residuals; timings left out), LAMMPS's thermo lines (12
-digits) of launch and restart together, NWChem's energies (the SCF iterations' and the total,
-one-electron, two-electron and nuclear repulsion energies) to 1e-10 hartree (uninterrupted runs
-differ by 1e-12 now and then: the order of the ranks' sums). Skipped (77) without the application."""
+digits) of launch and restart together, jacobi's checksum lines, NWChem's energies (the SCF
+iterations' and the total, one-electron, two-electron and nuclear repulsion energies) to 1e-10
+hartree (uninterrupted runs differ by 1e-12 now and then: the order of the ranks' sums). Skipped
+(77) without the application."""
 import re
 import shutil
 import subprocess
@@ -59,6 +63,14 @@ def lammps_verdict(work, outputs):
     return [line for output in outputs for line in text(output).splitlines() if THERMO.match(line)]
 
 
+JACOBI_STEPS = 1000
+
+
+def jacobi_verdict(work, outputs):
+    """The solver's checksum lines, from the standard outputs of the runs in order."""
+    return [line for output in outputs for line in text(output).splitlines() if line.startswith("iter ")]
+
+
 def nwchem_verdict(work, outputs):
     """NWChem's energies: each SCF iteration's, then the final ones, from the outputs in order."""
     found = []
@@ -76,13 +88,17 @@ def same_energies(expected, got):
 
 
 APPS = {
-    # command, input's name in the work folder, verdict, under way, ended
+    # command, input's name in the work folder, verdict, under way, ended[, gate: a file the program
+    # waits for once under way, made before the native run and after the checkpoint]
     "hpcc": (["hpcc"], "hpccinf.txt", hpcc_verdict,
              lambda work, out: "Begin of MPIRandomAccess section." in text(work / "hpccoutf.txt"),
              lambda work, outs: "End of HPC Challenge tests" in text(work / "hpccoutf.txt")),
     "lammps": (["lmp", "-in", "in.melt", "-log", "none", "-nocite", "-echo", "none"], "in.melt", lammps_verdict,
                lambda work, out: len(lammps_verdict(work, [out])) >= 4,
                lambda work, outs: any("Total wall time" in text(out) for out in outs)),
+    "jacobi": (["/usr/bin/python3", "jacobi.py", "2000", str(JACOBI_STEPS), "100", "gate"], "jacobi.py",
+               jacobi_verdict, lambda work, out: len(jacobi_verdict(work, [out])) >= 1,
+               lambda work, outs: any(f"iter {JACOBI_STEPS} " in text(out) for out in outs), "gate"),
     "nwchem": (["nwchem", "water.nw"], "water.nw", nwchem_verdict,
                lambda work, out: len(NWCHEM_ITERATION.findall(text(out))) >= 2,
                lambda work, outs: any("Total times" in text(out) for out in outs)),
@@ -104,9 +120,12 @@ def checkpoint_and_kill(c):
 def main():
     stasis, mpi_run, launcher, app, app_input = sys.argv[1:6]
     restart_launcher, implementation = (sys.argv[6], sys.argv[7]) if len(sys.argv) > 7 else (launcher, "openmpi")
-    command, input_name, verdict, under_way, ended = APPS[app]
+    command, input_name, verdict, under_way, ended, *gate = APPS[app]
     if not shutil.which(command[0]):
-        print(f"SKIP: no {command[0]} (Debian: {'lammps' if app == 'lammps' else app})")
+        print(f"SKIP: no {command[0]} (Debian: {dict(lammps='lammps', jacobi='python3').get(app, app)})")
+        sys.exit(77)
+    if app == "jacobi" and subprocess.run([command[0], "-c", "import mpi4py.MPI, numpy"]).returncode != 0:
+        print(f"SKIP: {command[0]} cannot import mpi4py and numpy (Debian: python3-mpi4py python3-numpy)")
         sys.exit(77)
     job = [mpi_run, launcher, "-np", "2", "--"]
     with tempfile.TemporaryDirectory(prefix=f"stasis-{app}-restart-") as tmp:
@@ -115,6 +134,8 @@ def main():
         for work in (native, split):
             work.mkdir()
             shutil.copy(app_input, work / input_name)
+        if gate:
+            (native / gate[0]).touch()
         reference = subprocess.run([*job, *command], cwd=native, capture_output=True, text=True, timeout=240)
         (native / "stdout").write_text(reference.stdout)
         expected = verdict(native, [native / "stdout"])
@@ -127,9 +148,14 @@ def main():
             with open(launched, "w") as out, open(tmp / "launch.err", "w") as err:
                 processes.append(subprocess.Popen([stasis, "launch", "--mpi", "--", *job, *command], cwd=split,
                                                   env=c.env, stdout=out, stderr=err))
-            wait_for(lambda: under_way(split, launched), f"{app} under way", 120)
+            wait_for(lambda: under_way(split, launched) or processes[0].poll() is not None, f"{app} under way", 120)
+            if not under_way(split, launched):
+                fail(f"the launched {app} ended ({processes[0].returncode}) before it was under way: "
+                     f"{text(tmp / 'launch.err')[-2000:]}")
             generation = checkpoint_and_kill(c)
             processes[0].wait(timeout=60)
+            if gate:
+                (split / gate[0]).touch()
             before = verdict(split, [launched])
             if ended(split, [launched]):
                 fail(f"{app} had ended before the checkpoint: nothing was restarted mid-run")

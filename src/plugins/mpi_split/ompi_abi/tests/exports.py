@@ -4,7 +4,8 @@ stands in for the libmpi.so.40 that NATIVE_PROGRAM (built with MPICC, Open MPI's
 
 Passes when: the front's soname is libmpi.so.40; its lists (predefined.def, not_forwarded.def)
 are what generate_lists.py makes from the installed Open MPI (so a new Open MPI cannot slip by);
-it exports every MPI_* and PMPI_* function the real library exports, and every data object the
+it exports every MPI_*, PMPI_* and OMPI_C_* function (the predefined attribute copy and delete
+functions mpi.h names) the real library exports, and every data object the
 real mpi.h declares with the real size (a copy relocation takes the size the program was linked
 with); and libstasis_mpi.so (STASIS_MPI) binds its own MPI_* calls to itself (no dynamic
 relocation names an MPI_* symbol), without which the front would receive them."""
@@ -51,7 +52,7 @@ def main():
                               f"({len(set(made) ^ set(kept))} lines differ): run it again")
     real_symbols, front_symbols = exported(real), exported(front)
     for name, (kind, size) in real_symbols.items():
-        if re.match(r"P?MPI_", name) and kind in "TW" and front_symbols.get(name, ("?",))[0] not in ("T", "W"):
+        if re.match(r"P?MPI_|OMPI_C_", name) and kind in "TW" and front_symbols.get(name, ("?",))[0] not in ("T", "W"):
             faults.append(f"{name}: a function of {real}, not exported by the front")
     declared = re.findall(r"^OMPI_DECLSPEC\s+extern\s+[^(;]*?[\s*](\w+);", header.read_text(), re.M)
     objects = 0
