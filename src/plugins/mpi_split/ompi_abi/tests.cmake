@@ -71,7 +71,7 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
   add_test(NAME mpi_split.ompi_abi.nwchem.split_restart
            COMMAND ${STASIS_TEST_PYTHON} ${OMPI_ABI_DIR}/tests/app_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
                    ${STASIS_OPENMPI_RUN} nwchem ${OMPI_ABI_DIR}/tests/nwchem_water.nw)
-  set_tests_properties(mpi_split.ompi_abi.nwchem.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
+  set_tests_properties(mpi_split.ompi_abi.nwchem.split_restart PROPERTIES TIMEOUT 900 LABELS "mpi;mpi_split"
                        RESOURCE_LOCK mpi_ports SKIP_RETURN_CODE 77)
   # Checkpoints while ranks wait in MPI_Recv, MPI_Wait, MPI_Barrier and MPI_Allreduce
   # (../tests/blocking_restart.py), blocking_ranks' Open MPI build through the front: the front
