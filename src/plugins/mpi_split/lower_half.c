@@ -343,6 +343,7 @@ static int lower_icollective(const StasisMpiLowerCollective *c, StasisMpiRealHan
 }
 
 #include "lower_ops_types.c" /* part "mpiops": user operations, struct datatypes, groups from ranks */
+#include "lower_types_layout.c" /* part "mpinfo": error handlers, hindexed and subarray datatypes, extents */
 
 /* Only in the lower-half program (lower_inventory.c); absent (NULL) in the library form. */
 /* Intercommunicators (mpiinter). */
@@ -458,6 +459,13 @@ static const StasisMpiLower lower_half = {
     .group_select = lower_group_select,
     .group_translate_ranks = lower_group_translate_ranks,
     .group_compare = lower_group_compare,
+    .comm_set_errhandler = lower_comm_set_errhandler,
+    .type_create_hindexed = lower_type_create_hindexed,
+    .type_create_subarray = lower_type_create_subarray,
+    .type_get_extent = lower_type_get_extent,
+    .pack = lower_pack,
+    .unpack_at = lower_unpack_at,
+    .pack_size = lower_pack_size,
 };
 
 __attribute__((visibility("default"))) const StasisMpiLower *stasis_mpi_lower_interface(void) { return &lower_half; }

@@ -29,7 +29,7 @@ typedef struct StasisMpiLowerStatus {
 /* Stands for MPI_IN_PLACE in buffers handed down (the library's own value differs). */
 #define STASIS_MPI_LOWER_IN_PLACE ((void *)1)
 
-#define STASIS_MPI_LOWER_INTERFACE_VERSION 9
+#define STASIS_MPI_LOWER_INTERFACE_VERSION 10
 
 /* An address range [start, end) the lower half owns (inventory below). */
 typedef struct StasisMpiLowerRange {
@@ -239,6 +239,24 @@ typedef struct StasisMpiLower {
   int (*group_translate_ranks)(StasisMpiRealHandle group1, int n, const int *ranks1, StasisMpiRealHandle group2,
                                int *ranks2);
   int (*group_compare)(StasisMpiRealHandle group1, StasisMpiRealHandle group2, int *result);
+  /* Part "mpinfo" (lower_types_layout.c): a predefined error handler set on a communicator
+   * (errors_return 1: MPI_ERRORS_RETURN, 0: MPI_ERRORS_ARE_FATAL), and the derived datatypes
+   * NWChem's Global Arrays build (an indexed one is a hindexed one in bytes above; subarray's
+   * order 1 is MPI_ORDER_FORTRAN, 0 MPI_ORDER_C); a datatype's extent (true_extent 1: its true
+   * extent). */
+  int (*comm_set_errhandler)(StasisMpiRealHandle comm, int errors_return);
+  int (*type_create_hindexed)(int count, const int *blocklengths, const int64_t *displacements, StasisMpiRealHandle old,
+                              StasisMpiRealHandle *made);
+  int (*type_create_subarray)(int ndims, const int *sizes, const int *subsizes, const int *starts, int order_fortran,
+                              StasisMpiRealHandle old, StasisMpiRealHandle *made);
+  int (*type_get_extent)(StasisMpiRealHandle type, int true_extent, int64_t *lb, int64_t *extent);
+  /* MPI_Pack, MPI_Unpack (from *position on, which they move) and MPI_Pack_size (ScaLAPACK's
+   * BLACS, under NWChem). */
+  int (*pack)(const void *inbuf, int incount, StasisMpiRealHandle type, void *outbuf, int outsize, int *position,
+              StasisMpiRealHandle comm);
+  int (*unpack_at)(const void *inbuf, int insize, int *position, void *outbuf, int outcount, StasisMpiRealHandle type,
+                   StasisMpiRealHandle comm);
+  int (*pack_size)(int incount, StasisMpiRealHandle type, StasisMpiRealHandle comm, int *size);
 } StasisMpiLower;
 
 /* How many user operations may live at once (one lower-half trampoline each). */

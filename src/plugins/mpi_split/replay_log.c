@@ -42,6 +42,9 @@ const char *stasis_mpi_replay_op_name(uint32_t op) {
     case STASIS_MPI_REPLAY_TYPE_STRUCT: return "type_create_struct";
     case STASIS_MPI_REPLAY_GROUP_INCL: return "group_incl";
     case STASIS_MPI_REPLAY_GROUP_EXCL: return "group_excl";
+    case STASIS_MPI_REPLAY_COMM_SET_ERRHANDLER: return "comm_set_errhandler";
+    case STASIS_MPI_REPLAY_TYPE_HINDEXED: return "type_create_hindexed";
+    case STASIS_MPI_REPLAY_TYPE_SUBARRAY: return "type_create_subarray";
     default: return "unknown";
   }
 }
@@ -198,6 +201,7 @@ static int replay_one(const StasisMpiReplayRecord *record, const StasisMpiReplay
     }
     default: {
       int rc = stasis_mpi_replay_ops_types(record, log, lower, handles, epoch, fault);
+      if (rc == 1) rc = stasis_mpi_replay_types_layout(record, log, lower, handles, epoch, fault);
       if (rc == 1) *fault = "its operation is unknown (a damaged log)";
       return rc == 0 ? 0 : -1;
     }

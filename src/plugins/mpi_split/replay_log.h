@@ -43,6 +43,11 @@ enum StasisMpiReplayOp {
   STASIS_MPI_REPLAY_TYPE_STRUCT,    /* made = struct of args[2] members; array: blocklength, displacement, type id each */
   STASIS_MPI_REPLAY_GROUP_INCL,     /* made = incl(from, array: ranks) */
   STASIS_MPI_REPLAY_GROUP_EXCL,     /* made = excl(from, array: ranks) */
+  /* Part "mpinfo" (replay_types_layout.c). */
+  STASIS_MPI_REPLAY_COMM_SET_ERRHANDLER = 96, /* set_errhandler(from, args[0]: 1 MPI_ERRORS_RETURN, 0 _ARE_FATAL) */
+  STASIS_MPI_REPLAY_TYPE_HINDEXED, /* made = hindexed(from, args[2] blocks; array: blocklength, byte displacement each) */
+  STASIS_MPI_REPLAY_TYPE_SUBARRAY, /* made = subarray(from, args[2] ndims; array: the sizes, the subsizes, the starts,
+                                    * then 1 for MPI_ORDER_FORTRAN or 0 for MPI_ORDER_C) */
 };
 
 typedef struct StasisMpiReplayRecord {
@@ -86,6 +91,13 @@ int stasis_mpi_replay_forget(StasisMpiIdTable *table, int id, uint32_t epoch, St
 int stasis_mpi_replay_ops_types(const StasisMpiReplayRecord *record, const StasisMpiReplayLog *log,
                                 const StasisMpiLower *lower, StasisMpiHandles *handles, uint32_t epoch,
                                 const char **fault);
+
+/* Part "mpinfo"'s records (replay_types_layout.c), as stasis_mpi_replay_ops_types. */
+int stasis_mpi_replay_types_layout(const StasisMpiReplayRecord *record, const StasisMpiReplayLog *log,
+                                   const StasisMpiLower *lower, StasisMpiHandles *handles, uint32_t epoch,
+                                   const char **fault);
+/* The record's array (args[0] offset, args[1] length), or NULL when it lies outside the storage. */
+const int64_t *stasis_mpi_replay_record_array(const StasisMpiReplayRecord *record, const StasisMpiReplayLog *log);
 
 /* The name of a record's operation, for messages ("comm_split"); "unknown" for another value. */
 const char *stasis_mpi_replay_op_name(uint32_t op);

@@ -21,8 +21,7 @@ int stasis_mpi_replay_append_array(StasisMpiReplayLog *log, const int64_t *value
   return 0;
 }
 
-/* The record's array (args[0] offset, args[1] length), or NULL when it lies outside the storage. */
-static const int64_t *record_array(const StasisMpiReplayRecord *record, const StasisMpiReplayLog *log) {
+const int64_t *stasis_mpi_replay_record_array(const StasisMpiReplayRecord *record, const StasisMpiReplayLog *log) {
   uint32_t offset = (uint32_t)record->args[0], n = (uint32_t)record->args[1];
   if (record->args[0] < 0 || record->args[1] < 0 || !log->arrays || offset > log->array_count ||
       n > log->array_count - offset)
@@ -130,7 +129,7 @@ int stasis_mpi_replay_ops_types(const StasisMpiReplayRecord *record, const Stasi
     case STASIS_MPI_REPLAY_TYPE_STRUCT:
     case STASIS_MPI_REPLAY_GROUP_INCL:
     case STASIS_MPI_REPLAY_GROUP_EXCL: {
-      const int64_t *array = record_array(record, log);
+      const int64_t *array = stasis_mpi_replay_record_array(record, log);
       if (!array) {
         *fault = "its array lies outside the log's array storage (a damaged log)";
         return -1;

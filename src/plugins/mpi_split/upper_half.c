@@ -190,7 +190,8 @@ API int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   int most = lower_provided < MPI_THREAD_SERIALIZED ? lower_provided
              : stasis_mpi_threads_multiple        ? MPI_THREAD_MULTIPLE
                                                   : MPI_THREAD_SERIALIZED;
-  if (provided) *provided = required < most ? required : most;
+  stasis_mpi_provided_thread_level = required < most ? required : most;
+  if (provided) *provided = stasis_mpi_provided_thread_level;
   return MPI_SUCCESS;
 }
 

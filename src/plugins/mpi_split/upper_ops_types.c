@@ -110,9 +110,8 @@ API int MPI_Op_free(MPI_Op *op) {
   return rc;
 }
 
-/* Makes the object with `make` (in the region, the ids' handles of the moment) and gives it an id
- * and a record whose array is `array` (n values). */
-static int made_with_array(const char *function, StasisMpiIdTable *table, uint32_t op, int from, int count,
+/* upper_state.h */
+int made_with_array(const char *function, StasisMpiIdTable *table, uint32_t op, int from, int count,
                            const int64_t *array, uint32_t n, StasisMpiRealHandle made, int rc, int *id) {
   uint32_t offset = 0;
   if (rc != 0) return library_error(rc);

@@ -22,6 +22,7 @@ enum {
   REQUEST_CAPACITY = 65536,
   REPLAY_CAPACITY = 65536,
   WINDOW_CAPACITY = 256, /* mpirma (upper_rma.c) */
+  INFO_CAPACITY = 64,    /* mpinfo (upper_info.c) */
 };
 
 /* What a request's completion needs, by request index. */
@@ -161,6 +162,12 @@ int map_comm_ranks(const char *function, int comm, int remote);
 int comm_created(const char *function, int rc, MPI_Comm *newcomm);
 /* Part "mpiops" (upper_ops_types.c): the replay log's array storage, at MPI_Init. */
 void stasis_mpi_ops_types_init(void);
+/* Gives `made`, an object the library just made (lower call's result rc), an id in `table` and a
+ * record `op` whose array is `array` (n values); in a safe region (upper_ops_types.c). */
+int made_with_array(const char *function, StasisMpiIdTable *table, uint32_t op, int from, int count,
+                    const int64_t *array, uint32_t n, StasisMpiRealHandle made, int rc, int *id);
+/* Part "mpinfo": the thread level MPI_Init_thread gave the program (MPI_Query_thread's answer). */
+extern int stasis_mpi_provided_thread_level;
 
 /* One line on stderr, "stasis mpi_split: FUNCTION: what". */
 void complain(const char *function, const char *what);

@@ -40,6 +40,8 @@ enum { STASIS_MPI_PREDEFINED_OPS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_OP_C
 enum { STASIS_MPI_PREDEFINED_GROUPS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_GROUP_COUNT };
 enum { STASIS_MPI_PREDEFINED_REQUESTS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_REQUEST_COUNT };
 enum { STASIS_MPI_PREDEFINED_WINS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_WIN_COUNT };
+enum { STASIS_MPI_PREDEFINED_ERRHANDLERS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_ERRHANDLER_COUNT };
+enum { STASIS_MPI_PREDEFINED_INFOS(STASIS_MPI_INDEX_OF) STASIS_MPI_PREDEFINED_INFO_COUNT };
 #undef STASIS_MPI_INDEX_OF
 
 #define MPI_COMM_NULL STASIS_MPI_VID(STASIS_MPI_KIND_COMM, STASIS_MPI_INDEX_COMM_NULL)
@@ -306,9 +308,7 @@ int MPI_Test_cancelled(const MPI_Status *status, int *flag);
 typedef int MPI_Win;
 typedef int MPI_Info;
 #define MPI_WIN_NULL STASIS_MPI_VID(STASIS_MPI_KIND_WIN, STASIS_MPI_INDEX_WIN_NULL)
-#ifndef MPI_INFO_NULL
-#define MPI_INFO_NULL 0
-#endif
+#define MPI_INFO_NULL STASIS_MPI_VID(STASIS_MPI_KIND_INFO, STASIS_MPI_INDEX_INFO_NULL)
 #define MPI_REPLACE STASIS_MPI_OP(REPLACE)
 #define MPI_NO_OP STASIS_MPI_OP(NO_OP)
 #define MPI_ERR_WIN 53
@@ -462,6 +462,55 @@ int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result);
 int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
 /* All complete (*flag 1, each released) or none changes (*flag 0); persistent requests refused. */
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
+
+/* Error handlers, info objects, thread level, more derived datatypes (part "mpinfo": what NWChem's
+ * Global Arrays call; upper_errhandlers.c, upper_info.c, upper_types_layout.c). Error handlers:
+ * the two predefined ones, set on a communicator, logged and set again at a restart. Info objects
+ * are the upper half's alone (their keys and values live in its memory, saved with the program);
+ * the calls that take one accept it and pass none on (hints only). Open MPI's values. */
+typedef int MPI_Errhandler;
+#define MPI_ERRHANDLER_NULL STASIS_MPI_VID(STASIS_MPI_KIND_ERRHANDLER, STASIS_MPI_INDEX_ERRHANDLER_NULL)
+#define MPI_ERRORS_ARE_FATAL STASIS_MPI_VID(STASIS_MPI_KIND_ERRHANDLER, STASIS_MPI_INDEX_ERRORS_ARE_FATAL)
+#define MPI_ERRORS_RETURN STASIS_MPI_VID(STASIS_MPI_KIND_ERRHANDLER, STASIS_MPI_INDEX_ERRORS_RETURN)
+#define MPI_INFO_ENV STASIS_MPI_VID(STASIS_MPI_KIND_INFO, STASIS_MPI_INDEX_INFO_ENV)
+#define MPI_MAX_INFO_KEY 36
+#define MPI_MAX_INFO_VAL 256
+#define MPI_ERR_INFO_KEY 31
+#define MPI_ERR_INFO_VALUE 33
+#define MPI_ERR_INFO_NOKEY 32
+#define MPI_ERR_INFO 34
+enum { MPI_ORDER_C = 0, MPI_ORDER_FORTRAN = 1 };
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Query_thread(int *provided);
+int MPI_Info_create(MPI_Info *info);
+int MPI_Info_set(MPI_Info info, const char *key, const char *value);
+int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);
+int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag);
+int MPI_Info_get_nkeys(MPI_Info info, int *nkeys);
+int MPI_Info_get_nthkey(MPI_Info info, int n, char *key);
+int MPI_Info_delete(MPI_Info info, const char *key);
+int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo);
+int MPI_Info_free(MPI_Info *info);
+int MPI_Type_create_hindexed(int count, const int blocklengths[], const MPI_Aint displacements[],
+                             MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_indexed(int count, const int blocklengths[], const int displacements[], MPI_Datatype oldtype,
+                     MPI_Datatype *newtype);
+int MPI_Type_create_indexed_block(int count, int blocklength, const int displacements[], MPI_Datatype oldtype,
+                                  MPI_Datatype *newtype);
+int MPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[], const int starts[], int order,
+                             MPI_Datatype oldtype, MPI_Datatype *newtype);
+int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent);
+int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent);
+/* A predefined datatype of a type class and size (MPI_TYPECLASS_COMPLEX has none yet), and packing
+ * (ScaLAPACK's BLACS, under NWChem). */
+enum { MPI_TYPECLASS_INTEGER = 1, MPI_TYPECLASS_REAL = 2, MPI_TYPECLASS_COMPLEX = 3 };
+#define MPI_PACKED STASIS_MPI_TYPE(PACKED)
+int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype);
+int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position,
+             MPI_Comm comm);
+int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount, MPI_Datatype datatype,
+               MPI_Comm comm);
+int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size);
 
 #ifdef __cplusplus
 }

@@ -20,11 +20,17 @@ STASIS_NAMES = {
     "ompi_mpi_datatype_null": ("DATATYPE", "DATATYPE_NULL"), "ompi_mpi_long_long_int": ("DATATYPE", "LONG_LONG"),
 }
 STASIS_NAMES["ompi_mpi_win_null"] = ("WIN", "WIN_NULL")  # mpirma
+STASIS_NAMES.update({  # mpinfo
+    "ompi_mpi_errhandler_null": ("ERRHANDLER", "ERRHANDLER_NULL"),
+    "ompi_mpi_errors_are_fatal": ("ERRHANDLER", "ERRORS_ARE_FATAL"),
+    "ompi_mpi_errors_return": ("ERRHANDLER", "ERRORS_RETURN"),
+    "ompi_mpi_info_null": ("INFO", "INFO_NULL"), "ompi_mpi_info_env": ("INFO", "INFO_ENV"),
+})
 for op in "null max min sum prod land band lor bor lxor bxor maxloc minloc replace no_op".split():
     STASIS_NAMES[f"ompi_mpi_op_{op}"] = ("OP", "OP_NULL" if op == "null" else op.upper())
 for datatype in ("char signed_char unsigned_char byte short unsigned_short int unsigned long unsigned_long "
                  "unsigned_long_long float double long_double int8_t int16_t int32_t int64_t uint8_t uint16_t "
-                 "uint32_t uint64_t c_bool float_int double_int long_int 2int").split():
+                 "uint32_t uint64_t c_bool float_int double_int long_int 2int packed").split():
     STASIS_NAMES[f"ompi_mpi_{datatype}"] = ("DATATYPE", datatype.upper())
 
 

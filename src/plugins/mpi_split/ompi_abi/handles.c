@@ -55,6 +55,8 @@ _Static_assert(sizeof(MPI_Status) == 24 && offsetof(MPI_Status, MPI_ERROR) == 8 
 #define PREDEFINED_GROUP(index) STASIS_VID_OF(GROUP, index)
 #define PREDEFINED_REQUEST(index) STASIS_VID_OF(REQUEST, index)
 #define PREDEFINED_WIN(index) STASIS_VID_OF(WIN, index)
+#define PREDEFINED_ERRHANDLER(index) STASIS_VID_OF(ERRHANDLER, index)
+#define PREDEFINED_INFO(index) STASIS_VID_OF(INFO, index)
 /* An object smaller than the front's (MPI_F_STATUS_IGNORE: a pointer for Fortran, which the
  * front does not serve): only its size. */
 #define SMALL(symbol, size) EXPORTED char symbol[size];
@@ -65,7 +67,7 @@ _Static_assert(sizeof(MPI_Status) == 24 && offsetof(MPI_Status, MPI_ERROR) == 8 
 /* Where each predefined id of Stasis's interface sends the program: the address of Open MPI's
  * object for it. Taken through the GOT, so a copy the program's executable made of the object
  * (a copy relocation) is the address handed out, the one the program compares with. */
-enum { KIND_COUNT = STASIS_MPI_KIND_WIN + 1, PREDEFINED_CAPACITY = 64 };
+enum { KIND_COUNT = STASIS_MPI_KIND_INFO + 1, PREDEFINED_CAPACITY = 64 };
 static OmpiAbiObject *predefined[KIND_COUNT][PREDEFINED_CAPACITY];
 static void predefined_init(void) {
 #define X(symbol, size, kind, index) PLACE_##kind(symbol, index)
@@ -77,6 +79,8 @@ static void predefined_init(void) {
 #define PLACE_GROUP(symbol, index) PLACE(GROUP, symbol, index)
 #define PLACE_REQUEST(symbol, index) PLACE(REQUEST, symbol, index)
 #define PLACE_WIN(symbol, index) PLACE(WIN, symbol, index)
+#define PLACE_ERRHANDLER(symbol, index) PLACE(ERRHANDLER, symbol, index)
+#define PLACE_INFO(symbol, index) PLACE(INFO, symbol, index)
 #define SMALL(symbol, size)
 #include "predefined.def"
 #undef X
@@ -92,12 +96,14 @@ static const int predefined_count[KIND_COUNT] = {
     [STASIS_MPI_KIND_GROUP] = STASIS_MPI_PREDEFINED_GROUP_COUNT,
     [STASIS_MPI_KIND_REQUEST] = STASIS_MPI_PREDEFINED_REQUEST_COUNT,
     [STASIS_MPI_KIND_WIN] = STASIS_MPI_PREDEFINED_WIN_COUNT,
+    [STASIS_MPI_KIND_ERRHANDLER] = STASIS_MPI_PREDEFINED_ERRHANDLER_COUNT,
+    [STASIS_MPI_KIND_INFO] = STASIS_MPI_PREDEFINED_INFO_COUNT,
 };
 
 /* The made objects' handles: one slot per index of the split layer's tables (an index beyond
  * them is refused, never wrapped). */
 static OmpiAbiObject comm_slots[COMM_CAPACITY], datatype_slots[DATATYPE_CAPACITY], group_slots[GROUP_CAPACITY],
-    request_slots[REQUEST_CAPACITY], window_slots[WINDOW_CAPACITY],
+    request_slots[REQUEST_CAPACITY], window_slots[WINDOW_CAPACITY], info_slots[INFO_CAPACITY],
     op_slots[STASIS_MPI_PREDEFINED_OP_COUNT + STASIS_MPI_LOWER_OP_SLOTS];
 static OmpiAbiObject *const slots[KIND_COUNT] = {
     [STASIS_MPI_KIND_COMM] = comm_slots,
@@ -105,6 +111,7 @@ static OmpiAbiObject *const slots[KIND_COUNT] = {
     [STASIS_MPI_KIND_GROUP] = group_slots,
     [STASIS_MPI_KIND_REQUEST] = request_slots,
     [STASIS_MPI_KIND_WIN] = window_slots,
+    [STASIS_MPI_KIND_INFO] = info_slots,
     [STASIS_MPI_KIND_OP] = op_slots,
 };
 static const uint32_t slot_count[KIND_COUNT] = {
@@ -113,6 +120,7 @@ static const uint32_t slot_count[KIND_COUNT] = {
     [STASIS_MPI_KIND_GROUP] = sizeof group_slots / sizeof *group_slots,
     [STASIS_MPI_KIND_REQUEST] = sizeof request_slots / sizeof *request_slots,
     [STASIS_MPI_KIND_WIN] = sizeof window_slots / sizeof *window_slots,
+    [STASIS_MPI_KIND_INFO] = sizeof info_slots / sizeof *info_slots,
     [STASIS_MPI_KIND_OP] = sizeof op_slots / sizeof *op_slots,
 };
 

@@ -63,6 +63,16 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                    ${STASIS_OPENMPI_RUN} hpcc ${OMPI_ABI_DIR}/tests/hpccinf.txt)
   set_tests_properties(mpi_split.ompi_abi.hpcc.split_restart PROPERTIES TIMEOUT 400 LABELS "mpi;mpi_split"
                        RESOURCE_LOCK mpi_ports SKIP_RETURN_CODE 77)
+  # NWChem (Debian's nwchem: Fortran and C through both fronts, Global Arrays over MPI one-sided
+  # communication, error handlers, info objects, hindexed and subarray datatypes) on a direct SCF
+  # of water (tests/nwchem_water.nw), checkpointed and killed after its second SCF iteration,
+  # restarted over fresh Open MPI lower halves: every SCF iteration's energy and the final
+  # energies of the native uninterrupted run, to 1e-10 hartree (tests/app_restart.py).
+  add_test(NAME mpi_split.ompi_abi.nwchem.split_restart
+           COMMAND ${STASIS_TEST_PYTHON} ${OMPI_ABI_DIR}/tests/app_restart.py ${STASIS_BIN} ${SPLIT_MPI_RUN}
+                   ${STASIS_OPENMPI_RUN} nwchem ${OMPI_ABI_DIR}/tests/nwchem_water.nw)
+  set_tests_properties(mpi_split.ompi_abi.nwchem.split_restart PROPERTIES TIMEOUT 900 LABELS "mpi;mpi_split"
+                       RESOURCE_LOCK mpi_ports SKIP_RETURN_CODE 77)
   # Checkpoints while ranks wait in MPI_Recv, MPI_Wait, MPI_Barrier and MPI_Allreduce
   # (../tests/blocking_restart.py), blocking_ranks' Open MPI build through the front: the front
   # adds no place where a rank waits outside the split layer's safe points.

@@ -14,8 +14,12 @@
  * function passes the value on and whose delete function counts, its value set on the ring's
  * communicator (copied to a duplicate, deleted with it) and on the column datatype, and read back
  * at the end (after any restart), MPI_COMM_NULL_COPY_FN's attribute not copied, MPI_TAG_UB, one on
- * MPI_COMM_SELF deleted by MPI_Finalize; rank 0's
- * "done ranks" line says how many copies and deletes its functions saw. The output depends only on the arguments
+ * MPI_COMM_SELF deleted by MPI_Finalize; rank 0's "done ranks" line says how many copies and
+ * deletes its functions saw. Part "mpinfo" (what NWChem's Global Arrays call): MPI_ERRORS_RETURN
+ * set on the ring, so a send to a rank that does not exist returns an error every step (a restart
+ * that did not set it again would end the job there); a block of a matrix sent as a subarray type
+ * and words picked by an indexed-block type, their extents checked; an info object's keys and
+ * values checked every step; MPI_Query_thread. The output depends only on the arguments
  * and the number of ranks. On stderr, the upper half's build says what it ran through. With
  * REMAKE_AT > 0, the upper half's build makes every communicator and datatype again from its
  * replay log before that step (as a restart does), goes on with the new objects under the same
@@ -62,11 +66,12 @@ static void remake_objects(int rank) {
 #ifdef STASIS_MPI_SPLIT
   int remade = 0;
   MPI_OK(STASIS_MPI_Remake_objects(&remade));
-  /* ring, row, lonely (rank 0 only), column, tagged, chain and ends (first and last rank) are held. */
+  /* ring, row, lonely (rank 0 only), column, tagged, chain, block, picked and ends (first and last
+   * rank) are held. */
   int size = 1;
   MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  if (remade != 5 + (rank == 0) + (rank == 0 || rank == size - 1)) fprintf(stderr, "rank %d remade %d\n", rank, remade);
-  CHECK(remade == 5 + (rank == 0) + (rank == 0 || rank == size - 1));
+  if (remade != 7 + (rank == 0) + (rank == 0 || rank == size - 1)) fprintf(stderr, "rank %d remade %d\n", rank, remade);
+  CHECK(remade == 7 + (rank == 0) + (rank == 0 || rank == size - 1));
   fprintf(stderr, "rank %d: remade %d objects from the replay log\n", rank, remade);
 #else
   (void)rank;
@@ -211,6 +216,40 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Group_free(&ends_group));
   MPI_OK(MPI_Group_free(&world_group));
 
+  /* Part "mpinfo". Errors on the ring come back to the program. */
+  int provided = -1;
+  MPI_OK(MPI_Query_thread(&provided));
+  CHECK(provided == MPI_THREAD_SINGLE);
+  MPI_OK(MPI_Comm_set_errhandler(ring, MPI_ERRORS_RETURN));
+  /* A 4 x 2 block of a ROWS x COLUMNS matrix of doubles from row 2, column 3. */
+  MPI_Datatype block, picked;
+  MPI_OK(MPI_Type_create_subarray(2, (int[]){ROWS, COLUMNS}, (int[]){4, 2}, (int[]){2, 3}, MPI_ORDER_C, MPI_DOUBLE,
+                                  &block));
+  MPI_OK(MPI_Type_commit(&block));
+  MPI_Aint lb = -1, extent = -1;
+  MPI_OK(MPI_Type_get_extent(block, &lb, &extent));
+  CHECK(lb == 0 && extent == ROWS * COLUMNS * (MPI_Aint)sizeof(double));
+  MPI_OK(MPI_Type_get_true_extent(block, &lb, &extent));
+  CHECK(lb == (2 * COLUMNS + 3) * (MPI_Aint)sizeof(double) && extent == (3 * COLUMNS + 2) * (MPI_Aint)sizeof(double));
+  /* Three pairs of words at 0, 5 and 11. */
+  MPI_OK(MPI_Type_create_indexed_block(3, 2, (int[]){0, 5, 11}, MPI_UINT64_T, &picked));
+  MPI_OK(MPI_Type_commit(&picked));
+  MPI_OK(MPI_Type_get_true_extent(picked, &lb, &extent));
+  CHECK(lb == 0 && extent == 13 * (MPI_Aint)sizeof(uint64_t));
+  MPI_Info info, copy;
+  char info_value[MPI_MAX_INFO_VAL + 1], info_key[MPI_MAX_INFO_KEY + 1];
+  int info_flag = 0, keys = 0, length = 0;
+  MPI_OK(MPI_Info_create(&info));
+  MPI_OK(MPI_Info_set(info, "alloc_shm", "false"));
+  MPI_OK(MPI_Info_set(info, "same_size", "true"));
+  MPI_OK(MPI_Info_set(info, "alloc_shm", "true")); /* replaces */
+  MPI_OK(MPI_Info_dup(info, &copy));
+  MPI_OK(MPI_Info_delete(copy, "alloc_shm"));
+  MPI_OK(MPI_Info_get_nkeys(copy, &keys));
+  CHECK(keys == 1);
+  MPI_OK(MPI_Info_free(&copy));
+  CHECK(copy == MPI_INFO_NULL);
+
   uint64_t *mine = malloc(WORDS * sizeof *mine), *theirs = malloc(WORDS * sizeof *theirs);
   double matrix[ROWS][COLUMNS], received[ROWS][COLUMNS];
   CHECK(mine && theirs);
@@ -279,13 +318,35 @@ int main(int argc, char **argv) {
       CHECK(all || (pair[0] != MPI_REQUEST_NULL && pair[1] != MPI_REQUEST_NULL));
     }
     CHECK(pair[0] == MPI_REQUEST_NULL && pair[1] == MPI_REQUEST_NULL && pair_statuses[0].MPI_SOURCE == next);
+    /* Part "mpinfo": the errors come back, the block and the picked words arrive, the info holds. */
+    MPI_Request nowhere = MPI_REQUEST_NULL;
+    CHECK(MPI_Isend(&sent, 1, MPI_UINT64_T, size /* no such rank */, 5, ring, &nowhere) != MPI_SUCCESS);
+    double block_in[4][2];
+    uint64_t picked_in[6];
+    MPI_OK(MPI_Sendrecv(matrix, 1, block, next, 11, block_in, 8, MPI_DOUBLE, previous, 11, ring, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Sendrecv(mine, 1, picked, next, 12, picked_in, 6, MPI_UINT64_T, previous, 12, ring, MPI_STATUS_IGNORE));
+    double block_sum = 0;
+    for (int r = 0; r < 4; r++) block_sum += block_in[r][0] + 3 * block_in[r][1];
+    uint64_t picked_xor = picked_in[0] ^ picked_in[1] ^ picked_in[2] ^ picked_in[3] ^ picked_in[4] ^ picked_in[5];
+    double block_total = 0;
+    uint64_t picked_total = 0;
+    MPI_OK(MPI_Allreduce(&block_sum, &block_total, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    MPI_OK(MPI_Allreduce(&picked_xor, &picked_total, 1, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD));
+    MPI_OK(MPI_Info_get_nkeys(info, &keys));
+    MPI_OK(MPI_Info_get_nthkey(info, 1, info_key));
+    MPI_OK(MPI_Info_get_valuelen(info, "alloc_shm", &length, &info_flag));
+    CHECK(keys == 2 && strcmp(info_key, "same_size") == 0 && info_flag && length == 4);
+    MPI_OK(MPI_Info_get(info, "alloc_shm", MPI_MAX_INFO_VAL, info_value, &info_flag));
+    CHECK(info_flag && strcmp(info_value, "true") == 0);
+    MPI_OK(MPI_Info_get(info, "no_locks", MPI_MAX_INFO_VAL, info_value, &info_flag));
+    CHECK(!info_flag);
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0)
-      printf("step %ld ring %016llx row %016llx column %.3f chain %016llx %016llx %d %016llx %d ends %016llx back %016llx\n", step,
+      printf("step %ld ring %016llx row %016llx column %.3f chain %016llx %016llx %d %016llx %d ends %016llx back %016llx block %.3f picked %016llx\n", step,
              (unsigned long long)global[0], (unsigned long long)global[1], column_total,
              (unsigned long long)chained[0].scale, (unsigned long long)chained[0].shift, chained[0].count,
              (unsigned long long)chained[1].shift, chained[1].count, (unsigned long long)ends_word,
-             (unsigned long long)back);
+             (unsigned long long)back, block_total, (unsigned long long)picked_total);
     sleep_ms(delay);
   }
 
@@ -298,6 +359,9 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Type_free_keyval(&column_key));
   MPI_OK(MPI_Type_free(&column));
   MPI_OK(MPI_Type_free(&tagged_type));
+  MPI_OK(MPI_Type_free(&block));
+  MPI_OK(MPI_Type_free(&picked));
+  MPI_OK(MPI_Info_free(&info));
   MPI_OK(MPI_Op_free(&chain_op));
   CHECK(chain_op == MPI_OP_NULL);
   if (ends_comm != MPI_COMM_NULL) MPI_OK(MPI_Comm_free(&ends_comm));

@@ -19,7 +19,8 @@
   X(Ialltoallv) X(Ireduce_scatter) X(Ireduce_scatter_block) X(Send_init) X(Ssend_init) X(Recv_init)         \
   X(Start) X(Startall) X(Request_free) X(Bsend) X(Buffer_attach) X(Buffer_detach) X(Testany)                \
   X(Waitsome) X(Testsome) X(Cancel) X(Test_cancelled) X(Dims_create) X(Cart_create) X(Cart_sub)             \
-  X(Cartdim_get) X(Cart_get) X(Cart_rank) X(Cart_coords) X(Cart_shift) X(Topo_test)
+  X(Cartdim_get) X(Cart_get) X(Cart_rank) X(Cart_coords) X(Cart_shift) X(Topo_test) \
+  X(Group_incl)
 
 typedef struct FortranSplit {
 #define MEMBER(name) __typeof__(&MPI_##name) name;

@@ -108,6 +108,10 @@ BINDING(group_rank)(Fint *group, Fint *rank, Fint *ierr) { *ierr = fortran_split
 FORWARDED(group_rank, GROUP_RANK)
 BINDING(group_free)(Fint *group, Fint *ierr) { THROUGH(GROUP, group, fortran_split.Group_free(&id)); }
 FORWARDED(group_free, GROUP_FREE)
+BINDING(group_incl)(Fint *group, Fint *n, Fint *ranks, Fint *newgroup, Fint *ierr) {
+  MAKES(newgroup, fortran_split.Group_incl(GROUP(group), *n, ranks, &made));
+}
+FORWARDED(group_incl, GROUP_INCL)
 
 BINDING(type_contiguous)(Fint *count, Fint *old, Fint *made_type, Fint *ierr) {
   MAKES(made_type, fortran_split.Type_contiguous(*count, TYPE(old), &made));

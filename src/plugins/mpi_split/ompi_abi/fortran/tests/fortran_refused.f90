@@ -2,7 +2,7 @@
 ! ../../tests/not_forwarded.sh. Each rank says on stderr which libmpi_mpifh.so.40 it maps
 ! ("MPI through PATH", from /proc/self/maps), checks that the predefined objects' Fortran numbers
 ! round-trip through the C front (MPI_Comm_f2c/c2f, as a mixed C and Fortran program uses them),
-! says "before", then calls MPI_GROUP_INCL (call: not forwarded) or broadcasts MPI_COMPLEX (object:
+! says "before", then calls MPI_ADD_ERROR_CLASS (call: not forwarded) or broadcasts MPI_COMPLEX (object:
 ! a Fortran type without an equivalent in split mode): the front must end the job with a line
 ! naming the call, never return ("after" is the defect) and never crash.
 program fortran_refused
@@ -20,7 +20,7 @@ program fortran_refused
       type(c_ptr), value :: comm
     end function
   end interface
-  integer :: ierr, rank, group, part, ranks(1), unit, ios, copy
+  integer :: ierr, rank, part, unit, ios, copy
   complex :: values(2)
   character(len=16) :: argument
   character(len=512) :: line
@@ -43,9 +43,7 @@ program fortran_refused
   write (*, '(A,I0)') 'before rank ', rank
   flush (6)
   if (argument == 'call') then
-    ranks(1) = 0
-    call MPI_COMM_GROUP(MPI_COMM_WORLD, group, ierr)
-    call MPI_GROUP_INCL(group, 1, ranks, part, ierr)
+    call MPI_ADD_ERROR_CLASS(part, ierr)
   else
     values = (0.0, 1.0)
     call MPI_BCAST(values, 2, MPI_COMPLEX, 0, MPI_COMM_WORLD, ierr)
