@@ -589,14 +589,6 @@ __attribute__((constructor)) void stasis_runtime_init() {
   if (plugins_event(STASIS_EVENT_INIT, &event, error) != 0) error.emit();
 }
 
-// The checkpoint thread's stack: the runtime's zero-filled data (.lbss, see CMakeLists.txt), not
-// an mmap and an mprotect for a guard page at every start: pages the thread never touches cost
-// nothing, and the process has no stack mapping of its own to tear down at exec or exit. As large
-// as glibc's default (the plugins' barriers run here, some with large records on the stack). A
-// fork child's thread reuses it (the parent's thread is not in the child); the memory plugin
-// saves it whole, with the rest of the runtime's data (trackable() in plugins/memory).
-alignas(4096) char g_checkpoint_thread_stack[8 << 20];
-
 bool start_checkpoint_thread(LogLine& error) {
   // The checkpoint thread takes no signals. glibc starts it with this mask (it blocks every
   // signal around the clone anyway), which spares the two sigprocmask calls of blocking them in
@@ -608,7 +600,6 @@ bool start_checkpoint_thread(LogLine& error) {
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   pthread_attr_setsigmask_np(&attr, &all);
-  pthread_attr_setstack(&attr, g_checkpoint_thread_stack, sizeof g_checkpoint_thread_stack);
   int rc = pthread_create(&thread, &attr, checkpoint_thread_main, nullptr);
   pthread_attr_destroy(&attr);
   if (rc != 0) {
