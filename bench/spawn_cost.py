@@ -16,6 +16,7 @@ usage: bench/spawn_cost.py [--stasis build/bin/stasis] [--baseline OTHER/bin/sta
 """
 import argparse
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -51,7 +52,10 @@ def main():
         subprocess.run(["cc", "-O2", "-o", driver, str(ROOT / "bench/spawn_cost.c")], check=True)
         env = dict(os.environ, STASIS_CKPT_DIR=os.path.join(tmp, "ckpt"), STASIS_RUNTIME_DIR=tmp)
         for command in args.commands.split(","):
-            out = subprocess.run([os.path.abspath(args.stasis), "launch", "--", driver, str(args.rounds),
+            with socket.socket() as probe:  # a coordinator of its own, not one at the default port
+                probe.bind(("127.0.0.1", 0))
+                coord = f"127.0.0.1:{probe.getsockname()[1]}"
+            out = subprocess.run([os.path.abspath(args.stasis), "launch", "--coord", coord, "--", driver, str(args.rounds),
                                   ",".join(libraries)] + COMMANDS[command],
                                  env=env, cwd=tmp, check=True, capture_output=True, text=True).stdout
             walls = {i: [] for i in range(len(names))}
