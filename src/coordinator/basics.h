@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -27,6 +28,13 @@ inline Clock::time_point after_seconds(double seconds) {
   return Clock::now() +
          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
+
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Seconds as the replies and MANIFEST.json show them: to the millisecond.
+inline double round_ms(double seconds) { return std::round(seconds * 1000) / 1000; }
 
 inline std::string errno_text() { return strerror(errno); }
 

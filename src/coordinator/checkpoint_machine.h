@@ -188,6 +188,7 @@ class CheckpointMachine {
   bool image_checked_by_relay(const Client& client, const ImageResult& image) const;
   void barrier_complete();
   void fail(const std::string& why);
+  // How a checkpoint ends (checkpoint_commit.cc): dropped, or recorded in MANIFEST.json.
   void abandon_checkpoint();
   void remove_incomplete_generation();
   void commit_checkpoint();
