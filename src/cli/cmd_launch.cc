@@ -167,6 +167,16 @@ class LaunchCommand : public Command {
     app.add_option("program", argv_, "PROGRAM [ARGS...] (after --)")->required();
     app.prefix_command(false);
   }
+  // The coordinator, told that a program is coming (ensure_coordinator_expecting). A coordinator
+  // this launch may not command (another host's, whose secret is not here) is used as before.
+  static std::string announced_launch(const CoordAddress& addr, const CoordinatorOptions& options) {
+    try {
+      return ensure_coordinator_expecting(addr, options, STASIS_CMD_EXPECT_LAUNCH);
+    } catch (const Error&) {
+      return ensure_coordinator(addr, options);
+    }
+  }
+
   int run() override {
     std::optional<CheckpointOnSignal> on_signal;
     if (!checkpoint_signal_.empty()) on_signal.emplace(checkpoint_signal_);
@@ -183,7 +193,7 @@ class LaunchCommand : public Command {
     std::string program = resolve_program(argv_[0]);
     refuse_static_binary(program);
     std::string runtime = runtime_library_path();
-    std::string secret = join_ ? joined_coordinator_secret(addr) : ensure_coordinator(addr, options);
+    std::string secret = join_ ? joined_coordinator_secret(addr) : announced_launch(addr, options);
     // This host's relay, before the program runs, so that every process after it joins there
     // (`launch --join` on other hosts starts theirs; the runtime starts one where none is).
     const char* relay_setting = getenv("STASIS_RELAY");

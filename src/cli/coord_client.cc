@@ -125,6 +125,23 @@ std::string ensure_coordinator(const CoordAddress& addr, const CoordinatorOption
   return existing_secret(addr);
 }
 
+std::string ensure_coordinator_expecting(const CoordAddress& addr, const CoordinatorOptions& options,
+                                         uint32_t announcement) {
+  StasisCommand expect{};
+  expect.verb = announcement;
+  for (int attempt = 0;; attempt++) {
+    std::string secret = ensure_coordinator(addr, options);
+    try {
+      CoordConnection coordinator(addr);
+      bool ok = false;
+      coordinator.command(expect, ok);  // an older coordinator refuses the verb: nothing worse than before
+      return secret;
+    } catch (const Error&) {
+      if (attempt == 1) throw;
+    }
+  }
+}
+
 CoordConnection::CoordConnection(const CoordAddress& addr) {
   fd_ = stasis_connect_tcp(addr.host.c_str(), addr.port);
   if (fd_ < 0) {

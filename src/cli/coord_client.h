@@ -25,6 +25,11 @@ struct CoordinatorOptions {
 // If nothing answers at addr, starts `stasis coordinator --daemon --exit-when-idle` there and
 // waits until it listens. Returns the secret to hand to processes (hex). Throws stasis::Error.
 std::string ensure_coordinator(const CoordAddress& addr, const CoordinatorOptions& options);
+// ensure_coordinator, then `announcement` (STASIS_CMD_EXPECT_LAUNCH or _RESTART) to it, so that a
+// coordinator that exits when idle waits for the processes to come; one that was exiting at this
+// very moment (its last process just left) is replaced by a new one. Returns the secret.
+std::string ensure_coordinator_expecting(const CoordAddress& addr, const CoordinatorOptions& options,
+                                         uint32_t announcement);
 
 // An authenticated command connection.
 class CoordConnection {

@@ -91,6 +91,8 @@ class Coordinator : public ConnectionEvents {
   json status_json() const;
 
   static constexpr std::chrono::milliseconds kIdleGrace{1000};  // --exit-when-idle waits this long
+  // How long a launch's announced program may take to join (STASIS_CMD_EXPECT_LAUNCH).
+  static constexpr std::chrono::seconds kLaunchPatience{30};
   // A process of this machine's pid space that left while its pid lives on is exec'ing (or
   // about to end): --exit-when-idle waits for it this long at most. Under load the new program
   // can take seconds to load its libraries and join (a QEMU exec'd by a launched shell did).
@@ -116,6 +118,7 @@ class Coordinator : public ConnectionEvents {
   std::string own_pid_space_;  // "BOOT_ID/PID_NAMESPACE_INODE", as processes say theirs
   std::vector<std::pair<pid_t, Clock::time_point>> departed_pids_;
   std::optional<Clock::time_point> restart_expected_until_;
+  std::optional<Clock::time_point> launch_expected_until_;  // a launch announced its program
   std::map<uint64_t, std::vector<uint64_t>> restart_groups_;  // generation -> waiting processes
   std::optional<Clock::time_point> next_interval_;
 };
@@ -432,6 +435,7 @@ void Coordinator::handle_relay_batch(Client& relay, const StasisMsgHeader& heade
 
 void Coordinator::process_joined(Client& client) {
   process_count_++;
+  launch_expected_until_.reset();
   seen_process_ = true;
   const StasisProcessInfo& info = client.info;
   std::string where = fmt::format("{} on {} from {}", client.describe(),
@@ -483,6 +487,10 @@ void Coordinator::handle_command(Client& client, const StasisCommand& command) {
       restart_expected_until_ = after_seconds(options_.restart_patience);
       reply(client.id, true, {{"ok", true}});
       return;
+    case STASIS_CMD_EXPECT_LAUNCH:
+      launch_expected_until_ = Clock::now() + kLaunchPatience;
+      reply(client.id, true, {{"ok", true}});
+      return;
     case STASIS_CMD_CHECKPOINT: {
       auto compression = static_cast<StasisCompressionSetting>(command.compression);
       if (compression > STASIS_COMPRESSION_LZ4) {
@@ -517,6 +525,7 @@ void Coordinator::check_deadlines() {
   machine_.check_deadlines(now);
   // Once past, a deadline is cleared: a past one left in place makes every epoll_wait return
   // at once (a daemon once spun like that for 25 minutes after a restart that never came).
+  if (launch_expected_until_ && *launch_expected_until_ <= now) launch_expected_until_.reset();
   if (restart_expected_until_ && *restart_expected_until_ <= now) {
     restart_expected_until_.reset();
     if (!restart_groups_.empty())
@@ -549,6 +558,7 @@ int Coordinator::next_timeout_ms() const {
   if (idle_since_) consider(*idle_since_ + kIdleGrace);
   if (!departed_pids_.empty() && idle_after_work()) consider(Clock::now() + std::chrono::milliseconds(100));
   if (restart_expected_until_) consider(*restart_expected_until_);
+  if (launch_expected_until_) consider(*launch_expected_until_);
   if (connections_.closing_any()) return 0;
   if (!soonest) return -1;
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(*soonest - Clock::now()).count();
@@ -573,6 +583,7 @@ bool Coordinator::departed_pids_live() {
 
 bool Coordinator::idle_after_work() const {
   if (restart_expected_until_ && Clock::now() < *restart_expected_until_) return false;
+  if (launch_expected_until_ && Clock::now() < *launch_expected_until_) return false;
   return seen_process_ && process_count_ == 0 && machine_.idle();
 }
 

@@ -222,6 +222,11 @@ enum StasisCommandVerb STASIS_PROTOCOL_ENUM_BASE(uint32_t) {
   // `stasis restart` is bringing processes back: a coordinator that exits when idle stays until
   // they have joined (or for kRestartPatience), however long their images take to load.
   STASIS_CMD_EXPECT_RESTART = 4,
+  // `stasis launch` is starting a program: a coordinator that exits when idle stays until a
+  // process joins (or for kLaunchPatience). Without it, a launch right after the last process of
+  // the computation before had left found the coordinator in its idle grace, used it, and saw it
+  // exit before its program joined: the program ran without checkpoints.
+  STASIS_CMD_EXPECT_LAUNCH = 5,
 };
 
 struct StasisCommand {

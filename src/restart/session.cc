@@ -193,19 +193,7 @@ void RestartSession::set_aside_srun_tasks(Checkpoint& ckpt) {
 std::string RestartSession::expect_restart(const CoordAddress& addr, const std::string& ckpt_dir) {
   CoordinatorOptions options;
   options.ckpt_dir = ckpt_dir;
-  StasisCommand expect{};
-  expect.verb = STASIS_CMD_EXPECT_RESTART;
-  for (int attempt = 0;; attempt++) {
-    std::string secret = ensure_coordinator(addr, options);
-    try {
-      CoordConnection coordinator(addr);
-      bool ok = false;
-      coordinator.command(expect, ok);
-      return secret;
-    } catch (const Error&) {
-      if (attempt == 1) throw;
-    }
-  }
+  return ensure_coordinator_expecting(addr, options, STASIS_CMD_EXPECT_RESTART);
 }
 
 }  // namespace stasis::restart
