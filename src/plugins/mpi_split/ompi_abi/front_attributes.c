@@ -65,22 +65,24 @@ __attribute__((constructor)) static void resolve_attributes(void) {
 static int call_program_copy(int object, int keyval, void *extra_state, void *value_in, void *value_out, int *flag) {
   (void)extra_state;
   int slot = keyval & 0xffff;
-  return program_keyvals[slot].copy(ompi_abi_handle("an attribute copy function", object), keyval,
-                                    program_keyvals[slot].extra_state, value_in, value_out, flag);
+  /* The program's function answers in Open MPI's numbering; the split layer reads its own. */
+  return ompi_abi_split_error_class(program_keyvals[slot].copy(ompi_abi_handle("an attribute copy function", object),
+                                                               keyval, program_keyvals[slot].extra_state, value_in,
+                                                               value_out, flag));
 }
 
 static int call_program_delete(int object, int keyval, void *value, void *extra_state) {
   (void)extra_state;
   int slot = keyval & 0xffff;
-  return program_keyvals[slot].remove(ompi_abi_handle("an attribute delete function", object), keyval, value,
-                                      program_keyvals[slot].extra_state);
+  return ompi_abi_split_error_class(program_keyvals[slot].remove(
+      ompi_abi_handle("an attribute delete function", object), keyval, value, program_keyvals[slot].extra_state));
 }
 
 /* Makes a keyval with the trampolines for the program's functions (NULL: none) and keeps them. */
 static int create_keyval(int (*create)(SplitCopy *, SplitDelete *, int *, void *), OmpiCopy *copy,
                          OmpiDelete *remove, int *keyval, void *extra_state) {
   int made = 0;
-  int rc = create(copy ? call_program_copy : NULL, remove ? call_program_delete : NULL, &made, NULL);
+  int rc = CLASS(create(copy ? call_program_copy : NULL, remove ? call_program_delete : NULL, &made, NULL));
   if (rc != OMPI_ABI_SUCCESS) return rc;
   int slot = made & 0xffff;
   if (slot >= KEYVAL_SLOTS) ompi_abi_fatal(__func__, "a keyval beyond the front's table");
@@ -96,14 +98,14 @@ static int create_keyval(int (*create)(SplitCopy *, SplitDelete *, int *, void *
     return create_keyval(split.Kind##_create_keyval, copy, remove, keyval, extra_state);                       \
   }                                                                                                            \
   FORWARDED(MPI_##Kind##_create_keyval)                                                                        \
-  EXPORTED int MPI_##Kind##_free_keyval(int *keyval) { return split.Kind##_free_keyval(keyval); }             \
+  EXPORTED int MPI_##Kind##_free_keyval(int *keyval) { return CLASS(split.Kind##_free_keyval(keyval)); }     \
   FORWARDED(MPI_##Kind##_free_keyval)                                                                          \
   EXPORTED int MPI_##Kind##_set_attr(Handle object, int keyval, void *value) {                                 \
-    return split.Kind##_set_attr(VID(object), keyval, value);                                                  \
+    return CLASS(split.Kind##_set_attr(VID(object), keyval, value));                                           \
   }                                                                                                            \
   FORWARDED(MPI_##Kind##_set_attr)                                                                             \
   EXPORTED int MPI_##Kind##_delete_attr(Handle object, int keyval) {                                           \
-    return split.Kind##_delete_attr(VID(object), keyval);                                                      \
+    return CLASS(split.Kind##_delete_attr(VID(object), keyval));                                               \
   }                                                                                                            \
   FORWARDED(MPI_##Kind##_delete_attr)
 /* generate_lists.py finds the forwarded functions by lines that begin with FORWARDED(NAME: the
@@ -126,11 +128,11 @@ ATTRIBUTE_CALLS(Type, MPI_Datatype)
 ATTRIBUTE_CALLS(Win, MPI_Win)
 
 EXPORTED int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *value, int *flag) {
-  return split.Comm_get_attr(VID(comm), keyval, value, flag);
+  return CLASS(split.Comm_get_attr(VID(comm), keyval, value, flag));
 }
 FORWARDED(MPI_Comm_get_attr)
 EXPORTED int MPI_Type_get_attr(MPI_Datatype datatype, int keyval, void *value, int *flag) {
-  return split.Type_get_attr(VID(datatype), keyval, value, flag);
+  return CLASS(split.Type_get_attr(VID(datatype), keyval, value, flag));
 }
 FORWARDED(MPI_Type_get_attr)
 

@@ -109,84 +109,84 @@ __attribute__((constructor)) static void resolve_collectives(void) {
 
 EXPORTED int MPI_Gather(const void *sendbuf, int sendcount, MPI_Handle sendtype, void *recvbuf, int recvcount,
                         MPI_Handle recvtype, int root, MPI_Handle comm) {
-  return split.Gather(sendbuf, sendcount, VID(sendtype), recvbuf, recvcount, VID(recvtype), root, VID(comm));
+  return CLASS(split.Gather(sendbuf, sendcount, VID(sendtype), recvbuf, recvcount, VID(recvtype), root, VID(comm)));
 }
 FORWARDED(MPI_Gather)
 EXPORTED int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Handle sendtype, void *recvbuf, const int recvcounts[],
                          const int displs[], MPI_Handle recvtype, int root, MPI_Handle comm) {
-  return split.Gatherv(sendbuf, sendcount, VID(sendtype), recvbuf, recvcounts, displs, VID(recvtype), root, VID(comm));
+  return CLASS(split.Gatherv(sendbuf, sendcount, VID(sendtype), recvbuf, recvcounts, displs, VID(recvtype), root, VID(comm)));
 }
 FORWARDED(MPI_Gatherv)
 EXPORTED int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Handle sendtype, void *recvbuf, int recvcount,
                          MPI_Handle recvtype, int root, MPI_Handle comm) {
-  return split.Scatter(sendbuf, sendcount, VID(sendtype), recvbuf, recvcount, VID(recvtype), root, VID(comm));
+  return CLASS(split.Scatter(sendbuf, sendcount, VID(sendtype), recvbuf, recvcount, VID(recvtype), root, VID(comm)));
 }
 FORWARDED(MPI_Scatter)
 EXPORTED int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Handle sendtype,
                           void *recvbuf, int recvcount, MPI_Handle recvtype, int root, MPI_Handle comm) {
-  return split.Scatterv(sendbuf, sendcounts, displs, VID(sendtype), recvbuf, recvcount, VID(recvtype), root, VID(comm));
+  return CLASS(split.Scatterv(sendbuf, sendcounts, displs, VID(sendtype), recvbuf, recvcount, VID(recvtype), root, VID(comm)));
 }
 FORWARDED(MPI_Scatterv)
 EXPORTED int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Handle sendtype, void *recvbuf, int recvcount,
                            MPI_Handle recvtype, MPI_Handle comm) {
-  return split.Allgather(sendbuf, sendcount, VID(sendtype), recvbuf, recvcount, VID(recvtype), VID(comm));
+  return CLASS(split.Allgather(sendbuf, sendcount, VID(sendtype), recvbuf, recvcount, VID(recvtype), VID(comm)));
 }
 FORWARDED(MPI_Allgather)
 EXPORTED int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Handle sendtype, void *recvbuf,
                             const int recvcounts[], const int displs[], MPI_Handle recvtype, MPI_Handle comm) {
-  return split.Allgatherv(sendbuf, sendcount, VID(sendtype), recvbuf, recvcounts, displs, VID(recvtype), VID(comm));
+  return CLASS(split.Allgatherv(sendbuf, sendcount, VID(sendtype), recvbuf, recvcounts, displs, VID(recvtype), VID(comm)));
 }
 FORWARDED(MPI_Allgatherv)
 EXPORTED int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Handle sendtype, void *recvbuf, int recvcount,
                           MPI_Handle recvtype, MPI_Handle comm) {
-  return split.Alltoall(sendbuf, sendcount, VID(sendtype), recvbuf, recvcount, VID(recvtype), VID(comm));
+  return CLASS(split.Alltoall(sendbuf, sendcount, VID(sendtype), recvbuf, recvcount, VID(recvtype), VID(comm)));
 }
 FORWARDED(MPI_Alltoall)
 EXPORTED int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Handle sendtype,
                            void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Handle recvtype,
                            MPI_Handle comm) {
-  return split.Alltoallv(sendbuf, sendcounts, sdispls, VID(sendtype), recvbuf, recvcounts, rdispls, VID(recvtype),
-                         VID(comm));
+  return CLASS(split.Alltoallv(sendbuf, sendcounts, sdispls, VID(sendtype), recvbuf, recvcounts, rdispls, VID(recvtype),
+                         VID(comm)));
 }
 FORWARDED(MPI_Alltoallv)
 EXPORTED int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Handle datatype,
                                 MPI_Handle op, MPI_Handle comm) {
-  return split.Reduce_scatter(sendbuf, recvbuf, recvcounts, VID(datatype), VID(op), VID(comm));
+  return CLASS(split.Reduce_scatter(sendbuf, recvbuf, recvcounts, VID(datatype), VID(op), VID(comm)));
 }
 FORWARDED(MPI_Reduce_scatter)
 EXPORTED int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Handle datatype,
                                       MPI_Handle op, MPI_Handle comm) {
-  return split.Reduce_scatter_block(sendbuf, recvbuf, recvcount, VID(datatype), VID(op), VID(comm));
+  return CLASS(split.Reduce_scatter_block(sendbuf, recvbuf, recvcount, VID(datatype), VID(op), VID(comm)));
 }
 FORWARDED(MPI_Reduce_scatter_block)
 EXPORTED int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Handle datatype, MPI_Handle op,
                       MPI_Handle comm) {
-  return split.Scan(sendbuf, recvbuf, count, VID(datatype), VID(op), VID(comm));
+  return CLASS(split.Scan(sendbuf, recvbuf, count, VID(datatype), VID(op), VID(comm)));
 }
 FORWARDED(MPI_Scan)
 EXPORTED int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Handle datatype, MPI_Handle op,
                         MPI_Handle comm) {
-  return split.Exscan(sendbuf, recvbuf, count, VID(datatype), VID(op), VID(comm));
+  return CLASS(split.Exscan(sendbuf, recvbuf, count, VID(datatype), VID(op), VID(comm)));
 }
 FORWARDED(MPI_Exscan)
 EXPORTED int MPI_Ssend(const void *buf, int count, MPI_Handle datatype, int dest, int tag, MPI_Handle comm) {
-  return split.Ssend(buf, count, VID(datatype), dest, tag, VID(comm));
+  return CLASS(split.Ssend(buf, count, VID(datatype), dest, tag, VID(comm)));
 }
 FORWARDED(MPI_Ssend)
 EXPORTED int MPI_Bsend(const void *buf, int count, MPI_Handle datatype, int dest, int tag, MPI_Handle comm) {
-  return split.Bsend(buf, count, VID(datatype), dest, tag, VID(comm));
+  return CLASS(split.Bsend(buf, count, VID(datatype), dest, tag, VID(comm)));
 }
 FORWARDED(MPI_Bsend)
-EXPORTED int MPI_Buffer_attach(void *buffer, int size) { return split.Buffer_attach(buffer, size); }
+EXPORTED int MPI_Buffer_attach(void *buffer, int size) { return CLASS(split.Buffer_attach(buffer, size)); }
 FORWARDED(MPI_Buffer_attach)
-EXPORTED int MPI_Buffer_detach(void *buffer_address, int *size) { return split.Buffer_detach(buffer_address, size); }
+EXPORTED int MPI_Buffer_detach(void *buffer_address, int *size) { return CLASS(split.Buffer_detach(buffer_address, size)); }
 FORWARDED(MPI_Buffer_detach)
 EXPORTED int MPI_Probe(int source, int tag, MPI_Handle comm, MPI_Status *status) {
-  return split.Probe(source, tag, VID(comm), status);
+  return CLASS(STATUSES_FILLED(status, 1, split.Probe(source, tag, VID(comm), status)));
 }
 FORWARDED(MPI_Probe)
 EXPORTED int MPI_Iprobe(int source, int tag, MPI_Handle comm, int *flag, MPI_Status *status) {
-  return split.Iprobe(source, tag, VID(comm), flag, status);
+  return CLASS(STATUSES_FILLED(status, *flag ? 1 : 0, split.Iprobe(source, tag, VID(comm), flag, status)));
 }
 FORWARDED(MPI_Iprobe)
 EXPORTED int MPI_Ibarrier(MPI_Handle comm, MPI_Handle *request) { MAKES(request, split.Ibarrier(VID(comm), &made)); }
@@ -303,7 +303,7 @@ EXPORTED int MPI_Comm_create(MPI_Handle comm, MPI_Handle group, MPI_Handle *newc
 }
 FORWARDED(MPI_Comm_create)
 EXPORTED int MPI_Test(MPI_Handle *request, int *flag, MPI_Status *status) {
-  THROUGH(request, split.Test(&vid, flag, status));
+  THROUGH(request, STATUSES_FILLED(status, *flag ? 1 : 0, split.Test(&vid, flag, status)));
 }
 FORWARDED(MPI_Test)
 EXPORTED int MPI_Start(MPI_Handle *request) { THROUGH(request, split.Start(&vid)); }

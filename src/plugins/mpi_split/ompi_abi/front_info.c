@@ -66,31 +66,31 @@ __attribute__((constructor)) static void resolve_info(void) {
 }
 
 EXPORTED int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
-  return split.Comm_set_errhandler(VID(comm), VID(errhandler));
+  return CLASS(split.Comm_set_errhandler(VID(comm), VID(errhandler)));
 }
 FORWARDED(MPI_Comm_set_errhandler)
-EXPORTED int MPI_Query_thread(int *provided) { return split.Query_thread(provided); }
+EXPORTED int MPI_Query_thread(int *provided) { return CLASS(split.Query_thread(provided)); }
 FORWARDED(MPI_Query_thread)
 
 EXPORTED int MPI_Info_create(MPI_Info *info) { MAKES(info, split.Info_create(&made)); }
 FORWARDED(MPI_Info_create)
 EXPORTED int MPI_Info_set(MPI_Info info, const char *key, const char *value) {
-  return split.Info_set(VID(info), key, value);
+  return CLASS(split.Info_set(VID(info), key, value));
 }
 FORWARDED(MPI_Info_set)
 EXPORTED int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag) {
-  return split.Info_get(VID(info), key, valuelen, value, flag);
+  return CLASS(split.Info_get(VID(info), key, valuelen, value, flag));
 }
 FORWARDED(MPI_Info_get)
 EXPORTED int MPI_Info_get_valuelen(MPI_Info info, const char *key, int *valuelen, int *flag) {
-  return split.Info_get_valuelen(VID(info), key, valuelen, flag);
+  return CLASS(split.Info_get_valuelen(VID(info), key, valuelen, flag));
 }
 FORWARDED(MPI_Info_get_valuelen)
-EXPORTED int MPI_Info_get_nkeys(MPI_Info info, int *nkeys) { return split.Info_get_nkeys(VID(info), nkeys); }
+EXPORTED int MPI_Info_get_nkeys(MPI_Info info, int *nkeys) { return CLASS(split.Info_get_nkeys(VID(info), nkeys)); }
 FORWARDED(MPI_Info_get_nkeys)
-EXPORTED int MPI_Info_get_nthkey(MPI_Info info, int n, char *key) { return split.Info_get_nthkey(VID(info), n, key); }
+EXPORTED int MPI_Info_get_nthkey(MPI_Info info, int n, char *key) { return CLASS(split.Info_get_nthkey(VID(info), n, key)); }
 FORWARDED(MPI_Info_get_nthkey)
-EXPORTED int MPI_Info_delete(MPI_Info info, const char *key) { return split.Info_delete(VID(info), key); }
+EXPORTED int MPI_Info_delete(MPI_Info info, const char *key) { return CLASS(split.Info_delete(VID(info), key)); }
 FORWARDED(MPI_Info_delete)
 EXPORTED int MPI_Info_dup(MPI_Info info, MPI_Info *newinfo) { MAKES(newinfo, split.Info_dup(VID(info), &made)); }
 FORWARDED(MPI_Info_dup)
@@ -118,11 +118,11 @@ EXPORTED int MPI_Type_create_subarray(int ndims, const int sizes[], const int su
 }
 FORWARDED(MPI_Type_create_subarray)
 EXPORTED int MPI_Type_get_extent(MPI_Datatype datatype, MPI_Aint *lb, MPI_Aint *extent) {
-  return split.Type_get_extent(VID(datatype), lb, extent);
+  return CLASS(split.Type_get_extent(VID(datatype), lb, extent));
 }
 FORWARDED(MPI_Type_get_extent)
 EXPORTED int MPI_Type_get_true_extent(MPI_Datatype datatype, MPI_Aint *true_lb, MPI_Aint *true_extent) {
-  return split.Type_get_true_extent(VID(datatype), true_lb, true_extent);
+  return CLASS(split.Type_get_true_extent(VID(datatype), true_lb, true_extent));
 }
 FORWARDED(MPI_Type_get_true_extent)
 EXPORTED int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype) {
@@ -131,15 +131,15 @@ EXPORTED int MPI_Type_match_size(int typeclass, int size, MPI_Datatype *datatype
 FORWARDED(MPI_Type_match_size)
 EXPORTED int MPI_Pack(const void *inbuf, int incount, MPI_Datatype datatype, void *outbuf, int outsize, int *position,
                       MPI_Comm comm) {
-  return split.Pack(inbuf, incount, VID(datatype), outbuf, outsize, position, VID(comm));
+  return CLASS(split.Pack(inbuf, incount, VID(datatype), outbuf, outsize, position, VID(comm)));
 }
 FORWARDED(MPI_Pack)
 EXPORTED int MPI_Unpack(const void *inbuf, int insize, int *position, void *outbuf, int outcount,
                         MPI_Datatype datatype, MPI_Comm comm) {
-  return split.Unpack(inbuf, insize, position, outbuf, outcount, VID(datatype), VID(comm));
+  return CLASS(split.Unpack(inbuf, insize, position, outbuf, outcount, VID(datatype), VID(comm)));
 }
 FORWARDED(MPI_Unpack)
 EXPORTED int MPI_Pack_size(int incount, MPI_Datatype datatype, MPI_Comm comm, int *size) {
-  return split.Pack_size(incount, VID(datatype), VID(comm), size);
+  return CLASS(split.Pack_size(incount, VID(datatype), VID(comm), size));
 }
 FORWARDED(MPI_Pack_size)

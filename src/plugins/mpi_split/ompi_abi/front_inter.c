@@ -68,9 +68,9 @@ EXPORTED int MPI_Intercomm_merge(MPI_Handle intercomm, int high, MPI_Handle *new
   MAKES(newintracomm, split.Intercomm_merge(VID(intercomm), high, &made));
 }
 FORWARDED(MPI_Intercomm_merge)
-EXPORTED int MPI_Comm_test_inter(MPI_Handle comm, int *flag) { return split.Comm_test_inter(VID(comm), flag); }
+EXPORTED int MPI_Comm_test_inter(MPI_Handle comm, int *flag) { return CLASS(split.Comm_test_inter(VID(comm), flag)); }
 FORWARDED(MPI_Comm_test_inter)
-EXPORTED int MPI_Comm_remote_size(MPI_Handle comm, int *size) { return split.Comm_remote_size(VID(comm), size); }
+EXPORTED int MPI_Comm_remote_size(MPI_Handle comm, int *size) { return CLASS(split.Comm_remote_size(VID(comm), size)); }
 FORWARDED(MPI_Comm_remote_size)
 EXPORTED int MPI_Comm_remote_group(MPI_Handle comm, MPI_Handle *group) {
   MAKES(group, split.Comm_remote_group(VID(comm), &made));
@@ -79,21 +79,21 @@ FORWARDED(MPI_Comm_remote_group)
 
 EXPORTED int MPI_Mprobe(int source, int tag, MPI_Handle comm, MPI_Handle *message, MPI_Status *status) {
   int id = STASIS_MPI_MESSAGE_TAG;
-  int rc = split.Mprobe(source, tag, VID(comm), &id, status);
+  int rc = CLASS(STATUSES_FILLED(status, 1, split.Mprobe(source, tag, VID(comm), &id, status)));
   if (rc == OMPI_ABI_SUCCESS) *message = message_handle(__func__, id);
   return rc;
 }
 FORWARDED(MPI_Mprobe)
 EXPORTED int MPI_Improbe(int source, int tag, MPI_Handle comm, int *flag, MPI_Handle *message, MPI_Status *status) {
   int id = STASIS_MPI_MESSAGE_TAG;
-  int rc = split.Improbe(source, tag, VID(comm), flag, &id, status);
+  int rc = CLASS(STATUSES_FILLED(status, *flag ? 1 : 0, split.Improbe(source, tag, VID(comm), flag, &id, status)));
   if (rc == OMPI_ABI_SUCCESS && *flag) *message = message_handle(__func__, id);
   return rc;
 }
 FORWARDED(MPI_Improbe)
 EXPORTED int MPI_Mrecv(void *buf, int count, MPI_Handle datatype, MPI_Handle *message, MPI_Status *status) {
   int id = message_id(__func__, *message);
-  int rc = split.Mrecv(buf, count, VID(datatype), &id, status);
+  int rc = CLASS(STATUSES_FILLED(status, 1, split.Mrecv(buf, count, VID(datatype), &id, status)));
   *message = message_handle(__func__, id);
   return rc;
 }
@@ -101,7 +101,7 @@ FORWARDED(MPI_Mrecv)
 EXPORTED int MPI_Imrecv(void *buf, int count, MPI_Handle datatype, MPI_Handle *message, MPI_Handle *request) {
   int id = message_id(__func__, *message);
   int made = 0;
-  int rc = split.Imrecv(buf, count, VID(datatype), &id, &made);
+  int rc = CLASS(split.Imrecv(buf, count, VID(datatype), &id, &made));
   *message = message_handle(__func__, id);
   if (rc == OMPI_ABI_SUCCESS) *request = HANDLE(made);
   return rc;

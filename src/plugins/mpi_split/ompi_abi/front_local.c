@@ -37,32 +37,16 @@ EXPORTED int MPI_Get_address(const void *location, MPI_Aint *address) {
 }
 FORWARDED(MPI_Get_address)
 
-/* The split layer returns error classes only (abi/mpi.h), Open MPI's numbers: a code is its
- * class, and its text is Open MPI's. */
-static const char *error_text(int code) {
-  switch (code) {
-    case 0: return "MPI_SUCCESS: no errors";
-    case 3: return "MPI_ERR_TYPE: invalid datatype";
-    case 5: return "MPI_ERR_COMM: invalid communicator";
-    case 8: return "MPI_ERR_GROUP: invalid group";
-    case 9: return "MPI_ERR_OP: invalid reduce operation";
-    case 12: return "MPI_ERR_ARG: invalid argument of some other kind";
-    case 15: return "MPI_ERR_OTHER: known error not in list";
-    case 17: return "MPI_ERR_INTERN: internal error";
-    case 19: return "MPI_ERR_REQUEST: invalid request";
-    case 36: return "MPI_ERR_KEYVAL: invalid key value";
-    case 52: return "MPI_ERR_UNSUPPORTED_OPERATION: operation not supported";
-    default: return NULL;
-  }
-}
+/* A code the program holds is one of Open MPI's classes the front returns (error_classes.def,
+ * converted from the split layer's by CLASS): the code is its class, its text Open MPI's. */
 EXPORTED int MPI_Error_class(int code, int *error_class) {
-  if (!error_text(code)) return OMPI_ABI_ERR_ARG;
+  if (!ompi_abi_error_text(code)) return OMPI_ABI_ERR_ARG;
   *error_class = code;
   return OMPI_ABI_SUCCESS;
 }
 FORWARDED(MPI_Error_class)
 EXPORTED int MPI_Error_string(int code, char *text, int *length) {
-  const char *known = error_text(code);
+  const char *known = ompi_abi_error_text(code);
   if (!known) return OMPI_ABI_ERR_ARG;
   /* The caller's buffer holds MPI_MAX_ERROR_STRING (256) characters. */
   *length = snprintf(text, 256, "%s", known);

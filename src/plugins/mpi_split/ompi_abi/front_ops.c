@@ -63,7 +63,7 @@ EXPORTED int MPI_Type_create_struct(int count, const int blocklengths[], const M
   if (!ids) ompi_abi_fatal(__func__, "no memory for the datatypes' ids");
   for (int i = 0; i < count; i++) ids[i] = VID(types[i]);
   int made = 0;
-  int rc = split.Type_create_struct(count, blocklengths, displacements, ids, &made);
+  int rc = CLASS(split.Type_create_struct(count, blocklengths, displacements, ids, &made));
   if (ids != on_stack) free(ids);
   if (rc == OMPI_ABI_SUCCESS) *newtype = HANDLE(made);
   return rc;
@@ -79,20 +79,20 @@ EXPORTED int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group
 }
 FORWARDED(MPI_Group_excl)
 EXPORTED int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2, int ranks2[]) {
-  return split.Group_translate_ranks(VID(group1), n, ranks1, VID(group2), ranks2);
+  return CLASS(split.Group_translate_ranks(VID(group1), n, ranks1, VID(group2), ranks2));
 }
 FORWARDED(MPI_Group_translate_ranks)
 EXPORTED int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result) {
-  return split.Group_compare(VID(group1), VID(group2), result);
+  return CLASS(split.Group_compare(VID(group1), VID(group2), result));
 }
 FORWARDED(MPI_Group_compare)
 
 EXPORTED int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  return split.Rsend(buf, count, VID(datatype), dest, tag, VID(comm));
+  return CLASS(split.Rsend(buf, count, VID(datatype), dest, tag, VID(comm)));
 }
 FORWARDED(MPI_Rsend)
 
 EXPORTED int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
-  WITH_REQUEST_IDS(count, requests, split.Testall(count, ids, flag, statuses));
+  WITH_REQUEST_IDS(count, requests, STATUSES_FILLED(statuses, *flag ? count : 0, split.Testall(count, ids, flag, statuses)));
 }
 FORWARDED(MPI_Testall)

@@ -60,10 +60,10 @@ __attribute__((constructor)) static void resolve_rma(void) {
 
 EXPORTED int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr) {
   (void)info;
-  return split.Alloc_mem(size, NO_INFO, baseptr);
+  return CLASS(split.Alloc_mem(size, NO_INFO, baseptr));
 }
 FORWARDED(MPI_Alloc_mem)
-EXPORTED int MPI_Free_mem(void *base) { return split.Free_mem(base); }
+EXPORTED int MPI_Free_mem(void *base) { return CLASS(split.Free_mem(base)); }
 FORWARDED(MPI_Free_mem)
 
 EXPORTED int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) {
@@ -84,7 +84,7 @@ EXPORTED int MPI_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info
 }
 FORWARDED(MPI_Win_allocate_shared)
 EXPORTED int MPI_Win_shared_query(MPI_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr) {
-  return split.Win_shared_query(VID(win), rank, size, disp_unit, baseptr);
+  return CLASS(split.Win_shared_query(VID(win), rank, size, disp_unit, baseptr));
 }
 FORWARDED(MPI_Win_shared_query)
 EXPORTED int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) {
@@ -92,72 +92,72 @@ EXPORTED int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) 
   MAKES(win, split.Win_create_dynamic(NO_INFO, VID(comm), &made));
 }
 FORWARDED(MPI_Win_create_dynamic)
-EXPORTED int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) { return split.Win_attach(VID(win), base, size); }
+EXPORTED int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) { return CLASS(split.Win_attach(VID(win), base, size)); }
 FORWARDED(MPI_Win_attach)
-EXPORTED int MPI_Win_detach(MPI_Win win, const void *base) { return split.Win_detach(VID(win), base); }
+EXPORTED int MPI_Win_detach(MPI_Win win, const void *base) { return CLASS(split.Win_detach(VID(win), base)); }
 FORWARDED(MPI_Win_detach)
 EXPORTED int MPI_Win_free(MPI_Win *win) { THROUGH(win, split.Win_free(&vid)); }
 FORWARDED(MPI_Win_free)
 EXPORTED int MPI_Win_get_attr(MPI_Win win, int keyval, void *attribute_val, int *flag) {
-  return split.Win_get_attr(VID(win), keyval, attribute_val, flag);
+  return CLASS(split.Win_get_attr(VID(win), keyval, attribute_val, flag));
 }
 FORWARDED(MPI_Win_get_attr)
 EXPORTED int MPI_Win_get_group(MPI_Win win, MPI_Group *group) { MAKES(group, split.Win_get_group(VID(win), &made)); }
 FORWARDED(MPI_Win_get_group)
 
-EXPORTED int MPI_Win_fence(int assert, MPI_Win win) { return split.Win_fence(assert, VID(win)); }
+EXPORTED int MPI_Win_fence(int assert, MPI_Win win) { return CLASS(split.Win_fence(assert, VID(win))); }
 FORWARDED(MPI_Win_fence)
 EXPORTED int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
-  return split.Win_lock(lock_type, rank, assert, VID(win));
+  return CLASS(split.Win_lock(lock_type, rank, assert, VID(win)));
 }
 FORWARDED(MPI_Win_lock)
-EXPORTED int MPI_Win_unlock(int rank, MPI_Win win) { return split.Win_unlock(rank, VID(win)); }
+EXPORTED int MPI_Win_unlock(int rank, MPI_Win win) { return CLASS(split.Win_unlock(rank, VID(win))); }
 FORWARDED(MPI_Win_unlock)
-EXPORTED int MPI_Win_lock_all(int assert, MPI_Win win) { return split.Win_lock_all(assert, VID(win)); }
+EXPORTED int MPI_Win_lock_all(int assert, MPI_Win win) { return CLASS(split.Win_lock_all(assert, VID(win))); }
 FORWARDED(MPI_Win_lock_all)
-EXPORTED int MPI_Win_unlock_all(MPI_Win win) { return split.Win_unlock_all(VID(win)); }
+EXPORTED int MPI_Win_unlock_all(MPI_Win win) { return CLASS(split.Win_unlock_all(VID(win))); }
 FORWARDED(MPI_Win_unlock_all)
-EXPORTED int MPI_Win_flush(int rank, MPI_Win win) { return split.Win_flush(rank, VID(win)); }
+EXPORTED int MPI_Win_flush(int rank, MPI_Win win) { return CLASS(split.Win_flush(rank, VID(win))); }
 FORWARDED(MPI_Win_flush)
-EXPORTED int MPI_Win_flush_all(MPI_Win win) { return split.Win_flush_all(VID(win)); }
+EXPORTED int MPI_Win_flush_all(MPI_Win win) { return CLASS(split.Win_flush_all(VID(win))); }
 FORWARDED(MPI_Win_flush_all)
-EXPORTED int MPI_Win_flush_local(int rank, MPI_Win win) { return split.Win_flush_local(rank, VID(win)); }
+EXPORTED int MPI_Win_flush_local(int rank, MPI_Win win) { return CLASS(split.Win_flush_local(rank, VID(win))); }
 FORWARDED(MPI_Win_flush_local)
-EXPORTED int MPI_Win_flush_local_all(MPI_Win win) { return split.Win_flush_local_all(VID(win)); }
+EXPORTED int MPI_Win_flush_local_all(MPI_Win win) { return CLASS(split.Win_flush_local_all(VID(win))); }
 FORWARDED(MPI_Win_flush_local_all)
-EXPORTED int MPI_Win_sync(MPI_Win win) { return split.Win_sync(VID(win)); }
+EXPORTED int MPI_Win_sync(MPI_Win win) { return CLASS(split.Win_sync(VID(win))); }
 FORWARDED(MPI_Win_sync)
 
 EXPORTED int MPI_Put(const void *origin, int origin_count, MPI_Datatype origin_type, int target, MPI_Aint disp,
                      int target_count, MPI_Datatype target_type, MPI_Win win) {
-  return split.Put(origin, origin_count, VID(origin_type), target, disp, target_count, VID(target_type), VID(win));
+  return CLASS(split.Put(origin, origin_count, VID(origin_type), target, disp, target_count, VID(target_type), VID(win)));
 }
 FORWARDED(MPI_Put)
 EXPORTED int MPI_Get(void *origin, int origin_count, MPI_Datatype origin_type, int target, MPI_Aint disp,
                      int target_count, MPI_Datatype target_type, MPI_Win win) {
-  return split.Get(origin, origin_count, VID(origin_type), target, disp, target_count, VID(target_type), VID(win));
+  return CLASS(split.Get(origin, origin_count, VID(origin_type), target, disp, target_count, VID(target_type), VID(win)));
 }
 FORWARDED(MPI_Get)
 EXPORTED int MPI_Accumulate(const void *origin, int origin_count, MPI_Datatype origin_type, int target, MPI_Aint disp,
                             int target_count, MPI_Datatype target_type, MPI_Op op, MPI_Win win) {
-  return split.Accumulate(origin, origin_count, VID(origin_type), target, disp, target_count, VID(target_type), VID(op),
-                          VID(win));
+  return CLASS(split.Accumulate(origin, origin_count, VID(origin_type), target, disp, target_count, VID(target_type), VID(op),
+                          VID(win)));
 }
 FORWARDED(MPI_Accumulate)
 EXPORTED int MPI_Get_accumulate(const void *origin, int origin_count, MPI_Datatype origin_type, void *result,
                                 int result_count, MPI_Datatype result_type, int target, MPI_Aint disp,
                                 int target_count, MPI_Datatype target_type, MPI_Op op, MPI_Win win) {
-  return split.Get_accumulate(origin, origin_count, VID(origin_type), result, result_count, VID(result_type), target,
-                              disp, target_count, VID(target_type), VID(op), VID(win));
+  return CLASS(split.Get_accumulate(origin, origin_count, VID(origin_type), result, result_count, VID(result_type), target,
+                              disp, target_count, VID(target_type), VID(op), VID(win)));
 }
 FORWARDED(MPI_Get_accumulate)
 EXPORTED int MPI_Fetch_and_op(const void *origin, void *result, MPI_Datatype type, int target, MPI_Aint disp,
                               MPI_Op op, MPI_Win win) {
-  return split.Fetch_and_op(origin, result, VID(type), target, disp, VID(op), VID(win));
+  return CLASS(split.Fetch_and_op(origin, result, VID(type), target, disp, VID(op), VID(win)));
 }
 FORWARDED(MPI_Fetch_and_op)
 EXPORTED int MPI_Compare_and_swap(const void *origin, const void *compare, void *result, MPI_Datatype type,
                                   int target, MPI_Aint disp, MPI_Win win) {
-  return split.Compare_and_swap(origin, compare, result, VID(type), target, disp, VID(win));
+  return CLASS(split.Compare_and_swap(origin, compare, result, VID(type), target, disp, VID(win)));
 }
 FORWARDED(MPI_Compare_and_swap)

@@ -47,64 +47,66 @@ static int made_comm(const char *function, MPI_Comm *out, int rc, int made) {
   return rc;
 }
 
-EXPORTED int MPI_Dims_create(int nnodes, int ndims, int dims[]) { return split.Dims_create(nnodes, ndims, dims); }
+EXPORTED int MPI_Dims_create(int nnodes, int ndims, int dims[]) { return CLASS(split.Dims_create(nnodes, ndims, dims)); }
 FORWARDED(MPI_Dims_create)
 EXPORTED int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
                              MPI_Comm *comm_cart) {
   int made = 0;
-  int rc = split.Cart_create(VID(comm), ndims, dims, periods, reorder, &made);
+  int rc = CLASS(split.Cart_create(VID(comm), ndims, dims, periods, reorder, &made));
   return made_comm(__func__, comm_cart, rc, made);
 }
 FORWARDED(MPI_Cart_create)
 EXPORTED int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) {
   int made = 0;
-  int rc = split.Cart_sub(VID(comm), remain_dims, &made);
+  int rc = CLASS(split.Cart_sub(VID(comm), remain_dims, &made));
   return made_comm(__func__, newcomm, rc, made);
 }
 FORWARDED(MPI_Cart_sub)
-EXPORTED int MPI_Cartdim_get(MPI_Comm comm, int *ndims) { return split.Cartdim_get(VID(comm), ndims); }
+EXPORTED int MPI_Cartdim_get(MPI_Comm comm, int *ndims) { return CLASS(split.Cartdim_get(VID(comm), ndims)); }
 FORWARDED(MPI_Cartdim_get)
 EXPORTED int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
-  return split.Cart_get(VID(comm), maxdims, dims, periods, coords);
+  return CLASS(split.Cart_get(VID(comm), maxdims, dims, periods, coords));
 }
 FORWARDED(MPI_Cart_get)
 EXPORTED int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank) {
-  return split.Cart_rank(VID(comm), coords, rank);
+  return CLASS(split.Cart_rank(VID(comm), coords, rank));
 }
 FORWARDED(MPI_Cart_rank)
 EXPORTED int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
-  return split.Cart_coords(VID(comm), rank, maxdims, coords);
+  return CLASS(split.Cart_coords(VID(comm), rank, maxdims, coords));
 }
 FORWARDED(MPI_Cart_coords)
 EXPORTED int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest) {
-  return split.Cart_shift(VID(comm), direction, disp, rank_source, rank_dest);
+  return CLASS(split.Cart_shift(VID(comm), direction, disp, rank_source, rank_dest));
 }
 FORWARDED(MPI_Cart_shift)
-EXPORTED int MPI_Topo_test(MPI_Comm comm, int *status) { return split.Topo_test(VID(comm), status); }
+EXPORTED int MPI_Topo_test(MPI_Comm comm, int *status) { return CLASS(split.Topo_test(VID(comm), status)); }
 FORWARDED(MPI_Topo_test)
 EXPORTED double MPI_Wtick(void) { return split.Wtick(); }
 FORWARDED(MPI_Wtick)
 
 EXPORTED int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
-  WITH_REQUEST_IDS(count, requests, split.Waitany(count, ids, index, status));
+  WITH_REQUEST_IDS(count, requests, STATUSES_FILLED(status, 1, split.Waitany(count, ids, index, status)));
 }
 FORWARDED(MPI_Waitany)
 EXPORTED int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status) {
-  WITH_REQUEST_IDS(count, requests, split.Testany(count, ids, index, flag, status));
+  WITH_REQUEST_IDS(count, requests, STATUSES_FILLED(status, *flag ? 1 : 0, split.Testany(count, ids, index, flag, status)));
 }
 FORWARDED(MPI_Testany)
+/* How many statuses a Waitsome or Testsome filled: *outcount when it is one (not MPI_UNDEFINED). */
+#define SOME_COMPLETED(incount, outcount) (*(outcount) >= 0 && *(outcount) <= (incount) ? *(outcount) : 0)
 EXPORTED int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]) {
-  WITH_REQUEST_IDS(incount, requests, split.Waitsome(incount, ids, outcount, indices, statuses));
+  WITH_REQUEST_IDS(incount, requests, STATUSES_FILLED(statuses, SOME_COMPLETED(incount, outcount), split.Waitsome(incount, ids, outcount, indices, statuses)));
 }
 FORWARDED(MPI_Waitsome)
 EXPORTED int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]) {
-  WITH_REQUEST_IDS(incount, requests, split.Testsome(incount, ids, outcount, indices, statuses));
+  WITH_REQUEST_IDS(incount, requests, STATUSES_FILLED(statuses, SOME_COMPLETED(incount, outcount), split.Testsome(incount, ids, outcount, indices, statuses)));
 }
 FORWARDED(MPI_Testsome)
 EXPORTED int MPI_Cancel(MPI_Request *request) {
   int vid = VID(*request);
-  return split.Cancel(&vid); /* the request stays: a wait or test completes it */
+  return CLASS(split.Cancel(&vid)); /* the request stays: a wait or test completes it */
 }
 FORWARDED(MPI_Cancel)
-EXPORTED int MPI_Test_cancelled(const MPI_Status *status, int *flag) { return split.Test_cancelled(status, flag); }
+EXPORTED int MPI_Test_cancelled(const MPI_Status *status, int *flag) { return CLASS(split.Test_cancelled(status, flag)); }
 FORWARDED(MPI_Test_cancelled)

@@ -34,11 +34,24 @@ typedef struct OmpiAbiObject {
 } OmpiAbiObject;
 #define OMPI_ABI_MAGIC 0x5354414eu
 
-/* Open MPI's values, where they are values (mpi.h of Open MPI 4.1); handles.c asserts that
- * Stasis's interface uses the same ones, so they pass through unconverted. */
+/* Open MPI's error classes that the front returns itself (mpi.h of Open MPI 4.1; error_classes.def,
+ * whose values tests/not_forwarded.c asserts against Open MPI's mpi.h). The split layer numbers its
+ * classes otherwise (abi/mpi.h): every code it returns goes through CLASS. */
 #define OMPI_ABI_SUCCESS 0
-#define OMPI_ABI_ERR_ARG 12
+#define OMPI_ABI_ERR_ARG 13
+#define OMPI_ABI_ERR_OTHER 16
 #define OMPI_ABI_ERR_UNSUPPORTED_OPERATION 52
+
+/* Open MPI's class for the split layer's code (error_classes.def); MPI_ERR_OTHER for a code the
+ * table lacks, never the code itself. */
+int ompi_abi_error_class(int split_code) __attribute__((visibility("hidden")));
+/* The split layer's class for Open MPI's (a program's callback answering the split layer). */
+int ompi_abi_split_error_class(int ompi_code) __attribute__((visibility("hidden")));
+/* Open MPI's text for one of its classes the table holds; NULL for any other code. */
+const char *ompi_abi_error_text(int ompi_code) __attribute__((visibility("hidden")));
+/* The MPI_ERROR fields of the first `count` statuses into Open MPI's numbering (none for
+ * MPI_STATUS(ES)_IGNORE, a NULL pointer in Open MPI, or a count of 0 or less). */
+void ompi_abi_status_classes(void *statuses, int count) __attribute__((visibility("hidden")));
 
 typedef OmpiAbiObject *OmpiAbiHandle;
 
@@ -68,13 +81,24 @@ void *ompi_abi_split_function(const char *name) __attribute__((visibility("hidde
  * function for the message of a handle that cannot be translated. */
 #define VID(handle) ompi_abi_vid(__func__, handle)
 #define HANDLE(vid) ompi_abi_handle(__func__, vid)
+/* What a front function returns for the split layer's code: Open MPI's class (every wrapper's
+ * return goes through it, and THROUGH, MAKES and WITH_REQUEST_IDS below). */
+#define CLASS(split_call) ompi_abi_error_class(split_call)
+/* Runs `call`, which fills statuses, then converts the MPI_ERROR of the first `count` of them
+ * (`count` read after the call: a Waitsome's *outcount); the split layer's code, for CLASS. */
+#define STATUSES_FILLED(statuses, count, call)      \
+  ({                                                \
+    int split_code = (call);                        \
+    ompi_abi_status_classes((statuses), (count));   \
+    split_code;                                     \
+  })
 
 /* Runs `call` with *vid_of_handle's id in `vid` and writes the handle of the id it leaves back
  * (a free sets MPI_*_NULL, a wait MPI_REQUEST_NULL, a commit keeps it). */
 #define THROUGH(handle_pointer, call)        \
   do {                                       \
     int vid = VID(*(handle_pointer));        \
-    int rc = (call);                         \
+    int rc = CLASS(call);                    \
     *(handle_pointer) = HANDLE(vid);         \
     return rc;                               \
   } while (0)
@@ -82,7 +106,7 @@ void *ompi_abi_split_function(const char *name) __attribute__((visibility("hidde
 #define MAKES(out, call)                     \
   do {                                       \
     int made = 0;                            \
-    int rc = (call);                         \
+    int rc = CLASS(call);                    \
     if (rc == OMPI_ABI_SUCCESS) *(out) = HANDLE(made); \
     return rc;                               \
   } while (0)
@@ -95,7 +119,7 @@ void *ompi_abi_split_function(const char *name) __attribute__((visibility("hidde
     int on_stack[64], *ids = (count) <= 64 ? on_stack : malloc((size_t)(count) * sizeof *ids);         \
     if (!ids) ompi_abi_fatal(__func__, "no memory for the requests' ids");                             \
     for (int i = 0; i < (count); i++) ids[i] = ompi_abi_vid(__func__, requests[i]);                    \
-    int rc = (call);                                                                                   \
+    int rc = CLASS(call);                                                                              \
     for (int i = 0; i < (count); i++) requests[i] = ompi_abi_handle(__func__, ids[i]);                 \
     if (ids != on_stack) free(ids);                                                                    \
     return rc;                                                                                         \

@@ -8,7 +8,7 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
   set(not_forwarded ${native_dir}/ompi_abi_not_forwarded_openmpi)
   add_custom_command(OUTPUT ${not_forwarded}
                      COMMAND ${STASIS_OPENMPI_CC} -O2 -o ${not_forwarded} ${OMPI_ABI_DIR}/tests/not_forwarded.c -ldl
-                     DEPENDS ${OMPI_ABI_DIR}/tests/not_forwarded.c VERBATIM)
+                     DEPENDS ${OMPI_ABI_DIR}/tests/not_forwarded.c ${OMPI_ABI_DIR}/error_classes.def VERBATIM)
   add_custom_target(ompi_abi_not_forwarded_openmpi ALL DEPENDS ${not_forwarded})
   # split_ring as a position-dependent executable (copy_relocated.same_output below).
   set(split_ring_no_pie ${native_dir}/split_ring_openmpi_no_pie)

@@ -5,12 +5,18 @@
  * argument "object": MPI_Bcast of MPI_WCHAR, an Open MPI object without a split-mode equivalent), which the front does not forward yet: the front
  * must end the job with a line naming the function (never a crash, never a wrong answer). It
  * prints "after" only if the call came back, which would be the defect. Also checks that the
- * front is the library that answered MPI_Send (dladdr) and prints its path on stderr. */
+ * front is the library that answered MPI_Send (dladdr) and prints its path on stderr. Its build asserts
+ * the front's error classes (../error_classes.def) against Open MPI's mpi.h. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The front's table of error classes holds Open MPI's values: this mpi.h's. */
+#define X(name, ompi_value, text) _Static_assert(MPI_##name == ompi_value, "error_classes.def: MPI_" #name);
+#include "../error_classes.def"
+#undef X
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
