@@ -255,8 +255,10 @@ static int builds_no_state(const char* name) {
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
     if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return 1;
   // Drawing from arrays, and updates of texture levels the read-back at the checkpoint brings back.
-  return strcmp(name, "glClear") == 0 || strcmp(name, "glArrayElement") == 0 || strcmp(name, "glTexSubImage2D") == 0 ||
-         strcmp(name, "glCopyTexSubImage2D") == 0;
+  static const char* const names[] = {"glClear", "glArrayElement", "glTexSubImage1D", "glTexSubImage2D", "glTexSubImage3D",
+                                      "glCopyTexSubImage1D", "glCopyTexSubImage2D", "glCopyTexSubImage3D"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) if (strcmp(name, names[i]) == 0) return 1;
+  return 0;
 }
 
 // Entry points asked for by name get the plugin's wrapper where it has one. A GL entry point it
@@ -347,14 +349,17 @@ static void replay_fresh(void) {
   if (g_verbose) {
     struct gl_record_stats s;
     struct gl_core_stats k;
+    struct gl_objects_stats b;
     gl_record_stats(&s);
     gl_core_stats(&k);
+    gl_objects_stats(&b);
     fprintf(stderr,
             "stasis opengl plugin: replayed into a fresh context: %zu buffers (%zu bytes), %zu vertex arrays, %zu "
             "programs (%zu bytes of GLSL, %zu uniforms), %zu framebuffers, %zu renderbuffers, %zu textures (%zu bytes), "
-            "%zu state sets in %.2f ms\n",
+            "%zu samplers, %zu queries (%zu results carried), %zu state sets in %.2f ms\n",
             k.buffers, k.buffer_bytes, k.vertex_arrays, k.programs, k.source_bytes, k.uniforms, k.framebuffers,
-            k.renderbuffers, s.textures, s.texture_bytes, s.sets, ms_since(&start));
+            k.renderbuffers, s.textures, s.texture_bytes, b.samplers, b.queries, b.carried_results, s.sets,
+            ms_since(&start));
   }
 }
 
@@ -367,6 +372,7 @@ static void read_back_and_wait(void) {
   clock_gettime(CLOCK_MONOTONIC, &start);
   const char* why = gl_core_read_back();
   if (!why) why = gl_read_back_textures();
+  if (!why && !g_direct.core) why = gl_read_back_matrices();
   g_read_back_error = why;
   __atomic_and_fetch(&gl_attention, ~ATTEND_READ_BACK, __ATOMIC_SEQ_CST);
   __atomic_store_n(&g_read_back_done, 1, __ATOMIC_SEQ_CST);
@@ -384,7 +390,9 @@ void gl_attend(void) {
   resolve_glx();
   GLXContext current = glx.GetCurrentContext ? glx.GetCurrentContext() : NULL;
   const int self_is_gl_thread = !g_direct.direct || (current && (current == g_context || current == g_direct.fresh));
-  if ((gl_attention & ATTEND_READ_BACK) && g_direct.direct && self_is_gl_thread) read_back_and_wait();
+  // Not between glBegin and glEnd (a glMaterial there calls in), where GL reads nothing back.
+  if ((gl_attention & ATTEND_READ_BACK) && g_direct.direct && self_is_gl_thread && !gl_replay_blocked())
+    read_back_and_wait();
   if (!(gl_attention & ATTEND_REPLAY) || !self_is_gl_thread) return;
   if (gl_replay_blocked()) return;  // between Begin and End: at End
   __atomic_and_fetch(&gl_attention, ~ATTEND_REPLAY, __ATOMIC_SEQ_CST);
