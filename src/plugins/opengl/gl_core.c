@@ -123,6 +123,8 @@ void gl_core_delete(int kind, GLsizei n, const GLuint* names) {
         for (int u = 0; u < MAX_UNITS; u++) if (c.unit_texture[k][u] == name) c.unit_texture[k][u] = 0;
     } else if (kind == KIND_SAMPLER) {
       gl_objects_delete_sampler(name);
+    } else if (kind == KIND_QUERY) {
+      gl_objects_delete_query(name);
     }
   }
 }

@@ -102,6 +102,7 @@ void gl_core_replay(int with_matrices);  // with_matrices: a compatibility conte
 // Sampler and query objects (gl_objects.c): their names are gl_core.c's (KIND_SAMPLER, KIND_QUERY).
 void* gl_objects_wrapper_named(const char* name);
 void gl_objects_delete_sampler(GLuint name);
+void gl_objects_delete_query(GLuint name);
 const char* gl_objects_read_back(void);  // in the GL thread at the checkpoint: NULL or why not
 void gl_objects_replay(void);            // after the names are regained and the textures made
 struct gl_objects_stats { size_t samplers, queries, carried_results; };

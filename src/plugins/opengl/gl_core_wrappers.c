@@ -42,6 +42,8 @@ WRAP_NAMES(GenBuffers, DeleteBuffers, KIND_BUFFER)
 WRAP_NAMES(GenVertexArrays, DeleteVertexArrays, KIND_VERTEX_ARRAY)
 WRAP_NAMES(GenFramebuffers, DeleteFramebuffers, KIND_FRAMEBUFFER)
 WRAP_NAMES(GenRenderbuffers, DeleteRenderbuffers, KIND_RENDERBUFFER)
+WRAP_NAMES(GenSamplers, DeleteSamplers, KIND_SAMPLER)
+WRAP_NAMES(GenQueries, DeleteQueries, KIND_QUERY)
 GL_EXPORT void glGenTextures(GLsizei n, GLuint* names) {
   GL_ENTRY();
   CORE_REAL(void (*)(GLsizei, GLuint*), GenTextures)(n, names);
@@ -220,7 +222,8 @@ static const struct { const char* name; void* wrapper; } g_core_entries[] = {
     ENTRY(FramebufferRenderbuffer), ENTRY(DrawBuffers), ENTRY(BindRenderbuffer), ENTRY(RenderbufferStorage),
     ENTRY(RenderbufferStorageMultisample), ENTRY(DepthMask), ENTRY(ColorMask), ENTRY(BlendFuncSeparate),
     ENTRY(BlendEquation), ENTRY(BlendEquationSeparate), ENTRY(Scissor), ENTRY(ClearStencil), ENTRY(PolygonOffset),
-    ENTRY(StencilFunc), ENTRY(StencilOp), ENTRY(StencilMask), ENTRY(TexImage3D),
+    ENTRY(StencilFunc), ENTRY(StencilOp), ENTRY(StencilMask), ENTRY(TexImage3D), ENTRY(GenSamplers),
+    ENTRY(DeleteSamplers), ENTRY(GenQueries), ENTRY(DeleteQueries),
 };
 
 void* gl_core_wrapper_named(const char* name) {

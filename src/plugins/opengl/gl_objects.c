@@ -44,17 +44,7 @@ static int query_target_index(GLenum target) {
 }
 static int is_boolean(GLenum target) { return target == GL_ANY_SAMPLES_PASSED || target == GL_ANY_SAMPLES_PASSED_CONSERVATIVE; }
 
-// --- samplers ---
-GL_EXPORT void glGenSamplers(GLsizei n, GLuint* names) {
-  GL_ENTRY();
-  CORE_REAL(void (*)(GLsizei, GLuint*), GenSamplers)(n, names);
-  if (gl_recording) gl_core_gen(KIND_SAMPLER, n, names);
-}
-GL_EXPORT void glDeleteSamplers(GLsizei n, const GLuint* names) {
-  GL_ENTRY();
-  if (gl_recording) gl_core_delete(KIND_SAMPLER, n, names);
-  CORE_REAL(void (*)(GLsizei, const GLuint*), DeleteSamplers)(n, names);
-}
+// --- samplers (glGenSamplers and glDeleteSamplers: gl_core_wrappers.c, the names) ---
 void gl_objects_delete_sampler(GLuint name) {
   struct sampler* s = FIND_OR_ADD(o.samplers, o.nsamplers, name, 0);
   if (s) *s = o.samplers[--o.nsamplers];
@@ -101,24 +91,14 @@ GL_EXPORT void glSamplerParameterfv(GLuint sampler, GLenum pname, const GLfloat*
 }
 
 // --- queries ---
-GL_EXPORT void glGenQueries(GLsizei n, GLuint* names) {
-  GL_ENTRY();
-  CORE_REAL(void (*)(GLsizei, GLuint*), GenQueries)(n, names);
-  if (gl_recording) gl_core_gen(KIND_QUERY, n, names);
-}
-GL_EXPORT void glDeleteQueries(GLsizei n, const GLuint* names) {
-  GL_ENTRY();
-  if (gl_recording) {
-    gl_core_delete(KIND_QUERY, n, names);
-    for (GLsizei i = 0; i < n; i++) {
-      struct query* q = FIND_OR_ADD(o.queries, o.nqueries, names[i], 0);
-      if (!q) continue;
-      for (int t = 0; t < QUERY_TARGETS; t++) if (o.active[t] == q->name) o.active[t] = 0;
-      if (q->result_saved) o.saved--;
-      *q = o.queries[--o.nqueries];
-    }
-  }
-  CORE_REAL(void (*)(GLsizei, const GLuint*), DeleteQueries)(n, names);
+// glGenQueries and glDeleteQueries: gl_core_wrappers.c (the names), which calls this for each one
+// deleted.
+void gl_objects_delete_query(GLuint name) {
+  struct query* q = FIND_OR_ADD(o.queries, o.nqueries, name, 0);
+  if (!q) return;
+  for (int t = 0; t < QUERY_TARGETS; t++) if (o.active[t] == q->name) o.active[t] = 0;
+  if (q->result_saved) o.saved--;
+  *q = o.queries[--o.nqueries];
 }
 // A query begun again (or a timestamp taken again) has a new result: the record's is dropped.
 static struct query* query_restarted(GLuint name, GLenum target) {
@@ -239,9 +219,8 @@ void gl_objects_stats(struct gl_objects_stats* out) {
 
 #define ENTRY(name) {"gl" #name, (void*)gl##name}
 static const struct { const char* name; void* wrapper; } g_object_entries[] = {
-    ENTRY(GenSamplers), ENTRY(DeleteSamplers), ENTRY(BindSampler), ENTRY(SamplerParameteri),
-    ENTRY(SamplerParameterf), ENTRY(SamplerParameteriv), ENTRY(SamplerParameterfv), ENTRY(GenQueries),
-    ENTRY(DeleteQueries), ENTRY(BeginQuery), ENTRY(EndQuery), ENTRY(QueryCounter), ENTRY(GetQueryObjectiv),
+    ENTRY(BindSampler), ENTRY(SamplerParameteri), ENTRY(SamplerParameterf), ENTRY(SamplerParameteriv),
+    ENTRY(SamplerParameterfv), ENTRY(BeginQuery), ENTRY(EndQuery), ENTRY(QueryCounter), ENTRY(GetQueryObjectiv),
     ENTRY(GetQueryObjectuiv), ENTRY(GetQueryObjecti64v), ENTRY(GetQueryObjectui64v),
 };
 void* gl_objects_wrapper_named(const char* name) {

@@ -293,24 +293,19 @@ GL_EXPORT void glTexGenfv(GLenum coord, GLenum pname, const GLfloat* v) {
   if (gl_recording) note_tex_gen(coord, pname, v);
   REAL(TexGenfv)(coord, pname, v);
 }
-GL_EXPORT void glTexGeniv(GLenum coord, GLenum pname, const GLint* v) {
-  GL_ENTRY();
-  if (gl_recording) {
-    GLfloat f[4] = {(GLfloat)v[0]};
-    if (pname != GL_TEXTURE_GEN_MODE) for (int i = 1; i < 4; i++) f[i] = (GLfloat)v[i];
-    note_tex_gen(coord, pname, f);
+// The integer and double vector forms, as floats (a plane's coefficients, a mode's enum).
+#define TEX_GEN_VECTOR(name, type)                                                         \
+  GL_EXPORT void gl##name(GLenum coord, GLenum pname, const type* v) {                     \
+    GL_ENTRY();                                                                            \
+    if (gl_recording) {                                                                    \
+      GLfloat f[4] = {(GLfloat)v[0]};                                                      \
+      if (pname != GL_TEXTURE_GEN_MODE) for (int i = 1; i < 4; i++) f[i] = (GLfloat)v[i];  \
+      note_tex_gen(coord, pname, f);                                                       \
+    }                                                                                      \
+    REAL(name)(coord, pname, v);                                                           \
   }
-  REAL(TexGeniv)(coord, pname, v);
-}
-GL_EXPORT void glTexGendv(GLenum coord, GLenum pname, const GLdouble* v) {
-  GL_ENTRY();
-  if (gl_recording) {
-    GLfloat f[4] = {(GLfloat)v[0]};
-    if (pname != GL_TEXTURE_GEN_MODE) for (int i = 1; i < 4; i++) f[i] = (GLfloat)v[i];
-    note_tex_gen(coord, pname, f);
-  }
-  REAL(TexGendv)(coord, pname, v);
-}
+TEX_GEN_VECTOR(TexGeniv, GLint)
+TEX_GEN_VECTOR(TexGendv, GLdouble)
 
 // Immediate mode: kept inside display lists; outside, the current colour, normal and texture
 // coordinate set between Begin/End pairs are state, and a Begin holds the replay until its End.
