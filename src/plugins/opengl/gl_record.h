@@ -62,12 +62,23 @@ extern struct gl_real gl_real;
 // What the wrappers test on every call: one load and a branch each when nothing is to be done.
 extern volatile int gl_recording;  // the current context is the recorded one (gl_plugin.c says which)
 // Work for the program's GL thread at its next GL call: the replay after a restart
-// (ATTEND_REPLAY), the read-back at a checkpoint (ATTEND_READ_BACK).
-enum { ATTEND_REPLAY = 1, ATTEND_READ_BACK = 2 };
+// (ATTEND_REPLAY), the read-back at a checkpoint (ATTEND_READ_BACK), for an indirect context
+// parking between two frames at a checkpoint (ATTEND_PARK).
+enum { ATTEND_REPLAY = 1, ATTEND_READ_BACK = 2, ATTEND_PARK = 4 };
 extern volatile int gl_attention;
-void gl_attend(void);
-#define GL_ENTRY() \
-  do { if (__builtin_expect(gl_attention, 0)) gl_attend(); } while (0)
+// 1 from any interposed GL call until a call that ends a frame (glXSwapBuffers, glReadPixels,
+// glFinish, glFlush) has returned: a checkpoint of an indirect context waits for 0 (gl_plugin.c).
+// Exchanged, not stored, so that either the GL thread sees a park asked or the checkpoint sees
+// the frame begun.
+extern volatile int gl_in_frame;
+void gl_attend(int was_in_frame);
+#define GL_ENTRY()                                                              \
+  do {                                                                          \
+    const int was_in_frame_ = __atomic_exchange_n(&gl_in_frame, 1, __ATOMIC_SEQ_CST); \
+    if (__builtin_expect(gl_attention, 0)) gl_attend(was_in_frame_);            \
+  } while (0)
+// After the real call of one that ends a frame: what it drew has gone to the server.
+#define GL_FRAME_ENDED() __atomic_store_n(&gl_in_frame, 0, __ATOMIC_SEQ_CST)
 
 // Recording, called by the wrappers while gl_recording. gl_note: a call that sets state, keyed
 // by its operation and its first `keys` words (the latest per key is kept); inside a display list

@@ -441,8 +441,8 @@ GL_EXPORT void glRotated(GLdouble a, GLdouble x, GLdouble y, GLdouble z) {
 // Calls that draw or read build no state, but must not run before the replay: a glClear into the
 // fresh context would clear with its default colour. They only check for a pending replay.
 GL_EXPORT void glClear(GLbitfield mask) { GL_ENTRY(); REAL(Clear)(mask); }
-GL_EXPORT void glFlush(void) { GL_ENTRY(); REAL(Flush)(); }
-GL_EXPORT void glFinish(void) { GL_ENTRY(); REAL(Finish)(); }
+GL_EXPORT void glFlush(void) { GL_ENTRY(); REAL(Flush)(); GL_FRAME_ENDED(); }
+GL_EXPORT void glFinish(void) { GL_ENTRY(); REAL(Finish)(); GL_FRAME_ENDED(); }
 GL_EXPORT void glDrawArrays(GLenum mode, GLint first, GLsizei count) { GL_ENTRY(); REAL(DrawArrays)(mode, first, count); }
 GL_EXPORT void glDrawElements(GLenum mode, GLsizei count, GLenum type, const void* indices) {
   GL_ENTRY();
@@ -451,6 +451,7 @@ GL_EXPORT void glDrawElements(GLenum mode, GLsizei count, GLenum type, const voi
 GL_EXPORT void glReadPixels(GLint x, GLint y, GLsizei width, GLsizei height, GLenum format, GLenum type, void* pixels) {
   GL_ENTRY();
   REAL(ReadPixels)(x, y, width, height, format, type, pixels);
+  GL_FRAME_ENDED();
 }
 
 // Every interposed entry point: its name, where libGL's goes, and the plugin's wrapper.
