@@ -436,11 +436,12 @@ static int refuse(const char* what, const char* detail) {
   if (stasis_plugin_refuse) stasis_plugin_refuse(g_refusal);
   return 1;
 }
-// The X proxy (or any process of the computation without a recorded direct context) goes on
-// serving while the GL threads of the others read back: a GL thread may be waiting for an X reply
-// (glXSwapBuffers, XPending) and can reach its next GL call only once the proxy answers. Each such
-// program publishes "opengl-client-PID" while it records and "opengl-read-back-GEN-PID" once its
-// read-back is over (or refused); the others wait for the latter (12 s at most) before they stop.
+// The X proxy (or any process of the computation without a recorded context) goes on serving
+// while the GL threads of the others read back or end their frame: a GL thread may be waiting for
+// an X reply (glXSwapBuffers, glReadPixels, XPending) and can reach its next GL call only once the
+// proxy answers. Each such program publishes "opengl-client-PID" while it records and
+// "opengl-read-back-GEN-PID" once its read-back or frame is over (or refused); the others wait
+// for the latter (12 s at most) before they stop.
 static void decimal(char* out, const char* prefix, uint64_t a, int with_b, uint64_t b) {
   char digits[24];
   out[0] = 0;

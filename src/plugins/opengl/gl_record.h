@@ -59,7 +59,8 @@ struct gl_real {
 };
 extern struct gl_real gl_real;
 
-// What the wrappers test on every call: one load and a branch each when nothing is to be done.
+// What the wrappers do on every call: an exchange (gl_in_frame), then one load and a branch each
+// when nothing is to be done.
 extern volatile int gl_recording;  // the current context is the recorded one (gl_plugin.c says which)
 // Work for the program's GL thread at its next GL call: the replay after a restart
 // (ATTEND_REPLAY), the read-back at a checkpoint (ATTEND_READ_BACK), for an indirect context
