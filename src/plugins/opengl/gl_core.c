@@ -52,7 +52,7 @@ static struct {
   GLuint array_buffer, uniform_buffer, copy_read, copy_write, pack, unpack, texture_buffer;
   GLuint vertex_array, program, draw_fb, read_fb, renderbuffer;
   GLenum active_unit;
-  GLuint unit_2d[MAX_UNITS];
+  GLuint unit_texture[TEXTURE_TARGETS][MAX_UNITS];  // per target (gl_texture_target_index) and unit
   struct indexed ubo[MAX_INDEXED];
   struct vertex_array default_array;  // VAO 0 (compatibility profile): its attribs
   GLfloat attrib_value[MAX_ATTRIBS][4];  // glVertexAttrib*f: used where an attribute's array is off
@@ -60,29 +60,6 @@ static struct {
   struct core_set sets[16]; unsigned nsets;
 } c;
 
-#define GROW(array, n, cap)                                                               \
-  do {                                                                                    \
-    if ((n) >= (cap)) {                                                                   \
-      (cap) = (cap) ? 2 * (cap) : 8;                                                      \
-      (array) = realloc((array), (cap) * sizeof *(array));                                \
-      GL_ASSERT((array), "out of memory for the record");                                 \
-    }                                                                                     \
-  } while (0)
-// Finds the entry named `name` in an array of structs with a `name` member, adding a zeroed one.
-#define FIND_OR_ADD(array, n, name_, add)                                                 \
-  ({                                                                                      \
-    __typeof__(&(array)[0]) found_ = NULL;                                                \
-    for (size_t i_ = 0; i_ < (n); i_++)                                                   \
-      if ((array)[i_].name == (name_)) { found_ = &(array)[i_]; break; }                  \
-    if (!found_ && (add)) {                                                               \
-      (array) = realloc((array), ((n) + 1) * sizeof *(array));                            \
-      GL_ASSERT((array), "out of memory for the record");                                 \
-      found_ = &(array)[(n)++];                                                           \
-      memset(found_, 0, sizeof *found_);                                                  \
-      found_->name = (name_);                                                             \
-    }                                                                                     \
-    found_;                                                                               \
-  })
 #define REMOVE(array, n, entry) ((array)[(entry) - (array)] = (array)[--(n)])
 
 static char* copy_text(const char* text, size_t length) {
@@ -142,7 +119,12 @@ void gl_core_delete(int kind, GLsizei n, const GLuint* names) {
       if (r) REMOVE(c.rbs, c.nrbs, r);
       if (c.renderbuffer == name) c.renderbuffer = 0;
     } else if (kind == KIND_TEXTURE) {
-      for (int u = 0; u < MAX_UNITS; u++) if (c.unit_2d[u] == name) c.unit_2d[u] = 0;
+      for (int k = 0; k < TEXTURE_TARGETS; k++)
+        for (int u = 0; u < MAX_UNITS; u++) if (c.unit_texture[k][u] == name) c.unit_texture[k][u] = 0;
+    } else if (kind == KIND_SAMPLER) {
+      gl_objects_delete_sampler(name);
+    } else if (kind == KIND_QUERY) {
+      gl_objects_delete_query(name);
     }
   }
 }
@@ -354,8 +336,14 @@ GLenum gl_core_active_unit(void) { return c.active_unit; }
 GLuint gl_core_array_buffer(void) { return c.array_buffer; }
 void gl_core_bind_texture(GLenum target, GLuint name) {
   if (name) name_add(&c.gen[KIND_TEXTURE], name);
-  if (target == GL_TEXTURE_2D && c.active_unit < MAX_UNITS) c.unit_2d[c.active_unit] = name;
-  else if (target != GL_TEXTURE_2D) gl_unsupported("a texture target other than GL_TEXTURE_2D");
+  const int k = gl_texture_target_index(target);
+  if (k < 0) gl_unsupported("a texture target the plugin does not record");
+  else if (c.active_unit >= MAX_UNITS) gl_unsupported("a texture unit past the 32nd");
+  else c.unit_texture[k][c.active_unit] = name;
+}
+GLuint gl_core_bound_texture(GLenum target) {
+  const int k = gl_texture_target_index(target);
+  return k >= 0 && c.active_unit < MAX_UNITS ? c.unit_texture[k][c.active_unit] : 0;
 }
 void gl_core_bind_framebuffer(GLenum target, GLuint name) {
   if (name) name_add(&c.gen[KIND_FRAMEBUFFER], name), FIND_OR_ADD(c.fbs, c.nfbs, name, 1);
@@ -402,6 +390,8 @@ void gl_core_set(enum gl_core_set op, const uint32_t* words, unsigned count) {
 // --- the checkpoint ---
 const char* gl_core_read_back(void) {
   static char why[96];
+  const char* objects = gl_objects_read_back();  // queries in flight or with results unread
+  if (objects) return objects;
   GLint read_binding = 0;
   CORE_REAL(void (*)(GLenum, GLint*), GetIntegerv)(GL_COPY_READ_BUFFER_BINDING, &read_binding);
   for (size_t i = 0; i < c.nbuffers; i++) {
@@ -634,6 +624,8 @@ void gl_core_replay(int with_matrices) {
   regain_names(KIND_FRAMEBUFFER, "glGenFramebuffers", "glDeleteFramebuffers", "framebuffer");
   regain_names(KIND_RENDERBUFFER, "glGenRenderbuffers", "glDeleteRenderbuffers", "renderbuffer");
   regain_names(KIND_TEXTURE, "glGenTextures", "glDeleteTextures", "texture");
+  regain_names(KIND_SAMPLER, "glGenSamplers", "glDeleteSamplers", "sampler");
+  regain_names(KIND_QUERY, "glGenQueries", "glDeleteQueries", "query");
   size_t nspares = 0;
   GLuint* spares = regain_program_names(&nspares);
   for (size_t i = 0; i < c.nbuffers; i++) {
@@ -678,14 +670,21 @@ void gl_core_replay(int with_matrices) {
   CORE_REAL(void (*)(GLuint), BindVertexArray)(c.vertex_array);
   for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) bind_buffer(targets[i].target, targets[i].name);
   void (*active)(GLenum) = CORE_REAL(void (*)(GLenum), ActiveTexture);
+  // Unit 0 gets every target in use (gl_record.c's sets bound them all there), the others theirs.
+  int in_use[TEXTURE_TARGETS] = {0};
+  for (int k = 0; k < TEXTURE_TARGETS; k++)
+    for (GLenum u = 0; u < MAX_UNITS; u++) in_use[k] |= c.unit_texture[k][u] != 0 || gl_texture_target_at(k) == GL_TEXTURE_2D;
   for (GLenum u = 0; u < MAX_UNITS; u++)
-    if (c.unit_2d[u] || u == 0) active(GL_TEXTURE0 + u), gl_real.BindTexture(GL_TEXTURE_2D, c.unit_2d[u]);
+    for (int k = 0; k < TEXTURE_TARGETS; k++)
+      if (c.unit_texture[k][u] || (u == 0 && in_use[k]))
+        active(GL_TEXTURE0 + u), gl_real.BindTexture(gl_texture_target_at(k), c.unit_texture[k][u]);
   active(GL_TEXTURE0 + c.active_unit);
   CORE_REAL(void (*)(GLuint), UseProgram)(c.program);
   CORE_REAL(void (*)(GLenum, GLuint), BindFramebuffer)(GL_DRAW_FRAMEBUFFER, c.draw_fb);
   CORE_REAL(void (*)(GLenum, GLuint), BindFramebuffer)(GL_READ_FRAMEBUFFER, c.read_fb);
   CORE_REAL(void (*)(GLenum, GLuint), BindRenderbuffer)(GL_RENDERBUFFER, c.renderbuffer);
   for (unsigned i = 0; i < c.nsets; i++) replay_set(&c.sets[i]);
+  gl_objects_replay();  // samplers with their bindings, queries (gl_objects.c)
   for (GLuint i = 0; i < MAX_ATTRIBS; i++)
     if (c.attrib_value_set & (1u << i)) CORE_REAL(void (*)(GLuint, const GLfloat*), VertexAttrib4fv)(i, c.attrib_value[i]);
   for (size_t i = 0; i < nspares; i++) {

@@ -20,12 +20,37 @@ void* gl_core_find(const char* name);
     real_##name;                                                      \
   })
 
+#define GROW(array, n, cap)                                                               \
+  do {                                                                                    \
+    if ((n) >= (cap)) {                                                                   \
+      (cap) = (cap) ? 2 * (cap) : 8;                                                      \
+      (array) = realloc((array), (cap) * sizeof *(array));                                \
+      GL_ASSERT((array), "out of memory for the record");                                 \
+    }                                                                                     \
+  } while (0)
+// Finds the entry named `name` in an array of structs with a `name` member, adding a zeroed one.
+#define FIND_OR_ADD(array, n, name_, add)                                                 \
+  ({                                                                                      \
+    __typeof__(&(array)[0]) found_ = NULL;                                                \
+    for (size_t i_ = 0; i_ < (n); i_++)                                                   \
+      if ((array)[i_].name == (name_)) { found_ = &(array)[i_]; break; }                  \
+    if (!found_ && (add)) {                                                               \
+      (array) = realloc((array), ((n) + 1) * sizeof *(array));                            \
+      GL_ASSERT((array), "out of memory for the record");                                 \
+      found_ = &(array)[(n)++];                                                           \
+      memset(found_, 0, sizeof *found_);                                                  \
+      found_->name = (name_);                                                             \
+    }                                                                                     \
+    found_;                                                                               \
+  })
+
 void* gl_core_wrapper_named(const char* name);  // glXGetProcAddress: the plugin's 3.x wrapper, or NULL
 
 // Recording, called by the wrappers while gl_recording (gl_core_wrappers.c).
 void gl_core_gen(int kind, GLsizei n, const GLuint* names);
 void gl_core_delete(int kind, GLsizei n, const GLuint* names);
-enum gl_core_kind { KIND_BUFFER, KIND_VERTEX_ARRAY, KIND_FRAMEBUFFER, KIND_RENDERBUFFER, KIND_TEXTURE, KIND_COUNT };
+enum gl_core_kind { KIND_BUFFER, KIND_VERTEX_ARRAY, KIND_FRAMEBUFFER, KIND_RENDERBUFFER, KIND_TEXTURE, KIND_SAMPLER,
+                    KIND_QUERY, KIND_COUNT };
 void gl_core_bind_buffer(GLenum target, GLuint name);
 void gl_core_buffer_data(GLenum target, GLsizeiptr size, GLenum usage);
 void gl_core_buffer_mapped(GLenum target, int mapped);
@@ -57,6 +82,7 @@ void gl_core_active_texture(GLenum unit);
 GLenum gl_core_active_unit(void);    // from 0
 GLuint gl_core_array_buffer(void);   // bound to GL_ARRAY_BUFFER
 void gl_core_bind_texture(GLenum target, GLuint name);
+GLuint gl_core_bound_texture(GLenum target);  // the active unit's texture of that target (a cube face's: the cube map's)
 void gl_core_bind_framebuffer(GLenum target, GLuint name);
 void gl_core_framebuffer_attach(GLenum target, GLenum attachment, GLenum kind, GLuint object, GLint level);
 void gl_core_draw_buffers(GLsizei n, const GLenum* buffers);
@@ -73,6 +99,14 @@ void gl_core_set(enum gl_core_set op, const uint32_t* words, unsigned count);
 const char* gl_core_read_back(void);
 // Into a fresh context: names first, then the objects, then the bindings and the state.
 void gl_core_replay(int with_matrices);  // with_matrices: a compatibility context (1.x matrix stacks)
+// Sampler and query objects (gl_objects.c): their names are gl_core.c's (KIND_SAMPLER, KIND_QUERY).
+void* gl_objects_wrapper_named(const char* name);
+void gl_objects_delete_sampler(GLuint name);
+void gl_objects_delete_query(GLuint name);
+const char* gl_objects_read_back(void);  // in the GL thread at the checkpoint: NULL or why not
+void gl_objects_replay(void);            // after the names are regained and the textures made
+struct gl_objects_stats { size_t samplers, queries, carried_results; };
+void gl_objects_stats(struct gl_objects_stats* out);
 struct gl_core_stats { size_t buffers, buffer_bytes, vertex_arrays, programs, source_bytes, uniforms, framebuffers,
                        renderbuffers; };
 void gl_core_stats(struct gl_core_stats* out);

@@ -42,6 +42,8 @@ WRAP_NAMES(GenBuffers, DeleteBuffers, KIND_BUFFER)
 WRAP_NAMES(GenVertexArrays, DeleteVertexArrays, KIND_VERTEX_ARRAY)
 WRAP_NAMES(GenFramebuffers, DeleteFramebuffers, KIND_FRAMEBUFFER)
 WRAP_NAMES(GenRenderbuffers, DeleteRenderbuffers, KIND_RENDERBUFFER)
+WRAP_NAMES(GenSamplers, DeleteSamplers, KIND_SAMPLER)
+WRAP_NAMES(GenQueries, DeleteQueries, KIND_QUERY)
 GL_EXPORT void glGenTextures(GLsizei n, GLuint* names) {
   GL_ENTRY();
   CORE_REAL(void (*)(GLsizei, GLuint*), GenTextures)(n, names);
@@ -167,7 +169,9 @@ WRAP_VOID(ActiveTexture, (GLenum unit), (unit), gl_core_active_texture(unit))
 WRAP_VOID(BindFramebuffer, (GLenum target, GLuint name), (target, name), gl_core_bind_framebuffer(target, name))
 WRAP_VOID(FramebufferTexture2D, (GLenum target, GLenum point, GLenum textarget, GLuint texture, GLint level),
           (target, point, textarget, texture, level),
-          if (textarget != GL_TEXTURE_2D) gl_unsupported("a framebuffer attachment of a texture target other than GL_TEXTURE_2D");
+          if (textarget != GL_TEXTURE_2D && textarget != GL_TEXTURE_RECTANGLE &&
+              (textarget < GL_TEXTURE_CUBE_MAP_POSITIVE_X || textarget > GL_TEXTURE_CUBE_MAP_NEGATIVE_Z))
+            gl_unsupported("a framebuffer attachment of a texture target other than 2D, rectangle or a cube map face");
           gl_core_framebuffer_attach(target, point, textarget, texture, level))
 WRAP_VOID(FramebufferRenderbuffer, (GLenum target, GLenum point, GLenum rbtarget, GLuint rb), (target, point, rbtarget, rb),
           gl_core_framebuffer_attach(target, point, GL_RENDERBUFFER, rb, 0))
@@ -218,7 +222,8 @@ static const struct { const char* name; void* wrapper; } g_core_entries[] = {
     ENTRY(FramebufferRenderbuffer), ENTRY(DrawBuffers), ENTRY(BindRenderbuffer), ENTRY(RenderbufferStorage),
     ENTRY(RenderbufferStorageMultisample), ENTRY(DepthMask), ENTRY(ColorMask), ENTRY(BlendFuncSeparate),
     ENTRY(BlendEquation), ENTRY(BlendEquationSeparate), ENTRY(Scissor), ENTRY(ClearStencil), ENTRY(PolygonOffset),
-    ENTRY(StencilFunc), ENTRY(StencilOp), ENTRY(StencilMask),
+    ENTRY(StencilFunc), ENTRY(StencilOp), ENTRY(StencilMask), ENTRY(TexImage3D), ENTRY(GenSamplers),
+    ENTRY(DeleteSamplers), ENTRY(GenQueries), ENTRY(DeleteQueries),
 };
 
 void* gl_core_wrapper_named(const char* name) {

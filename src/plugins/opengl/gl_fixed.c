@@ -1,10 +1,12 @@
 // The fixed-function state of OpenGL 1.x programs recorded for a fresh context (README.md,
 // "Fixed-function state"): client vertex arrays (pointers into the program's own memory, which
 // the image brings back at the same addresses) and their enables per client texture unit, the
-// texture environment and GL_TEXTURE_2D enable per texture unit, the current texture coordinate
-// per unit, alpha test, depth range, polygon mode, line width, clip planes and locked arrays.
+// texture environment, texture-target and texture-generation enables, texture generation (modes,
+// object and eye planes) and the current texture coordinate per texture unit, alpha test, depth
+// range, polygon mode, line width, clip planes and locked arrays.
 // Per-frame calls (pointers, enables, locks) only overwrite a slot: no log entry, no copy.
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <string.h>
 
 #include "gl_core.h"
@@ -23,7 +25,11 @@ static struct {
   struct client_array arrays[FIXED_ARRAYS];
   GLenum client_unit;  // glClientActiveTexture, from 0
   struct env_param env[FIXED_UNITS][FIXED_ENV_PARAMS];
-  unsigned char texture_2d[FIXED_UNITS];  // 0: never set; 1: disabled; 2: enabled
+  // Per unit, the caps of g_unit_caps: the bits set, and of those the enabled ones.
+  uint8_t caps_set[FIXED_UNITS], caps_on[FIXED_UNITS];
+  // Texture generation per unit and coordinate (S, T, R, Q): its mode, its object plane, its eye
+  // plane with the modelview it was given under (GL keeps it in eye space, as a clip plane).
+  struct { GLfloat mode, object[4], eye[4], eye_modelview[16]; uint8_t set; } gen[FIXED_UNITS][4];
   GLfloat texcoord[FIXED_UNITS][2]; unsigned texcoord_set;
   GLenum alpha_func; GLfloat alpha_ref; int alpha_set;
   GLdouble depth_range[2]; int depth_range_set;
@@ -122,9 +128,30 @@ void gl_fixed_tex_env(GLenum target, GLenum pname, GLfloat value) {
   if (i == FIXED_ENV_PARAMS) { gl_unsupported("more texture-environment parameters per unit than recorded"); return; }
   p[i].pname = pname, p[i].value = value;
 }
+// The enables GL keeps per texture unit.
+static const GLenum g_unit_caps[8] = {GL_TEXTURE_1D, GL_TEXTURE_2D, GL_TEXTURE_3D, GL_TEXTURE_CUBE_MAP,
+                                      GL_TEXTURE_GEN_S, GL_TEXTURE_GEN_T, GL_TEXTURE_GEN_R, GL_TEXTURE_GEN_Q};
 void gl_fixed_enable(GLenum cap, int enabled) {
   const unsigned unit = gl_core_active_unit();
-  if (cap == GL_TEXTURE_2D && unit < FIXED_UNITS) f.texture_2d[unit] = enabled ? 2 : 1;
+  for (unsigned k = 0; k < 8; k++) {
+    if (g_unit_caps[k] != cap) continue;
+    if (unit >= FIXED_UNITS) { gl_unsupported("a texture enable on a unit past the eighth"); return; }
+    f.caps_set[unit] |= (uint8_t)(1u << k);
+    f.caps_on[unit] = (uint8_t)(enabled ? f.caps_on[unit] | 1u << k : f.caps_on[unit] & ~(1u << k));
+  }
+}
+enum { GEN_MODE = 1, GEN_OBJECT = 2, GEN_EYE = 4 };
+void gl_fixed_tex_gen(GLenum coord, GLenum pname, const GLfloat* values, unsigned count) {
+  const unsigned unit = gl_core_active_unit(), k = coord - GL_S;
+  if (unit >= FIXED_UNITS || k >= 4) { gl_unsupported("texture generation on a unit past the eighth"); return; }
+  if (pname == GL_TEXTURE_GEN_MODE) {
+    f.gen[unit][k].mode = values[0], f.gen[unit][k].set |= GEN_MODE;
+  } else if (pname == GL_OBJECT_PLANE && count == 4) {
+    memcpy(f.gen[unit][k].object, values, sizeof f.gen[unit][k].object), f.gen[unit][k].set |= GEN_OBJECT;
+  } else if (pname == GL_EYE_PLANE && count == 4) {
+    memcpy(f.gen[unit][k].eye, values, sizeof f.gen[unit][k].eye), f.gen[unit][k].set |= GEN_EYE;
+    gl_modelview(f.gen[unit][k].eye_modelview);
+  }
 }
 
 #define ENTRY(name) {"gl" #name, (void*)gl##name}
@@ -142,18 +169,53 @@ void* gl_fixed_wrapper_named(const char* name) {
 
 // Into the fresh context, after the textures and the 1.x sets, before the bindings are restored
 // (the array buffer each pointer was given with is bound for it).
-void gl_fixed_replay(void) {
-  void (*active)(GLenum) = CORE_REAL(void (*)(GLenum), ActiveTexture);
-  void (*client_active)(GLenum) = CORE_REAL(void (*)(GLenum), ClientActiveTexture);
-  void (*bind_buffer)(GLenum, GLuint) = CORE_REAL(void (*)(GLenum, GLuint), BindBuffer);
+// Per texture unit, after gl_record.c's sets and matrix stacks (an indirect context's replay too):
+// the environment, the enables (a cap set on any unit is set on every unit, so that a global set
+// of gl_record.c replayed on unit 0 is undone where the program had it only elsewhere), texture
+// generation, the current texture coordinate. Units the program never made active are left alone,
+// so a context without multitexture needs no glActiveTexture.
+void gl_fixed_replay_units(void) {
+  uint8_t caps_any = 0;
+  unsigned units = 0;
   for (unsigned u = 0; u < FIXED_UNITS; u++) {
-    active(GL_TEXTURE0 + u);
+    caps_any |= f.caps_set[u];
+    int touched = f.caps_set[u] || f.env[u][0].pname || (f.texcoord_set & (1u << u));
+    for (unsigned k = 0; k < 4; k++) touched |= f.gen[u][k].set;
+    if (touched) units = u + 1;
+  }
+  if (caps_any && units < 1) units = 1;
+  if (!units) return;
+  void (*active)(GLenum) = units > 1 ? CORE_REAL(void (*)(GLenum), ActiveTexture) : NULL;
+  for (unsigned u = 0; u < units; u++) {
+    if (active) active(GL_TEXTURE0 + u);
     for (unsigned i = 0; i < FIXED_ENV_PARAMS && f.env[u][i].pname; i++)
       gl_real.TexEnvf(GL_TEXTURE_ENV, f.env[u][i].pname, f.env[u][i].value);
-    if (f.texture_2d[u]) (f.texture_2d[u] == 2 ? gl_real.Enable : gl_real.Disable)(GL_TEXTURE_2D);
+    for (unsigned k = 0; k < 8; k++)
+      if (caps_any & (1u << k)) (f.caps_on[u] & (1u << k) ? gl_real.Enable : gl_real.Disable)(g_unit_caps[k]);
+    for (unsigned k = 0; k < 4; k++) {
+      const GLenum coord = GL_S + k;
+      if (f.gen[u][k].set & GEN_MODE) gl_real.TexGeni(coord, GL_TEXTURE_GEN_MODE, (GLint)f.gen[u][k].mode);
+      if (f.gen[u][k].set & GEN_OBJECT) gl_real.TexGenfv(coord, GL_OBJECT_PLANE, f.gen[u][k].object);
+      if (f.gen[u][k].set & GEN_EYE) {  // under the modelview it was given with
+        GLint mode = GL_MODELVIEW;
+        CORE_REAL(void (*)(GLenum, GLint*), GetIntegerv)(GL_MATRIX_MODE, &mode);
+        gl_real.MatrixMode(GL_MODELVIEW);
+        gl_real.PushMatrix();
+        gl_real.LoadMatrixf(f.gen[u][k].eye_modelview);
+        gl_real.TexGenfv(coord, GL_EYE_PLANE, f.gen[u][k].eye);
+        gl_real.PopMatrix();
+        gl_real.MatrixMode((GLenum)mode);
+      }
+    }
     if (f.texcoord_set & (1u << u))
       CORE_REAL(void (*)(GLenum, GLfloat, GLfloat), MultiTexCoord2f)(GL_TEXTURE0 + u, f.texcoord[u][0], f.texcoord[u][1]);
   }
+  if (active) active(GL_TEXTURE0 + gl_core_active_unit());
+}
+
+void gl_fixed_replay(void) {
+  void (*client_active)(GLenum) = CORE_REAL(void (*)(GLenum), ClientActiveTexture);
+  void (*bind_buffer)(GLenum, GLuint) = CORE_REAL(void (*)(GLenum, GLuint), BindBuffer);
   for (unsigned i = 0; i < FIXED_ARRAYS; i++) {
     const struct client_array* a = &f.arrays[i];
     const GLenum unit = i >= ARRAY_TEXCOORD0 ? i - ARRAY_TEXCOORD0 : 0;

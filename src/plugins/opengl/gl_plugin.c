@@ -25,6 +25,7 @@
 
 volatile int gl_recording;
 volatile int gl_attention;
+volatile int gl_in_frame;
 
 static struct {
   Bool (*MakeCurrent)(Display*, GLXDrawable, GLXContext);
@@ -64,6 +65,7 @@ static struct made { GLXContext context; int how; GLXFBConfig config; XVisualInf
 static unsigned g_nmade;
 // The read-back at a checkpoint (PRE_SUSPEND asks, the GL thread answers and waits).
 static volatile int g_read_back_done, g_parked, g_read_back_stale;
+static volatile int g_parked_between_frames;  // an indirect context's GL thread, waiting in gl_attend
 static const char* volatile g_read_back_error;
 static int g_verbose;             // STASIS_GL_VERBOSE=1: a line per replay with the log's size
 static char g_unsupported[160];   // the first thing the program did that the record cannot bring back
@@ -185,7 +187,7 @@ static void made_current(Display* dpy, GLXDrawable draw, GLXDrawable read, GLXCo
       memcpy(g_direct.attributes, m->attributes, sizeof g_direct.attributes);
     }
     if (g_direct.direct && !g_direct.how) gl_unsupported("a direct GL context made before the plugin was loaded");
-    if (g_direct.direct) publish_client();
+    publish_client();  // the proxy serves while this one reads back or ends its frame
     if (g_verbose)
       fprintf(stderr, "stasis opengl plugin: recording the %s GLX context %p\n", g_direct.direct ? "direct" : "indirect", (void*)context);
   }
@@ -244,6 +246,7 @@ GL_EXPORT void glXSwapBuffers(Display* dpy, GLXDrawable drawable) {
   resolve_glx();
   GL_ASSERT(glx.SwapBuffers, "libGL has no glXSwapBuffers");
   glx.SwapBuffers(dpy, drawable);
+  GL_FRAME_ENDED();
 }
 
 // Queries, draws and synchronisation: nothing a replay would have to make again (what a draw
@@ -255,8 +258,10 @@ static int builds_no_state(const char* name) {
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
     if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return 1;
   // Drawing from arrays, and updates of texture levels the read-back at the checkpoint brings back.
-  return strcmp(name, "glClear") == 0 || strcmp(name, "glArrayElement") == 0 || strcmp(name, "glTexSubImage2D") == 0 ||
-         strcmp(name, "glCopyTexSubImage2D") == 0;
+  static const char* const names[] = {"glClear", "glArrayElement", "glTexSubImage1D", "glTexSubImage2D", "glTexSubImage3D",
+                                      "glCopyTexSubImage1D", "glCopyTexSubImage2D", "glCopyTexSubImage3D"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) if (strcmp(name, names[i]) == 0) return 1;
+  return 0;
 }
 
 // Entry points asked for by name get the plugin's wrapper where it has one. A GL entry point it
@@ -347,14 +352,28 @@ static void replay_fresh(void) {
   if (g_verbose) {
     struct gl_record_stats s;
     struct gl_core_stats k;
+    struct gl_objects_stats b;
     gl_record_stats(&s);
     gl_core_stats(&k);
+    gl_objects_stats(&b);
     fprintf(stderr,
             "stasis opengl plugin: replayed into a fresh context: %zu buffers (%zu bytes), %zu vertex arrays, %zu "
             "programs (%zu bytes of GLSL, %zu uniforms), %zu framebuffers, %zu renderbuffers, %zu textures (%zu bytes), "
-            "%zu state sets in %.2f ms\n",
+            "%zu samplers, %zu queries (%zu results carried), %zu state sets in %.2f ms\n",
             k.buffers, k.buffer_bytes, k.vertex_arrays, k.programs, k.source_bytes, k.uniforms, k.framebuffers,
-            k.renderbuffers, s.textures, s.texture_bytes, s.sets, ms_since(&start));
+            k.renderbuffers, s.textures, s.texture_bytes, b.samplers, b.queries, b.carried_results, s.sets,
+            ms_since(&start));
+  }
+}
+
+// The GL thread waits for the checkpoint to end, so that it changes nothing the record no longer
+// sees: a minute at most (a checkpoint that failed before stopping threads), after which the
+// record is stale and PRE_CHECKPOINT refuses.
+static void wait_while_parked(void) {
+  for (int waited = 0; __atomic_load_n(&g_parked, __ATOMIC_SEQ_CST); waited++) {
+    if (waited == 60000) { g_read_back_stale = 1; break; }
+    const struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
   }
 }
 
@@ -367,24 +386,34 @@ static void read_back_and_wait(void) {
   clock_gettime(CLOCK_MONOTONIC, &start);
   const char* why = gl_core_read_back();
   if (!why) why = gl_read_back_textures();
+  if (!why && !g_direct.core) why = gl_read_back_matrices();
   g_read_back_error = why;
   __atomic_and_fetch(&gl_attention, ~ATTEND_READ_BACK, __ATOMIC_SEQ_CST);
   __atomic_store_n(&g_read_back_done, 1, __ATOMIC_SEQ_CST);
   if (g_verbose) fprintf(stderr, "stasis opengl plugin: read back in %.2f ms\n", ms_since(&start));
-  for (int waited = 0; __atomic_load_n(&g_parked, __ATOMIC_SEQ_CST); waited++) {
-    if (waited == 60000) { g_read_back_stale = 1; break; }
-    const struct timespec ms = {0, 1000000};
-    nanosleep(&ms, NULL);
-  }
+  wait_while_parked();
 }
 
-void gl_attend(void) {
+void gl_attend(int was_in_frame) {
   // The GL thread is the one the recorded context is current on (libGL's thread-local state, in
   // the image: a thread id would change with the restart).
   resolve_glx();
   GLXContext current = glx.GetCurrentContext ? glx.GetCurrentContext() : NULL;
   const int self_is_gl_thread = !g_direct.direct || (current && (current == g_context || current == g_direct.fresh));
-  if ((gl_attention & ATTEND_READ_BACK) && g_direct.direct && self_is_gl_thread) read_back_and_wait();
+  // Not between glBegin and glEnd (a glMaterial there calls in), where GL reads nothing back.
+  if ((gl_attention & ATTEND_READ_BACK) && g_direct.direct && self_is_gl_thread && !gl_replay_blocked())
+    read_back_and_wait();
+  // An indirect context's frame drawn in part would be lost with the old server (and a request
+  // waiting for its reply sent again to the new one before the replay): the thread parks only
+  // at the first GL call after a frame's end, where the server has all it drew.
+  if ((gl_attention & ATTEND_PARK) && !g_direct.direct && !was_in_frame) {
+    __atomic_and_fetch(&gl_attention, ~ATTEND_PARK, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&gl_in_frame, 0, __ATOMIC_SEQ_CST);  // not in a frame while it waits
+    __atomic_store_n(&g_parked_between_frames, 1, __ATOMIC_SEQ_CST);
+    wait_while_parked();
+    __atomic_store_n(&g_parked_between_frames, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&gl_in_frame, 1, __ATOMIC_SEQ_CST);  // this call begins the frame
+  }
   if (!(gl_attention & ATTEND_REPLAY) || !self_is_gl_thread) return;
   if (gl_replay_blocked()) return;  // between Begin and End: at End
   __atomic_and_fetch(&gl_attention, ~ATTEND_REPLAY, __ATOMIC_SEQ_CST);
@@ -407,11 +436,12 @@ static int refuse(const char* what, const char* detail) {
   if (stasis_plugin_refuse) stasis_plugin_refuse(g_refusal);
   return 1;
 }
-// The X proxy (or any process of the computation without a recorded direct context) goes on
-// serving while the GL threads of the others read back: a GL thread may be waiting for an X reply
-// (glXSwapBuffers, XPending) and can reach its next GL call only once the proxy answers. Each such
-// program publishes "opengl-client-PID" while it records and "opengl-read-back-GEN-PID" once its
-// read-back is over (or refused); the others wait for the latter (12 s at most) before they stop.
+// The X proxy (or any process of the computation without a recorded context) goes on serving
+// while the GL threads of the others read back or end their frame: a GL thread may be waiting for
+// an X reply (glXSwapBuffers, glReadPixels, XPending) and can reach its next GL call only once the
+// proxy answers. Each such program publishes "opengl-client-PID" while it records and
+// "opengl-read-back-GEN-PID" once its read-back or frame is over (or refused); the others wait
+// for the latter (12 s at most) before they stop.
 static void decimal(char* out, const char* prefix, uint64_t a, int with_b, uint64_t b) {
   char digits[24];
   out[0] = 0;
@@ -483,11 +513,26 @@ static int ask_read_back_now(void) {
   }
   return 0;
 }
+// PRE_SUSPEND of an indirect context: the checkpoint waits until the GL thread is between two
+// frames (its last GL call ended a frame, and its next one parks) or parked, 10 s at most; past
+// that it goes on as before, the frame in progress then lost (README.md, "Fragile").
+static void park_between_frames(void) {
+  g_read_back_stale = 0;
+  __atomic_store_n(&g_parked, 1, __ATOMIC_SEQ_CST);
+  __atomic_or_fetch(&gl_attention, ATTEND_PARK, __ATOMIC_SEQ_CST);
+  for (int waited = 0; waited < 10000; waited++) {
+    if (__atomic_load_n(&g_parked_between_frames, __ATOMIC_SEQ_CST) || !__atomic_load_n(&gl_in_frame, __ATOMIC_SEQ_CST)) return;
+    const struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  __atomic_and_fetch(&gl_attention, ~ATTEND_PARK, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&g_parked, 0, __ATOMIC_SEQ_CST);
+}
 static int on_event(stasis_event_t event, const stasis_event_data_t* data, void* state) {
   (void)state;
   const char* called = g_context ? gl_unrecorded_called() : NULL;
   if (event == STASIS_EVENT_PRE_SUSPEND && g_context && (g_unsupported[0] || called)) {
-    if (g_direct.direct) publish_read_back(data->generation);  // nothing to wait for
+    publish_read_back(data->generation);  // nothing to wait for
     if (!g_unsupported[0]) {
       char what[128] = "";
       append(what, sizeof what, called);
@@ -497,13 +542,19 @@ static int on_event(stasis_event_t event, const stasis_event_data_t* data, void*
     return refuse("opengl: the program's GL context cannot be replayed: it used ", g_unsupported);
   }
   const int reads_back = g_context && g_direct.direct && g_replay_enabled;
+  const int parks = g_context && !g_direct.direct && g_replay_enabled;
   if (event == STASIS_EVENT_PRE_SUSPEND && reads_back) return ask_read_back(data->generation);
+  if (event == STASIS_EVENT_PRE_SUSPEND && g_context && !reads_back) {
+    if (parks) park_between_frames();
+    publish_read_back(data->generation);  // the proxy may stop serving now
+  }
   if (event == STASIS_EVENT_PRE_SUSPEND) wait_for_clients(data->generation);
   if (event == STASIS_EVENT_RESUME && stasis_plugin_ns_withdraw) stasis_plugin_ns_withdraw("opengl-read-back-");
   if (event == STASIS_EVENT_PRE_CHECKPOINT && g_read_back_stale)
     return refuse("opengl: the program's GL thread went on before the checkpoint stopped it: the read-back is stale", "");
+  if (event == STASIS_EVENT_RESUME || event == STASIS_EVENT_RESTART) __atomic_and_fetch(&gl_attention, ~ATTEND_PARK, __ATOMIC_SEQ_CST);
   if (event == STASIS_EVENT_RESUME) __atomic_store_n(&g_parked, 0, __ATOMIC_SEQ_CST);
-  if (event == STASIS_EVENT_RESTART && reads_back) publish_client();  // the old process's entries are gone
+  if (event == STASIS_EVENT_RESTART && g_context) publish_client();  // the old process's entries are gone
   if (event == STASIS_EVENT_RESTART && g_context) {
     __atomic_or_fetch(&gl_attention, ATTEND_REPLAY, __ATOMIC_SEQ_CST);
     __atomic_store_n(&g_parked, 0, __ATOMIC_SEQ_CST);

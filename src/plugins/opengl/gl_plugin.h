@@ -15,6 +15,8 @@ void gl_unsupported(const char* what);
 void gl_replay_all(int with_matrices);  // with_matrices 0: a core-profile context
 // The textures' images as the GL holds them now (rendered into, sub-images): NULL or why not.
 const char* gl_read_back_textures(void);
+// The matrix stacks as the GL holds them (a compatibility context): NULL or why not.
+const char* gl_read_back_matrices(void);
 size_t gl_image_bytes(GLsizei width, GLsizei height, GLenum format, GLenum type, GLint alignment);
 int gl_replay_blocked(void);  // between Begin and End: the replay waits for End
 // The wrapper of an entry point the plugin records, by name (glXGetProcAddress), or NULL.

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gl_core.h"
 #include "gl_plugin.h"
 
 uint32_t gl_fbits(float f) { uint32_t w; memcpy(&w, &f, 4); return w; }
@@ -45,9 +46,10 @@ static struct {
   struct list* compiling;  // NewList..EndList
   struct set* sets; size_t nsets, capsets;
   struct texture* textures; size_t ntextures, captextures;
-  GLuint bound_2d;  // the texture GL_TEXTURE_2D's parameters and images go to
-  float stacks[3][32][16];
-  int depth[3], mode;
+  // Modelview, projection, then the texture matrix of each unit (GL keeps one per unit).
+  float stacks[2 + TEXTURE_MATRIX_UNITS][32][16];
+  int depth[2 + TEXTURE_MATRIX_UNITS], mode;  // mode: 0, 1, or 2 for GL_TEXTURE (of the active unit)
+  unsigned texture_units_used;  // bit per unit whose texture matrix was set
   int in_begin;
   size_t noted_bytes;  // everything ever noted, for the pruning figure
 } g;
@@ -59,7 +61,7 @@ void gl_record_reset(void) {
   for (size_t i = 0; i < g.ntextures; i++) bytes_free(&g.textures[i].images);
   free(g.lists), free(g.sets), free(g.textures);
   memset(&g, 0, sizeof g);
-  for (int m = 0; m < 3; m++) identity(g.stacks[m][0]);
+  for (int m = 0; m < 2 + TEXTURE_MATRIX_UNITS; m++) identity(g.stacks[m][0]);
 }
 __attribute__((constructor)) static void gl_record_init(void) { gl_record_reset(); }
 
@@ -71,14 +73,38 @@ static void* grow(void* array, size_t* cap, size_t count, size_t element) {
   return grown;
 }
 
-static struct texture* texture_named(GLuint name, int create) {
+// The targets a texture object may have, in the order of gl_texture_target_index.
+static const GLenum g_targets[TEXTURE_TARGETS] = {GL_TEXTURE_1D, GL_TEXTURE_2D, GL_TEXTURE_3D, GL_TEXTURE_CUBE_MAP,
+                                                  GL_TEXTURE_1D_ARRAY, GL_TEXTURE_2D_ARRAY, GL_TEXTURE_RECTANGLE};
+static const GLenum g_target_bindings[TEXTURE_TARGETS] = {
+    GL_TEXTURE_BINDING_1D, GL_TEXTURE_BINDING_2D, GL_TEXTURE_BINDING_3D, GL_TEXTURE_BINDING_CUBE_MAP,
+    GL_TEXTURE_BINDING_1D_ARRAY, GL_TEXTURE_BINDING_2D_ARRAY, GL_TEXTURE_BINDING_RECTANGLE};
+int gl_texture_target_index(GLenum target) {
+  if (target >= GL_TEXTURE_CUBE_MAP_POSITIVE_X && target <= GL_TEXTURE_CUBE_MAP_NEGATIVE_Z) target = GL_TEXTURE_CUBE_MAP;
+  for (int i = 0; i < TEXTURE_TARGETS; i++) if (g_targets[i] == target) return i;
+  return -1;
+}
+GLenum gl_texture_target_at(int index) { return g_targets[index]; }
+GLenum gl_texture_binding_query(int index) { return g_target_bindings[index]; }
+
+// A texture by its name; the default textures (name 0) are one per target.
+static struct texture* texture_named(GLuint name, GLenum target, int create) {
   for (size_t i = 0; i < g.ntextures; i++)
-    if (g.textures[i].name == name) return &g.textures[i];
+    if (g.textures[i].name == name && (name || g.textures[i].target == target)) return &g.textures[i];
   if (!create) return NULL;
   g.textures = grow(g.textures, &g.captextures, g.ntextures, sizeof *g.textures);
   struct texture* t = &g.textures[g.ntextures++];
   memset(t, 0, sizeof *t);
   t->name = name;
+  if (!name) t->target = target;
+  return t;
+}
+// The texture a call on `target` (a cube map's face included) changes: the active unit's.
+static struct texture* texture_bound(GLenum target) {
+  const int index = gl_texture_target_index(target);
+  if (index < 0) return NULL;
+  struct texture* t = texture_named(gl_core_bound_texture(g_targets[index]), g_targets[index], 1);
+  t->target = g_targets[index];
   return t;
 }
 
@@ -118,51 +144,48 @@ int gl_note(enum gl_op op, const uint32_t* words, unsigned count, unsigned keys)
 void gl_note_state(enum gl_op op, const uint32_t* words, unsigned count, unsigned keys) {
   g.noted_bytes += 4 + 4 * (size_t)count;
   if (op == OP_TEX_PARAMETER) {  // a texture object's own state: it goes with the texture
-    struct texture* t = texture_named(g.bound_2d, 1);
-    t->target = words[0];
+    struct texture* t = texture_bound(words[0]);
+    if (!t) { gl_unsupported("glTexParameter of a texture target the plugin does not record"); return; }
     size_t n = t->nparams;
     upsert(t->params, &n, 16, op, words, count, keys);
     t->nparams = (unsigned)n;
     return;
   }
-  if (op == OP_BIND_TEXTURE && words[0] == GL_TEXTURE_2D) {
-    g.bound_2d = words[1];
-    if (words[1]) texture_named(words[1], 1)->target = GL_TEXTURE_2D;
-  }
+  if (op == OP_BIND_TEXTURE && words[1]) texture_named(words[1], words[0], 1)->target = words[0];  // its first binding
   if (g.nsets >= g.capsets) g.sets = grow(g.sets, &g.capsets, g.nsets, sizeof *g.sets);
   upsert(g.sets, &g.nsets, g.capsets, op, words, count, keys);
 }
 
-void gl_note_image(const uint32_t* words, unsigned count, const void* pixels, size_t bytes) {
-  if (g.compiling) { gl_unsupported("glTexImage2D inside a display list"); return; }
+void gl_note_image(const uint32_t* words, const void* pixels, size_t bytes) {
+  if (g.compiling) { gl_unsupported("glTexImage inside a display list"); return; }
+  struct texture* t = texture_bound(words[0]);
+  if (!t) { gl_unsupported("glTexImage of a texture target the plugin does not record"); return; }
   g.noted_bytes += bytes;
-  struct texture* t = texture_named(g.bound_2d, 1);
-  t->target = GL_TEXTURE_2D;
-  // A level loaded again supersedes its older image: the images are rebuilt without it.
+  // A level (of a cube map's face) loaded again supersedes its older image: the images are
+  // rebuilt without it.
   struct bytes kept = {0};
   for (size_t at = 0; at < t->images.size;) {
     const struct call_head* h = (const struct call_head*)(t->images.data + at);
     const uint32_t* w = (const uint32_t*)(h + 1);
     const size_t size = sizeof *h + 4 * (size_t)h->count + w[h->count - 1];
-    if (w[1] != words[1]) bytes_append(&kept, h, size);
+    if (w[0] != words[0] || w[1] != words[1]) bytes_append(&kept, h, size);
     at += size;
   }
   bytes_free(&t->images);
   t->images = kept;
-  uint32_t all[GL_MAX_WORDS];
-  memcpy(all, words, 4 * (size_t)count);
-  all[count] = (uint32_t)bytes;  // the last word: how many bytes of pixels follow
-  append_call(&t->images, OP_TEX_IMAGE_2D, all, count + 1);
+  uint32_t all[IMAGE_WORDS + 1];
+  memcpy(all, words, 4 * (size_t)IMAGE_WORDS);
+  all[IMAGE_WORDS] = (uint32_t)bytes;  // the last word: how many bytes of pixels follow
+  append_call(&t->images, OP_TEX_IMAGE, all, IMAGE_WORDS + 1);
   if (bytes) bytes_append(&t->images, pixels, bytes);
 }
 
 void gl_note_delete_textures(GLsizei n, const GLuint* names) {
   for (GLsizei i = 0; i < n; i++) {
-    struct texture* t = texture_named(names[i], 0);
+    struct texture* t = names[i] ? texture_named(names[i], 0, 0) : NULL;
     if (!t) continue;
     bytes_free(&t->images);
     *t = g.textures[--g.ntextures];
-    if (g.bound_2d == names[i]) g.bound_2d = 0;
   }
 }
 
@@ -203,7 +226,14 @@ void gl_note_begin(int inside) { g.in_begin = inside; }
 
 // --- matrices (column-major, as GL) ---
 static int mode_index(GLenum mode) { return mode == GL_PROJECTION ? 1 : mode == GL_TEXTURE ? 2 : 0; }
-static float* top(void) { return g.stacks[g.mode][g.depth[g.mode]]; }
+// The stack the matrix calls change: GL_TEXTURE's is the active unit's (a unit past those tracked
+// was refused by gl_matrix_op).
+static int stack_index(void) {
+  if (g.mode < 2) return g.mode;
+  const unsigned unit = gl_core_active_unit();
+  return unit < TEXTURE_MATRIX_UNITS ? 2 + (int)unit : 2;
+}
+static float* top(void) { const int s = stack_index(); return g.stacks[s][g.depth[s]]; }
 static void multiply(const float* r) {  // top = top * r
   float* m = top();
   float out[16];
@@ -226,14 +256,19 @@ int gl_matrix_op(enum gl_op op, const float* m16) {
   unsigned count = 0;
   if (m16) { memcpy(w, m16, 64); count = 16; }
   if (gl_note_in_list(op, w, count)) return 1;
+  if (g.mode == 2) {
+    if (gl_core_active_unit() >= TEXTURE_MATRIX_UNITS) gl_unsupported("a texture matrix of a unit past the eighth");
+    g.texture_units_used |= 1u << (stack_index() - 2);
+  }
+  const int s = stack_index();
   switch (op) {
     case OP_LOAD_IDENTITY: identity(top()); break;
     case OP_LOAD_MATRIX: memcpy(top(), m16, 64); break;
     case OP_MULT_MATRIX: multiply(m16); break;
     case OP_PUSH_MATRIX:
-      if (g.depth[g.mode] < 31) { memcpy(g.stacks[g.mode][g.depth[g.mode] + 1], top(), 64); g.depth[g.mode]++; }
+      if (g.depth[s] < 31) { memcpy(g.stacks[s][g.depth[s] + 1], top(), 64); g.depth[s]++; }
       break;
-    case OP_POP_MATRIX: if (g.depth[g.mode] > 0) g.depth[g.mode]--; break;
+    case OP_POP_MATRIX: if (g.depth[s] > 0) g.depth[s]--; break;
     default: break;
   }
   return 0;
@@ -243,6 +278,7 @@ int gl_matrix_frustum(enum gl_op op, const double* v) {
   uint32_t w[12];
   memcpy(w, v, 48);
   if (gl_note_in_list(op, w, 12)) return 1;
+  if (g.mode == 2) g.texture_units_used |= 1u << (stack_index() - 2);
   const double l = v[0], r = v[1], b = v[2], t = v[3], n = v[4], f = v[5];
   float m[16] = {0};
   if (op == OP_FRUSTUM) {
@@ -261,6 +297,7 @@ int gl_matrix_frustum(enum gl_op op, const double* v) {
 int gl_matrix_transform(enum gl_op op, float angle, float x, float y, float z) {
   const uint32_t w[4] = {gl_fbits(angle), gl_fbits(x), gl_fbits(y), gl_fbits(z)};
   if (op == OP_ROTATE ? gl_note_in_list(op, w, 4) : gl_note_in_list(op, w + 1, 3)) return 1;
+  if (g.mode == 2) g.texture_units_used |= 1u << (stack_index() - 2);
   float m[16];
   identity(m);
   if (op == OP_TRANSLATE) {
@@ -350,10 +387,19 @@ static void replay_call(enum gl_op op, const uint32_t* w, unsigned count) {
       (op == OP_FRUSTUM ? r->Frustum : r->Ortho)(d[0], d[1], d[2], d[3], d[4], d[5]);
       break;
     }
-    case OP_TEX_IMAGE_2D: {
+    case OP_FOG: r->Fogfv(w[0], f + 1); break;
+    case OP_TEX_GEN: r->TexGenfv(w[0], w[1], f + 2); break;
+    case OP_TEX_IMAGE: {  // words: IMAGE_WORDS, then the pixels' size
       const uint8_t* pixels = w[count - 1] ? (const uint8_t*)(w + count) : NULL;
-      r->PixelStorei(GL_UNPACK_ALIGNMENT, (GLint)w[8]);
-      r->TexImage2D(w[0], (GLint)w[1], (GLint)w[2], (GLsizei)w[3], (GLsizei)w[4], (GLint)w[5], w[6], w[7], pixels);
+      const GLenum target = gl_texture_target_at(gl_texture_target_index(w[0]));
+      r->PixelStorei(GL_UNPACK_ALIGNMENT, (GLint)w[9]);
+      if (target == GL_TEXTURE_1D)
+        r->TexImage1D(w[0], (GLint)w[1], (GLint)w[2], (GLsizei)w[3], (GLint)w[6], w[7], w[8], pixels);
+      else if (target == GL_TEXTURE_3D || target == GL_TEXTURE_2D_ARRAY)
+        CORE_REAL(void (*)(GLenum, GLint, GLint, GLsizei, GLsizei, GLsizei, GLint, GLenum, GLenum, const void*), TexImage3D)(
+            w[0], (GLint)w[1], (GLint)w[2], (GLsizei)w[3], (GLsizei)w[4], (GLsizei)w[5], (GLint)w[6], w[7], w[8], pixels);
+      else
+        r->TexImage2D(w[0], (GLint)w[1], (GLint)w[2], (GLsizei)w[3], (GLsizei)w[4], (GLint)w[6], w[7], w[8], pixels);
       break;
     }
   }
@@ -364,13 +410,14 @@ static void replay_body(const struct bytes* b) {
     const struct call_head* h = (const struct call_head*)(b->data + at);
     const uint32_t* w = (const uint32_t*)(h + 1);
     replay_call((enum gl_op)h->op, w, h->count);
-    at += sizeof *h + 4 * (size_t)h->count + (h->op == OP_TEX_IMAGE_2D ? w[h->count - 1] : 0);
+    at += sizeof *h + 4 * (size_t)h->count + (h->op == OP_TEX_IMAGE ? w[h->count - 1] : 0);
   }
 }
 
 // Into the new context, in an order that gives each call what it needs: the lists (compiled, so
 // they change nothing now), the textures, the state sets (lights' positions were kept in eye
 // space, so with an identity modelview), the matrix stacks, then a list still being compiled.
+static void replay_matrices(void);
 void gl_replay_all(int with_matrices) {
   const struct gl_real* r = &gl_real;
   for (size_t i = 0; i < g.nlists; i++) {
@@ -386,27 +433,43 @@ void gl_replay_all(int with_matrices) {
     for (unsigned p = 0; p < t->nparams; p++) replay_call((enum gl_op)t->params[p].op, t->params[p].words, t->params[p].count);
     replay_body(&t->images);
   }
-  r->BindTexture(GL_TEXTURE_2D, 0);
+  for (size_t i = 0; i < g.ntextures; i++) if (g.textures[i].target) r->BindTexture(g.textures[i].target, 0);
   r->PixelStorei(GL_UNPACK_ALIGNMENT, 4);  // the default; a recorded PixelStore follows
   if (with_matrices) r->MatrixMode(GL_MODELVIEW), r->LoadIdentity();
   for (size_t i = 0; i < g.nsets; i++) replay_call((enum gl_op)g.sets[i].op, g.sets[i].words, g.sets[i].count);
-  static const GLenum modes[3] = {GL_MODELVIEW, GL_PROJECTION, GL_TEXTURE};
-  for (int m = 0; m < 3 && with_matrices; m++) {
-    r->MatrixMode(modes[m]);
-    for (int level = 0; level <= g.depth[m]; level++) {
-      if (level > 0) r->PushMatrix();
-      r->LoadMatrixf(g.stacks[m][level]);
-    }
-  }
-  if (with_matrices) r->MatrixMode(modes[g.mode]);
+  if (with_matrices) replay_matrices();
   if (g.compiling) {
     r->NewList(g.compiling->name, g.compiling->mode);
     replay_body(&g.compiling->body);
   }
 }
 
+// The matrix stacks: a texture unit's only where the program set it (unit 0's always, so that a
+// context without multitexture needs no glActiveTexture).
+static void replay_matrices(void) {
+  const struct gl_real* r = &gl_real;
+  static const GLenum modes[3] = {GL_MODELVIEW, GL_PROJECTION, GL_TEXTURE};
+  void (*active)(GLenum) = NULL;
+  for (int s = 0; s < 2 + TEXTURE_MATRIX_UNITS; s++) {
+    if (s > 2 && !(g.texture_units_used & (1u << (s - 2)))) continue;
+    if (s > 2) {
+      if (!active) active = CORE_REAL(void (*)(GLenum), ActiveTexture);
+      active(GL_TEXTURE0 + (GLenum)(s - 2));
+    }
+    r->MatrixMode(modes[s < 2 ? s : 2]);
+    for (int level = 0; level <= g.depth[s]; level++) {
+      if (level > 0) r->PushMatrix();
+      r->LoadMatrixf(g.stacks[s][level]);
+    }
+  }
+  if (active) active(GL_TEXTURE0 + gl_core_active_unit());
+  r->MatrixMode(modes[g.mode]);
+  gl_fixed_replay_units();  // per-unit enables, environments, texture generation
+}
+
 // At the checkpoint, in the GL thread: each recorded level's image as the GL holds it now, in the
-// format and type it was given in (a level given as NULL, then rendered into, gets its pixels).
+// format and type it was given in (a level given as NULL, then rendered into, gets its pixels),
+// whatever the target: a cube map face by face, a 3D texture or an array with all its layers.
 const char* gl_read_back_textures(void) {
   static char why[128];
   void (*get_image)(GLenum, GLint, GLenum, GLenum, void*) =
@@ -415,33 +478,38 @@ const char* gl_read_back_textures(void) {
   void (*bind_buffer)(GLenum, GLuint) = (void (*)(GLenum, GLuint))gl_find_real("glBindBuffer");
   if (!g.ntextures) return NULL;
   if (!get_image || !get_integer) return "textures, without glGetTexImage to read them back";
-  GLint bound = 0, alignment = 4, pack_buffer = 0;
-  get_integer(GL_TEXTURE_BINDING_2D, &bound);
+  // Only the targets in use are asked and restored (an older context has no 2D arrays: asking
+  // would leave a GL error for the program to find).
+  GLint bound[TEXTURE_TARGETS] = {0}, alignment = 4, pack_buffer = 0;
+  unsigned used = 0;
+  for (size_t i = 0; i < g.ntextures; i++)
+    if (g.textures[i].images.size) used |= 1u << gl_texture_target_index(g.textures[i].target);
+  for (int k = 0; k < TEXTURE_TARGETS; k++) if (used & (1u << k)) get_integer(gl_texture_binding_query(k), &bound[k]);
   get_integer(GL_PACK_ALIGNMENT, &alignment);
   get_integer(GL_PIXEL_PACK_BUFFER_BINDING, &pack_buffer);
   if (pack_buffer && bind_buffer) bind_buffer(GL_PIXEL_PACK_BUFFER, 0);
   for (size_t i = 0; i < g.ntextures; i++) {
     struct texture* t = &g.textures[i];
     if (!t->images.size) continue;
-    gl_real.BindTexture(GL_TEXTURE_2D, t->name);
+    gl_real.BindTexture(t->target, t->name);
     struct bytes now = {0};
     for (size_t at = 0; at < t->images.size;) {
       const struct call_head* h = (const struct call_head*)(t->images.data + at);
       uint32_t w[GL_MAX_WORDS];
       memcpy(w, h + 1, 4 * (size_t)h->count);
       at += sizeof *h + 4 * (size_t)h->count + w[h->count - 1];
-      const size_t bytes = gl_image_bytes((GLsizei)w[3], (GLsizei)w[4], w[6], w[7], (GLint)w[8]);
+      const size_t bytes = gl_image_bytes((GLsizei)w[3], (GLsizei)(w[4] * w[5]), w[7], w[8], (GLint)w[9]);
       if (!bytes) {
-        snprintf(why, sizeof why, "texture %u, whose format 0x%x and type 0x%x the plugin cannot read back", t->name, w[6], w[7]);
+        snprintf(why, sizeof why, "texture %u, whose format 0x%x and type 0x%x the plugin cannot read back", t->name, w[7], w[8]);
         bytes_free(&now);
         return why;
       }
       void* pixels = malloc(bytes);
       GL_ASSERT(pixels, "out of memory reading a texture back");
-      gl_real.PixelStorei(GL_PACK_ALIGNMENT, (GLint)w[8]);
-      get_image(w[0], (GLint)w[1], w[6], w[7], pixels);
+      gl_real.PixelStorei(GL_PACK_ALIGNMENT, (GLint)w[9]);
+      get_image(w[0], (GLint)w[1], w[7], w[8], pixels);
       w[h->count - 1] = (uint32_t)bytes;
-      append_call(&now, OP_TEX_IMAGE_2D, w, h->count);
+      append_call(&now, OP_TEX_IMAGE, w, h->count);
       bytes_append(&now, pixels, bytes);
       free(pixels);
     }
@@ -449,8 +517,50 @@ const char* gl_read_back_textures(void) {
     t->images = now;
   }
   gl_real.PixelStorei(GL_PACK_ALIGNMENT, alignment);
-  gl_real.BindTexture(GL_TEXTURE_2D, (GLuint)bound);
+  for (int k = 0; k < TEXTURE_TARGETS; k++) if (used & (1u << k)) gl_real.BindTexture(gl_texture_target_at(k), (GLuint)bound[k]);
   if (pack_buffer && bind_buffer) bind_buffer(GL_PIXEL_PACK_BUFFER, (GLuint)pack_buffer);
+  return NULL;
+}
+
+// At the checkpoint, in the GL thread of a compatibility context: every level of every tracked
+// stack as the GL holds it. The products tracked on the CPU are the GL's up to rounding (the
+// driver computes a rotation its own way), and a texture matrix turned a little every frame
+// carries that difference on: the replay must load the GL's own bits. Each stack is popped level
+// by level to read it, then pushed and loaded back with the very values read.
+const char* gl_read_back_matrices(void) {
+  static char why[128];
+  void (*get_float)(GLenum, GLfloat*) = (void (*)(GLenum, GLfloat*))gl_find_real("glGetFloatv");
+  void (*get_integer)(GLenum, GLint*) = (void (*)(GLenum, GLint*))gl_find_real("glGetIntegerv");
+  if (!get_float || !get_integer) return "matrix stacks, without glGetFloatv to read them back";
+  static const GLenum modes[3] = {GL_MODELVIEW, GL_PROJECTION, GL_TEXTURE};
+  static const GLenum values[3] = {GL_MODELVIEW_MATRIX, GL_PROJECTION_MATRIX, GL_TEXTURE_MATRIX};
+  static const GLenum depths[3] = {GL_MODELVIEW_STACK_DEPTH, GL_PROJECTION_STACK_DEPTH, GL_TEXTURE_STACK_DEPTH};
+  GLint mode = GL_MODELVIEW, active_unit = GL_TEXTURE0;
+  get_integer(GL_MATRIX_MODE, &mode);
+  void (*active)(GLenum) = NULL;
+  if (g.texture_units_used & ~1u) {
+    active = CORE_REAL(void (*)(GLenum), ActiveTexture);
+    get_integer(GL_ACTIVE_TEXTURE, &active_unit);
+  }
+  for (int s = 0; s < 2 + TEXTURE_MATRIX_UNITS; s++) {
+    if (s > 2 && !(g.texture_units_used & (1u << (s - 2)))) continue;
+    const int kind = s < 2 ? s : 2;
+    if (s >= 2 && active) active(GL_TEXTURE0 + (GLenum)(s - 2));
+    gl_real.MatrixMode(modes[kind]);
+    GLint depth = 0;
+    get_integer(depths[kind], &depth);
+    if (depth != g.depth[s] + 1) {
+      snprintf(why, sizeof why, "a matrix stack (mode 0x%x) %d deep where the record has %d", modes[kind], depth, g.depth[s] + 1);
+      return why;
+    }
+    for (int level = g.depth[s]; level >= 0; level--) {
+      get_float(values[kind], g.stacks[s][level]);
+      if (level > 0) gl_real.PopMatrix();
+    }
+    for (int level = 1; level <= g.depth[s]; level++) gl_real.PushMatrix(), gl_real.LoadMatrixf(g.stacks[s][level]);
+  }
+  if (active) active((GLenum)active_unit);
+  gl_real.MatrixMode((GLenum)mode);
   return NULL;
 }
 

@@ -145,14 +145,16 @@ GL_EXPORT void glMaterialf(GLenum face, GLenum pname, GLfloat v) {
   REAL(Materialf)(face, pname, v);
 }
 
-// Textures (GL_TEXTURE_2D): each object keeps its parameters and its images, level by level.
+// Textures (1D, 2D, 3D, cube maps, 1D and 2D arrays, rectangles): each object keeps its
+// parameters and its images, level by level (a cube map's face by face).
 GL_EXPORT void glBindTexture(GLenum target, GLuint name) {
   GL_ENTRY();
   if (gl_recording) {
-    if (target != GL_TEXTURE_2D) gl_unsupported("glBindTexture of a target other than GL_TEXTURE_2D");
     const uint32_t w[2] = {target, name};
-    gl_note(OP_BIND_TEXTURE, w, 2, 1);
-    gl_core_bind_texture(target, name);  // the unit's binding, the name for a fresh context
+    if (gl_texture_target_index(target) < 0)
+      gl_unsupported("glBindTexture of a texture target the plugin does not record (multisample, buffer, cube map array)");
+    else if (!gl_note(OP_BIND_TEXTURE, w, 2, 1))
+      gl_core_bind_texture(target, name);  // the unit's binding, the name for a fresh context
   }
   REAL(BindTexture)(target, name);
 }
@@ -207,19 +209,103 @@ size_t gl_image_bytes(GLsizei width, GLsizei height, GLenum format, GLenum type,
   const size_t row = ((size_t)width * components * size + align - 1) / align * align;
   return row * (size_t)height;
 }
+// glTexImage1D/2D/3D: one record, a 1D image of height and depth 1, a 2D one of depth 1. Proxy
+// targets (GL_PROXY_TEXTURE_*) build nothing.
+static void note_image(GLenum target, GLint level, GLint internal, GLsizei width, GLsizei height, GLsizei depth,
+                       GLint border, GLenum format, GLenum type, const void* pixels) {
+  if ((target >= GL_PROXY_TEXTURE_1D && target <= GL_PROXY_TEXTURE_2D) || target == GL_PROXY_TEXTURE_3D ||
+      target == GL_PROXY_TEXTURE_CUBE_MAP || target == GL_PROXY_TEXTURE_1D_ARRAY ||
+      target == GL_PROXY_TEXTURE_2D_ARRAY || target == GL_PROXY_TEXTURE_RECTANGLE)
+    return;
+  const size_t bytes = gl_image_bytes(width, height * depth, format, type, g_unpack_alignment);
+  if (gl_texture_target_index(target) < 0) {
+    gl_unsupported("glTexImage of a texture target the plugin does not record");
+    return;
+  }
+  if (!bytes && width && height && depth) gl_unsupported("glTexImage of a format or type the plugin does not size");
+  const uint32_t w[IMAGE_WORDS] = {target, (uint32_t)level, (uint32_t)internal, (uint32_t)width, (uint32_t)height,
+                                   (uint32_t)depth, (uint32_t)border, format, type, (uint32_t)g_unpack_alignment};
+  gl_note_image(w, pixels, pixels ? bytes : 0);
+}
+GL_EXPORT void glTexImage1D(GLenum target, GLint level, GLint internal, GLsizei width, GLint border, GLenum format,
+                            GLenum type, const void* pixels) {
+  GL_ENTRY();
+  if (gl_recording) note_image(target, level, internal, width, 1, 1, border, format, type, pixels);
+  REAL(TexImage1D)(target, level, internal, width, border, format, type, pixels);
+}
 GL_EXPORT void glTexImage2D(GLenum target, GLint level, GLint internal, GLsizei width, GLsizei height, GLint border,
                             GLenum format, GLenum type, const void* pixels) {
   GL_ENTRY();
-  if (gl_recording) {
-    const size_t bytes = gl_image_bytes(width, height, format, type, g_unpack_alignment);
-    if (target != GL_TEXTURE_2D) gl_unsupported("glTexImage2D of a target other than GL_TEXTURE_2D");
-    else if (!bytes && width && height) gl_unsupported("glTexImage2D of a format or type the plugin does not size");
-    const uint32_t w[9] = {target, (uint32_t)level, (uint32_t)internal, (uint32_t)width, (uint32_t)height,
-                           (uint32_t)border, format, type, (uint32_t)g_unpack_alignment};
-    gl_note_image(w, 9, pixels, pixels ? bytes : 0);
-  }
+  if (gl_recording) note_image(target, level, internal, width, height, 1, border, format, type, pixels);
   REAL(TexImage2D)(target, level, internal, width, height, border, format, type, pixels);
 }
+GL_EXPORT void glTexImage3D(GLenum target, GLint level, GLint internal, GLsizei width, GLsizei height, GLsizei depth,
+                            GLint border, GLenum format, GLenum type, const void* pixels) {
+  GL_ENTRY();
+  if (gl_recording) note_image(target, level, internal, width, height, depth, border, format, type, pixels);
+  CORE_REAL(void (*)(GLenum, GLint, GLint, GLsizei, GLsizei, GLsizei, GLint, GLenum, GLenum, const void*), TexImage3D)(
+      target, level, internal, width, height, depth, border, format, type, pixels);
+}
+
+// Fog: the latest value per parameter (a colour: four), a state set like the others.
+static void note_fog(GLenum pname, const GLfloat* v) {
+  uint32_t w[5] = {pname};
+  const unsigned n = pname == GL_FOG_COLOR ? 4 : 1;
+  floats_to_words(w + 1, v, n);
+  gl_note(OP_FOG, w, 1 + n, 1);
+}
+GL_EXPORT void glFogf(GLenum pname, GLfloat v) { GL_ENTRY(); if (gl_recording) note_fog(pname, &v); REAL(Fogf)(pname, v); }
+GL_EXPORT void glFogi(GLenum pname, GLint v) {
+  GL_ENTRY();
+  if (gl_recording) { const GLfloat f = (GLfloat)v; note_fog(pname, &f); }
+  REAL(Fogi)(pname, v);
+}
+GL_EXPORT void glFogfv(GLenum pname, const GLfloat* v) { GL_ENTRY(); if (gl_recording) note_fog(pname, v); REAL(Fogfv)(pname, v); }
+GL_EXPORT void glFogiv(GLenum pname, const GLint* v) {
+  GL_ENTRY();
+  if (gl_recording) {  // a colour's integers map [-2^31, 2^31 - 1] onto [-1, 1], as GL does
+    GLfloat f[4] = {(GLfloat)v[0]};
+    if (pname == GL_FOG_COLOR) for (int i = 0; i < 4; i++) f[i] = (GLfloat)((2.0 * v[i] + 1) / 4294967295.0);
+    note_fog(pname, f);
+  }
+  REAL(Fogiv)(pname, v);
+}
+
+// Texture coordinate generation, per texture unit (gl_fixed.c); inside a list, the list's.
+static void note_tex_gen(GLenum coord, GLenum pname, const GLfloat* v) {
+  const unsigned n = pname == GL_TEXTURE_GEN_MODE ? 1 : 4;
+  uint32_t w[6] = {coord, pname};
+  floats_to_words(w + 2, v, n);
+  if (!gl_note_in_list(OP_TEX_GEN, w, 2 + n)) gl_fixed_tex_gen(coord, pname, v, n);
+}
+GL_EXPORT void glTexGeni(GLenum coord, GLenum pname, GLint v) {
+  GL_ENTRY();
+  if (gl_recording) { const GLfloat f = (GLfloat)v; note_tex_gen(coord, pname, &f); }
+  REAL(TexGeni)(coord, pname, v);
+}
+GL_EXPORT void glTexGenf(GLenum coord, GLenum pname, GLfloat v) {
+  GL_ENTRY();
+  if (gl_recording) note_tex_gen(coord, pname, &v);
+  REAL(TexGenf)(coord, pname, v);
+}
+GL_EXPORT void glTexGenfv(GLenum coord, GLenum pname, const GLfloat* v) {
+  GL_ENTRY();
+  if (gl_recording) note_tex_gen(coord, pname, v);
+  REAL(TexGenfv)(coord, pname, v);
+}
+// The integer and double vector forms, as floats (a plane's coefficients, a mode's enum).
+#define TEX_GEN_VECTOR(name, type)                                                         \
+  GL_EXPORT void gl##name(GLenum coord, GLenum pname, const type* v) {                     \
+    GL_ENTRY();                                                                            \
+    if (gl_recording) {                                                                    \
+      GLfloat f[4] = {(GLfloat)v[0]};                                                      \
+      if (pname != GL_TEXTURE_GEN_MODE) for (int i = 1; i < 4; i++) f[i] = (GLfloat)v[i];  \
+      note_tex_gen(coord, pname, f);                                                       \
+    }                                                                                      \
+    REAL(name)(coord, pname, v);                                                           \
+  }
+TEX_GEN_VECTOR(TexGeniv, GLint)
+TEX_GEN_VECTOR(TexGendv, GLdouble)
 
 // Immediate mode: kept inside display lists; outside, the current colour, normal and texture
 // coordinate set between Begin/End pairs are state, and a Begin holds the replay until its End.
@@ -355,8 +441,8 @@ GL_EXPORT void glRotated(GLdouble a, GLdouble x, GLdouble y, GLdouble z) {
 // Calls that draw or read build no state, but must not run before the replay: a glClear into the
 // fresh context would clear with its default colour. They only check for a pending replay.
 GL_EXPORT void glClear(GLbitfield mask) { GL_ENTRY(); REAL(Clear)(mask); }
-GL_EXPORT void glFlush(void) { GL_ENTRY(); REAL(Flush)(); }
-GL_EXPORT void glFinish(void) { GL_ENTRY(); REAL(Finish)(); }
+GL_EXPORT void glFlush(void) { GL_ENTRY(); REAL(Flush)(); GL_FRAME_ENDED(); }
+GL_EXPORT void glFinish(void) { GL_ENTRY(); REAL(Finish)(); GL_FRAME_ENDED(); }
 GL_EXPORT void glDrawArrays(GLenum mode, GLint first, GLsizei count) { GL_ENTRY(); REAL(DrawArrays)(mode, first, count); }
 GL_EXPORT void glDrawElements(GLenum mode, GLsizei count, GLenum type, const void* indices) {
   GL_ENTRY();
@@ -365,6 +451,7 @@ GL_EXPORT void glDrawElements(GLenum mode, GLsizei count, GLenum type, const voi
 GL_EXPORT void glReadPixels(GLint x, GLint y, GLsizei width, GLsizei height, GLenum format, GLenum type, void* pixels) {
   GL_ENTRY();
   REAL(ReadPixels)(x, y, width, height, format, type, pixels);
+  GL_FRAME_ENDED();
 }
 
 // Every interposed entry point: its name, where libGL's goes, and the plugin's wrapper.
@@ -374,7 +461,9 @@ static const struct { const char* name; void** real; void* wrapper; } g_entries[
     ENTRY(DrawBuffer), ENTRY(MatrixMode), ENTRY(BlendFunc), ENTRY(Hint), ENTRY(ColorMaterial), ENTRY(ClearColor),
     ENTRY(ClearDepth), ENTRY(Viewport), ENTRY(Lightfv), ENTRY(Lightf), ENTRY(LightModelfv), ENTRY(LightModeli),
     ENTRY(Materialfv), ENTRY(Materialf), ENTRY(TexEnvi), ENTRY(TexEnvf), ENTRY(BindTexture), ENTRY(DeleteTextures),
-    ENTRY(TexParameteri), ENTRY(TexParameterf), ENTRY(TexImage2D), ENTRY(PixelStorei), ENTRY(Begin), ENTRY(End),
+    ENTRY(TexParameteri), ENTRY(TexParameterf), ENTRY(TexImage2D), ENTRY(TexImage1D), ENTRY(Fogf), ENTRY(Fogi),
+    ENTRY(Fogfv), ENTRY(Fogiv), ENTRY(TexGeni), ENTRY(TexGenf), ENTRY(TexGenfv), ENTRY(TexGeniv), ENTRY(TexGendv),
+    ENTRY(PixelStorei), ENTRY(Begin), ENTRY(End),
     ENTRY(Vertex2f), ENTRY(Vertex3f), ENTRY(Normal3f), ENTRY(Color3f), ENTRY(Color4f), ENTRY(TexCoord2f),
     ENTRY(CallList), ENTRY(NewList), ENTRY(EndList), ENTRY(DeleteLists), ENTRY(GenLists), ENTRY(LoadIdentity),
     ENTRY(PushMatrix), ENTRY(PopMatrix), ENTRY(Translatef), ENTRY(Translated), ENTRY(Rotatef), ENTRY(Rotated),
@@ -392,6 +481,7 @@ static void* wrapper_named_exactly(const char* name) {
   for (size_t i = 0; i < sizeof g_entries / sizeof g_entries[0]; i++)
     if (strcmp(g_entries[i].name, name) == 0) return g_entries[i].wrapper;
   void* wrapper = gl_core_wrapper_named(name);
+  if (!wrapper) wrapper = gl_objects_wrapper_named(name);
   return wrapper ? wrapper : gl_fixed_wrapper_named(name);
 }
 // An ARB name of a function promoted to the core unchanged (glActiveTextureARB,

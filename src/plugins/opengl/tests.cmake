@@ -59,3 +59,15 @@ if(STASIS_GL_LIBGL AND STASIS_GL_LIBX11 AND STASIS_GL_INCLUDE)
                    ${STASIS_BIN} ${STASIS_TEST_PYTHON} ${DRIVER} opengl.fresh_empty $<TARGET_FILE:gl33_frames> 100 10 trails)
   set_tests_properties(opengl.fresh_empty PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
 endif()
+# A GL 1.x program's layers in a direct context replayed into a fresh one (tests/gl_textures.c
+# `layers`: a 3D texture and a cube map on units 1 and 2 with texture generation and texture
+# matrices, a sampler object, fog, a query read a frame late; a texel and a cube face rewritten
+# every frame, so only the read-back keeps them): every frame's checksum and query result equal
+# to an uninterrupted run's after each restart on a new Xvfb.
+if(STASIS_GL_LIBGL AND STASIS_GL_LIBX11 AND STASIS_GL_INCLUDE)
+  add_test(NAME opengl.fresh_layers
+           COMMAND env STASIS_GL_REPLAY=fresh STASIS_GL_VERBOSE=1 "X11_RESTART_STDERR=replayed into a fresh context"
+                   ${PROJECT_SOURCE_DIR}/src/plugins/x11/tests/x11_driver.sh ${STASIS_BIN} ${STASIS_TEST_PYTHON}
+                   ${DRIVER} opengl.fresh_layers "${STASIS_GL_TEXTURES}" 120 10 layers)
+  set_tests_properties(opengl.fresh_layers PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77)
+endif()
