@@ -73,10 +73,14 @@ extern volatile int gl_attention;
 // the frame begun.
 extern volatile int gl_in_frame;
 void gl_attend(int was_in_frame);
-#define GL_ENTRY()                                                              \
-  do {                                                                          \
-    const int was_in_frame_ = __atomic_exchange_n(&gl_in_frame, 1, __ATOMIC_SEQ_CST); \
-    if (__builtin_expect(gl_attention, 0)) gl_attend(was_in_frame_);            \
+// Within a frame (all calls but a frame's first) a relaxed load: the full-barrier exchange, which
+// orders the frame's start against a checkpoint that saw none, is needed only at that start.
+#define GL_ENTRY()                                                                          \
+  do {                                                                                      \
+    const int was_in_frame_ = __atomic_load_n(&gl_in_frame, __ATOMIC_RELAXED)                \
+                                  ? 1                                                       \
+                                  : __atomic_exchange_n(&gl_in_frame, 1, __ATOMIC_SEQ_CST); \
+    if (__builtin_expect(gl_attention, 0)) gl_attend(was_in_frame_);                        \
   } while (0)
 // After the real call of one that ends a frame: what it drew has gone to the server.
 #define GL_FRAME_ENDED() __atomic_store_n(&gl_in_frame, 0, __ATOMIC_SEQ_CST)
