@@ -13,6 +13,12 @@ One invocation:
      reference's and so must the exit status,
   6. requires at least --min-success of the checkpoints to have succeeded.
 
+The program is told (STASIS_SOAK_FINISH_FILE=soak.finish) to go on working silently after its
+last progress line until that file exists in its working directory: the driver makes the file at
+once for the reference and only before the final restart for the soaked run, so the computation
+outlives the checkpoints however fast or slow this machine forks, while its output stays the
+reference's. A program that ignores the variable must simply be long enough.
+
 It prints the figures (checkpoints done and failed, each distinct failure message, checkpoints
 per second) on one `SOAK` line, which bench/fork_soak.py reads. Exit status: 0 pass, 1 fail.
 It reuses tests/ckpt_driver.py's environment (private coordinator, temp dir, cleanup) and its
@@ -31,6 +37,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ckpt_driver as cd  # noqa: E402
+
+
+FINISH_VARIABLE = "STASIS_SOAK_FINISH_FILE"
+FINISH_FILE = "soak.finish"
 
 
 class Soak(cd.Scenario):
@@ -82,9 +92,18 @@ class Soak(cd.Scenario):
         self.seg_procs.append(p)
         return p
 
+    def wait_running(self, proc: cd.Proc) -> None:
+        """Until the restarted `proc` shows it runs: a new progress line, or a hold round on
+        stderr once its progress lines are all out."""
+        lines = self.lines_of(proc)
+        self.wait_until(proc, lambda: self.lines_of(proc) > lines or b"hold round" in proc.stderr_bytes(),
+                        "a progress line or a hold round after the restart")
+
     def soak(self) -> dict:
         """Half the checkpoints before a restart (no pid table), half after it (virtual pids)."""
         a = self.a
+        self.env.base_env[FINISH_VARIABLE] = FINISH_FILE
+        (self.env.ref_dir / FINISH_FILE).touch()
         self.run_reference()
         self.env.start_coordinator()
         argv = [a.stasis, "launch", "--", *self.prog_argv(self.env.run_dir)]
@@ -99,7 +118,7 @@ class Soak(cd.Scenario):
         half = a.checkpoints // 2
         newest = self.soak_phase(proc, half, 0)
         restarted = self.restart_from(proc, newest, 1)
-        self.wait_progress(restarted, self.lines_of(restarted) + 1)
+        self.wait_running(restarted)
         newest = self.soak_phase(restarted, a.checkpoints - half, half)
         elapsed = time.monotonic() - started
         ok = self.succeeded
@@ -109,6 +128,7 @@ class Soak(cd.Scenario):
                    "failures": dict(self.failures.most_common())}
         cd.log(f"{ok} of {a.checkpoints} checkpoints succeeded in {elapsed:.1f} s "
                f"(a restart after the first {half})")
+        (self.env.run_dir / FINISH_FILE).touch()
         last = self.restart_from(restarted, newest, 2)
         self.final_rc = last.wait(a.timeout, "restarted program running to completion")
         self.segments.append(cd.Segment(last.name, last.stdout_bytes()))

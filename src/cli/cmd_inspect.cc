@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "plugins/threads/restore_xsave.h"
 #include "image/reader.h"
 #include "plugins/files/restore.h"
 
@@ -79,6 +80,8 @@ nlohmann::json to_json(const image::Image& img, const std::vector<image::Image>&
                    {"created_unix_ns", h.created_unix_ns},
                    {"xcr0", fmt::format("{:#x}", h.xcr0)},
                    {"xsave_size", h.xsave_size},
+                   {"xfeatures_in_use", img.cpu_state() ? fmt::format("{:#x}", img.cpu_state()->xfeatures_in_use)
+                                                        : fmt::format("{:#x}", h.xcr0)},
                    {"compression", image::compression_name(h.compression)}};
   out["process"] = {{"pid", p.pid},   {"original_pid", p.original_pid}, {"ppid", p.ppid},
                     {"comm", p.comm}, {"exe", p.exe},                   {"cwd", p.cwd},
@@ -191,7 +194,9 @@ class InspectCommand : public Command {
     const auto& p = img.process();
     fmt::print("process    pid {} (launched as {}) {} exe {} cwd {}\n", p.pid, p.original_pid, p.comm,
                p.exe, p.cwd);
-    fmt::print("cpu        xcr0 {:#x}, xsave area {} bytes\n", h.xcr0, h.xsave_size);
+    fmt::print("cpu        xcr0 {:#x}, xsave area {} bytes; threads hold {}\n", h.xcr0, h.xsave_size,
+               img.cpu_state() ? restore::xsave_feature_names(img.cpu_state()->xfeatures_in_use)
+                               : "unrecorded (every feature of xcr0 needed)");
     fmt::print("vdso       {:#x}-{:#x}, checksum {:#018x}, {} bytes saved (restart under another kernel {})\n",
                p.vdso.vdso_start, p.vdso.vdso_end, p.vdso.vdso_checksum, img.vdso_text().size(),
                img.vdso_text().empty() ? "refused" : "possible");

@@ -35,6 +35,7 @@ typedef struct StasisCpuContext StasisCpuContext;
 typedef struct StasisThreadRecord StasisThreadRecord;
 typedef struct StasisRegionRecord StasisRegionRecord;
 typedef struct StasisMemoryMark StasisMemoryMark;
+typedef struct StasisCpuStateRecord StasisCpuStateRecord;
 typedef struct StasisFdRecord StasisFdRecord;
 typedef struct StasisEndRecord StasisEndRecord;
 typedef struct StasisZombie StasisZombie;
@@ -46,8 +47,10 @@ typedef struct StasisFdDataHeader StasisFdDataHeader;
 // STASIS_COMPRESS_ZSTD_LANES; a version 3 image is a version 4 image without it. Version 5 added
 // the MEMORY_MARKS record; a version 4 image is one whose memory had no marks to keep. Version 6
 // saves a shared temporary file without its holes (SHM_FILE_BYTES: each record at its extent's
-// offset, zeros between); a version 5 image holds every byte.
-#define STASIS_IMAGE_VERSION 6
+// offset, zeros between); a version 5 image holds every byte. Version 7 added the CPU_STATE record;
+// a version 6 image needs every XSAVE feature its header's xcr0 names.
+#define STASIS_IMAGE_VERSION 7
+#define STASIS_IMAGE_VERSION_WITHOUT_CPU_STATE 6
 #define STASIS_IMAGE_VERSION_WITHOUT_HOLES 5
 #define STASIS_IMAGE_VERSION_WITHOUT_MARKS 4
 #define STASIS_IMAGE_VERSION_WITHOUT_LANES 3
@@ -104,6 +107,11 @@ enum StasisRecordType STASIS_ENUM_BASE {
   // restarted program must see what it saw before: zeros where MADV_WIPEONFORK, nothing where
   // MADV_DONTFORK).
   STASIS_REC_MEMORY_MARKS = 13,
+  // Which XSAVE state the saved threads' signal frames hold in use, and where that CPU put each
+  // component (version 7; payload = StasisCpuStateRecord; at most one). A restart needs these
+  // components at these places, not every feature of the header's xcr0; an image without the
+  // record needs every one (src/plugins/threads/xsave_frame.h).
+  STASIS_REC_CPU_STATE = 14,
 };
 #define STASIS_MAX_VDSO_TEXT (32 * 1024)
 
@@ -303,6 +311,18 @@ struct StasisMemoryMark {
   uint64_t start, end;  // page-aligned
   uint32_t marks;       // StasisMemoryMarkBits
   uint32_t reserved;    // 0
+};
+
+#define STASIS_XSAVE_COMPONENTS 32
+struct StasisCpuStateRecord {
+  // The components some saved thread's frame holds in use: marked in its XSTATE_BV and not in
+  // their initial state (all zeros); PKRU left out where it holds Linux's default (no protection
+  // key in use). x87 and SSE always.
+  uint64_t xfeatures_in_use;
+  // Standard-format offset and size of XSAVE component i (CPUID 0xD.i EBX and EAX) on the CPU
+  // that wrote the image; 0 where XCR0 did not enable it. Entries 0 and 1 (x87, SSE) are 0.
+  uint32_t component_offset[STASIS_XSAVE_COMPONENTS];
+  uint32_t component_size[STASIS_XSAVE_COMPONENTS];
 };
 
 struct StasisRegionRecord {

@@ -89,6 +89,7 @@ Image& Image::operator=(Image&& other) noexcept {
   vdso_text_address_ = other.vdso_text_address_;
   memory_marks_ = std::move(other.memory_marks_);
   have_memory_marks_ = other.have_memory_marks_;
+  cpu_state_ = other.cpu_state_;
   have_process_ = other.have_process_;
   parent_ = other.parent_;
   has_parent_ = other.has_parent_;
@@ -470,6 +471,12 @@ void Image::take_record(const StasisRecordHeader& h, uint64_t offset, const std:
       regions_.push_back(region);
       break;
     }
+    case STASIS_REC_CPU_STATE:
+      if (header_.format_version <= STASIS_IMAGE_VERSION_WITHOUT_CPU_STATE || cpu_state_)
+        throw Error(fmt::format("{} is corrupt: the CPU state record at byte {} is not the only one, "
+                                "or is in a version {} image", path, offset, header_.format_version));
+      cpu_state_ = payload_as<StasisCpuStateRecord>(payload, h, path, "CPU_STATE");
+      break;
     case STASIS_REC_MEMORY_MARKS:
       if (header_.format_version <= STASIS_IMAGE_VERSION_WITHOUT_MARKS || have_memory_marks_ ||
           h.stored_size != h.raw_size || h.compression != STASIS_COMPRESS_NONE || h.raw_size == 0 ||

@@ -97,6 +97,8 @@ class Image {
   // The madvise marks of the saved memory, checked to lie inside its regions (empty when it had
   // none, and in images older than version 5).
   const std::vector<StasisMemoryMark>& memory_marks() const { return memory_marks_; }
+  // What XSAVE state the threads hold in use, and where (absent in images before version 7).
+  const std::optional<StasisCpuStateRecord>& cpu_state() const { return cpu_state_; }
   // The PARENT record of an incremental image; nullptr for a full one.
   const StasisParentRecord* parent() const { return has_parent_ ? &parent_ : nullptr; }
 
@@ -131,6 +133,7 @@ class Image {
   std::vector<unsigned char> vdso_text_;
   uint64_t vdso_text_address_ = 0;
   std::vector<StasisMemoryMark> memory_marks_;
+  std::optional<StasisCpuStateRecord> cpu_state_;
   bool have_memory_marks_ = false;
   bool have_process_ = false;
   StasisParentRecord parent_{};

@@ -319,6 +319,39 @@ TEST(ImageReader, ReadsMemoryMarksInsideTheRegions) {
   EXPECT_EQ(image.memory_marks()[1].marks, static_cast<uint32_t>(STASIS_MARK_DONTFORK | STASIS_MARK_DONTDUMP));
 }
 
+// A process and its region, with the given CPU_STATE records.
+std::vector<char> image_with_cpu_states(uint32_t version, int records) {
+  ImageBuilder b(version);
+  add_process_and_region(b, 1);
+  std::vector<char> pages(kPageBytes, 1);
+  b.record(STASIS_REC_PAGES, pages.data(), pages.size(), kRegionStart);
+  StasisCpuStateRecord cpu = {};
+  cpu.xfeatures_in_use = 0x7;
+  cpu.component_offset[2] = 576;
+  cpu.component_size[2] = 256;
+  for (int i = 0; i < records; i++) b.record_of(STASIS_REC_CPU_STATE, cpu);
+  return b.finish();
+}
+
+TEST(ImageReader, ReadsTheCpuStateAndKeepsItThroughAMove) {
+  ImageFile file(image_with_cpu_states(STASIS_IMAGE_VERSION, 1));
+  Image opened = Image::open(file.path(), true);
+  Image image = std::move(opened);
+  ASSERT_TRUE(image.cpu_state().has_value());
+  EXPECT_EQ(image.cpu_state()->xfeatures_in_use, 0x7u);
+  EXPECT_EQ(image.cpu_state()->component_offset[2], 576u);
+  ImageFile without(image_with_cpu_states(STASIS_IMAGE_VERSION, 0));
+  EXPECT_FALSE(Image::open(without.path(), true).cpu_state().has_value());
+}
+
+TEST(ImageReader, RefusesTwoCpuStatesOrOneInAVersion6Image) {
+  for (auto bytes : {image_with_cpu_states(STASIS_IMAGE_VERSION, 2),
+                     image_with_cpu_states(STASIS_IMAGE_VERSION_WITHOUT_CPU_STATE, 1)}) {
+    std::string message = refusal(bytes, false);
+    EXPECT_NE(message.find("is corrupt: the CPU state record"), std::string::npos) << message;
+  }
+}
+
 TEST(ImageReader, RefusesMemoryMarksThatCannotBeSetAgain) {
   const uint64_t end = kRegionStart + 16 * kPageBytes;
   const std::pair<std::vector<StasisMemoryMark>, const char*> cases[] = {

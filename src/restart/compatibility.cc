@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "plugins/files/restore.h"
+#include "plugins/threads/restore_xsave.h"
 #include "plugins/x11/restore_x11.h"
 #include "restart/loader_protocol.h"
 #include "restart/vdso_proxy.h"
@@ -17,37 +18,12 @@
 namespace fs = std::filesystem;
 
 namespace stasis::restart {
-namespace {
-
-uint64_t current_xcr0() {
-  uint32_t eax, edx;
-  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
-  return (static_cast<uint64_t>(edx) << 32) | eax;
-}
-
-std::string xsave_feature_names(uint64_t bits) {
-  static const char* const kNames[] = {"x87", "SSE", "AVX", "MPX-BNDREGS", "MPX-BNDCSR",
-                                       "AVX-512-opmask", "AVX-512-ZMM_Hi256", "AVX-512-Hi16_ZMM",
-                                       "PT", "PKRU", "PASID", "CET-U", "CET-S", "HDC", "UINTR",
-                                       "LBR", "HWP", "AMX-TILECFG", "AMX-TILEDATA"};
-  std::string out;
-  for (int i = 0; i < 64; i++)
-    if (bits & (1ull << i))
-      out += (out.empty() ? "" : ", ") + std::string(i < 19 ? kNames[i] : fmt::format("bit {}", i));
-  return out;
-}
-
-}  // namespace
 
 // Everything that would make the restart fail after this process has been replaced is checked
 // here, while a clear message is still possible.
 StasisVdsoProxy check_restartable(const image::Image& img, const std::set<std::string>& recreated,
                                   const KernelVdso& own_vdso) {
-  const auto& hdr = img.header();
-  uint64_t missing = hdr.xcr0 & ~current_xcr0();
-  if (missing)
-    throw Error(fmt::format("{} needs CPU state this machine lacks ({}); restart it on a CPU with "
-                            "these features", img.path(), xsave_feature_names(missing)));
+  restore::check_xsave_state(img);
   // Another kernel's vdso: the restart redirects the saved one to it, if it can (vdso_proxy.cc).
   StasisVdsoProxy vdso_plan = {};
   if (!same_vdso(img, own_vdso)) vdso_plan = plan_vdso_proxy(img, own_vdso);

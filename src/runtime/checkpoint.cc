@@ -22,6 +22,7 @@
 #include "plugins/memory/memory.h"
 #include "plugins/memory/shared_memory.h"
 #include "plugins/process/process_state.h"
+#include "plugins/threads/xsave_frame.h"
 #include "runtime/image_writer.h"
 #include "runtime/rt.h"
 
@@ -92,6 +93,10 @@ int write_image(const char* dir, uint32_t compression, StasisFdRecord* fds, uint
   for (uint32_t i = 0; ok && i < fd_data.count(); i++)
     ok = writer.add_fd_data(fd_data[i].fd, fd_data[i].tag, fd_data[i].bytes, fd_data[i].len,
                             fd_data[i].source_fd, fd_data[i].offset);
+  StasisCpuStateRecord cpu = {};
+  xsave::describe_this_cpu(&cpu);
+  cpu.xfeatures_in_use = suspended_threads_xfeatures_in_use(cpu);
+  ok = ok && writer.add_record(STASIS_REC_CPU_STATE, 0, &cpu, sizeof cpu);
   ok = ok && write_memory(writer, g_arena, plan, &g_process.vdso, error);
   ok = ok && writer.add_record(STASIS_REC_PROCESS, g_process.pid, &g_process, sizeof g_process);
   ok = ok && writer.finish();

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 
 #include <atomic>
 
@@ -198,6 +199,11 @@ void install_suspend_handler();
 bool suspend_user_threads(LogLine& error);
 // Called by the checkpoint thread: fill records of the suspended threads (slot order).
 uint32_t suspended_thread_records(StasisThreadRecord* out, uint32_t cap);
+// The XSAVE components the suspended threads' frames hold in use (xsave_frame.cc).
+uint64_t suspended_threads_xfeatures_in_use(const StasisCpuStateRecord& layout);
+uint64_t frame_xfeatures_in_use(const ucontext_t* uc, const StasisCpuStateRecord& layout);
+// In a restored thread: its frame's XSAVE area made to fit this CPU (xsave_frame.h).
+void fit_frame_to_this_cpu(ucontext_t* uc);
 void capture_own_thread_state(StasisThreadRecord* rec);
 void restore_own_thread_state(const StasisThreadRecord* rec);
 void resume_user_threads();

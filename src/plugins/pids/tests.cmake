@@ -18,14 +18,14 @@ endfunction()
 
 # A shell under `set -e` running /bin/true three at a time: the checkpoint signal, pending in a
 # process as it exec'd, killed the new program ("Real-time signal 28") and with it the script.
-stasis_soak_test(ckpt.soak.exec_under_set_e 200 0.99 240 ${CMAKE_CURRENT_LIST_DIR}/tests/exec_loop.sh 2400)
+stasis_soak_test(ckpt.soak.exec_under_set_e 200 0.99 240 ${CMAKE_CURRENT_LIST_DIR}/tests/exec_loop.sh 400)
 
 # Threads starting children in every way (fork, fork+exec, vfork+exec, posix_spawn, system,
 # popen), each waited for and its status checked, while checkpoints run back to back.
 stasis_test_target(fork_soak ${CMAKE_CURRENT_LIST_DIR}/tests/fork_soak.c)
 # After the restart in the middle, a vfork's pid was not made virtual, and a system(), popen()
 # or waitpid() blocked across a restart waited for the child's old kernel pid (ECHILD).
-stasis_soak_test(ckpt.soak.fork_threads 150 0.99 240 fork_soak 3000 4 3)
+stasis_soak_test(ckpt.soak.fork_threads 150 0.99 240 fork_soak 300 4 3)
 
 # ---- virtual pids: every call that takes or returns a pid, across restarts --------------------
 stasis_ckpt_test(ckpt.vpid.proc_paths ARGS --wait-lines 10 PROGRAM vpid_proc 50 50)

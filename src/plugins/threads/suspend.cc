@@ -207,6 +207,7 @@ void suspend_signal_handler(int, siginfo_t*, void* ucontext_void) {
   } else {
     // We are a new kernel thread made by the restart loader, inside the saved handler frame.
     restore_own_thread_state(rec);
+    fit_frame_to_this_cpu(uc);
     auto& gregs = uc->uc_mcontext.gregs;
     if (gregs[REG_RAX] == SYS_restart_syscall && rec->blocked_syscall >= 0)
       gregs[REG_RAX] = rec->blocked_syscall;
@@ -349,6 +350,14 @@ uint32_t suspended_thread_records(StasisThreadRecord* out, uint32_t cap) {
     if (g_slots[i].tid.load() != 0 && g_slots[i].state.load() == kSuspended)
       out[n++] = g_slots[i].record;
   return n;
+}
+
+uint64_t suspended_threads_xfeatures_in_use(const StasisCpuStateRecord& layout) {
+  uint64_t in_use = 0;
+  for (uint32_t i = 0; i < g_slot_high.load(); i++)
+    if (g_slots[i].tid.load() != 0 && g_slots[i].state.load() == kSuspended)
+      in_use |= frame_xfeatures_in_use(g_slots[i].ucontext, layout);
+  return in_use;
 }
 
 void resume_user_threads() {

@@ -7,13 +7,18 @@
  * Each step, every thread starts CHILDREN_PER_STEP children one after another; then the main
  * thread prints "step N ok" (deterministic). A child that cannot be waited for (ECHILD), is
  * killed by a signal, or exits with another status is reported on stdout and stderr as
- * "LOST ..." (the output then differs from an uninterrupted run) and counted in the last line. */
+ * "LOST ..." (the output then differs from an uninterrupted run) and counted in the last line.
+ * With STASIS_SOAK_FINISH_FILE set (tests/soak_driver.py sets it), the threads go on starting
+ * children after the last step, printing "fork_soak: hold round N" on stderr only, until that file
+ * exists in the working directory: the computation lasts as long as the checkpoints need however
+ * fast this machine forks, and the output stays the same as an uninterrupted run's. */
 #include "target_common.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -21,6 +26,9 @@ static const char *g_self;
 static long g_children_per_step;
 static pthread_barrier_t g_start, g_done;
 static long g_steps;
+/* Set by the main thread between barriers: every thread sees it after the same g_start. */
+static volatile int g_stop;
+static volatile int g_holding;
 static long g_lost;
 static long g_waited;
 static pthread_mutex_t g_count_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -132,15 +140,18 @@ static void one_child(int thread, long step, int method, int code) {
       break;
     }
   }
-  pthread_mutex_lock(&g_count_lock);
-  g_waited++;
-  pthread_mutex_unlock(&g_count_lock);
+  if (!g_holding) {
+    pthread_mutex_lock(&g_count_lock);
+    g_waited++;
+    pthread_mutex_unlock(&g_count_lock);
+  }
 }
 
 static void *starter(void *arg) {
   int thread = (int)(long)arg;
-  for (long step = 1; step <= g_steps; step++) {
+  for (long step = 1;; step++) {
     pthread_barrier_wait(&g_start);
+    if (g_stop) break;
     for (long i = 0; i < g_children_per_step; i++) {
       int method = (int)((thread + step * g_children_per_step + i) % kMethods);
       int code = (int)((thread * 31 + step * 7 + i) % 100) + 1;
@@ -171,6 +182,15 @@ int main(int argc, char **argv) {
     pthread_barrier_wait(&g_done);
     printf("step %ld ok\n", step);
   }
+  const char *finish_file = getenv("STASIS_SOAK_FINISH_FILE");
+  g_holding = 1;
+  for (long round = 1; finish_file && access(finish_file, F_OK) != 0; round++) {
+    pthread_barrier_wait(&g_start);
+    pthread_barrier_wait(&g_done);
+    fprintf(stderr, "fork_soak: hold round %ld\n", round);
+  }
+  g_stop = 1;
+  pthread_barrier_wait(&g_start);
   for (long t = 0; t < threads; t++) CHECK(pthread_join(ids[t], NULL) == 0);
   printf("children %ld, lost %ld\n", g_waited, g_lost);
   return g_lost == 0 ? 0 : 1;
