@@ -86,6 +86,17 @@ def workload_commands(name, args, tmp):
     raise SystemExit(f"unknown workload {name!r} (true, make, python)")
 
 
+def private_coordinator(stasis, env, tmp):
+    """`env` with STASIS_COORD naming a new coordinator of this run's own, on a free port (never
+    the default 7781, which another computation on this machine may be using); it exits once the
+    run's processes have gone."""
+    port_file = Path(tmp) / "coordinator.port"
+    port_file.unlink(missing_ok=True)
+    subprocess.run([stasis, "coordinator", "--port", "0", "--port-file", str(port_file), "--daemon",
+                    "--exit-when-idle"], env=env, cwd=tmp, check=True)
+    return dict(env, STASIS_COORD=f"127.0.0.1:{port_file.read_text().strip()}")
+
+
 def runtime_library(stasis):
     """The runtime beside an installation's `stasis` (bin/stasis, lib/stasis/: command.cc)."""
     library = Path(stasis).resolve().parent.parent / "lib/stasis/libstasis_runtime.so"
@@ -126,7 +137,10 @@ def main():
                 for name, prefix in variants:
                     if reset:
                         subprocess.run(reset, env=env, cwd=tmp, check=True)
-                    results[name].append(timed((prefix or []) + command, env, tmp))
+                    run_env = env
+                    if prefix and prefix[1:2] == ["launch"]:
+                        run_env = private_coordinator(prefix[0], env, tmp)
+                    results[name].append(timed((prefix or []) + command, run_env, tmp))
             plain_wall = statistics.median(r[0] for r in results["plain"])
             plain_cpu = statistics.median(r[1] for r in results["plain"])
             processes = statistics.median(r[2] for r in results["plain"])

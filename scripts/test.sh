@@ -10,4 +10,13 @@ if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD" "${GEN[@]}"
 fi
 cmake --build "$BUILD" -j2
+# A first run in a new build directory has no record of how long each test takes, so ctest would
+# start them in the order they are declared and a long one started last would run alone at the
+# end: tests/ctest_cost_data.txt (one whole run's times, `scripts/update_test_costs.sh` makes it
+# again) lets ctest start the longest first. Later runs keep their own measured costs.
+COSTS="$BUILD/Testing/Temporary/CTestCostData.txt"
+if [ ! -f "$COSTS" ]; then
+  mkdir -p "$(dirname "$COSTS")"
+  cp tests/ctest_cost_data.txt "$COSTS"
+fi
 ctest --test-dir "$BUILD" --output-on-failure -j2

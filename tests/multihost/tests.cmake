@@ -9,23 +9,23 @@ add_test(NAME multihost.ssh_join
          COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/multihost_test.py
                  --stasis ${STASIS_BIN} --counter $<TARGET_FILE:counter> --nsrsh ${STASIS_NSRSH})
 set_tests_properties(multihost.ssh_join PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77
-                     RUN_SERIAL TRUE)
+                     RESOURCE_LOCK test_hosts)
 # A TCP connection between two hosts, restarted with the hosts swapped.
 add_test(NAME multihost.tcp_swap
          COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/tcp_swap_test.py
                  --stasis ${STASIS_BIN} --peer $<TARGET_FILE:tcp_peer> --nsrsh ${STASIS_NSRSH})
 set_tests_properties(multihost.tcp_swap PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77
-                     RUN_SERIAL TRUE)
+                     RESOURCE_LOCK test_hosts)
 add_test(NAME multihost.tcp_same_hosts
          COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/tcp_swap_test.py --same-hosts
                  --stasis ${STASIS_BIN} --peer $<TARGET_FILE:tcp_peer> --nsrsh ${STASIS_NSRSH})
 set_tests_properties(multihost.tcp_same_hosts PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77
-                     RUN_SERIAL TRUE)
+                     RESOURCE_LOCK test_hosts)
 add_test(NAME multihost.tcp_new_addresses
          COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/tcp_swap_test.py --new-addresses
                  --stasis ${STASIS_BIN} --peer $<TARGET_FILE:tcp_peer> --nsrsh ${STASIS_NSRSH})
 set_tests_properties(multihost.tcp_new_addresses PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77
-                     RUN_SERIAL TRUE)
+                     RESOURCE_LOCK test_hosts)
 
 
 # ---- an Open MPI job on two hosts (network namespaces), restarted on them and swapped ---------
@@ -44,7 +44,7 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                      --stasis ${STASIS_BIN} --mpirun ${STASIS_OPENMPI_RUN}
                      --program ${CMAKE_BINARY_DIR}/tests/targets/mpi_ring_openmpi --nsrsh ${STASIS_NSRSH})
     set_tests_properties(multihost.mpi.${mode} PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
-                         RUN_SERIAL TRUE)
+                         RESOURCE_LOCK test_hosts)
   endforeach()
   # Host relays (src/relay): each host's first process starts its relay, the ranks and daemons
   # after it join there; checkpointed, killed, restarted with the hosts swapped.
@@ -53,7 +53,7 @@ if(STASIS_OPENMPI_CC AND STASIS_OPENMPI_RUN)
                    --stasis ${STASIS_BIN} --mpirun ${STASIS_OPENMPI_RUN}
                    --program ${CMAKE_BINARY_DIR}/tests/targets/mpi_ring_openmpi --nsrsh ${STASIS_NSRSH})
   set_tests_properties(multihost.mpi.relay_swap PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
-                       RUN_SERIAL TRUE)
+                       RESOURCE_LOCK test_hosts)
 else()
   stasis_skipped_group(multihost.mpi "${STASIS_NO_OPENMPI}")
 endif()
@@ -82,7 +82,7 @@ foreach(implementation openmpi mpich)
                      --native ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_${implementation}
                      --split $<TARGET_FILE:ring_in_flight_split>)
     set_tests_properties(multihost.mpi_split.${implementation} PROPERTIES TIMEOUT 300 LABELS "ckpt;mpi;mpi_split"
-                         SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+                         SKIP_RETURN_CODE 77 RESOURCE_LOCK test_hosts)
   else()
     stasis_skipped_group(multihost.mpi_split.${implementation} "${missing}")
   endif()
@@ -105,7 +105,7 @@ if(TARGET ib_sendrecv AND TARGET stasis_ib)
                        --stasis ${STASIS_BIN} --softib-lib ${CMAKE_BINARY_DIR}/lib/softib --nsrsh ${STASIS_NSRSH}
                        --tool ibv_${tool}_pingpong ${IB_HOSTS_MODE} -- -s 64)
       set_tests_properties(multihost.ib.${tool}_pingpong_${mode} PROPERTIES TIMEOUT 600 LABELS "ckpt;ib"
-                           SKIP_RETURN_CODE 77 RESOURCE_LOCK ib_hosts)
+                           SKIP_RETURN_CODE 77 RESOURCE_LOCK "ib_hosts;test_hosts")
     endforeach()
   endforeach()
 else()

@@ -32,7 +32,7 @@ foreach(mode launch-srun launch-srun-moved script-srun srun-launch srun-launch-i
            COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/nodes_test.py --mode ${mode}
                    --stasis ${STASIS_BIN} --task $<TARGET_FILE:slurm_task> --conf ${STASIS_SLURM_CONF_IN})
   set_tests_properties(slurm.nodes.${mode} PROPERTIES TIMEOUT 300 LABELS "ckpt;slurm" SKIP_RETURN_CODE 77
-                       RUN_SERIAL TRUE)
+                       RESOURCE_LOCK test_hosts)
 endforeach()
 
 # A batch job longer than its 1-minute time limit, checkpointed on Slurm's warning and requeued by
@@ -42,7 +42,7 @@ add_test(NAME slurm.nodes.requeue
          COMMAND ${STASIS_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/requeue_test.py
                  --stasis ${STASIS_BIN} --task $<TARGET_FILE:slurm_task> --conf ${STASIS_SLURM_CONF_IN})
 set_tests_properties(slurm.nodes.requeue PROPERTIES TIMEOUT 300 LABELS "ckpt;slurm" SKIP_RETURN_CODE 77
-                     RUN_SERIAL TRUE)
+                     RESOURCE_LOCK test_hosts)
 
 # --checkpoint-on-signal of launch and restart, without Slurm (no daemons: no lock needed).
 add_test(NAME slurm.checkpoint-on-signal
@@ -79,5 +79,5 @@ foreach(pair IN LISTS STASIS_SLURM_SPLIT_MPI)
                    --native ${CMAKE_BINARY_DIR}/tests/targets/ring_in_flight_${implementation}
                    --split $<TARGET_FILE:ring_in_flight_split>)
   set_tests_properties(slurm.nodes.mpi_split.${pmi} PROPERTIES TIMEOUT 400 LABELS "ckpt;slurm;mpi;mpi_split"
-                       SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+                       SKIP_RETURN_CODE 77 RESOURCE_LOCK test_hosts)
 endforeach()

@@ -2,7 +2,9 @@
 // entry points it found at start-up, or resolves time() and gettimeofday() straight to them), one
 // round per step: a restart under another kernel must keep every one of them working.
 // Usage: clock_calls STEPS DELAY_MS. Prints "step N ok" or what went wrong, then "done".
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -71,7 +71,7 @@ endforeach()
 add_test(NAME multihost.pids.same_vpids
          COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/same_pids_test.py
                  --stasis ${STASIS_BIN} --driver $<TARGET_FILE:ssh_driver> --worker $<TARGET_FILE:counter>)
-set_tests_properties(multihost.pids.same_vpids PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+set_tests_properties(multihost.pids.same_vpids PROPERTIES TIMEOUT 240 LABELS ckpt SKIP_RETURN_CODE 77 RESOURCE_LOCK test_hosts)
 
 # ---- process trees: fork, pipes between processes, zombies, pids seen across a restart --------
 foreach(t fork_tree scale_tree shared_memory)

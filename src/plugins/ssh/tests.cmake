@@ -7,7 +7,7 @@ foreach(mode same_hosts swap options_loop three_clients chain chain3 chain3_rota
   add_test(NAME multihost.ssh.${mode}
            COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/ssh_session_test.py --${mode}
                    --stasis ${STASIS_BIN} --driver $<TARGET_FILE:ssh_driver> --worker $<TARGET_FILE:counter>)
-  set_tests_properties(multihost.ssh.${mode} PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+  set_tests_properties(multihost.ssh.${mode} PROPERTIES TIMEOUT 300 LABELS ckpt SKIP_RETURN_CODE 77 RESOURCE_LOCK test_hosts)
 endforeach()
 
 # MPI across the two hosts with the starters' default agent, OpenSSH (tests/multihost/mpi_test.py
@@ -41,7 +41,7 @@ foreach(starter IN LISTS SSH_MPI_STARTERS)
              COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/mpi_test.py --real-ssh --mode ${mode}
                      --stasis ${STASIS_BIN} ${SSH_MPI_ARGS})
     set_tests_properties(multihost.ssh.${starter}.${mode} PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
-                         RUN_SERIAL TRUE)
+                         RESOURCE_LOCK test_hosts)
   endforeach()
 endforeach()
 
@@ -53,5 +53,5 @@ if(STASIS_OPENMPI_RUN)
            COMMAND ${STASIS_TEST_PYTHON} ${PROJECT_SOURCE_DIR}/tests/multihost/nwchem_test.py
                    --stasis ${STASIS_BIN} --mpirun ${STASIS_OPENMPI_RUN})
   set_tests_properties(multihost.ssh.openmpi.nwchem PROPERTIES TIMEOUT 400 LABELS "ckpt;mpi" SKIP_RETURN_CODE 77
-                       RUN_SERIAL TRUE)
+                       RESOURCE_LOCK test_hosts)
 endif()

@@ -67,6 +67,56 @@ static int lower_only_file(const char *path) {
   return 0;
 }
 
+/* Every mapping is one half's; the lower half's ranges are all mapped. 1, or 0 with `fault`. */
+static int matches_maps(uint64_t lower_bytes, uint64_t *upper_bytes, int *lower_files, char *fault,
+                        size_t fault_size) {
+  FILE *maps = fopen("/proc/self/maps", "r");
+  CHECK(maps);
+  char line[4096];
+  uint64_t mapped_lower = 0;
+  *upper_bytes = 0;
+  *lower_files = 0;
+  while (fgets(line, sizeof line, maps)) {
+    unsigned long long start, end;
+    int path_at = 0;
+    CHECK(sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &start, &end, &path_at) >= 2);
+    char *path = path_at ? line + path_at : line + strlen(line);
+    path[strcspn(path, "\n")] = '\0';
+    if (strcmp(path, "[vdso]") == 0 || strcmp(path, "[vvar]") == 0 || strcmp(path, "[vsyscall]") == 0) continue;
+    /* The kernel joins neighbouring anonymous mappings of both halves into one; a file's
+     * mapping is one half's. */
+    int part = lower_part(start, end);
+    if (part < 0 && path[0]) {
+      snprintf(fault, fault_size, "mapping %llx-%llx %s is partly the lower half's", start, end, path);
+      fclose(maps);
+      return 0;
+    }
+    if (lower_only_file(path)) {
+      (*lower_files)++;
+      if (part != 1) {
+        snprintf(fault, fault_size, "lower half's mapping %llx-%llx %s is not in its inventory", start, end, path);
+        fclose(maps);
+        return 0;
+      }
+    }
+    uint64_t lower_here = 0;
+    for (int i = 0; i < range_count; i++) {
+      uint64_t from = ranges[2 * i] > start ? ranges[2 * i] : start;
+      uint64_t to = ranges[2 * i + 1] < end ? ranges[2 * i + 1] : end;
+      if (to > from) lower_here += to - from;
+    }
+    mapped_lower += lower_here;
+    *upper_bytes += end - start - lower_here;
+  }
+  fclose(maps);
+  if (mapped_lower != lower_bytes) {
+    snprintf(fault, fault_size, "the inventory lists %llu bytes, of which only %llu are mapped",
+             (unsigned long long)lower_bytes, (unsigned long long)mapped_lower);
+    return 0;
+  }
+  return 1;
+}
+
 int main(int argc, char **argv) {
   MPI_OK(MPI_Init(&argc, &argv));
   int min_threads = argc > 1 ? atoi(argv[1]) : 0;
@@ -108,47 +158,21 @@ int main(int argc, char **argv) {
   check_upper("stack", &on_stack, sizeof on_stack);
   dl_iterate_phdr(check_upper_object, NULL);
 
-  /* Every mapping is one half's; the lower half's ranges are all mapped. */
-  FILE *maps = fopen("/proc/self/maps", "r");
-  CHECK(maps);
-  char line[4096];
-  uint64_t mapped_lower = 0, upper_bytes = 0;
+  /* The lower half's own threads may map or unmap memory (a transport's segment) between the
+   * inventory and the read of /proc/self/maps: a mismatch is taken again, and a fault only if
+   * it stays. */
+  uint64_t upper_bytes = 0;
   int lower_files = 0;
-  while (fgets(line, sizeof line, maps)) {
-    unsigned long long start, end;
-    int path_at = 0;
-    CHECK(sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &start, &end, &path_at) >= 2);
-    char *path = path_at ? line + path_at : line + strlen(line);
-    path[strcspn(path, "\n")] = '\0';
-    if (strcmp(path, "[vdso]") == 0 || strcmp(path, "[vvar]") == 0 || strcmp(path, "[vsyscall]") == 0) continue;
-    /* The kernel joins neighbouring anonymous mappings of both halves into one; a file's
-     * mapping is one half's. */
-    int part = lower_part(start, end);
-    if (part < 0 && path[0]) {
-      fprintf(stderr, "mapping %llx-%llx %s is partly the lower half's\n", start, end, path);
+  char fault[512];
+  for (int attempt = 1; !matches_maps(lower_bytes, &upper_bytes, &lower_files, fault, sizeof fault); attempt++) {
+    if (attempt == 3) {
+      fprintf(stderr, "rank %d: %s (3 inventories)\n", rank, fault);
       exit(2);
     }
-    if (lower_only_file(path)) {
-      lower_files++;
-      if (part != 1) {
-        fprintf(stderr, "lower half's mapping %llx-%llx %s is not in its inventory\n", start, end, path);
-        exit(2);
-      }
-    }
-    uint64_t lower_here = 0;
-    for (int i = 0; i < range_count; i++) {
-      uint64_t from = ranges[2 * i] > start ? ranges[2 * i] : start;
-      uint64_t to = ranges[2 * i + 1] < end ? ranges[2 * i + 1] : end;
-      if (to > from) lower_here += to - from;
-    }
-    mapped_lower += lower_here;
-    upper_bytes += end - start - lower_here;
-  }
-  fclose(maps);
-  if (mapped_lower != lower_bytes) {
-    fprintf(stderr, "the inventory lists %llu bytes, of which only %llu are mapped\n", (unsigned long long)lower_bytes,
-            (unsigned long long)mapped_lower);
-    exit(2);
+    fprintf(stderr, "rank %d: %s; the inventory is taken again\n", rank, fault);
+    MPI_OK(STASIS_MPI_Lower_inventory(ranges, RANGE_CAPACITY, &range_count, tids, TID_CAPACITY, &tid_count));
+    lower_bytes = 0;
+    for (int i = 0; i < range_count; i++) lower_bytes += ranges[2 * i + 1] - ranges[2 * i];
   }
   CHECK(lower_files > 0);
 
