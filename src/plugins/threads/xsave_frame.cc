@@ -10,16 +10,12 @@ namespace stasis::rt {
 using namespace xsave;
 
 namespace {
-// Bytes of architectural state at the start of component i's place: CPUID may give a larger
-// place (BNDCSR: 16 of 64, PKRU: 4 of 8) whose rest XSAVE never writes, so it holds whatever the
-// stack held before the frame. 0: all of it.
-uint32_t state_bytes(uint32_t component) {
-  switch (component) {
-    case 3: return 64;   // MPX BND0-3
-    case 4: return 16;   // MPX BNDCFGU, BNDSTATUS
-    case 9: return 4;    // PKRU
-    default: return 0;
-  }
+// Bytes of architectural state at the start of component i's place of `size` bytes: CPUID may
+// give a larger place (BNDCSR: 16 of 64, PKRU: 4 of 8) whose rest XSAVE never writes, so it
+// holds whatever the stack held before the frame.
+uint32_t state_bytes(uint32_t component, uint32_t size) {
+  const uint32_t state = component == 4 ? 16 : component == kPkruComponent ? 4 : size;
+  return state < size ? state : size;
 }
 
 bool all_zero(const unsigned char* p, uint32_t n) {
@@ -42,15 +38,13 @@ uint64_t frame_xfeatures_in_use(const ucontext_t* uc, const StasisCpuStateRecord
   uint64_t in_use = kLegacyFeatures;
   for (uint32_t i = 2; i < STASIS_XSAVE_COMPONENTS; i++) {
     if (!(marked & (1ull << i))) continue;
-    const uint32_t at = layout.component_offset[i];
-    uint32_t size = layout.component_size[i];
+    const uint32_t at = layout.component_offset[i], size = layout.component_size[i];
     // A component this CPU does not place inside the frame: keep it, unknown, as in use.
     if (at < kLegacyAndHeaderSize || size == 0 || at + size > sw->xstate_size) {
       in_use |= 1ull << i;
       continue;
     }
-    if (state_bytes(i) && state_bytes(i) < size) size = state_bytes(i);
-    if (all_zero(area + at, size)) continue;
+    if (all_zero(area + at, state_bytes(i, size))) continue;
     if (i == kPkruComponent && *reinterpret_cast<const uint32_t*>(area + at) == kDefaultPkru) continue;
     in_use |= 1ull << i;
   }
@@ -77,7 +71,15 @@ void fit_frame_to_this_cpu(ucontext_t* uc) {
     component_place(i, &offset, &size);
     if (offset + size > end) end = offset + size;
   }
-  if (end > sw->xstate_size) return;  // cannot be: the restart compared the layouts
+  if (end > sw->xstate_size) {
+    // The restart compared the layouts, so this is a bug: the kernel would restore x87 and SSE
+    // only, and the program would go on with other vector registers. End it, saying why.
+    LogLine error;
+    error << "restart: thread " << sys_gettid() << "'s saved XSAVE area (" << sw->xstate_size
+          << " bytes) cannot hold this CPU's layout of its components (" << end << " bytes)";
+    error.emit_restart_failure();
+    STASIS_SYS1(SYS_exit_group, 70);
+  }
   sw->xstate_size = end;
   sw->extended_size = end + 4;
   *reinterpret_cast<uint32_t*>(area + end) = kFrameMagic2;
