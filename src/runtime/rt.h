@@ -264,6 +264,24 @@ bool send_to_coordinator(uint16_t type, uint64_t arg, const void* payload, uint3
 bool coordinator_joined();
 void join_as_new_process(bool forked);
 
+// ---- the checkpoint thread, started when needed (runtime.cc, deferred_thread.cc) -------------
+void prepare_checkpoint_thread();  // in plain code, once per program image
+bool start_checkpoint_thread(LogLine& error);
+void start_checkpoint_thread_now(bool join_at_once);
+// Set while the process has no checkpoint thread yet and is to start one when needed.
+extern std::atomic<bool> g_thread_deferred;
+// Whether the process `ppid` has the checkpoint signal's handler (runs the runtime).
+bool parent_runs_stasis(long ppid);
+// Defers the thread (false: the parent is gone, start it now).
+bool defer_checkpoint_thread(long parent_at_start);
+// In plain code (the wrappers, the application API): the deferred thread starts.
+void start_deferred_checkpoint_thread(bool join_at_once);
+// In the checkpoint signal's handler: true if the process had no thread (the signal asked it to
+// start one, which it did where that is safe).
+bool checkpoint_signal_before_thread(const ucontext_t* uc);
+// The checkpoint thread at the "children" barrier: signals the children still without a thread.
+void wake_threadless_children(const uint32_t* pids, uint32_t count);
+
 // ---- ending or replacing the process (runtime.cc) --------------------------------------------
 // The kernel's pid of the process whose memory this is (a vfork child shares it, with another).
 extern long g_real_pid;

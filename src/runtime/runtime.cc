@@ -86,6 +86,7 @@ void wait_out_join_delay() {
 }
 
 void wait_until_joined() {
+  start_deferred_checkpoint_thread(true);
   join_now();
   while (g_join_state.load() == kJoining) futex_wait(&g_join_state, kJoining, 10 * 1000000L);
 }
@@ -350,6 +351,7 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     // computation (a child forked as the checkpoint began joins it first).
     static uint32_t children[16384];
     uint32_t n = live_children(children, 16384, writer_pid());
+    wake_threadless_children(children, n);  // their checkpoint threads start and join
     send_to_coordinator(STASIS_MSG_CHILDREN, generation, children, n * sizeof(uint32_t));
     report_barrier(name, 0, nullptr, nullptr);
     break;
@@ -479,8 +481,6 @@ void* checkpoint_thread_main(void*) {
   }
 }
 
-bool start_checkpoint_thread(LogLine& error);
-
 // A forked child is a new process of the computation: its own connection and checkpoint thread
 // (threads do not survive fork). It joins before fork() returns in it, so a checkpoint that
 // starts later includes it, and one under way takes it in (see the "children" barrier).
@@ -510,7 +510,9 @@ void atfork_child() {
   g_parent_at_start = STASIS_SYS0(SYS_getppid);
   g_config.active = true;  // before the thread, which clears it if it cannot join
   // The parent's connection (made or being made) is replaced by this process's own descriptor.
-  if (!reserve_coordinator_fd(error) || !start_checkpoint_thread(error)) {
+  // The thread waits until the child needs it (deferred_thread.cc): most children exec at once.
+  if (!reserve_coordinator_fd(error) ||
+      (!defer_checkpoint_thread(g_parent_at_start) && !start_checkpoint_thread(error))) {
     (error << "; this child runs without checkpoints").emit();
     g_config.active = false;
     g_config.checkpoint_signal = 0;
@@ -580,7 +582,11 @@ __attribute__((constructor)) void stasis_runtime_init() {
   g_config.active = true;  // before the thread, which clears it if it cannot join
   // The descriptor now, while it is surely allowed (the program may lower RLIMIT_NOFILE below
   // it before the thread connects); a child forked meanwhile replaces its copy with its own.
-  if (!reserve_coordinator_fd(error) || !start_checkpoint_thread(error)) {
+  // A process that a process of the computation started has its thread when it needs it
+  // (deferred_thread.cc); one started from outside joins by itself after the delay.
+  const bool defer = !launched && g_join_now.load() == 0 && parent_runs_stasis(g_parent_at_start);
+  if (!reserve_coordinator_fd(error) ||
+      (!(defer && defer_checkpoint_thread(g_parent_at_start)) && !start_checkpoint_thread(error))) {
     (error << "; running without checkpoints").emit();
     g_config.active = false;
     return;
@@ -589,19 +595,38 @@ __attribute__((constructor)) void stasis_runtime_init() {
   if (plugins_event(STASIS_EVENT_INIT, &event, error) != 0) error.emit();
 }
 
-bool start_checkpoint_thread(LogLine& error) {
+pthread_attr_t g_thread_attr;
+bool g_thread_attr_ready = false;
+using PthreadCreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+PthreadCreateFn g_pthread_create = nullptr;
+
+}  // namespace
+
+// What starting the thread needs that allocates or looks up symbols, made in plain code once per
+// program image, so that a signal handler can start it (deferred_thread.cc).
+void prepare_checkpoint_thread() {
+  if (g_thread_attr_ready) return;
   // The checkpoint thread takes no signals. glibc starts it with this mask (it blocks every
   // signal around the clone anyway), which spares the two sigprocmask calls of blocking them in
   // the creating thread around pthread_create.
   sigset_t all;
   sigfillset(&all);
+  pthread_attr_init(&g_thread_attr);
+  pthread_attr_setdetachstate(&g_thread_attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setsigmask_np(&g_thread_attr, &all);
+  next_symbol(g_pthread_create, "pthread_create");  // libc's, behind the runtime's wrapper
+  g_thread_attr_ready = true;
+}
+
+bool start_checkpoint_thread(LogLine& error) {
+  prepare_checkpoint_thread();
+  // A parent-death signal the deferral asked for has done its work (it is kept across exec).
+  int death_signal = 0;
+  if (STASIS_SYS2(SYS_prctl, PR_GET_PDEATHSIG, &death_signal) == 0 && death_signal != 0 &&
+      death_signal == g_config.checkpoint_signal)
+    STASIS_SYS2(SYS_prctl, PR_SET_PDEATHSIG, 0);
   pthread_t thread;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setsigmask_np(&attr, &all);
-  int rc = pthread_create(&thread, &attr, checkpoint_thread_main, nullptr);
-  pthread_attr_destroy(&attr);
+  int rc = g_pthread_create ? g_pthread_create(&thread, &g_thread_attr, checkpoint_thread_main, nullptr) : ENOSYS;
   if (rc != 0) {
     error << "cannot start the checkpoint thread";
     g_join_state.store(kJoinFailed);  // no fork waits for a join that never happens
@@ -609,7 +634,15 @@ bool start_checkpoint_thread(LogLine& error) {
   return rc == 0;
 }
 
-}  // namespace
+// The deferred thread's start (deferred_thread.cc), also from the checkpoint signal's handler.
+void start_checkpoint_thread_now(bool join_at_once) {
+  if (join_at_once) join_now();
+  LogLine error;
+  if (!start_checkpoint_thread(error)) {
+    (error << "; this process runs without checkpoints").emit();
+    g_config.active = false;
+  }
+}
 
 // This process's identity in the computation: its virtual pid is its real pid unless a restarted
 // computation already has a process that sees that number (then the pid table says otherwise).

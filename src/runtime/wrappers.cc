@@ -2,7 +2,10 @@
 // handler for it, nor block it; and _exit, which waits for the image being written. Everything
 // else is forwarded untouched (one bit test per call).
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <sys/prctl.h>
 
 #include "runtime/interrupted_calls.h"
 #include "runtime/rt.h"
@@ -91,6 +94,29 @@ __attribute__((visibility("default"))) int sigsuspend(const sigset_t* mask) {
   const sigset_t* allowed = without_checkpoint_signal(mask, &copy);
   auto real = next_symbol(g_sigsuspend, "sigsuspend");
   return stasis::rt::again_after_checkpoints([&] { return real(allowed); });
+}
+
+// A process that starts threads of its own has its checkpoint thread first, started here in
+// plain code (deferred_thread.cc): the signal that would start it later is safe only while the
+// process has a single thread.
+__attribute__((visibility("default"))) int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
+                                                          void* (*start)(void*), void* arg) {
+  static int (*real)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  stasis::rt::start_deferred_checkpoint_thread(false);
+  return next_symbol(real, "pthread_create")(thread, attr, start, arg);
+}
+
+// The parent-death signal is the runtime's while the thread is deferred (an orphan starts it):
+// a program that asks for its own gets it after the thread has started.
+__attribute__((visibility("default"))) int prctl(int option, ...) {
+  static int (*real)(int, ...);
+  va_list args;
+  va_start(args, option);
+  unsigned long a2 = va_arg(args, unsigned long), a3 = va_arg(args, unsigned long),
+                a4 = va_arg(args, unsigned long), a5 = va_arg(args, unsigned long);
+  va_end(args);
+  if (option == PR_SET_PDEATHSIG) stasis::rt::start_deferred_checkpoint_thread(false);
+  return next_symbol(real, "prctl")(option, a2, a3, a4, a5);
 }
 
 // A process that ends while its forked writer still writes its image would fail the checkpoint

@@ -183,6 +183,11 @@ void capture_thread_state(StasisThreadRecord* rec, int32_t tid) {
 
 void suspend_signal_handler(int, siginfo_t*, void* ucontext_void) {
   int saved_errno = errno;
+  // A process without its checkpoint thread yet is asked to start it (deferred_thread.cc).
+  if (checkpoint_signal_before_thread(static_cast<const ucontext_t*>(ucontext_void))) {
+    errno = saved_errno;
+    return;
+  }
   ThreadSlot* slot = find_slot(static_cast<int32_t>(sys_gettid()));
   if (slot == nullptr || slot->state.load() != kSignalled) {
     errno = saved_errno;  // not ours to handle (e.g. a stray kill); ignore it

@@ -1,0 +1,215 @@
+// A process that the computation's processes start (a fork child, a program they exec) gets its
+// checkpoint thread only when it needs one, not at its start. Most of them (a shell's commands,
+// make's compilers, a pool's workers) exec or end within milliseconds; a thread costs each
+// several hundred microseconds to create and a fork or exec more to tear down, and every fork of
+// a process with two threads pays for flushing the other CPU's TLB. The thread is started:
+// - when the process starts a thread of its own (the pthread_create wrapper), in plain code;
+// - when a checkpoint needs the process: its parent's checkpoint thread, at the "children"
+//   barrier, signals each child that has the checkpoint signal's handler and no second thread
+//   (wake_threadless_children), every 20 ms until it has joined;
+// - when its parent ends (the parent-death signal: nobody would signal an orphan), or the
+//   program asks for a parent-death signal of its own (the prctl wrapper), or a checkpoint
+//   through the application API.
+// The two signals arrive at any point of the program, and pthread_create is not
+// async-signal-safe: it takes locks, and allocates with malloc. In a process of one thread, the
+// only holder of those is the interrupted code, so the handler starts the thread only where that
+// code holds none (safe_to_start_thread): outside libc, the dynamic loader, the runtime and the
+// malloc in use, or blocked in a system call of libc's that malloc does not make, and not inside
+// one of the program's own signal handlers (which may have interrupted malloc). Elsewhere it
+// waits for the next signal.
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <ucontext.h>
+
+#include "runtime/interrupted_calls.h"
+#include "runtime/rt.h"
+
+extern "C" void* __libc_stack_end;
+
+namespace stasis::rt {
+
+std::atomic<bool> g_thread_deferred{false};
+
+namespace {
+
+// Code in which an interrupted thread may hold what pthread_create needs.
+struct CodeRange {
+  uintptr_t begin, end;
+  bool libc;  // libc's own: safe while blocked in one of its system calls (not malloc's)
+};
+constexpr uint32_t kMaxRanges = 16;
+CodeRange g_ranges[kMaxRanges];
+uint32_t g_range_count = 0;
+bool g_ranges_noted = false;
+// The signal return trampoline that starts every kernel signal frame of this process's handlers.
+uintptr_t g_restorer = 0;
+// The top of the stack of the one thread of this process (0: not known).
+uintptr_t g_stack_top = 0;
+
+bool name_has(const char* path, const char* part) {
+  const char* base = path;
+  for (const char* c = path; *c; c++)
+    if (*c == '/') base = c + 1;
+  for (const char* c = base; *c; c++)
+    if (str_starts(c, part)) return true;
+  return false;
+}
+
+int note_object(struct dl_phdr_info* info, size_t, void* probes_void) {
+  const auto* probes = static_cast<const uintptr_t*>(probes_void);
+  const char* name = info->dlpi_name ? info->dlpi_name : "";
+  const bool libc = name_has(name, "libc.so");
+  bool unsafe = libc || name_has(name, "ld-linux") || name_has(name, "malloc");
+  for (int i = 0; i < info->dlpi_phnum && !unsafe; i++) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    const uintptr_t begin = info->dlpi_addr + ph.p_vaddr, end = begin + ph.p_memsz;
+    for (int p = 0; probes[p] != 0; p++)
+      if (probes[p] >= begin && probes[p] < end) unsafe = true;
+  }
+  for (int i = 0; i < info->dlpi_phnum && unsafe && g_range_count < kMaxRanges; i++) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+    g_ranges[g_range_count++] = {begin, begin + ph.p_memsz, libc};
+  }
+  return 0;
+}
+
+// Once per program image (a fork child has its parent's).
+void note_unsafe_code() {
+  if (g_ranges_noted) return;
+  g_ranges_noted = true;
+  // The runtime itself, and the malloc behind it (a preloaded allocator's, else libc's).
+  uintptr_t probes[] = {reinterpret_cast<uintptr_t>(&note_unsafe_code),
+                        reinterpret_cast<uintptr_t>(resolve_next_definition("malloc")), 0};
+  if (probes[1] == 0) probes[1] = probes[0];
+  dl_iterate_phdr(note_object, probes);
+  struct sigaction current = {};
+  if (real_sigaction(g_config.checkpoint_signal, nullptr, &current) == 0)
+    g_restorer = reinterpret_cast<uintptr_t>(current.sa_restorer);
+}
+
+void note_stack_top() {
+  g_stack_top = 0;
+  if (sys_gettid() == sys_getpid()) {
+    g_stack_top = reinterpret_cast<uintptr_t>(__libc_stack_end);
+    return;
+  }
+  pthread_attr_t attr;  // a fork child of another thread than the main one
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+  void* base = nullptr;
+  size_t size = 0;
+  if (pthread_attr_getstack(&attr, &base, &size) == 0)
+    g_stack_top = reinterpret_cast<uintptr_t>(base) + size;
+  pthread_attr_destroy(&attr);
+}
+
+const CodeRange* range_of(uintptr_t ip) {
+  for (uint32_t i = 0; i < g_range_count; i++)
+    if (ip >= g_ranges[i].begin && ip < g_ranges[i].end) return &g_ranges[i];
+  return nullptr;
+}
+
+// A kernel signal frame between the interrupted stack pointer and the stack's top: one of the
+// program's handlers is running, and what it interrupted may hold anything. A frame begins with
+// the restorer's address, then the flags of its ucontext (a few bits) and uc_link (0). Only the
+// thread's own stack is read (another one, e.g. a coroutine's, is not known to be readable).
+bool signal_frame_above(uintptr_t sp) {
+  constexpr uintptr_t kScanned = 256 * 1024;
+  if (g_restorer == 0 || g_stack_top == 0 || sp >= g_stack_top || g_stack_top - sp > (64u << 20))
+    return false;
+  const uintptr_t end = g_stack_top - sp > kScanned ? sp + kScanned : g_stack_top;
+  for (uintptr_t a = (sp + 7) & ~uintptr_t{7}; a + 24 <= end; a += 8) {
+    const auto* word = reinterpret_cast<const uint64_t*>(a);
+    if (word[0] == g_restorer && word[1] < 0x100 && word[2] == 0) return true;
+  }
+  return false;
+}
+
+bool safe_to_start_thread(const ucontext_t* uc) {
+  const auto& regs = uc->uc_mcontext.gregs;
+  const auto ip = static_cast<uintptr_t>(regs[REG_RIP]);
+  stack_t alternate = {};
+  if (STASIS_SYS2(SYS_sigaltstack, nullptr, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK))
+    return false;  // only handlers run on the alternate stack
+  if (signal_frame_above(static_cast<uintptr_t>(regs[REG_RSP]))) return false;
+  const CodeRange* range = range_of(ip);
+  if (range == nullptr) return true;
+  if (!range->libc) return false;
+  // Blocked in a system call of libc's, to be made again when the handler returns (the kernel
+  // rewound to the instruction, its number in rax), or broken off with EINTR.
+  const long ax = regs[REG_RAX];
+  if ((ip & 4095) <= 4094 && *reinterpret_cast<const uint16_t*>(ip) == 0x050f)
+    return ax != SYS_mmap && ax != SYS_munmap && ax != SYS_mprotect && ax != SYS_brk &&
+           ax != SYS_mremap && ax != SYS_madvise;
+  return (ip & 4095) >= 2 && *reinterpret_cast<const uint16_t*>(ip - 2) == 0x050f && ax == -EINTR;
+}
+
+uint32_t threads_of(const char* status) {
+  for (const char* line = status; *line;) {
+    if (str_starts(line, "Threads:")) {
+      uint32_t n = 0;
+      for (const char* c = line + 8; *c == ' ' || *c == '\t' || (*c >= '0' && *c <= '9'); c++)
+        if (*c >= '0' && *c <= '9') n = n * 10 + static_cast<uint32_t>(*c - '0');
+      return n;
+    }
+    while (*line && *line != '\n') line++;
+    if (*line) line++;
+  }
+  return 0;
+}
+
+// Whether the process has the checkpoint signal's handler and, with `threads`, how many threads.
+bool catches_checkpoint_signal(long pid, uint32_t* threads) {
+  static char status[4096];  // the checkpoint thread's (children) or the constructor's: one at a time
+  char path[48] = "/proc/";
+  format_uint(path + 6, static_cast<unsigned long>(pid));
+  str_copy(path + str_len(path), "/status", 10);
+  if (read_small_file(path, status, sizeof status) <= 0) return false;
+  if (threads) *threads = threads_of(status);
+  const int sig = g_config.checkpoint_signal;
+  return sig > 0 && (parse_status_hex(status, "SigCgt") & (1ull << (sig - 1))) != 0;
+}
+
+}  // namespace
+
+bool parent_runs_stasis(long ppid) { return ppid > 1 && catches_checkpoint_signal(ppid, nullptr); }
+
+bool defer_checkpoint_thread(long parent_at_start) {
+  prepare_checkpoint_thread();
+  note_unsafe_code();
+  note_stack_top();
+  g_thread_deferred.store(true);
+  // An orphan is listed by no member: the parent's end must start the thread.
+  STASIS_SYS2(SYS_prctl, PR_SET_PDEATHSIG, g_config.checkpoint_signal);
+  if (STASIS_SYS0(SYS_getppid) == parent_at_start) return true;
+  g_thread_deferred.store(false);  // the parent is already gone
+  return false;
+}
+
+void start_deferred_checkpoint_thread(bool join_at_once) {
+  if (!g_thread_deferred.exchange(false)) return;
+  start_checkpoint_thread_now(join_at_once);
+}
+
+bool checkpoint_signal_before_thread(const ucontext_t* uc) {
+  if (!g_thread_deferred.load()) return false;
+  if (safe_to_start_thread(uc) && g_thread_deferred.exchange(false)) start_checkpoint_thread_now(true);
+  count_checkpoint_interruption(uc);  // a call the signal broke off is made again
+  return true;
+}
+
+void wake_threadless_children(const uint32_t* pids, uint32_t count) {
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t threads = 0;
+    if (catches_checkpoint_signal(pids[i], &threads) && threads == 1)
+      STASIS_SYS2(SYS_kill, pids[i], g_config.checkpoint_signal);
+  }
+}
+
+}  // namespace stasis::rt
