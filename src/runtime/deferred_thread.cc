@@ -14,21 +14,21 @@
 // async-signal-safe: it takes locks, and allocates with malloc. In a process of one thread, the
 // only holder of those is the interrupted code, so the handler starts the thread only where that
 // code holds none (safe_to_start_thread): outside libc, the dynamic loader, the runtime and the
-// malloc in use, or blocked in a system call of libc's that malloc does not make, and not inside
-// one of the program's own signal handlers (which may have interrupted malloc). Elsewhere it
-// waits for the next signal.
+// malloc in use and not inside one of the program's own signal handlers (which may have
+// interrupted malloc), or blocked in a system call of libc's that malloc does not make.
+// Elsewhere it waits for the next signal.
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <linux/kcmp.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <ucontext.h>
 
 #include "runtime/interrupted_calls.h"
 #include "runtime/rt.h"
-
-extern "C" void* __libc_stack_end;
 
 namespace stasis::rt {
 
@@ -45,10 +45,37 @@ constexpr uint32_t kMaxRanges = 16;
 CodeRange g_ranges[kMaxRanges];
 uint32_t g_range_count = 0;
 bool g_ranges_noted = false;
-// The signal return trampoline that starts every kernel signal frame of this process's handlers.
-uintptr_t g_restorer = 0;
-// The top of the stack of the one thread of this process (0: not known).
-uintptr_t g_stack_top = 0;
+// The signal mask the program last set (sigprocmask, pthread_sigmask): while one of its signal
+// handlers runs, the kernel has added that signal (and the handler's sa_mask) to it.
+uint64_t g_program_mask = 0;
+
+// The parent the deferral counted on, and a POSIX timer (kernel id) that repeats the signal
+// while an orphan waits for a safe point: the parent-death signal comes once, and only a living
+// parent signals again.
+long g_deferred_parent = 0;
+int g_retry_timer = -1;
+
+void signal_again_soon() {
+  if (g_retry_timer < 0) {
+    struct sigevent event = {};
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = g_config.checkpoint_signal;
+    event._sigev_un._tid = static_cast<int>(sys_gettid());
+    int id = -1;
+    if (STASIS_SYS3(SYS_timer_create, CLOCK_MONOTONIC, &event, &id) != 0) return;
+    g_retry_timer = id;
+  }
+  struct itimerspec in_5ms = {{0, 0}, {0, 5 * 1000000L}};
+  STASIS_SYS4(SYS_timer_settime, g_retry_timer, 0, &in_5ms, nullptr);
+}
+
+void start_now(bool join_at_once) {
+  if (g_retry_timer >= 0) {
+    STASIS_SYS1(SYS_timer_delete, g_retry_timer);
+    g_retry_timer = -1;
+  }
+  start_checkpoint_thread_now(join_at_once);
+}
 
 bool name_has(const char* path, const char* part) {
   const char* base = path;
@@ -89,24 +116,6 @@ void note_unsafe_code() {
                         reinterpret_cast<uintptr_t>(resolve_next_definition("malloc")), 0};
   if (probes[1] == 0) probes[1] = probes[0];
   dl_iterate_phdr(note_object, probes);
-  struct sigaction current = {};
-  if (real_sigaction(g_config.checkpoint_signal, nullptr, &current) == 0)
-    g_restorer = reinterpret_cast<uintptr_t>(current.sa_restorer);
-}
-
-void note_stack_top() {
-  g_stack_top = 0;
-  if (sys_gettid() == sys_getpid()) {
-    g_stack_top = reinterpret_cast<uintptr_t>(__libc_stack_end);
-    return;
-  }
-  pthread_attr_t attr;  // a fork child of another thread than the main one
-  if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
-  void* base = nullptr;
-  size_t size = 0;
-  if (pthread_attr_getstack(&attr, &base, &size) == 0)
-    g_stack_top = reinterpret_cast<uintptr_t>(base) + size;
-  pthread_attr_destroy(&attr);
 }
 
 const CodeRange* range_of(uintptr_t ip) {
@@ -115,20 +124,8 @@ const CodeRange* range_of(uintptr_t ip) {
   return nullptr;
 }
 
-// A kernel signal frame between the interrupted stack pointer and the stack's top: one of the
-// program's handlers is running, and what it interrupted may hold anything. A frame begins with
-// the restorer's address, then the flags of its ucontext (a few bits) and uc_link (0). Only the
-// thread's own stack is read (another one, e.g. a coroutine's, is not known to be readable).
-bool signal_frame_above(uintptr_t sp) {
-  constexpr uintptr_t kScanned = 256 * 1024;
-  if (g_restorer == 0 || g_stack_top == 0 || sp >= g_stack_top || g_stack_top - sp > (64u << 20))
-    return false;
-  const uintptr_t end = g_stack_top - sp > kScanned ? sp + kScanned : g_stack_top;
-  for (uintptr_t a = (sp + 7) & ~uintptr_t{7}; a + 24 <= end; a += 8) {
-    const auto* word = reinterpret_cast<const uint64_t*>(a);
-    if (word[0] == g_restorer && word[1] < 0x100 && word[2] == 0) return true;
-  }
-  return false;
+uint64_t mask_without_checkpoint_signal(uint64_t mask) {
+  return mask & ~(1ull << (g_config.checkpoint_signal - 1));
 }
 
 bool safe_to_start_thread(const ucontext_t* uc) {
@@ -137,17 +134,22 @@ bool safe_to_start_thread(const ucontext_t* uc) {
   stack_t alternate = {};
   if (STASIS_SYS2(SYS_sigaltstack, nullptr, &alternate) == 0 && (alternate.ss_flags & SS_ONSTACK))
     return false;  // only handlers run on the alternate stack
-  if (signal_frame_above(static_cast<uintptr_t>(regs[REG_RSP]))) return false;
   const CodeRange* range = range_of(ip);
-  if (range == nullptr) return true;
-  if (!range->libc) return false;
-  // Blocked in a system call of libc's, to be made again when the handler returns (the kernel
-  // rewound to the instruction, its number in rax), or broken off with EINTR.
-  const long ax = regs[REG_RAX];
-  if ((ip & 4095) <= 4094 && *reinterpret_cast<const uint16_t*>(ip) == 0x050f)
-    return ax != SYS_mmap && ax != SYS_munmap && ax != SYS_mprotect && ax != SYS_brk &&
-           ax != SYS_mremap && ax != SYS_madvise;
-  return (ip & 4095) >= 2 && *reinterpret_cast<const uint16_t*>(ip - 2) == 0x050f && ax == -EINTR;
+  if (range != nullptr) {
+    if (!range->libc) return false;
+    // Blocked in a system call of libc's, to be made again when the handler returns (the kernel
+    // rewound to the instruction, its number in rax), or broken off with EINTR.
+    const long ax = regs[REG_RAX];
+    if ((ip & 4095) <= 4094 && *reinterpret_cast<const uint16_t*>(ip) == 0x050f)
+      return ax != SYS_mmap && ax != SYS_munmap && ax != SYS_mprotect && ax != SYS_brk &&
+             ax != SYS_mremap && ax != SYS_madvise;
+    return (ip & 4095) >= 2 && *reinterpret_cast<const uint16_t*>(ip - 2) == 0x050f && ax == -EINTR;
+  }
+  // The program's own code, or a library's: not inside one of the program's signal handlers,
+  // which may have interrupted malloc (the mask is then not the one the program set).
+  uint64_t mask;
+  __builtin_memcpy(&mask, &uc->uc_sigmask, sizeof mask);
+  return mask_without_checkpoint_signal(mask) == g_program_mask;
 }
 
 uint32_t threads_of(const char* status) {
@@ -178,12 +180,20 @@ bool catches_checkpoint_signal(long pid, uint32_t* threads) {
 
 }  // namespace
 
+void note_program_signal_mask() {
+  uint64_t mask = 0;
+  if (STASIS_SYS4(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &mask, sizeof mask) == 0)
+    g_program_mask = mask_without_checkpoint_signal(mask);
+}
+
 bool parent_runs_stasis(long ppid) { return ppid > 1 && catches_checkpoint_signal(ppid, nullptr); }
 
 bool defer_checkpoint_thread(long parent_at_start) {
   prepare_checkpoint_thread();
   note_unsafe_code();
-  note_stack_top();
+  note_program_signal_mask();
+  g_deferred_parent = parent_at_start;
+  g_retry_timer = -1;  // a timer is not inherited by a fork child
   g_thread_deferred.store(true);
   // An orphan is listed by no member: the parent's end must start the thread.
   STASIS_SYS2(SYS_prctl, PR_SET_PDEATHSIG, g_config.checkpoint_signal);
@@ -194,21 +204,36 @@ bool defer_checkpoint_thread(long parent_at_start) {
 
 void start_deferred_checkpoint_thread(bool join_at_once) {
   if (!g_thread_deferred.exchange(false)) return;
-  start_checkpoint_thread_now(join_at_once);
+  start_now(join_at_once);
 }
 
 bool checkpoint_signal_before_thread(const ucontext_t* uc) {
   if (!g_thread_deferred.load()) return false;
-  if (safe_to_start_thread(uc) && g_thread_deferred.exchange(false)) start_checkpoint_thread_now(true);
+  if (safe_to_start_thread(uc)) {
+    if (g_thread_deferred.exchange(false)) start_now(true);
+  } else if (STASIS_SYS0(SYS_getppid) != g_deferred_parent) {
+    signal_again_soon();  // orphaned
+  }
   count_checkpoint_interruption(uc);  // a call the signal broke off is made again
   return true;
 }
 
+// Signalled only while it shows the handler: a child that execs meanwhile has the checkpoint
+// signal ignored from before its exec until its new runtime's handler is in place (enter_exec),
+// a vfork or posix_spawn child (which shares this process's memory until it execs, and resets
+// its handlers) is not signalled at all, and the pid descriptor keeps the signal from reaching
+// another process that took the pid of one that ended.
 void wake_threadless_children(const uint32_t* pids, uint32_t count) {
+  const long self = sys_getpid();
   for (uint32_t i = 0; i < count; i++) {
+    long pidfd = STASIS_SYS2(SYS_pidfd_open, pids[i], 0);
     uint32_t threads = 0;
-    if (catches_checkpoint_signal(pids[i], &threads) && threads == 1)
-      STASIS_SYS2(SYS_kill, pids[i], g_config.checkpoint_signal);
+    if (catches_checkpoint_signal(pids[i], &threads) && threads == 1 &&
+        STASIS_SYS5(SYS_kcmp, self, pids[i], KCMP_VM, 0, 0) != 0) {
+      if (pidfd >= 0) STASIS_SYS4(SYS_pidfd_send_signal, pidfd, g_config.checkpoint_signal, nullptr, 0);
+      else STASIS_SYS2(SYS_kill, pids[i], g_config.checkpoint_signal);
+    }
+    if (pidfd >= 0) STASIS_SYS1(SYS_close, pidfd);
   }
 }
 

@@ -279,6 +279,8 @@ void start_deferred_checkpoint_thread(bool join_at_once);
 // In the checkpoint signal's handler: true if the process had no thread (the signal asked it to
 // start one, which it did where that is safe).
 bool checkpoint_signal_before_thread(const ucontext_t* uc);
+// The mask the program set (the sigprocmask wrappers, while the thread is deferred).
+void note_program_signal_mask();
 // The checkpoint thread at the "children" barrier: signals the children still without a thread.
 void wake_threadless_children(const uint32_t* pids, uint32_t count);
 

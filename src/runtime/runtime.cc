@@ -292,20 +292,36 @@ void prepare_to_end() {
   wait_until_image_committed();
 }
 
+// From before an exec until the new program's runtime installs its handler, the checkpoint
+// signal is ignored (a disposition exec keeps), not the default action, which would end the
+// process: a parent's checkpoint signals children without a thread yet (deferred_thread.cc).
+void ignore_checkpoint_signal_across_exec() {
+  const int sig = g_config.checkpoint_signal;
+  if (sig <= 0) return;
+  struct { void* handler; unsigned long flags; void* restorer; uint64_t mask; } ignore = {reinterpret_cast<void*>(SIG_IGN), 0, nullptr, 0};
+  STASIS_SYS4(SYS_rt_sigaction, sig, &ignore, nullptr, 8);
+}
+
 bool enter_exec() {
   keep_pid_table_for_exec();  // the new program looks for the table only at its descriptor
   // A vfork child runs on its parent's memory: the counters are the parent's, and the parent's
   // checkpoint thread never signals the child (another process).
-  if (!g_config.active || sys_getpid() != g_real_pid) return false;
+  if (!g_config.active || sys_getpid() != g_real_pid) {
+    ignore_checkpoint_signal_across_exec();  // a vfork child: its own table of handlers
+    return false;
+  }
   for (;;) {  // a checkpoint may run between the wait and the section: wait for its commit too
     wait_until_image_committed();
     stasis_runtime_delay_checkpoints();
-    if (!g_commit_outstanding.load()) return true;
+    if (!g_commit_outstanding.load()) break;
     stasis_runtime_allow_checkpoints();
   }
+  ignore_checkpoint_signal_across_exec();  // no checkpoint suspends the process in the section
+  return true;
 }
 
 void exec_failed(bool entered) {
+  if (g_config.checkpoint_signal > 0) install_suspend_handler();
   if (entered) stasis_runtime_allow_checkpoints();
 }
 
@@ -485,7 +501,9 @@ void* checkpoint_thread_main(void*) {
 // (threads do not survive fork). It joins before fork() returns in it, so a checkpoint that
 // starts later includes it, and one under way takes it in (see the "children" barrier).
 void atfork_child() {
+  const long forking_parent = g_real_pid;  // this memory's process until now
   g_real_pid = sys_getpid();
+  g_thread_deferred.store(false);  // the parent's, if its thread was deferred: decided below
   if (!g_config.active) {
     if (have_pid_table()) g_config.original_pid = static_cast<uint32_t>(claim_virtual_pid(sys_getpid()));
     return;
@@ -511,8 +529,10 @@ void atfork_child() {
   g_config.active = true;  // before the thread, which clears it if it cannot join
   // The parent's connection (made or being made) is replaced by this process's own descriptor.
   // The thread waits until the child needs it (deferred_thread.cc): most children exec at once.
+  // A child whose parent has already ended defers only if its new parent would wake it.
+  const bool defer = g_parent_at_start == forking_parent || parent_runs_stasis(g_parent_at_start);
   if (!reserve_coordinator_fd(error) ||
-      (!defer_checkpoint_thread(g_parent_at_start) && !start_checkpoint_thread(error))) {
+      (!(defer && defer_checkpoint_thread(g_parent_at_start)) && !start_checkpoint_thread(error))) {
     (error << "; this child runs without checkpoints").emit();
     g_config.active = false;
     g_config.checkpoint_signal = 0;

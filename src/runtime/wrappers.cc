@@ -80,13 +80,17 @@ __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighand
 __attribute__((visibility("default"))) int sigprocmask(int how, const sigset_t* set,
                                                        sigset_t* old) {
   sigset_t copy;
-  return next_symbol(g_sigprocmask, "sigprocmask")(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
+  int r = next_symbol(g_sigprocmask, "sigprocmask")(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
+  if (stasis::rt::g_thread_deferred.load(std::memory_order_relaxed)) stasis::rt::note_program_signal_mask();
+  return r;
 }
 
 __attribute__((visibility("default"))) int pthread_sigmask(int how, const sigset_t* set,
                                                            sigset_t* old) {
   sigset_t copy;
-  return next_symbol(g_pthread_sigmask, "pthread_sigmask")(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
+  int r = next_symbol(g_pthread_sigmask, "pthread_sigmask")(how, how == SIG_UNBLOCK ? set : without_checkpoint_signal(set, &copy), old);
+  if (stasis::rt::g_thread_deferred.load(std::memory_order_relaxed)) stasis::rt::note_program_signal_mask();
+  return r;
 }
 
 __attribute__((visibility("default"))) int sigsuspend(const sigset_t* mask) {
