@@ -221,6 +221,42 @@ class Checks:
         rc = p.wait(15, "after `stasis kill`")
         log(f"program ended with status {rc} after stasis kill")
 
+    def check_kill_tree(self):
+        # Children forked without an exec have no checkpoint thread and have not joined (the
+        # runtime's deferred thread): `stasis kill` must end them too, through their parent.
+        e = self.new_env("cli.kill_tree")
+        p = self.launch_counter(program=[self.a.tree, "4000", "50", "stay"])
+        rc, out, err, _ = self.stasis("kill")
+        if rc != 0:
+            raise TestFailure(f"`stasis kill` exited {rc}: {(err or out).strip()}")
+        p.wait(15, "after `stasis kill`")
+        deadline = time.monotonic() + 10
+        while True:
+            alive = [pid for pid in e.marked_pids() if not self.is_zombie(pid) and self.runs(pid, self.a.tree)]
+            if not alive:
+                break
+            if time.monotonic() > deadline:
+                raise TestFailure(f"processes of the program still run 10 s after `stasis kill`: pids {alive}")
+            time.sleep(0.1)
+        log("every process of the tree ended after stasis kill")
+
+    @staticmethod
+    def is_zombie(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except OSError:
+            return True
+
+    @staticmethod
+    def runs(pid, program):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                first = f.read().split(b"\0")[0].decode(errors="replace")
+            return os.path.basename(first) == os.path.basename(program) or os.readlink(f"/proc/{pid}/exe") == program
+        except OSError:
+            return False
+
     def check_checkpoint_no_coordinator(self):
         e = self.new_env("cli.checkpoint_no_coordinator", coordinator=False)
         e.port = free_port()
@@ -378,6 +414,7 @@ def main() -> int:
     ap.add_argument("--stasis", required=True)
     ap.add_argument("--counter", required=True)
     ap.add_argument("--threads", required=True)
+    ap.add_argument("--tree", help="tests/targets/threadless_children (kill_tree)")
     names = sorted(n[len("check_"):] for n in dir(Checks) if n.startswith("check_"))
     ap.add_argument("check", choices=names)
     a = ap.parse_args()

@@ -6,7 +6,7 @@
 // - when the process starts a thread of its own (the pthread_create wrapper), in plain code;
 // - when a checkpoint needs the process: its parent's checkpoint thread, at the "children"
 //   barrier, signals each child that has the checkpoint signal's handler and no second thread
-//   (wake_threadless_children), every 20 ms until it has joined;
+//   (signal_threadless_children), every 20 ms until it has joined;
 // - when its parent ends (the parent-death signal: nobody would signal an orphan), or the
 //   program asks for a parent-death signal of its own (the prctl wrapper), or a checkpoint
 //   through the application API.
@@ -223,15 +223,15 @@ bool checkpoint_signal_before_thread(const ucontext_t* uc) {
 // a vfork or posix_spawn child (which shares this process's memory until it execs, and resets
 // its handlers) is not signalled at all, and the pid descriptor keeps the signal from reaching
 // another process that took the pid of one that ended.
-void wake_threadless_children(const uint32_t* pids, uint32_t count) {
+void signal_threadless_children(const uint32_t* pids, uint32_t count, int signal) {
   const long self = sys_getpid();
   for (uint32_t i = 0; i < count; i++) {
     long pidfd = STASIS_SYS2(SYS_pidfd_open, pids[i], 0);
     uint32_t threads = 0;
     if (catches_checkpoint_signal(pids[i], &threads) && threads == 1 &&
         STASIS_SYS5(SYS_kcmp, self, pids[i], KCMP_VM, 0, 0) != 0) {
-      if (pidfd >= 0) STASIS_SYS4(SYS_pidfd_send_signal, pidfd, g_config.checkpoint_signal, nullptr, 0);
-      else STASIS_SYS2(SYS_kill, pids[i], g_config.checkpoint_signal);
+      if (pidfd >= 0) STASIS_SYS4(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0);
+      else STASIS_SYS2(SYS_kill, pids[i], signal);
     }
     if (pidfd >= 0) STASIS_SYS1(SYS_close, pidfd);
   }

@@ -281,8 +281,9 @@ void start_deferred_checkpoint_thread(bool join_at_once);
 bool checkpoint_signal_before_thread(const ucontext_t* uc);
 // The mask the program set (the sigprocmask wrappers, while the thread is deferred).
 void note_program_signal_mask();
-// The checkpoint thread at the "children" barrier: signals the children still without a thread.
-void wake_threadless_children(const uint32_t* pids, uint32_t count);
+// The checkpoint thread: sends `signal` to those of `pids` (its children) still without a
+// checkpoint thread (the checkpoint signal at the "children" barrier, SIGKILL at `stasis kill`).
+void signal_threadless_children(const uint32_t* pids, uint32_t count, int signal);
 
 // ---- ending or replacing the process (runtime.cc) --------------------------------------------
 // The kernel's pid of the process whose memory this is (a vfork child shares it, with another).

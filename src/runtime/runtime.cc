@@ -367,7 +367,7 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
     // computation (a child forked as the checkpoint began joins it first).
     static uint32_t children[16384];
     uint32_t n = live_children(children, 16384, writer_pid());
-    wake_threadless_children(children, n);  // their checkpoint threads start and join
+    signal_threadless_children(children, n, g_config.checkpoint_signal);  // their threads start, join
     send_to_coordinator(STASIS_MSG_CHILDREN, generation, children, n * sizeof(uint32_t));
     report_barrier(name, 0, nullptr, nullptr);
     break;
@@ -492,6 +492,9 @@ void* checkpoint_thread_main(void*) {
       barrier.ckpt_dir[sizeof barrier.ckpt_dir - 1] = 0;
       handle_barrier(barrier, header.arg);
     } else if (header.type == STASIS_MSG_KILL) {
+      // Children that have not joined (no checkpoint thread yet) get no message of their own.
+      static uint32_t children[16384];
+      signal_threadless_children(children, live_children(children, 16384, writer_pid()), SIGKILL);
       STASIS_SYS2(SYS_kill, sys_getpid(), SIGKILL);
     }
   }
@@ -602,11 +605,10 @@ __attribute__((constructor)) void stasis_runtime_init() {
   g_config.active = true;  // before the thread, which clears it if it cannot join
   // The descriptor now, while it is surely allowed (the program may lower RLIMIT_NOFILE below
   // it before the thread connects); a child forked meanwhile replaces its copy with its own.
-  // A process that a process of the computation started has its thread when it needs it
-  // (deferred_thread.cc); one started from outside joins by itself after the delay.
-  const bool defer = !launched && g_join_now.load() == 0 && parent_runs_stasis(g_parent_at_start);
-  if (!reserve_coordinator_fd(error) ||
-      (!(defer && defer_checkpoint_thread(g_parent_at_start)) && !start_checkpoint_thread(error))) {
+  // An exec'd program starts its thread at once (only a fork child defers it, deferred_thread.cc):
+  // a program may make threads the pthread_create wrapper never sees (a split MPI rank's lower
+  // half has a libc of its own), and one with threads is not signalled to start it.
+  if (!reserve_coordinator_fd(error) || !start_checkpoint_thread(error)) {
     (error << "; running without checkpoints").emit();
     g_config.active = false;
     return;

@@ -3,12 +3,16 @@
  * deferred thread), and it must still take them in, wherever each one is:
  *   reader    blocked in read() inside libc (the system call is made again after the signal);
  *   spinner   computing in its own code, looking at its request pipe without blocking;
- *   execed    this program exec'd again as a reader (a deferred thread after exec);
+ *   execed    this program exec'd again as a reader (its thread starts at once after the exec;
+ *             the fork child before it has none);
  *   orphan    a reader whose parent has exited (its thread starts on the parent-death signal).
  * Each step the parent sends every child a request and prints their answers. At step 2 it
- * prints how many threads each child has: 1, with or without Stasis, until a checkpoint.
+ * prints how many threads the reader and the spinner have: 1, with or without Stasis, until a
+ * checkpoint.
  *
- * usage: threadless_children STEPS DELAY_MS */
+ * usage: threadless_children STEPS DELAY_MS [stay]
+ * (stay: the children outlive the parent, as a daemon's workers would: `stasis kill` must end
+ * them; test cli.kill_tree) */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -52,10 +56,18 @@ static uint64_t answer(uint64_t k, long rounds) {
   return h;
 }
 
+static int g_stay;
+
+static void parent_gone(void) {
+  if (g_stay)
+    for (;;) pause();
+  _exit(0);
+}
+
 static void reader(int requests, int answers) {
   for (uint64_t k = 1;; k++) {
     char c;
-    if (read_all(requests, &c, 1) != 0) _exit(0);  /* the parent closed: done */
+    if (read_all(requests, &c, 1) != 0) parent_gone();  /* the parent closed: done */
     uint64_t a = answer(k, 1000);
     write_all(answers, &a, sizeof a);
   }
@@ -67,7 +79,7 @@ static void spinner(int requests, int answers) {
   for (uint64_t k = 1;;) {
     char c;
     ssize_t r = read(requests, &c, 1);
-    if (r == 0) _exit(0);
+    if (r == 0) parent_gone();
     if (r < 0) {
       for (int i = 0; i < 2000000; i++) idle += (uint64_t)i;  /* in its own code, no call */
       continue;
@@ -87,6 +99,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
+  g_stay = argc > 3 && strcmp(argv[3], "stay") == 0;
   int steps = atoi(argv[1]);
   long delay = atol(argv[2]);
   int to_child[kKinds], from_child[kKinds];
@@ -140,7 +153,7 @@ int main(int argc, char **argv) {
     printf("\n");
     if (step == 2) {  /* every child answered: each has started (and exec'd) */
       printf("threads:");
-      for (int kind = 0; kind < kKinds - 1; kind++) {
+      for (int kind = kReader; kind <= kSpinner; kind++) {
         char path[64], text[4096];
         snprintf(path, sizeof path, "/proc/%d/status", (int)pids[kind]);
         FILE *f = fopen(path, "r");
