@@ -1,8 +1,8 @@
-// A process that the computation's processes start (a fork child, a program they exec) gets its
-// checkpoint thread only when it needs one, not at its start. Most of them (a shell's commands,
-// make's compilers, a pool's workers) exec or end within milliseconds; a thread costs each
-// several hundred microseconds to create and a fork or exec more to tear down, and every fork of
-// a process with two threads pays for flushing the other CPU's TLB. The thread is started:
+// A fork child of the computation gets its checkpoint thread only when it needs one, not in
+// fork(). Most of them (a shell's commands, make's jobs) exec within microseconds; a thread cost
+// each several hundred microseconds to create (copy-on-write faults) and the exec more to tear it
+// down. (An exec'd program starts its thread at once: its threads may come from a libc the
+// pthread_create wrapper never sees, as a split MPI rank's lower half.) The thread is started:
 // - when the process starts a thread of its own (the pthread_create wrapper), in plain code;
 // - when a checkpoint needs the process: its parent's checkpoint thread, at the "children"
 //   barrier, signals each child that has the checkpoint signal's handler and no second thread
