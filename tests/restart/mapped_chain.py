@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from e2e_common import Computation, fail, wait_lines  # noqa: E402
+from e2e_common import Computation, fail, lines, wait_lines  # noqa: E402
 
 
 def main(stasis, program):
@@ -32,6 +32,7 @@ def main(stasis, program):
                 fail("first checkpoint failed")
             proc.send_signal(signal.SIGKILL)
             proc.wait()
+            printed = len(lines(out))  # by the killed run: the restart rewrites them in place
             proc = comp.popen(["restart", str(ckpt / "000001")], None, None)
             # The killed run may have printed more than the restart starts from: wait until the
             # restart process has become the program (its memory is mapped again), then for output.
@@ -40,7 +41,8 @@ def main(stasis, program):
             while "big_memory" not in maps and time.monotonic() < deadline and proc.poll() is None:
                 time.sleep(0.05)
                 maps = Path(f"/proc/{proc.pid}/maps").read_text()
-            wait_lines(out, 8)
+            # Lines beyond the killed run's: the restarted program runs again (and has joined).
+            wait_lines(out, printed + 2)
             if ".stasis" not in maps:
                 fail("the restart did not map memory from the uncompressed image")
             if comp.run("checkpoint").returncode:
