@@ -203,7 +203,8 @@ bool defer_checkpoint_thread(long parent_at_start) {
 }
 
 void start_deferred_checkpoint_thread(bool join_at_once) {
-  if (!g_thread_deferred.exchange(false)) return;
+  // A load first: the pthread_create wrapper calls this at every thread the program starts.
+  if (!g_thread_deferred.load(std::memory_order_relaxed) || !g_thread_deferred.exchange(false)) return;
   start_now(join_at_once);
 }
 

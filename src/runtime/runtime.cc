@@ -342,6 +342,10 @@ const char* kernel_pid_space_tag() { return g_pid_space_tag; }
 namespace {
 
 // One barrier of the sequences protocol/barriers.h lays out, as the coordinator orders it.
+// The checkpoint thread's list of this process's live children ("children" barrier, kill).
+constexpr uint32_t kMaxChildren = 16384;
+uint32_t g_children[kMaxChildren];
+
 void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
   const char* name = barrier.name;
   stasis_event_data_t event = {generation, barrier.ckpt_dir, 0, name};
@@ -365,10 +369,9 @@ void handle_barrier(const StasisBarrier& barrier, uint64_t generation) {
   case protocol::Barrier::Children: {
     // The coordinator goes on only when every live child is a suspended process of the
     // computation (a child forked as the checkpoint began joins it first).
-    static uint32_t children[16384];
-    uint32_t n = live_children(children, 16384, writer_pid());
-    signal_threadless_children(children, n, g_config.checkpoint_signal);  // their threads start, join
-    send_to_coordinator(STASIS_MSG_CHILDREN, generation, children, n * sizeof(uint32_t));
+    uint32_t n = live_children(g_children, kMaxChildren, writer_pid());
+    signal_threadless_children(g_children, n, g_config.checkpoint_signal);  // their threads start, join
+    send_to_coordinator(STASIS_MSG_CHILDREN, generation, g_children, n * sizeof(uint32_t));
     report_barrier(name, 0, nullptr, nullptr);
     break;
   }
@@ -493,8 +496,7 @@ void* checkpoint_thread_main(void*) {
       handle_barrier(barrier, header.arg);
     } else if (header.type == STASIS_MSG_KILL) {
       // Children that have not joined (no checkpoint thread yet) get no message of their own.
-      static uint32_t children[16384];
-      signal_threadless_children(children, live_children(children, 16384, writer_pid()), SIGKILL);
+      signal_threadless_children(g_children, live_children(g_children, kMaxChildren, writer_pid()), SIGKILL);
       STASIS_SYS2(SYS_kill, sys_getpid(), SIGKILL);
     }
   }
@@ -644,7 +646,7 @@ bool start_checkpoint_thread(LogLine& error) {
   prepare_checkpoint_thread();
   // A parent-death signal the deferral asked for has done its work (it is kept across exec).
   int death_signal = 0;
-  if (STASIS_SYS2(SYS_prctl, PR_GET_PDEATHSIG, &death_signal) == 0 && death_signal != 0 &&
+  if (STASIS_SYS2(SYS_prctl, PR_GET_PDEATHSIG, &death_signal) == 0 && death_signal > 0 &&
       death_signal == g_config.checkpoint_signal)
     STASIS_SYS2(SYS_prctl, PR_SET_PDEATHSIG, 0);
   pthread_t thread;
